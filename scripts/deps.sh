@@ -1,0 +1,34 @@
+# Sourced by test.sh and demo.sh: makes sure the Debian packages vkgrad needs are installed.
+# As root it installs what is missing; otherwise it names what is missing and stops.
+
+VKG_PACKAGES=(
+  g++ cmake ninja-build pkg-config          # the toolchain (a minimal Debian has none of it)
+  libvulkan-dev                             # Vulkan loader and headers
+  mesa-vulkan-drivers                       # Lavapipe: a Vulkan device on any CPU
+  vulkan-validationlayers                   # the Khronos validation layer the tests run under
+  libshaderc-dev glslang-dev spirv-tools    # GLSL -> SPIR-V at run time (shaderc + its archives)
+  glslang-tools                             # glslangValidator: the runtime's own shaders at build time
+  libfmt-dev                                # string formatting
+  libgtest-dev                              # the test suites
+  libbenchmark-dev                          # bench/
+  zlib1g-dev                                # gunzipping datasets
+)
+
+vkg_ensure_packages() {
+  local missing=()
+  for pkg in "${VKG_PACKAGES[@]}" "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "vkgrad needs these Debian packages: ${missing[*]}" >&2
+    echo "install them with: sudo apt-get install ${missing[*]}" >&2
+    return 1
+  fi
+  echo "Installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
