@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 #include <glslang/build_info.h>
+// shaderc is private to libvkgrad: keep its inline code (~Compiler) out of our exported symbols.
+#pragma GCC visibility push(hidden)
 #include <shaderc/shaderc.hpp>
+#pragma GCC visibility pop
 #include <spirv-tools/libspirv.h>
 #include <unistd.h>
 
