@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 vkg_ensure_packages
 
-build=${VKG_BUILD_DIR:-build}
+# Its own folder: a Release build without tests, so it and test.sh never rebuild each other's tree.
+build=${VKG_BUILD_DIR:-build-release}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVKG_BUILD_TESTS=OFF -DVKG_BUILD_BENCH=OFF
 cmake --build "$build"
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}

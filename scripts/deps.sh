@@ -15,11 +15,13 @@ VKG_PACKAGES=(
 )
 
 vkg_ensure_packages() {
+  # Not Debian (no dpkg): nothing to check; CMake names whatever is missing.
+  command -v dpkg-query > /dev/null || return 0
   local missing=()
   for pkg in "${VKG_PACKAGES[@]}" "$@"; do
-    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-      missing+=("$pkg")
-    fi
+    local status
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    [ "$status" = "install ok installed" ] || missing+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
@@ -30,5 +32,5 @@ vkg_ensure_packages() {
   echo "Installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
 }

@@ -4,6 +4,7 @@
 # VKG_BUILD_DIR picks the build folder (default build/); extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/check_entry_points.sh
 source scripts/deps.sh
 vkg_ensure_packages
 
