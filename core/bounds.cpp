@@ -1,0 +1,134 @@
+#include <vkgrad/core/bounds.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <vkgrad/core/uop.hpp>
+
+namespace vkg {
+
+namespace {
+
+using Range = std::pair<int64_t, int64_t>;
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+int64_t clamp_to_i64(double d) {
+  if (std::isnan(d)) return 0;
+  if (d >= 9.2233720368547758e18) return kMax;
+  if (d <= -9.2233720368547758e18) return kMin;
+  return int64_t(d);
+}
+
+Range dtype_range(DType d) {
+  if (d.is_bool()) return {0, 1};
+  return {clamp_to_i64(dtypes::min_value(d)), clamp_to_i64(dtypes::max_value(d))};
+}
+
+// Saturating arithmetic: bounds that overflow int64 widen to the extreme instead of wrapping.
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? kMax : kMin) : r;
+}
+int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? ((a < 0) != (b < 0) ? kMin : kMax) : r;
+}
+
+// C truncating division of bounds by a constant c != 0: monotone in the dividend.
+Range div_range(Range a, int64_t c) {
+  const int64_t x = a.first / c, y = a.second / c;
+  return {std::min(x, y), std::max(x, y)};
+}
+
+// Bounds of an integer op; the result is later intersected with the dtype's range.
+Range int_bounds(const UOp& u) {
+  const auto& s = u.src;
+  auto b = [&](size_t i) { return Range{s[i]->vmin(), s[i]->vmax()}; };
+  switch (u.op) {
+    case Ops::CONST: return {u.const_int(), u.const_int()};
+    case Ops::DEFINE_VAR: return {u.arg_as<VarArg>().min, u.arg_as<VarArg>().max};
+    case Ops::SPECIAL:
+    case Ops::RANGE:
+      // The loop or launch bound is the last source: the index runs over [0, bound - 1].
+      if (!s.empty()) return {0, std::max<int64_t>(0, sat_add(s.back()->vmax(), -1))};
+      break;
+    case Ops::BIND:
+      if (!s.empty()) return b(0);
+      break;
+    case Ops::ADD: return {sat_add(b(0).first, b(1).first), sat_add(b(0).second, b(1).second)};
+    case Ops::SUB: return {sat_add(b(0).first, -std::max(b(1).second, kMin + 1)),
+                           sat_add(b(0).second, -std::max(b(1).first, kMin + 1))};
+    case Ops::NEG: return {-std::max(b(0).second, kMin + 1), -std::max(b(0).first, kMin + 1)};
+    case Ops::MUL: {
+      const auto [a0, a1] = b(0);
+      const auto [c0, c1] = b(1);
+      const int64_t p[] = {sat_mul(a0, c0), sat_mul(a0, c1), sat_mul(a1, c0), sat_mul(a1, c1)};
+      return {*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+    }
+    case Ops::IDIV: {
+      const auto [c0, c1] = b(1);
+      if (c0 == c1 && c0 != 0) return div_range(b(0), c0);
+      if (c0 > 0) {  // divisor positive but unknown: magnitude shrinks, sign follows the dividend
+        const auto [a0, a1] = b(0);
+        return {std::min<int64_t>(0, a0), std::max<int64_t>(0, a1)};
+      }
+      break;
+    }
+    case Ops::MOD: {
+      const auto [a0, a1] = b(0);
+      const auto [c0, c1] = b(1);
+      if (c0 > 0) {  // C remainder: |r| < c and r has the sign of the dividend
+        const int64_t m = c1 - 1;
+        if (a0 >= 0) return {0, std::min(a1, m)};
+        if (a1 <= 0) return {std::max(a0, -m), 0};
+        return {-m, m};
+      }
+      break;
+    }
+    case Ops::MAX: return {std::max(b(0).first, b(1).first), std::max(b(0).second, b(1).second)};
+    case Ops::CMPLT:
+      if (b(0).second < b(1).first) return {1, 1};
+      if (b(0).first >= b(1).second) return {0, 0};
+      return {0, 1};
+    case Ops::CMPNE:
+      if (b(0).second < b(1).first || b(0).first > b(1).second) return {1, 1};
+      if (b(0).first == b(0).second && b(1).first == b(1).second && b(0).first == b(1).first) return {0, 0};
+      return {0, 1};
+    case Ops::WHERE:
+      if (b(0).first == 1) return b(1);
+      if (b(0).second == 0) return b(2);
+      return {std::min(b(1).first, b(2).first), std::max(b(1).second, b(2).second)};
+    case Ops::AND:
+      if (u.dtype.is_bool()) return {b(0).first & b(1).first, b(0).second & b(1).second};
+      if (b(0).first >= 0 && b(1).first >= 0) return {0, std::min(b(0).second, b(1).second)};
+      break;
+    case Ops::OR:
+      if (u.dtype.is_bool()) return {b(0).first | b(1).first, b(0).second | b(1).second};
+      break;
+    case Ops::XOR:
+      if (u.dtype.is_bool() && b(1).first == b(1).second)  // x ^ const: flips or keeps
+        return b(1).first ? Range{1 - b(0).second, 1 - b(0).first} : b(0);
+      break;
+    case Ops::CAST:
+      if (s[0]->dtype.is_int() || s[0]->dtype.is_bool()) return b(0);
+      break;
+    default: break;
+  }
+  return dtype_range(u.dtype);
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> compute_bounds(const UOp& u) {
+  if (u.dtype.scalar == Scalar::Void || u.dtype.is_ptr()) return {0, 0};  // not a value
+  if (!(u.dtype.is_int() || u.dtype.is_bool())) return dtype_range(u.dtype);
+  const Range r = int_bounds(u);
+  const Range d = dtype_range(u.dtype);
+  // A value wider than its dtype wraps on the device: keep the dtype range then.
+  if (r.first < d.first || r.second > d.second || r.first > r.second) return d;
+  return r;
+}
+
+}  // namespace vkg
