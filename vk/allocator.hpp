@@ -1,0 +1,120 @@
+// The suballocating allocator. Memory comes from the driver in large blocks, one per
+// vkAllocateMemory, each wrapped whole in one VkBuffer (storage, transfer, device-address usage);
+// a Buffer is a 256-aligned range of a block, so making one costs no Vulkan call and its device
+// address is the block's plus the offset. Buffers bigger than half a block get a block of their
+// own. Freed buffers go to a cache bucketed by size (four buckets per power of two) and are handed
+// out again once the GPU work submitted before their release has completed.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <vkgrad/vk/buffer.hpp>
+#include <vkgrad/vk/capabilities.hpp>
+
+namespace vkg::vk {
+
+class Device;
+
+struct AllocatorOptions {
+  // Keep device buffers unmapped even on unified-memory devices, so that uploads and downloads go
+  // through the staging path a discrete GPU uses (tests and benchmarks use this on Lavapipe).
+  bool force_staging = false;
+  // Largest pooled block; 0 chooses from the heap size (heap/8, between 16 and 256 MiB).
+  VkDeviceSize max_block_size = 0;
+  // Freed buffers kept for reuse, at most; 0 means a quarter of the largest heap.
+  VkDeviceSize max_cached_bytes = 0;
+
+  // VKG_FORCE_STAGING=1 sets force_staging.
+  static AllocatorOptions from_env();
+};
+
+struct AllocatorStats {
+  VkDeviceSize device_bytes = 0;  // held from the driver, in all blocks
+  VkDeviceSize live_bytes = 0;    // in buffers that exist now (capacities)
+  VkDeviceSize cached_bytes = 0;  // in freed buffers kept for reuse
+  uint32_t blocks = 0;            // vkAllocateMemory allocations alive
+  uint64_t memory_allocations = 0;  // vkAllocateMemory calls that succeeded, ever
+  uint64_t cache_hits = 0, cache_misses = 0;
+};
+
+// The rounded size a request of `bytes` reserves: a multiple of 256, and above 4 KiB one of four
+// steps per power of two, so a freed buffer serves any later request of its bucket.
+VkDeviceSize bucket_capacity(VkDeviceSize bytes);
+
+// The memory type index for `usage` among `type_bits`, or -1. Device memory prefers device-local
+// (and on unified devices mappable too); staging prefers host-cached system memory; arguments
+// prefer host-visible device-local memory (the BAR on discrete GPUs).
+int choose_memory_type(const Capabilities& caps, uint32_t type_bits, Usage usage);
+
+class Allocator {
+ public:
+  explicit Allocator(Device& device) : Allocator(device, AllocatorOptions::from_env()) {}
+  Allocator(Device& device, const AllocatorOptions& options);
+  // Every Buffer must be gone by now. Waits for the GPU before freeing memory.
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // A buffer of at least `bytes` (0 is allowed and still gets a valid address). Throws
+  // vkg::OutOfMemory naming the size when the device can never hold it (more than the heap,
+  // maxBufferSize or maxMemoryAllocationSize), or when memory runs out even after waiting for the
+  // GPU and dropping every cached buffer; the allocator stays usable after either.
+  Buffer allocate(VkDeviceSize bytes, Usage usage = Usage::Device);
+
+  // Returns cached buffers whose last use has completed to their blocks and frees empty blocks.
+  void trim();
+  // Waits for all submitted GPU work, then trims everything.
+  void reclaim();
+
+  AllocatorStats stats() const;
+  // Whether buffers of this usage have mapped() memory.
+  bool host_mapped(Usage usage) const { return mapped_for_[static_cast<int>(usage)]; }
+  Device& device() { return device_; }
+
+ private:
+  friend class Buffer;
+  struct Cached {
+    detail::Block* block;
+    VkDeviceSize offset, capacity;
+    uint64_t ready_at;  // timeline point after which the GPU no longer uses it
+    uint64_t seq;       // release order, for evicting the oldest first
+  };
+  using CacheKey = std::pair<uint32_t, VkDeviceSize>;  // memory type, capacity
+
+  void release(detail::Block* block, VkDeviceSize offset, VkDeviceSize capacity) noexcept;
+  bool take_cached(uint32_t type, VkDeviceSize capacity, detail::Block*& block,
+                   VkDeviceSize& offset);
+  void carve(uint32_t type, VkDeviceSize capacity, Usage usage, detail::Block*& block,
+             VkDeviceSize& offset);
+  detail::Block* new_block(uint32_t type, VkDeviceSize size, bool dedicated, Usage usage);
+  VkResult create_block(uint32_t type, VkDeviceSize size, bool dedicated,
+                        std::unique_ptr<detail::Block>& out);
+  void return_range(detail::Block* block, VkDeviceSize offset, VkDeviceSize capacity);
+  void free_block(detail::Block* block);
+  bool evict_oldest_ready();
+  void trim_locked();
+  VkDeviceSize largest_request(uint32_t type) const;
+
+  Device& device_;
+  AllocatorOptions options_;
+  std::array<int, 3> type_for_{};  // memory type per Usage
+  std::array<bool, 3> mapped_for_{};
+  VkDeviceSize max_block_size_ = 0;
+
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<detail::Block>> blocks_;
+  std::map<CacheKey, std::deque<Cached>> cache_;
+  std::vector<VkDeviceSize> heap_used_;
+  uint64_t next_block_id_ = 1, next_seq_ = 0;
+  AllocatorStats stats_;
+};
+
+}  // namespace vkg::vk

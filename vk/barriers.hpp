@@ -1,0 +1,50 @@
+// The few pipeline barriers the runtime records, as data. Kernels reach memory through device
+// addresses, not bound buffers, so a VkBufferMemoryBarrier would name nothing the shader uses;
+// every barrier is a global VkMemoryBarrier2, and hazards.hpp decides where one is needed.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <vkgrad/vk/structure.hpp>
+
+namespace vkg::vk {
+
+struct BarrierKind {
+  VkPipelineStageFlags2 src_stages;
+  VkAccessFlags2 src_access;
+  VkPipelineStageFlags2 dst_stages;
+  VkAccessFlags2 dst_access;
+};
+
+// The stages and accesses a queue's commands use: dispatches, and copies and fills.
+inline constexpr VkPipelineStageFlags2 kWorkStages =
+    VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
+inline constexpr VkAccessFlags2 kWorkWrites =
+    VK_ACCESS_2_SHADER_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+inline constexpr VkAccessFlags2 kWorkAccess = VK_ACCESS_2_SHADER_READ_BIT |
+                                              VK_ACCESS_2_SHADER_WRITE_BIT |
+                                              VK_ACCESS_2_TRANSFER_READ_BIT | kWorkWrites;
+
+// A later command reads or writes what an earlier one wrote (RAW, WAW).
+inline constexpr BarrierKind kMemoryHazard{kWorkStages, kWorkWrites, kWorkStages, kWorkAccess};
+// A later command overwrites what an earlier one only read (WAR): ordering suffices.
+inline constexpr BarrierKind kExecutionHazard{kWorkStages, 0, kWorkStages, 0};
+// First in every submission: orders it after all earlier submissions to the queue, which
+// submission order alone does not do.
+inline constexpr BarrierKind kSubmissionStart = kMemoryHazard;
+// Last in every submission: makes its writes visible to the host once its point has completed.
+inline constexpr BarrierKind kSubmissionEnd{kWorkStages, kWorkWrites, VK_PIPELINE_STAGE_2_HOST_BIT,
+                                            VK_ACCESS_2_HOST_READ_BIT | VK_ACCESS_2_HOST_WRITE_BIT};
+
+inline void record_barrier(VkCommandBuffer cmd, const BarrierKind& kind) {
+  VkMemoryBarrier2 barrier = structure<VkMemoryBarrier2>(VK_STRUCTURE_TYPE_MEMORY_BARRIER_2);
+  barrier.srcStageMask = kind.src_stages;
+  barrier.srcAccessMask = kind.src_access;
+  barrier.dstStageMask = kind.dst_stages;
+  barrier.dstAccessMask = kind.dst_access;
+  VkDependencyInfo dep = structure<VkDependencyInfo>(VK_STRUCTURE_TYPE_DEPENDENCY_INFO);
+  dep.memoryBarrierCount = 1;
+  dep.pMemoryBarriers = &barrier;
+  vkCmdPipelineBarrier2(cmd, &dep);
+}
+
+}  // namespace vkg::vk

@@ -1,0 +1,263 @@
+#include <vkgrad/vk/capabilities.hpp>
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include <vkgrad/vk/check.hpp>
+#include <vkgrad/vk/feature_chain.hpp>
+#include <vkgrad/vk/structure.hpp>
+
+namespace vkg::vk {
+
+namespace {
+
+std::vector<std::string> extension_names(VkPhysicalDevice physical) {
+  uint32_t n = 0;
+  check(vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr),
+        "vkEnumerateDeviceExtensionProperties");
+  std::vector<VkExtensionProperties> exts(n);
+  check(vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, exts.data()),
+        "vkEnumerateDeviceExtensionProperties");
+  std::vector<std::string> names;
+  for (uint32_t i = 0; i < n; ++i) names.emplace_back(exts[i].extensionName);
+  return names;
+}
+
+bool contains(const std::vector<std::string>& names, const char* name) {
+  for (const auto& n : names)
+    if (n == name) return true;
+  return false;
+}
+
+// The compute family vkgrad submits to: one with timestamps if any, and among those a compute-only
+// family (the dedicated compute engine on discrete GPUs) over a graphics one.
+int pick_compute_family(const std::vector<VkQueueFamilyProperties>& families) {
+  int best = -1, best_score = -1;
+  for (size_t i = 0; i < families.size(); ++i) {
+    const auto& f = families[i];
+    if (!(f.queueFlags & VK_QUEUE_COMPUTE_BIT) || f.queueCount == 0) continue;
+    int score = (f.timestampValidBits > 0 ? 2 : 0) + (f.queueFlags & VK_QUEUE_GRAPHICS_BIT ? 0 : 1);
+    if (score > best_score) best = static_cast<int>(i), best_score = score;
+  }
+  return best;
+}
+
+std::string version_string(uint32_t v) {
+  return fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v),
+                     VK_API_VERSION_PATCH(v));
+}
+
+std::string bytes_string(VkDeviceSize b) {
+  if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", double(b) / double(1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", double(b) / double(1ull << 20));
+  if (b >= (1ull << 10)) return fmt::format("{:.1f} KiB", double(b) / double(1ull << 10));
+  return fmt::format("{} B", b);
+}
+
+}  // namespace
+
+const char* device_type_name(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "CPU";
+    default:
+      return "other";
+  }
+}
+
+Capabilities read_capabilities(VkPhysicalDevice physical) {
+  Capabilities caps;
+
+  VkPhysicalDeviceVulkan11Properties p11 = structure<VkPhysicalDeviceVulkan11Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES);
+  VkPhysicalDeviceVulkan12Properties p12 = structure<VkPhysicalDeviceVulkan12Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES);
+  VkPhysicalDeviceVulkan13Properties p13 = structure<VkPhysicalDeviceVulkan13Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES);
+  VkPhysicalDeviceProperties2 props = structure<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  props.pNext = &p11;
+  p11.pNext = &p12;
+  // The 1.3 struct is only defined for 1.3 devices; older ones are reported unusable below.
+  VkPhysicalDeviceProperties plain;
+  vkGetPhysicalDeviceProperties(physical, &plain);
+  if (plain.apiVersion >= VK_API_VERSION_1_3) p12.pNext = &p13;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  const VkPhysicalDeviceProperties& p = props.properties;
+
+  caps.name = p.deviceName;
+  caps.type = p.deviceType;
+  caps.vendor_id = p.vendorID;
+  caps.device_id = p.deviceID;
+  caps.api_version = p.apiVersion;
+  caps.driver_version = p.driverVersion;
+  caps.driver_name = p12.driverName;
+  caps.driver_info = p12.driverInfo;
+  std::memcpy(caps.pipeline_cache_uuid.data(), p.pipelineCacheUUID, VK_UUID_SIZE);
+
+  Limits& l = caps.limits;
+  const VkPhysicalDeviceLimits& pl = p.limits;
+  for (int i = 0; i < 3; ++i) {
+    l.max_workgroup_size[i] = pl.maxComputeWorkGroupSize[i];
+    l.max_workgroup_count[i] = pl.maxComputeWorkGroupCount[i];
+  }
+  l.max_workgroup_invocations = pl.maxComputeWorkGroupInvocations;
+  l.max_shared_memory = pl.maxComputeSharedMemorySize;
+  l.max_storage_buffer_range = pl.maxStorageBufferRange;
+  l.max_push_constants_size = pl.maxPushConstantsSize;
+  l.max_memory_allocation_count = pl.maxMemoryAllocationCount;
+  l.max_memory_allocation_size = p11.maxMemoryAllocationSize;
+  l.max_buffer_size = p13.maxBufferSize ? p13.maxBufferSize : p11.maxMemoryAllocationSize;
+  l.subgroup_size = p11.subgroupSize;
+  l.min_subgroup_size = p13.minSubgroupSize ? p13.minSubgroupSize : p11.subgroupSize;
+  l.max_subgroup_size = p13.maxSubgroupSize ? p13.maxSubgroupSize : p11.subgroupSize;
+  l.timestamp_period = pl.timestampPeriod;
+
+  uint32_t nfam = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nfam, nullptr);
+  std::vector<VkQueueFamilyProperties> families(nfam);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nfam, families.data());
+  int family = pick_compute_family(families);
+  if (family >= 0) {
+    caps.compute_family = static_cast<uint32_t>(family);
+    l.timestamp_valid_bits = families[family].timestampValidBits;
+  }
+
+  FeatureChain supported;
+  if (plain.apiVersion >= VK_API_VERSION_1_3) supported.query(physical);
+  const auto ext = extension_names(physical);
+  Features& f = caps.features;
+  f.storage_buffer_16bit = supported.v11.storageBuffer16BitAccess;
+  f.storage_buffer_8bit = supported.v12.storageBuffer8BitAccess;
+  f.float16 = supported.v12.shaderFloat16;
+  f.int8 = supported.v12.shaderInt8;
+  f.int16 = supported.core.features.shaderInt16;
+  f.int64 = supported.core.features.shaderInt64;
+  f.float64 = supported.core.features.shaderFloat64;
+  f.int64_atomics = supported.v12.shaderBufferInt64Atomics;
+  if (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)
+    f.subgroup_operations = p11.subgroupSupportedOperations;
+  f.subgroup_extended_types = supported.v12.shaderSubgroupExtendedTypes;
+  f.subgroup_size_control = supported.v13.subgroupSizeControl &&
+                            (p13.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  f.compute_full_subgroups = supported.v13.computeFullSubgroups;
+  f.scalar_block_layout = supported.v12.scalarBlockLayout;
+  f.vulkan_memory_model = supported.v12.vulkanMemoryModel;
+  f.integer_dot_product = supported.v13.shaderIntegerDotProduct;
+  f.timeline_semaphore = supported.v12.timelineSemaphore;
+  f.buffer_device_address = supported.v12.bufferDeviceAddress;
+  f.synchronization2 = supported.v13.synchronization2;
+  f.maintenance4 = supported.v13.maintenance4;
+  f.timestamps = l.timestamp_valid_bits > 0 && l.timestamp_period > 0;
+  f.cooperative_matrix_khr = contains(ext, "VK_KHR_cooperative_matrix");
+  f.cooperative_matrix_nv = contains(ext, "VK_NV_cooperative_matrix");
+  f.memory_budget = contains(ext, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(physical, &mem);
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
+    caps.heaps.push_back({mem.memoryHeaps[i].size,
+                          (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0});
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i)
+    caps.memory_types.push_back({mem.memoryTypes[i].heapIndex, mem.memoryTypes[i].propertyFlags});
+
+  // Unified: not a discrete card, and the largest device-local heap is host-mappable and coherent.
+  // (A discrete GPU with resizable BAR also maps its VRAM, but host reads over PCIe are slow, so it
+  // keeps the staging path.)
+  int largest = -1;
+  for (size_t i = 0; i < caps.heaps.size(); ++i)
+    if (caps.heaps[i].device_local && (largest < 0 || caps.heaps[i].size > caps.heaps[largest].size))
+      largest = static_cast<int>(i);
+  constexpr VkMemoryPropertyFlags kMappable = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                              VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                              VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  if (caps.type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU && largest >= 0)
+    for (const auto& t : caps.memory_types)
+      if (t.heap == static_cast<uint32_t>(largest) && (t.flags & kMappable) == kMappable)
+        caps.unified_memory = true;
+
+  if (p.apiVersion < VK_API_VERSION_1_3)
+    caps.missing.push_back("Vulkan 1.3 (the driver has " + version_string(p.apiVersion) + ")");
+  if (family < 0) caps.missing.push_back("a compute queue");
+  if (!f.buffer_device_address) caps.missing.push_back("bufferDeviceAddress");
+  if (!f.timeline_semaphore) caps.missing.push_back("timelineSemaphore");
+  if (!f.synchronization2) caps.missing.push_back("synchronization2");
+  return caps;
+}
+
+std::string describe(const Capabilities& c) {
+  const Limits& l = c.limits;
+  const Features& f = c.features;
+  auto yn = [](bool b) { return b ? "yes" : "no"; };
+  std::string s;
+  auto line = [&s](const std::string& text) { s += text + "\n"; };
+  line(fmt::format("{} ({}), vendor 0x{:04x} device 0x{:04x}", c.name, device_type_name(c.type),
+                   c.vendor_id, c.device_id));
+  line(fmt::format("  Vulkan {}, driver {} ({})", version_string(c.api_version), c.driver_name,
+                   c.driver_info));
+  if (!c.usable()) {
+    std::string why;
+    for (const auto& m : c.missing) why += (why.empty() ? "" : ", ") + m;
+    line("  NOT USABLE by vkgrad, lacks: " + why);
+  }
+  line(fmt::format("  compute queue family {}, timestamps {} ({} valid bits, {} ns/tick)",
+                   c.compute_family, yn(f.timestamps), l.timestamp_valid_bits, l.timestamp_period));
+  line("limits:");
+  line(fmt::format("  workgroup size max {} x {} x {}, {} invocations", l.max_workgroup_size[0],
+                   l.max_workgroup_size[1], l.max_workgroup_size[2], l.max_workgroup_invocations));
+  line(fmt::format("  workgroup count max {} x {} x {}", l.max_workgroup_count[0],
+                   l.max_workgroup_count[1], l.max_workgroup_count[2]));
+  line(fmt::format("  shared memory {}, push constants {} B", bytes_string(l.max_shared_memory),
+                   l.max_push_constants_size));
+  line(fmt::format("  storage buffer range {}, buffer size {}, allocation size {}, {} allocations",
+                   bytes_string(l.max_storage_buffer_range), bytes_string(l.max_buffer_size),
+                   bytes_string(l.max_memory_allocation_size), l.max_memory_allocation_count));
+  line(fmt::format("  subgroup size {} (min {}, max {})", l.subgroup_size, l.min_subgroup_size,
+                   l.max_subgroup_size));
+  line("features:");
+  line(fmt::format("  storage 16-bit {}, 8-bit {}; arithmetic float16 {}, int8 {}, int16 {}, "
+                   "int64 {}, float64 {}, int64 atomics {}",
+                   yn(f.storage_buffer_16bit), yn(f.storage_buffer_8bit), yn(f.float16), yn(f.int8),
+                   yn(f.int16), yn(f.int64), yn(f.float64), yn(f.int64_atomics)));
+  std::string ops;
+  static constexpr std::pair<VkSubgroupFeatureFlagBits, const char*> kOps[] = {
+      {VK_SUBGROUP_FEATURE_BASIC_BIT, "basic"},
+      {VK_SUBGROUP_FEATURE_VOTE_BIT, "vote"},
+      {VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "arithmetic"},
+      {VK_SUBGROUP_FEATURE_BALLOT_BIT, "ballot"},
+      {VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "shuffle"},
+      {VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT, "shuffle_relative"},
+      {VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "clustered"},
+      {VK_SUBGROUP_FEATURE_QUAD_BIT, "quad"}};
+  for (const auto& [bit, name] : kOps)
+    if (f.subgroup_operations & bit) ops += (ops.empty() ? "" : " ") + std::string(name);
+  line(fmt::format("  subgroup ops [{}], extended types {}, size control {}, full subgroups {}",
+                   ops, yn(f.subgroup_extended_types), yn(f.subgroup_size_control),
+                   yn(f.compute_full_subgroups)));
+  line(fmt::format("  timeline semaphores {}, buffer device address {}, synchronization2 {}, "
+                   "scalar layout {}, memory model {}, integer dot {}",
+                   yn(f.timeline_semaphore), yn(f.buffer_device_address), yn(f.synchronization2),
+                   yn(f.scalar_block_layout), yn(f.vulkan_memory_model), yn(f.integer_dot_product)));
+  line(fmt::format("  cooperative matrix KHR {}, NV {}; memory budget {}", yn(f.cooperative_matrix_khr),
+                   yn(f.cooperative_matrix_nv), yn(f.memory_budget)));
+  line(fmt::format("memory ({}):", c.unified_memory ? "unified, host maps device memory"
+                                                    : "separate, staging for transfers"));
+  for (size_t i = 0; i < c.heaps.size(); ++i)
+    line(fmt::format("  heap {}: {}{}", i, bytes_string(c.heaps[i].size),
+                     c.heaps[i].device_local ? " device-local" : ""));
+  for (size_t i = 0; i < c.memory_types.size(); ++i) {
+    const auto fl = c.memory_types[i].flags;
+    std::string flags;
+    if (fl & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) flags += " device-local";
+    if (fl & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) flags += " host-visible";
+    if (fl & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) flags += " host-coherent";
+    if (fl & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) flags += " host-cached";
+    line(fmt::format("  type {}: heap {}{}", i, c.memory_types[i].heap, flags));
+  }
+  return s;
+}
+
+}  // namespace vkg::vk

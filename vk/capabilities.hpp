@@ -1,0 +1,97 @@
+// What one physical device can do, read once at start: its identity, the limits kernels must fit in,
+// the optional features the renderer may use, and its memory. The code generator turns paths on
+// and off from this record; vkgrad-info prints it.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkg::vk {
+
+struct Limits {
+  std::array<uint32_t, 3> max_workgroup_size{};
+  uint32_t max_workgroup_invocations = 0;
+  std::array<uint32_t, 3> max_workgroup_count{};
+  uint32_t max_shared_memory = 0;          // bytes of workgroup-shared memory
+  uint32_t max_storage_buffer_range = 0;   // only binds a descriptor window; see queue.hpp
+  uint32_t max_push_constants_size = 0;
+  uint32_t max_memory_allocation_count = 0;
+  VkDeviceSize max_memory_allocation_size = 0;
+  VkDeviceSize max_buffer_size = 0;
+  uint32_t subgroup_size = 0;              // the default size
+  uint32_t min_subgroup_size = 0;          // the range subgroup size control can pick from
+  uint32_t max_subgroup_size = 0;
+  float timestamp_period = 0;              // nanoseconds per timestamp tick
+  uint32_t timestamp_valid_bits = 0;       // of the compute queue family; 0: no timestamps
+};
+
+struct Features {
+  bool storage_buffer_16bit = false;  // 16-bit loads and stores in storage buffers
+  bool storage_buffer_8bit = false;
+  bool float16 = false;               // 16-bit float arithmetic
+  bool int8 = false;                  // 8-bit integer arithmetic
+  bool int16 = false;
+  bool int64 = false;
+  bool float64 = false;
+  bool int64_atomics = false;
+  VkSubgroupFeatureFlags subgroup_operations = 0;  // in compute shaders
+  bool subgroup_extended_types = false;            // subgroup ops on 8/16/64-bit types
+  bool subgroup_size_control = false;
+  bool compute_full_subgroups = false;
+  bool scalar_block_layout = false;
+  bool vulkan_memory_model = false;
+  bool integer_dot_product = false;
+  bool timeline_semaphore = false;     // required
+  bool buffer_device_address = false;  // required
+  bool synchronization2 = false;       // required
+  bool maintenance4 = false;
+  bool timestamps = false;             // the compute queue can write timestamps
+  bool cooperative_matrix_khr = false;  // extension present
+  bool cooperative_matrix_nv = false;
+  bool memory_budget = false;           // VK_EXT_memory_budget present
+};
+
+struct MemoryHeap {
+  VkDeviceSize size = 0;
+  bool device_local = false;
+};
+
+struct MemoryType {
+  uint32_t heap = 0;
+  VkMemoryPropertyFlags flags = 0;
+};
+
+struct Capabilities {
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t vendor_id = 0, device_id = 0;
+  uint32_t api_version = 0, driver_version = 0;
+  std::string driver_name, driver_info;
+  std::array<uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};
+  uint32_t compute_family = 0;  // the queue family vkgrad submits to
+
+  Limits limits;
+  Features features;
+  std::vector<MemoryHeap> heaps;
+  std::vector<MemoryType> memory_types;
+  // The host maps the memory kernels use (integrated GPUs, CPU devices): uploads and downloads are
+  // plain memcpy. False on discrete GPUs, where they go through a staging buffer.
+  bool unified_memory = false;
+
+  // Why vkgrad cannot use this device ("Vulkan 1.3", "bufferDeviceAddress", ...); empty if it can.
+  std::vector<std::string> missing;
+  bool usable() const { return missing.empty(); }
+};
+
+Capabilities read_capabilities(VkPhysicalDevice physical);
+
+// "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other".
+const char* device_type_name(VkPhysicalDeviceType type);
+
+// A multi-line, human-readable description of the record (vkgrad-info prints it).
+std::string describe(const Capabilities& caps);
+
+}  // namespace vkg::vk

@@ -1,0 +1,166 @@
+#include <vkgrad/vk/device.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <optional>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/vk/check.hpp>
+#include <vkgrad/vk/env.hpp>
+#include <vkgrad/vk/feature_chain.hpp>
+#include <vkgrad/vk/structure.hpp>
+
+namespace vkg::vk {
+
+namespace {
+
+int type_rank(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string device_list(std::span<const PhysicalDevice> devices) {
+  std::string s;
+  for (size_t i = 0; i < devices.size(); ++i)
+    s += fmt::format("\n  {}: {} ({}){}", i, devices[i].caps.name,
+                     device_type_name(devices[i].caps.type),
+                     devices[i].caps.usable() ? "" : " [not usable]");
+  return s.empty() ? "\n  (none)" : s;
+}
+
+bool has_extension(VkPhysicalDevice physical, const char* name) {
+  uint32_t n = 0;
+  check(vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr),
+        "vkEnumerateDeviceExtensionProperties");
+  std::vector<VkExtensionProperties> exts(n);
+  check(vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, exts.data()),
+        "vkEnumerateDeviceExtensionProperties");
+  for (const auto& e : exts)
+    if (std::string_view(e.extensionName) == name) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<PhysicalDevice> list_physical_devices(const Instance& instance) {
+  std::vector<PhysicalDevice> out;
+  for (VkPhysicalDevice p : instance.physical_devices()) out.push_back({p, read_capabilities(p)});
+  return out;
+}
+
+std::size_t choose_physical_device(std::span<const PhysicalDevice> devices,
+                                   std::string_view select) {
+  if (select.empty()) {
+    int best = -1;
+    for (size_t i = 0; i < devices.size(); ++i)
+      if (devices[i].caps.usable() &&
+          (best < 0 || type_rank(devices[i].caps.type) > type_rank(devices[best].caps.type)))
+        best = static_cast<int>(i);
+    if (best < 0)
+      throw Error("no Vulkan device vkgrad can use (it needs Vulkan 1.3 with buffer device "
+                  "addresses, timeline semaphores and synchronization2); devices:" +
+                  device_list(devices));
+    return static_cast<size_t>(best);
+  }
+  size_t index = 0;
+  const char* end = select.data() + select.size();
+  auto [ptr, ec] = std::from_chars(select.data(), end, index);
+  const bool numeric = ec == std::errc() && ptr == end;
+  std::optional<size_t> found;
+  if (numeric) {
+    if (index < devices.size()) found = index;
+  } else {
+    for (size_t i = 0; i < devices.size() && !found; ++i)
+      if (lower(devices[i].caps.name).find(lower(select)) != std::string::npos) found = i;
+  }
+  if (!found)
+    throw Error(fmt::format("VK_DEVICE={} matches no Vulkan device; devices:{}", select,
+                            device_list(devices)));
+  const Capabilities& c = devices[*found].caps;
+  if (!c.usable()) {
+    std::string why;
+    for (const auto& m : c.missing) why += (why.empty() ? "" : ", ") + m;
+    throw Error(fmt::format("VK_DEVICE={} picks {}, which vkgrad cannot use: it lacks {}", select,
+                            c.name, why));
+  }
+  return *found;
+}
+
+DeviceOptions DeviceOptions::from_env() {
+  DeviceOptions o;
+  o.select = env_string("VK_DEVICE");
+  o.persistent_pipeline_cache = !env_flag("VKG_NO_PIPELINE_CACHE");
+  return o;
+}
+
+Device::Device(const Instance& instance, const DeviceOptions& options) {
+  std::vector<PhysicalDevice> devices = list_physical_devices(instance);
+  const PhysicalDevice& chosen = devices[choose_physical_device(devices, options.select)];
+  physical_ = chosen.handle;
+  caps_ = chosen.caps;
+
+  FeatureChain supported, enabled;
+  supported.query(physical_);
+  enabled.enable_used(supported);
+
+  std::vector<const char*> extensions;
+  // MoltenVK requires this extension to be enabled whenever it is offered.
+  if (has_extension(physical_, "VK_KHR_portability_subset"))
+    extensions.push_back("VK_KHR_portability_subset");
+  if (caps_.features.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue = structure<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  queue.queueFamilyIndex = caps_.compute_family;
+  queue.queueCount = 1;
+  queue.pQueuePriorities = &priority;
+
+  VkDeviceCreateInfo info = structure<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  info.pNext = &enabled.core;
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queue;
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice");
+
+  try {
+    VkQueue q;
+    vkGetDeviceQueue(device_, caps_.compute_family, 0, &q);
+    timeline_ = std::make_unique<Timeline>(device_, q);
+    pipeline_cache_ =
+        std::make_unique<PipelineCache>(device_, caps_, options.persistent_pipeline_cache);
+  } catch (...) {
+    timeline_.reset();
+    vkDestroyDevice(device_, nullptr);
+    throw;
+  }
+}
+
+Device::~Device() {
+  // Nothing may be destroyed while the GPU still uses it; a lost device has nothing to wait for.
+  vkDeviceWaitIdle(device_);
+  pipeline_cache_.reset();
+  timeline_.reset();
+  vkDestroyDevice(device_, nullptr);
+}
+
+}  // namespace vkg::vk

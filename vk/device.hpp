@@ -1,0 +1,64 @@
+// The logical device: which physical device vkgrad runs on (VK_DEVICE, else the best by type), its
+// capabilities record, the features enabled on it, its compute queue and timeline, and the
+// pipeline cache its programs share.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <vkgrad/vk/capabilities.hpp>
+#include <vkgrad/vk/instance.hpp>
+#include <vkgrad/vk/pipeline_cache.hpp>
+#include <vkgrad/vk/timeline.hpp>
+
+namespace vkg::vk {
+
+struct PhysicalDevice {
+  VkPhysicalDevice handle = VK_NULL_HANDLE;
+  Capabilities caps;
+};
+
+// Every physical device the instance sees, in the loader's order (VK_DEVICE=<index> counts here).
+std::vector<PhysicalDevice> list_physical_devices(const Instance& instance);
+
+// Picks a device. `select` is "" (the best usable one: discrete > integrated > virtual > CPU, the
+// first of equals), a decimal index into `devices`, or a case-insensitive substring of the name.
+// Throws vkg::Error listing the devices when nothing matches or the match is not usable.
+std::size_t choose_physical_device(std::span<const PhysicalDevice> devices, std::string_view select);
+
+struct DeviceOptions {
+  std::string select;              // see choose_physical_device
+  bool persistent_pipeline_cache = true;
+
+  // select from VK_DEVICE; VKG_NO_PIPELINE_CACHE=1 keeps the pipeline cache off disk.
+  static DeviceOptions from_env();
+};
+
+class Device {
+ public:
+  explicit Device(const Instance& instance) : Device(instance, DeviceOptions::from_env()) {}
+  Device(const Instance& instance, const DeviceOptions& options);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  VkDevice get() const { return device_; }
+  VkPhysicalDevice physical() const { return physical_; }
+  const Capabilities& caps() const { return caps_; }
+  uint32_t queue_family() const { return caps_.compute_family; }
+  Timeline& timeline() { return *timeline_; }
+  PipelineCache& pipeline_cache() { return *pipeline_cache_; }
+
+ private:
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  Capabilities caps_;
+  VkDevice device_ = VK_NULL_HANDLE;  // destroyed last, by ~Device
+  std::unique_ptr<Timeline> timeline_;
+  std::unique_ptr<PipelineCache> pipeline_cache_;
+};
+
+}  // namespace vkg::vk

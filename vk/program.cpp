@@ -1,0 +1,153 @@
+#include <vkgrad/vk/program.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/vk/check.hpp>
+#include <vkgrad/vk/device.hpp>
+#include <vkgrad/vk/structure.hpp>
+
+namespace vkg::vk {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x07230203;
+constexpr uint32_t kOpConstant = 43, kOpSpecConstant = 50, kOpExecutionMode = 16,
+                   kOpExecutionModeId = 331;
+constexpr uint32_t kModeLocalSize = 17, kModeLocalSizeId = 38;
+
+}  // namespace
+
+Groups Groups::cover(uint64_t count, const Limits& limits) {
+  const uint64_t mx = limits.max_workgroup_count[0], my = limits.max_workgroup_count[1],
+                 mz = limits.max_workgroup_count[2];
+  Groups g;
+  if (count == 0) return {0, 1, 1};
+  g.x = static_cast<uint32_t>(std::min(count, mx));
+  uint64_t rows = (count + g.x - 1) / g.x;
+  g.y = static_cast<uint32_t>(std::min(rows, my));
+  uint64_t planes = (rows + g.y - 1) / g.y;
+  if (planes > mz)
+    throw Error(fmt::format("{} workgroups do not fit a {} x {} x {} grid", count, mx, my, mz));
+  g.z = static_cast<uint32_t>(planes);
+  return g;
+}
+
+std::array<uint32_t, 3> spirv_local_size(std::span<const uint32_t> spirv) {
+  if (spirv.size() < 5 || spirv[0] != kMagic) throw Error("not a SPIR-V module (bad magic number)");
+  std::map<uint32_t, uint32_t> constants;  // result id -> value, for LocalSizeId
+  std::array<uint32_t, 3> ids{}, size{};
+  bool literal = false, by_id = false;
+  for (size_t i = 5; i < spirv.size();) {
+    const uint32_t count = spirv[i] >> 16, op = spirv[i] & 0xffff;
+    if (count == 0 || i + count > spirv.size()) throw Error("truncated SPIR-V module");
+    const uint32_t* w = &spirv[i];
+    if ((op == kOpConstant || op == kOpSpecConstant) && count >= 4) constants[w[2]] = w[3];
+    if (op == kOpExecutionMode && count >= 6 && w[2] == kModeLocalSize) {
+      size = {w[3], w[4], w[5]};
+      literal = true;
+    }
+    if (op == kOpExecutionModeId && count >= 6 && w[2] == kModeLocalSizeId) {
+      ids = {w[3], w[4], w[5]};
+      by_id = true;
+    }
+    i += count;
+  }
+  if (literal) return size;
+  if (by_id) {
+    for (int d = 0; d < 3; ++d) {
+      auto it = constants.find(ids[d]);
+      if (it == constants.end()) throw Error("SPIR-V LocalSizeId names no integer constant");
+      size[d] = it->second;
+    }
+    return size;
+  }
+  throw Error("SPIR-V module declares no workgroup size (LocalSize)");
+}
+
+Program::Program(Device& device, std::string name, std::span<const uint32_t> spirv,
+                 uint32_t push_constant_bytes)
+    : device_(device),
+      name_(std::move(name)),
+      spirv_(spirv.begin(), spirv.end()),
+      push_constant_bytes_(push_constant_bytes) {
+  const Limits& l = device_.caps().limits;
+  try {
+    local_size_ = spirv_local_size(spirv_);
+  } catch (const Error& e) {
+    throw Error(fmt::format("program '{}': {}", name_, e.what()));
+  }
+  const uint64_t invocations = uint64_t(local_size_[0]) * local_size_[1] * local_size_[2];
+  for (int d = 0; d < 3; ++d)
+    if (local_size_[d] == 0 || local_size_[d] > l.max_workgroup_size[d] ||
+        invocations > l.max_workgroup_invocations)
+      throw Error(fmt::format(
+          "program '{}': workgroup size {} x {} x {} exceeds the device's limits ({} x {} x {}, "
+          "{} invocations)",
+          name_, local_size_[0], local_size_[1], local_size_[2], l.max_workgroup_size[0],
+          l.max_workgroup_size[1], l.max_workgroup_size[2], l.max_workgroup_invocations));
+  if (push_constant_bytes_ % 4 != 0)
+    throw Error(fmt::format("program '{}': push constants must be a multiple of 4 bytes, not {}",
+                            name_, push_constant_bytes_));
+  if (push_constant_bytes_ > l.max_push_constants_size)
+    throw Error(fmt::format(
+        "program '{}': {} bytes of push constants exceed the device's {} (maxPushConstantsSize); "
+        "pass the arguments in a buffer from Queue::spill and push its address",
+        name_, push_constant_bytes_, l.max_push_constants_size));
+}
+
+Program::~Program() {
+  if (!created_) return;
+  try {
+    device_.timeline().wait_all();
+  } catch (...) {
+  }
+}
+
+void Program::create() const {
+  VkDevice dev = device_.get();
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_constant_bytes_};
+  VkPipelineLayoutCreateInfo layout = structure<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+  layout.pushConstantRangeCount = push_constant_bytes_ ? 1 : 0;
+  layout.pPushConstantRanges = &range;
+  VkPipelineLayout pl;
+  check(vkCreatePipelineLayout(dev, &layout, nullptr, &pl), "vkCreatePipelineLayout");
+  UniquePipelineLayout owned_layout(dev, pl);
+
+  VkShaderModuleCreateInfo module = structure<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  module.codeSize = spirv_.size() * sizeof(uint32_t);
+  module.pCode = spirv_.data();
+  VkShaderModule sm;
+  check(vkCreateShaderModule(dev, &module, nullptr, &sm), "vkCreateShaderModule");
+  UniqueShaderModule owned_module(dev, sm);  // not needed once the pipeline exists
+
+  VkComputePipelineCreateInfo info = structure<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = sm;
+  info.stage.pName = "main";
+  info.layout = pl;
+  VkPipeline p;
+  VkResult r =
+      vkCreateComputePipelines(dev, device_.pipeline_cache().get(), 1, &info, nullptr, &p);
+  if (r < 0)
+    throw_result(r, fmt::format("vkCreateComputePipelines for program '{}'", name_).c_str());
+  layout_ = std::move(owned_layout);
+  pipeline_ = UniquePipeline(dev, p);
+  created_ = true;
+}
+
+VkPipeline Program::pipeline() const {
+  std::call_once(once_, [this] { create(); });
+  return pipeline_.get();
+}
+
+VkPipelineLayout Program::layout() const {
+  std::call_once(once_, [this] { create(); });
+  return layout_.get();
+}
+
+}  // namespace vkg::vk

@@ -1,0 +1,239 @@
+#include <vkgrad/vk/queue.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/vk/allocator.hpp>
+#include <vkgrad/vk/barriers.hpp>
+#include <vkgrad/vk/check.hpp>
+#include <vkgrad/vk/device.hpp>
+#include <vkgrad/vk/structure.hpp>
+
+namespace vkg::vk {
+
+namespace {
+
+constexpr VkDeviceSize kArgAlign = 64;            // covers every std430 alignment
+constexpr VkDeviceSize kArgChunkBytes = 64 << 10;  // one ring chunk holds ~500 spilled blobs
+
+}  // namespace
+
+// Everything one submission owns, reused as a whole once its timeline point has completed.
+struct Queue::Batch {
+  UniqueCommandPool pool;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  uint64_t point = 0;
+  std::vector<Buffer> arg_chunks;  // the argument ring: chunks filled in order
+  size_t arg_chunk = 0;
+  VkDeviceSize arg_used = 0;
+  std::unique_ptr<Timestamps> timestamps;  // made on the first timed command
+};
+
+Queue::Queue(Device& device, Allocator& allocator, const QueueOptions& options)
+    : device_(device), allocator_(allocator) {
+  set_timing(options.timing);
+}
+
+Queue::~Queue() {
+  try {
+    device_.timeline().wait(last_point_);
+  } catch (...) {
+    // Lost device: nothing runs any more, so destroying the pools is safe.
+  }
+}
+
+void Queue::set_timing(bool on) { timing_ = on && device_.caps().features.timestamps; }
+
+void Queue::retire_completed() {
+  while (!in_flight_.empty() && device_.timeline().done(in_flight_.front()->point)) {
+    std::unique_ptr<Batch> b = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    if (b->timestamps && !b->timestamps->empty()) b->timestamps->collect(timings_);
+    b->arg_chunk = 0;
+    b->arg_used = 0;
+    check(vkResetCommandPool(device_.get(), b->pool.get(), 0), "vkResetCommandPool");
+    idle_.push_back(std::move(b));
+  }
+}
+
+void Queue::begin_recording() {
+  if (recording_) return;
+  retire_completed();
+  if (!idle_.empty()) {
+    recording_ = std::move(idle_.back());
+    idle_.pop_back();
+  } else {
+    auto b = std::make_unique<Batch>();
+    VkCommandPoolCreateInfo info = structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    info.queueFamilyIndex = device_.queue_family();
+    VkCommandPool pool;
+    check(vkCreateCommandPool(device_.get(), &info, nullptr, &pool), "vkCreateCommandPool");
+    b->pool = UniqueCommandPool(device_.get(), pool);
+    VkCommandBufferAllocateInfo alloc = structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    alloc.commandPool = pool;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(device_.get(), &alloc, &b->cmd), "vkAllocateCommandBuffers");
+    recording_ = std::move(b);
+  }
+  VkCommandBufferBeginInfo begin = structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VkResult r = vkBeginCommandBuffer(recording_->cmd, &begin);
+  if (r != VK_SUCCESS) {
+    recording_.reset();
+    throw_result(r, "vkBeginCommandBuffer");
+  }
+  record_barrier(recording_->cmd, kSubmissionStart);
+  hazards_.reset();
+  bound_ = VK_NULL_HANDLE;
+}
+
+void Queue::before_command(std::span<const BufferUse> uses, std::string_view label) {
+  ranges_.clear();
+  for (const BufferUse& u : uses) {
+    if (!u.buffer || !*u.buffer) throw Error("a command uses an empty Buffer");
+    const Buffer& b = *u.buffer;
+    // A whole-buffer use covers its capacity: fills round up, and capacities never overlap.
+    VkDeviceSize size = u.size == VK_WHOLE_SIZE ? b.capacity() - std::min(u.offset, b.capacity())
+                                                : u.size;
+    if (u.offset > b.capacity() || size > b.capacity() - u.offset)
+      throw Error(fmt::format("a command uses bytes [{}, {}) of a buffer of {} bytes", u.offset,
+                              u.offset + size, b.size()));
+    const uint64_t begin = b.offset() + u.offset;
+    ranges_.push_back({b.block_id(), begin, begin + size, u.access});
+  }
+  begin_recording();
+  VkCommandBuffer cmd = recording_->cmd;
+  if (timing_) {
+    // Timed commands run one at a time so each interval is that command's alone.
+    record_barrier(cmd, kMemoryHazard);
+    hazards_.reset();
+    hazards_.next(ranges_);
+    if (!recording_->timestamps) recording_->timestamps = std::make_unique<Timestamps>(device_);
+    recording_->timestamps->begin(cmd, label);
+    return;
+  }
+  switch (hazards_.next(ranges_)) {
+    case Hazard::None:
+      return;
+    case Hazard::Execution:
+      record_barrier(cmd, kExecutionHazard);
+      break;
+    case Hazard::Memory:
+      record_barrier(cmd, kMemoryHazard);
+      break;
+  }
+  ++stats_.barriers;
+}
+
+void Queue::after_command() {
+  if (timing_) recording_->timestamps->end(recording_->cmd);
+}
+
+void Queue::dispatch(const Program& program, Groups groups, std::span<const std::byte> push,
+                     std::span<const BufferUse> uses, std::string_view label) {
+  if (push.size() != program.push_constant_bytes())
+    throw Error(fmt::format("program '{}' takes {} bytes of push constants, got {}",
+                            program.name(), program.push_constant_bytes(), push.size()));
+  const Limits& l = device_.caps().limits;
+  if (groups.x > l.max_workgroup_count[0] || groups.y > l.max_workgroup_count[1] ||
+      groups.z > l.max_workgroup_count[2])
+    throw Error(fmt::format("program '{}': {} x {} x {} workgroups exceed the device's {} x {} x {}",
+                            program.name(), groups.x, groups.y, groups.z, l.max_workgroup_count[0],
+                            l.max_workgroup_count[1], l.max_workgroup_count[2]));
+  VkPipeline pipeline = program.pipeline();  // created here on first use
+  before_command(uses, label.empty() ? std::string_view(program.name()) : label);
+  VkCommandBuffer cmd = recording_->cmd;
+  if (pipeline != bound_) {
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    bound_ = pipeline;
+  }
+  if (!push.empty())
+    vkCmdPushConstants(cmd, program.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       static_cast<uint32_t>(push.size()), push.data());
+  vkCmdDispatch(cmd, groups.x, groups.y, groups.z);
+  after_command();
+  ++stats_.dispatches;
+}
+
+void Queue::copy(const Buffer& src, const Buffer& dst, VkDeviceSize bytes, VkDeviceSize src_offset,
+                 VkDeviceSize dst_offset) {
+  if (bytes == 0) return;
+  if (!src || !dst) throw Error("copy with an empty Buffer");
+  if (src_offset > src.size() || bytes > src.size() - src_offset || dst_offset > dst.size() ||
+      bytes > dst.size() - dst_offset)
+    throw Error(fmt::format("copy of {} bytes from offset {} of a {}-byte buffer to offset {} of a "
+                            "{}-byte buffer is out of bounds",
+                            bytes, src_offset, src.size(), dst_offset, dst.size()));
+  const BufferUse uses[] = {{&src, Access::Read, src_offset, bytes},
+                            {&dst, Access::Write, dst_offset, bytes}};
+  before_command(uses, "copy");
+  VkBufferCopy region{src.offset() + src_offset, dst.offset() + dst_offset, bytes};
+  vkCmdCopyBuffer(recording_->cmd, src.handle(), dst.handle(), 1, &region);
+  after_command();
+  ++stats_.transfers;
+}
+
+void Queue::fill(const Buffer& dst, uint32_t value) {
+  if (!dst) throw Error("fill of an empty Buffer");
+  if (dst.size() == 0) return;
+  const BufferUse use{&dst, Access::Write};
+  before_command({&use, 1}, "fill");
+  // The capacity is a multiple of 256, so rounding the size up to whole words stays inside it.
+  vkCmdFillBuffer(recording_->cmd, dst.handle(), dst.offset(), (dst.size() + 3) / 4 * 4, value);
+  after_command();
+  ++stats_.transfers;
+}
+
+uint64_t Queue::spill(std::span<const std::byte> blob) {
+  begin_recording();
+  Batch& b = *recording_;
+  for (;;) {
+    if (b.arg_chunk < b.arg_chunks.size()) {
+      const Buffer& chunk = b.arg_chunks[b.arg_chunk];
+      const VkDeviceSize at = (b.arg_used + kArgAlign - 1) / kArgAlign * kArgAlign;
+      if (at + blob.size() <= chunk.size()) {
+        if (!blob.empty()) std::memcpy(chunk.mapped() + at, blob.data(), blob.size());
+        b.arg_used = at + std::max<VkDeviceSize>(blob.size(), 1);
+        return chunk.address() + at;
+      }
+      ++b.arg_chunk;
+      b.arg_used = 0;
+      continue;
+    }
+    // Host writes before vkQueueSubmit are visible to the submission's kernels: no barrier.
+    b.arg_chunks.push_back(
+        allocator_.allocate(std::max<VkDeviceSize>(kArgChunkBytes, blob.size()), Usage::Arguments));
+    b.arg_chunk = b.arg_chunks.size() - 1;
+    b.arg_used = 0;
+  }
+}
+
+uint64_t Queue::submit() {
+  if (!recording_) return last_point_;
+  std::unique_ptr<Batch> b = std::move(recording_);
+  record_barrier(b->cmd, kSubmissionEnd);
+  check(vkEndCommandBuffer(b->cmd), "vkEndCommandBuffer");
+  b->point = device_.timeline().submit(b->cmd);
+  last_point_ = b->point;
+  in_flight_.push_back(std::move(b));
+  ++stats_.submits;
+  return last_point_;
+}
+
+void Queue::wait(uint64_t point) {
+  device_.timeline().wait(point);
+  retire_completed();
+}
+
+std::vector<KernelTime> Queue::take_timings() {
+  retire_completed();
+  return std::exchange(timings_, {});
+}
+
+}  // namespace vkg::vk

@@ -1,0 +1,122 @@
+// A Queue records dispatches and copies into one command buffer, places barriers only where a
+// command depends on an earlier one, and submits the lot as one point on the device timeline that
+// the host can wait for. Command buffers, argument rings and timestamp pools are reused once their
+// point completes, so recording a dispatch creates no Vulkan object. One thread records at a time.
+//
+// Binding: buffers reach kernels as 64-bit device addresses (GL_EXT_buffer_reference) in push
+// constants; there are no descriptor sets. Why:
+//   - nothing to create, update or bind per dispatch: a dispatch is bind pipeline, push, dispatch;
+//   - no limit on how many buffers a kernel takes (maxPerStageDescriptorStorageBuffers can be 8
+//     to 32), and no VkDescriptorSetLayout per kernel signature;
+//   - no maxStorageBufferRange window (128 MiB on Lavapipe and some mobile GPUs): a kernel
+//     addresses a tensor of any size the allocator can make.
+// When a kernel's arguments exceed maxPushConstantsSize (128 bytes is common: 16 addresses), the
+// generator writes them with spill(), which copies them to a host-visible ring owned by the
+// submission, and pushes only the ring address.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <vkgrad/vk/buffer.hpp>
+#include <vkgrad/vk/hazards.hpp>
+#include <vkgrad/vk/program.hpp>
+#include <vkgrad/vk/timestamps.hpp>
+
+namespace vkg::vk {
+
+class Allocator;
+class Device;
+
+// One buffer a command touches, and how. offset and size select a byte range of the buffer for
+// finer tracking; by default the whole buffer.
+struct BufferUse {
+  const Buffer* buffer;
+  Access access;
+  VkDeviceSize offset = 0;
+  VkDeviceSize size = VK_WHOLE_SIZE;
+};
+
+struct QueueOptions {
+  // Timestamps around each command (where the queue supports them). Off, they cost nothing.
+  bool timing = false;
+};
+
+struct QueueStats {
+  uint64_t dispatches = 0;
+  uint64_t transfers = 0;  // copies and fills
+  uint64_t barriers = 0;   // placed for a hazard between two commands of one submission
+  uint64_t submits = 0;
+};
+
+class Queue {
+ public:
+  Queue(Device& device, Allocator& allocator, const QueueOptions& options = {});
+  // Waits for what it submitted; commands recorded but not submitted are dropped.
+  ~Queue();
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
+
+  // Records program over `groups` workgroups. `push` holds exactly program.push_constant_bytes()
+  // bytes (see ArgPack); `uses` declares every buffer the kernel reads or writes, which is what
+  // barrier placement goes by. `label` names the dispatch in timings (default: the program name).
+  void dispatch(const Program& program, Groups groups, std::span<const std::byte> push,
+                std::span<const BufferUse> uses, std::string_view label = {});
+  void dispatch(const Program& program, Groups groups, std::span<const std::byte> push,
+                std::initializer_list<BufferUse> uses, std::string_view label = {}) {
+    dispatch(program, groups, push, std::span(uses.begin(), uses.size()), label);
+  }
+  // Copies bytes between buffers (ranges must not overlap when src and dst are one buffer).
+  void copy(const Buffer& src, const Buffer& dst, VkDeviceSize bytes, VkDeviceSize src_offset = 0,
+            VkDeviceSize dst_offset = 0);
+  // Sets every 32-bit word of dst (its size rounded up to 4 bytes) to value.
+  void fill(const Buffer& dst, uint32_t value);
+
+  // Copies an argument blob into this submission's argument ring and returns its device address
+  // (64-byte aligned), valid for the commands of the submission being recorded.
+  uint64_t spill(std::span<const std::byte> blob);
+
+  // Submits what was recorded; returns its timeline point (the last point if nothing was).
+  uint64_t submit();
+  // Blocks until `point` has completed. Throws vkg::DeviceLost if the device was lost.
+  void wait(uint64_t point);
+  void finish() { wait(submit()); }
+  uint64_t last_submitted() const { return last_point_; }
+
+  // Turns timestamps on or off from the next command. Stays off where the device has none.
+  void set_timing(bool on);
+  bool timing() const { return timing_; }
+  // The timings of completed submissions not yet taken, in recording order.
+  std::vector<KernelTime> take_timings();
+
+  const QueueStats& stats() const { return stats_; }
+
+ private:
+  struct Batch;
+  void begin_recording();
+  void retire_completed();
+  void before_command(std::span<const BufferUse> uses, std::string_view label);
+  void after_command();
+
+  Device& device_;
+  Allocator& allocator_;
+  bool timing_ = false;
+  std::unique_ptr<Batch> recording_;
+  std::deque<std::unique_ptr<Batch>> in_flight_;
+  std::vector<std::unique_ptr<Batch>> idle_;
+  HazardTracker hazards_;
+  std::vector<Range> ranges_;  // scratch, reused by every command
+  VkPipeline bound_ = VK_NULL_HANDLE;
+  uint64_t last_point_ = 0;
+  std::vector<KernelTime> timings_;
+  QueueStats stats_;
+};
+
+}  // namespace vkg::vk

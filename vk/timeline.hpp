@@ -1,0 +1,47 @@
+// The device's one VkQueue and the timeline semaphore that numbers every submission to it. Each
+// submit signals the next value, so "has point N completed" is one counter compare, the host can
+// wait for any point, and the allocator can tell when a freed buffer's last user has finished.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include <vkgrad/vk/handle.hpp>
+
+namespace vkg::vk {
+
+class Timeline {
+ public:
+  Timeline(VkDevice device, VkQueue queue);
+
+  // Submits one command buffer; returns the point it signals when done. Thread-safe (VkQueue
+  // needs external synchronization; a mutex serializes submitters).
+  uint64_t submit(VkCommandBuffer cmd);
+
+  // The last point handed out by submit(); 0 before any.
+  uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
+  // The last point the device has finished (reads the semaphore).
+  uint64_t completed();
+  // True once `point` has completed; cheap when it had already been seen complete.
+  bool done(uint64_t point) {
+    return point <= completed_.load(std::memory_order_acquire) || point <= completed();
+  }
+  // Blocks until `point` completes or timeout_ns passes (false then). VK_ERROR_DEVICE_LOST throws
+  // vkg::DeviceLost.
+  bool wait(uint64_t point, uint64_t timeout_ns = UINT64_MAX);
+  void wait_all() { wait(submitted()); }
+
+  VkSemaphore semaphore() const { return semaphore_.get(); }
+
+ private:
+  VkDevice device_;
+  VkQueue queue_;
+  UniqueSemaphore semaphore_;
+  std::mutex submit_mutex_;
+  std::atomic<uint64_t> submitted_{0};
+  std::atomic<uint64_t> completed_{0};
+};
+
+}  // namespace vkg::vk

@@ -1,0 +1,125 @@
+#include <vkgrad/vk/transfer.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/vk/allocator.hpp>
+#include <vkgrad/vk/barriers.hpp>
+#include <vkgrad/vk/check.hpp>
+#include <vkgrad/vk/device.hpp>
+#include <vkgrad/vk/structure.hpp>
+
+namespace vkg::vk {
+
+namespace {
+
+void check_range(const Buffer& b, VkDeviceSize offset, size_t bytes, const char* what) {
+  if (!b) throw Error(fmt::format("{} with an empty Buffer", what));
+  if (offset > b.size() || bytes > b.size() - offset)
+    throw Error(fmt::format("{} of {} bytes at offset {} does not fit a buffer of {} bytes", what,
+                            bytes, offset, b.size()));
+}
+
+}  // namespace
+
+Transfer::Transfer(Device& device, Allocator& allocator, const TransferOptions& options)
+    : device_(device), allocator_(allocator), options_(options) {
+  options_.staging_bytes = std::max<VkDeviceSize>(options_.staging_bytes / 512 * 512, 512);
+}
+
+Transfer::~Transfer() {
+  try {
+    for (const Slot& s : slots_) device_.timeline().wait(s.point);
+  } catch (...) {
+  }
+}
+
+void Transfer::ensure_staging() {
+  if (staging_) return;
+  VkCommandPoolCreateInfo info = structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  info.queueFamilyIndex = device_.queue_family();
+  VkCommandPool pool;
+  check(vkCreateCommandPool(device_.get(), &info, nullptr, &pool), "vkCreateCommandPool");
+  pool_ = UniqueCommandPool(device_.get(), pool);
+  VkCommandBufferAllocateInfo alloc = structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  alloc.commandPool = pool;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  for (Slot& s : slots_)
+    check(vkAllocateCommandBuffers(device_.get(), &alloc, &s.cmd), "vkAllocateCommandBuffers");
+  staging_ = allocator_.allocate(options_.staging_bytes, Usage::Staging);
+}
+
+uint64_t Transfer::submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
+                               VkDeviceSize dst_offset, VkDeviceSize bytes) {
+  VkCommandBufferBeginInfo begin = structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(slot.cmd, &begin), "vkBeginCommandBuffer");
+  record_barrier(slot.cmd, kSubmissionStart);
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  vkCmdCopyBuffer(slot.cmd, src, dst, 1, &region);
+  record_barrier(slot.cmd, kSubmissionEnd);
+  check(vkEndCommandBuffer(slot.cmd), "vkEndCommandBuffer");
+  slot.point = device_.timeline().submit(slot.cmd);
+  return slot.point;
+}
+
+void Transfer::upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset) {
+  check_range(dst, dst_offset, src.size(), "upload");
+  if (src.empty()) return;
+  std::lock_guard lock(mutex_);
+  if (dst.mapped()) {
+    // Kernels submitted earlier may still read this memory: let them finish first.
+    device_.timeline().wait_all();
+    std::memcpy(dst.mapped() + dst_offset, src.data(), src.size());
+    return;
+  }
+  ensure_staging();
+  const VkDeviceSize half = staging_.size() / 2;
+  uint64_t last = 0;
+  for (VkDeviceSize done = 0, i = 0; done < src.size(); done += half, ++i) {
+    Slot& slot = slots_[i % 2];
+    const VkDeviceSize n = std::min<VkDeviceSize>(half, src.size() - done);
+    const VkDeviceSize at = (i % 2) * half;
+    device_.timeline().wait(slot.point);  // the GPU has finished reading this half
+    std::memcpy(staging_.mapped() + at, src.data() + done, n);
+    last = submit_copy(slot, staging_.handle(), staging_.offset() + at, dst.handle(),
+                       dst.offset() + dst_offset + done, n);
+  }
+  device_.timeline().wait(last);
+  staged_bytes_ += src.size();
+}
+
+void Transfer::download(const Buffer& src, std::span<std::byte> dst, VkDeviceSize src_offset) {
+  check_range(src, src_offset, dst.size(), "download");
+  if (dst.empty()) return;
+  std::lock_guard lock(mutex_);
+  if (src.mapped()) {
+    device_.timeline().wait_all();  // results of earlier submissions must be complete
+    std::memcpy(dst.data(), src.mapped() + src_offset, dst.size());
+    return;
+  }
+  ensure_staging();
+  const VkDeviceSize half = staging_.size() / 2;
+  const VkDeviceSize chunks = (dst.size() + half - 1) / half;
+  auto issue = [&](VkDeviceSize i) {
+    const VkDeviceSize n = std::min<VkDeviceSize>(half, dst.size() - i * half);
+    submit_copy(slots_[i % 2], src.handle(), src.offset() + src_offset + i * half, staging_.handle(),
+                staging_.offset() + (i % 2) * half, n);
+  };
+  // Keep both halves busy: while the host copies chunk i out, the GPU fills chunk i + 1.
+  for (VkDeviceSize i = 0; i < std::min<VkDeviceSize>(chunks, 2); ++i) issue(i);
+  for (VkDeviceSize i = 0; i < chunks; ++i) {
+    const VkDeviceSize n = std::min<VkDeviceSize>(half, dst.size() - i * half);
+    device_.timeline().wait(slots_[i % 2].point);
+    std::memcpy(dst.data() + i * half, staging_.mapped() + (i % 2) * half, n);
+    if (i + 2 < chunks) issue(i + 2);
+  }
+  staged_bytes_ += dst.size();
+}
+
+}  // namespace vkg::vk

@@ -1,0 +1,61 @@
+// Uploads and downloads between host memory and Buffers. When the host maps the buffer (unified
+// memory, or any staging buffer) a transfer is a memcpy; otherwise it goes through a reused
+// staging area in two halves, so the host copies one chunk while the GPU copies the other.
+// Both are synchronous: they see everything submitted before them and are done on return.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+
+#include <vkgrad/vk/buffer.hpp>
+#include <vkgrad/vk/handle.hpp>
+
+namespace vkg::vk {
+
+class Allocator;
+class Device;
+
+struct TransferOptions {
+  VkDeviceSize staging_bytes = 32ull << 20;  // the whole staging area; each half carries a chunk
+};
+
+class Transfer {
+ public:
+  Transfer(Device& device, Allocator& allocator, const TransferOptions& options = {});
+  ~Transfer();
+  Transfer(const Transfer&) = delete;
+  Transfer& operator=(const Transfer&) = delete;
+
+  // Copies src into dst starting at dst_offset; throws vkg::Error if it does not fit.
+  void upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset = 0);
+  // Copies src's bytes from src_offset into dst.
+  void download(const Buffer& src, std::span<std::byte> dst, VkDeviceSize src_offset = 0);
+
+  // Bytes moved through the staging area so far (tests check which path ran).
+  uint64_t staged_bytes() const { return staged_bytes_; }
+
+ private:
+  struct Slot {
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    uint64_t point = 0;  // timeline point of its last copy
+  };
+  void ensure_staging();
+  // Records and submits one copy in the slot's command buffer; returns its timeline point.
+  uint64_t submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
+                       VkDeviceSize dst_offset, VkDeviceSize bytes);
+
+  Device& device_;
+  Allocator& allocator_;
+  TransferOptions options_;
+  std::mutex mutex_;
+  Buffer staging_;
+  UniqueCommandPool pool_;
+  std::array<Slot, 2> slots_;
+  uint64_t staged_bytes_ = 0;
+};
+
+}  // namespace vkg::vk
