@@ -3,4 +3,6 @@
 #include <vkgrad/core/dtype.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/rewrite.hpp>
+#include <vkgrad/core/shape.hpp>
+#include <vkgrad/core/tensor.hpp>
 #include <vkgrad/core/uop.hpp>

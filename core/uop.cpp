@@ -10,6 +10,7 @@
 
 #include <vkgrad/core/bounds.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/shape_rules.hpp>
 
 namespace vkg {
 
@@ -170,6 +171,9 @@ struct UOpInterner {
 UOp::UOp(Ops op, DType dtype, std::vector<UOpPtr> src, Arg arg, size_t hash)
     : op(op), dtype(dtype), src(std::move(src)), arg(std::move(arg)), hash_(hash) {
   std::tie(vmin_, vmax_) = compute_bounds(*this);
+  shape_ = compute_shape(*this);
+  if (op == Ops::DEVICE) device_ = this;
+  for (size_t i = 0; i < this->src.size() && !device_; ++i) device_ = this->src[i]->device_;
 }
 
 UOp::~UOp() = default;

@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include <vkgrad/core/dtype.hpp>
 #include <vkgrad/core/ops.hpp>
+#include <vkgrad/core/shape.hpp>
 
 namespace vkg {
 
@@ -91,6 +93,15 @@ class UOp : public std::enable_shared_from_this<UOp> {
   int64_t vmin() const { return vmin_; }
   int64_t vmax() const { return vmax_; }
 
+  // The shape of a tensor-level node (BUFFER, CONST, movement ops, REDUCE_AXIS, and ALU ops, casts
+  // and CONTIGUOUS over shaped nodes of one shape); nullptr for kernel-level and symbolic nodes.
+  // Computed once, at construction (core/shape_rules.cpp).
+  const Shape* shape() const { return shape_ ? &*shape_ : nullptr; }
+
+  // The DEVICE node this tensor-level node lives on: itself for a DEVICE, else its first source's
+  // (BUFFER and tensor-level CONST nodes have a DEVICE source). nullptr for nodes with none.
+  const UOp* device_node() const { return device_; }
+
   bool is_const() const { return op == Ops::CONST; }
   // A CONST's value as a double (int64 values beyond 2^53 round). Throws if not a CONST.
   double const_value() const;
@@ -129,6 +140,8 @@ class UOp : public std::enable_shared_from_this<UOp> {
   friend struct UOpInterner;
   size_t hash_;
   int64_t vmin_ = 0, vmax_ = 0;
+  std::optional<Shape> shape_;
+  const UOp* device_ = nullptr;  // a source of this node (or this node) keeps it alive
 };
 
 // Arithmetic that builds (unsimplified) ALU nodes. Integer `/` is IDIV and `%` is MOD, both

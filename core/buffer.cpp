@@ -1,0 +1,38 @@
+#include <vkgrad/core/buffer.hpp>
+
+#include <atomic>
+#include <functional>
+
+#include <vkgrad/core/error.hpp>
+
+namespace vkg {
+
+namespace {
+std::atomic<int64_t> next_buffer_id{1};
+}
+
+Buffer::Buffer(std::string device, DType dtype, int64_t count)
+    : id_(next_buffer_id++), device_(std::move(device)), dtype_(dtype), count_(count) {
+  if (count < 0) throw Error("a buffer cannot hold " + std::to_string(count) + " elements");
+}
+
+size_t Buffer::hash() const { return std::hash<int64_t>{}(id_); }
+
+bool Buffer::equals(const ArgPayload& other) const {
+  return id_ == static_cast<const Buffer&>(other).id_;
+}
+
+std::string Buffer::repr() const {
+  return "Buffer(id=" + std::to_string(id_) + ", device='" + device_ + "', dtype=" + dtype_.name() +
+         ", count=" + std::to_string(count_) + ")";
+}
+
+const Buffer& buffer_of(const UOp& node) {
+  const auto* payload = std::get_if<std::shared_ptr<const ArgPayload>>(&node.arg);
+  const auto* buffer = payload ? dynamic_cast<const Buffer*>(payload->get()) : nullptr;
+  if (node.op != Ops::BUFFER || !buffer)
+    throw Error("expected a BUFFER node, got " + std::string(op_name(node.op)));
+  return *buffer;
+}
+
+}  // namespace vkg

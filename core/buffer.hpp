@@ -1,0 +1,45 @@
+// A tensor's storage: one allocation of `count` elements of `dtype` on one device, the unit that
+// kernels read and write. A BUFFER UOp carries one as its argument. Two BUFFER nodes are one node
+// only when they name the same storage, so buffers compare by a process-unique id, never by
+// contents.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <vkgrad/core/dtype.hpp>
+#include <vkgrad/core/uop.hpp>
+
+namespace vkg {
+
+class Buffer final : public ArgPayload {
+ public:
+  Buffer(std::string device, DType dtype, int64_t count);
+
+  int64_t id() const { return id_; }
+  const std::string& device() const { return device_; }
+  DType dtype() const { return dtype_; }
+  int64_t count() const { return count_; }
+  size_t nbytes() const { return size_t(count_) * size_t(dtype_.itemsize()); }
+
+  // Bytes to copy in when the buffer is first allocated (a tensor made from C++ data); empty for
+  // buffers whose contents a kernel produces.
+  std::shared_ptr<const std::vector<std::byte>> initial_data;
+
+  size_t hash() const override;
+  bool equals(const ArgPayload& other) const override;
+  std::string repr() const override;  // Buffer(id=3, device='VK', dtype=float32, count=6)
+
+ private:
+  int64_t id_;
+  std::string device_;
+  DType dtype_;
+  int64_t count_;
+};
+
+// The Buffer a BUFFER node carries.
+const Buffer& buffer_of(const UOp& buffer_node);
+
+}  // namespace vkg

@@ -1,0 +1,139 @@
+// Elementwise ops: broadcasting, dtype promotion, and the derived functions built from ALU ops.
+#include <cmath>
+#include <numbers>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg {
+
+namespace {
+
+Tensor scalar_like(const Tensor& t, Scalarish v) {
+  return Tensor::full({}, v, promote_with_scalar(t.dtype(), v.kind()), t.device());
+}
+
+// not b, for a bool tensor: b != true.
+Tensor logical_not(const Tensor& b) { return b.ne(scalar_like(b, true)); }
+
+void check_same_device(const Tensor& a, const Tensor& b, std::string_view op) {
+  if (a.device() != b.device())
+    throw Error(std::string(op) + ": tensors are on different devices (" + a.device() + " and " + b.device() + ")");
+}
+
+}  // namespace
+
+Tensor Tensor::broadcast_to(const Shape& target) const {
+  if (shape() == target) return *this;
+  Shape padded = shape();
+  padded.insert(padded.begin(), target.size() - padded.size(), 1);  // align right, as numpy
+  return reshape(padded).expand(target);
+}
+
+Tensor Tensor::binary(Ops op, const Tensor& b, std::string_view name) const {
+  check_same_device(*this, b, name);
+  DType out;
+  try {
+    out = promote(dtype(), b.dtype());
+  } catch (const Error&) {
+    throw Error(std::string(name) + ": cannot combine " + dtype().name() + " and " + b.dtype().name());
+  }
+  const Shape s = broadcast_shape(shape(), b.shape(), name);
+  const Tensor x = cast(out).broadcast_to(s), y = b.cast(out).broadcast_to(s);
+  const DType result = is_comparison(op) ? dtypes::bool_ : out;
+  return Tensor(UOp::make(op, result, {x.node(), y.node()}));
+}
+
+Tensor Tensor::unary_float(Ops op, std::string_view) const {
+  const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  return Tensor(UOp::make(op, x.dtype(), {x.node()}));
+}
+
+Tensor Tensor::operator-() const {
+  if (dtype().is_bool()) throw Error("neg: not defined for bool tensors (use logical not)");
+  return Tensor(UOp::make(Ops::NEG, dtype(), {node_}));
+}
+
+Tensor Tensor::exp2() const { return unary_float(Ops::EXP2, "exp2"); }
+Tensor Tensor::log2() const { return unary_float(Ops::LOG2, "log2"); }
+Tensor Tensor::sin() const { return unary_float(Ops::SIN, "sin"); }
+Tensor Tensor::sqrt() const { return unary_float(Ops::SQRT, "sqrt"); }
+Tensor Tensor::reciprocal() const { return unary_float(Ops::RECIP, "reciprocal"); }
+Tensor Tensor::exp() const {
+  const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  return (x * (1.0 / std::numbers::ln2)).exp2();
+}
+Tensor Tensor::log() const { return log2() * std::numbers::ln2; }
+Tensor Tensor::relu() const { return gt(scalar_like(*this, 0)).where(*this, scalar_like(*this, 0)); }
+Tensor Tensor::abs() const { return lt(scalar_like(*this, 0)).where(-*this, *this); }
+
+Tensor Tensor::add(const Tensor& b) const { return binary(Ops::ADD, b, "add"); }
+Tensor Tensor::sub(const Tensor& b) const { return binary(Ops::SUB, b, "sub"); }
+Tensor Tensor::mul(const Tensor& b) const { return binary(Ops::MUL, b, "mul"); }
+Tensor Tensor::maximum(const Tensor& b) const { return binary(Ops::MAX, b, "maximum"); }
+Tensor Tensor::minimum(const Tensor& b) const { return lt(b).where(*this, b); }
+Tensor Tensor::lt(const Tensor& b) const { return binary(Ops::CMPLT, b, "lt"); }
+Tensor Tensor::gt(const Tensor& b) const { return b.lt(*this); }
+Tensor Tensor::ne(const Tensor& b) const { return binary(Ops::CMPNE, b, "ne"); }
+Tensor Tensor::le(const Tensor& b) const { return logical_not(gt(b)); }
+Tensor Tensor::ge(const Tensor& b) const { return logical_not(lt(b)); }
+Tensor Tensor::eq(const Tensor& b) const { return logical_not(ne(b)); }
+
+Tensor Tensor::div(const Tensor& b) const {
+  const bool floats = promote(dtype(), b.dtype()).is_float();
+  const Tensor x = floats ? *this : cast(dtypes::default_float);
+  const Tensor y = floats ? b : b.cast(dtypes::default_float);
+  return x.binary(Ops::FDIV, y, "div");
+}
+
+Tensor Tensor::idiv(const Tensor& b) const {
+  if (!promote(dtype(), b.dtype()).is_int())
+    throw Error("idiv: needs integer tensors, got " + dtype().name() + " and " + b.dtype().name());
+  return binary(Ops::IDIV, b, "idiv");
+}
+
+Tensor Tensor::mod(const Tensor& b) const {
+  if (!promote(dtype(), b.dtype()).is_int())
+    throw Error("mod: needs integer tensors, got " + dtype().name() + " and " + b.dtype().name());
+  return binary(Ops::MOD, b, "mod");
+}
+
+Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
+  check_same_device(*this, a, "where");
+  check_same_device(*this, b, "where");
+  const DType out = promote(a.dtype(), b.dtype());
+  const Shape s = broadcast_shape(broadcast_shape(shape(), a.shape(), "where"), b.shape(), "where");
+  const Tensor c = cast(dtypes::bool_).broadcast_to(s);
+  const Tensor x = a.cast(out).broadcast_to(s), y = b.cast(out).broadcast_to(s);
+  return Tensor(UOp::make(Ops::WHERE, out, {c.node(), x.node(), y.node()}));
+}
+
+Tensor Tensor::cast(DType d) const {
+  if (d.count != 1 || d.is_ptr() || d.scalar == Scalar::Void)
+    throw Error("cast: cannot cast a tensor to " + d.name());
+  if (d == dtype()) return *this;
+  return Tensor(UOp::make(Ops::CAST, d, {node_}));
+}
+
+Tensor Tensor::bitcast(DType d) const {
+  if (d.count != 1 || d.is_ptr() || d.scalar == Scalar::Void || d.itemsize() != dtype().itemsize())
+    throw Error("bitcast: cannot reinterpret " + dtype().name() + " as " + d.name() +
+                " (sizes must match)");
+  if (d == dtype()) return *this;
+  return Tensor(UOp::make(Ops::BITCAST, d, {node_}));
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+Tensor operator+(const Tensor& a, Scalarish b) { return a.add(scalar_like(a, b)); }
+Tensor operator-(const Tensor& a, Scalarish b) { return a.sub(scalar_like(a, b)); }
+Tensor operator*(const Tensor& a, Scalarish b) { return a.mul(scalar_like(a, b)); }
+Tensor operator/(const Tensor& a, Scalarish b) { return a.div(scalar_like(a, b)); }
+Tensor operator+(Scalarish a, const Tensor& b) { return scalar_like(b, a).add(b); }
+Tensor operator-(Scalarish a, const Tensor& b) { return scalar_like(b, a).sub(b); }
+Tensor operator*(Scalarish a, const Tensor& b) { return scalar_like(b, a).mul(b); }
+Tensor operator/(Scalarish a, const Tensor& b) { return scalar_like(b, a).div(b); }
+
+}  // namespace vkg

@@ -1,0 +1,140 @@
+// Movement ops: zero-copy changes of how a tensor's elements are addressed. Each checks its
+// arguments against the shape and builds one movement node (or none, when it changes nothing).
+#include <algorithm>
+#include <numeric>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg {
+
+namespace {
+
+std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
+
+[[noreturn]] void fail(std::string_view op, const Shape& shape, const std::string& why) {
+  throw Error(std::string(op) + ": " + why + " (tensor shape " + shape_str(shape) + ")");
+}
+
+}  // namespace
+
+Tensor Tensor::movement(Ops op, std::vector<int64_t> arg) const {
+  return Tensor(UOp::make(op, dtype(), {node_}, std::move(arg)));
+}
+
+Tensor Tensor::reshape(Shape target) const {
+  const Shape& in = shape();
+  const auto wild = std::count(target.begin(), target.end(), -1);
+  if (wild > 1) fail("reshape", in, "only one dimension of " + shape_str(target) + " may be -1");
+  for (int64_t d : target)
+    if (d < -1) fail("reshape", in, "shape " + shape_str(target) + " has a negative dimension");
+  if (wild == 1) {
+    int64_t known = 1;
+    for (int64_t d : target)
+      if (d != -1) known *= d;
+    if (known == 0 || prod(in) % known != 0)
+      fail("reshape", in, "cannot infer the -1 in " + shape_str(target) + " for " + std::to_string(prod(in)) + " elements");
+    *std::find(target.begin(), target.end(), -1) = prod(in) / known;
+  }
+  if (prod(target) != prod(in))
+    fail("reshape", in, "cannot reshape " + std::to_string(prod(in)) + " elements to " + shape_str(target) + " (" +
+                            std::to_string(prod(target)) + " elements)");
+  if (target == in) return *this;
+  return movement(Ops::RESHAPE, std::move(target));
+}
+
+Tensor Tensor::permute(std::vector<int64_t> order) const {
+  const Shape& in = shape();
+  if (order.size() != in.size())
+    fail("permute", in, "order " + ints_str(order) + " must name each of the " + std::to_string(in.size()) + " axes once");
+  for (int64_t& ax : order) ax = normalize_axis(ax, in, "permute");
+  std::vector<int64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != int64_t(i)) fail("permute", in, "order " + ints_str(order) + " is not a permutation");
+  std::vector<int64_t> identity(in.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  if (order == identity) return *this;
+  return movement(Ops::PERMUTE, std::move(order));
+}
+
+Tensor Tensor::expand(Shape target) const {
+  const Shape& in = shape();
+  if (target.size() < in.size())
+    fail("expand", in, "cannot expand to " + shape_str(target) + ", which has fewer dimensions");
+  Shape padded = in;
+  padded.insert(padded.begin(), target.size() - in.size(), 1);  // new leading axes, as torch
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == -1) target[i] = padded[i];
+    if (padded[i] != target[i] && padded[i] != 1)
+      fail("expand", in, "dimension " + std::to_string(i) + " of size " + std::to_string(padded[i]) +
+                             " cannot expand to " + std::to_string(target[i]) + " (only size 1 expands)");
+    if (target[i] < 0) fail("expand", in, "shape " + shape_str(target) + " has a negative dimension");
+  }
+  if (target == in) return *this;
+  const Tensor base = padded == in ? *this : reshape(padded);
+  if (target == padded) return base;
+  return base.movement(Ops::EXPAND, std::move(target));
+}
+
+Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalarish value) const {
+  const Shape& in = shape();
+  if (before_after.size() != in.size())
+    fail("pad", in, "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
+  std::vector<int64_t> arg;
+  bool any = false;
+  for (const auto& [b, a] : before_after) {
+    if (b < 0 || a < 0) fail("pad", in, "pads must not be negative (use shrink)");
+    arg.push_back(b);
+    arg.push_back(a);
+    any |= b || a;
+  }
+  if (!any) return *this;
+  const Tensor padded = movement(Ops::PAD, arg);
+  if (value.as_double() == 0) return padded;
+  // Padding fills zeros; other values are placed where a padded all-true mask is false.
+  const Tensor inside = Tensor::full(in, true, dtypes::bool_, device()).movement(Ops::PAD, arg);
+  return inside.where(padded, Tensor::full({}, value, dtype(), device()));
+}
+
+Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> begin_end) const {
+  const Shape& in = shape();
+  if (begin_end.size() != in.size())
+    fail("shrink", in, "needs one (begin, end) pair per dimension, got " + std::to_string(begin_end.size()));
+  std::vector<int64_t> arg;
+  bool any = false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto [b, e] = begin_end[i];
+    if (b < 0 || e > in[i] || b > e)
+      fail("shrink", in, "range [" + std::to_string(b) + ", " + std::to_string(e) + ") is outside dimension " +
+                             std::to_string(i) + " of size " + std::to_string(in[i]));
+    arg.push_back(b);
+    arg.push_back(e);
+    any |= b != 0 || e != in[i];
+  }
+  if (!any) return *this;
+  return movement(Ops::SHRINK, std::move(arg));
+}
+
+Tensor Tensor::flip(std::vector<int64_t> axes) const {
+  const Shape& in = shape();
+  std::vector<int64_t> flags(in.size(), 0);
+  for (int64_t ax : axes) {
+    const int a = normalize_axis(ax, in, "flip");
+    if (flags[size_t(a)]) fail("flip", in, "axis " + std::to_string(ax) + " is named twice");
+    flags[size_t(a)] = 1;
+  }
+  if (std::none_of(flags.begin(), flags.end(), [](int64_t f) { return f; })) return *this;
+  return movement(Ops::FLIP, std::move(flags));
+}
+
+Tensor Tensor::transpose(int64_t a, int64_t b) const {
+  std::vector<int64_t> order(static_cast<size_t>(ndim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[size_t(normalize_axis(a, shape(), "transpose"))], order[size_t(normalize_axis(b, shape(), "transpose"))]);
+  return permute(std::move(order));
+}
+
+Tensor Tensor::contiguous() const { return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {node_})); }
+
+}  // namespace vkg

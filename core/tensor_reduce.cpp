@@ -1,0 +1,92 @@
+// Reductions and the ops composed from them (mean, var, dot, matmul).
+#include <algorithm>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg {
+
+namespace {
+
+// Sorted, distinct, non-negative axes; all axes when none are given.
+std::vector<int64_t> reduce_axes(const Axes& axes, const Shape& shape, std::string_view op) {
+  std::vector<int64_t> out;
+  if (axes.list.empty())
+    for (size_t i = 0; i < shape.size(); ++i) out.push_back(int64_t(i));
+  for (int64_t ax : axes.list) out.push_back(normalize_axis(ax, shape, op));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw Error(std::string(op) + ": an axis is named twice for shape " + shape_str(shape));
+  return out;
+}
+
+Shape without_axes(const Shape& shape, const std::vector<int64_t>& axes) {
+  Shape out;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (!std::binary_search(axes.begin(), axes.end(), int64_t(i))) out.push_back(shape[i]);
+  return out;
+}
+
+}  // namespace
+
+Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view name) const {
+  const std::vector<int64_t> axes = reduce_axes(which, shape(), name);
+  Tensor out = *this;
+  if (!axes.empty()) out = Tensor(UOp::make(Ops::REDUCE_AXIS, dtype(), {node_}, ReduceArg{op, axes}));
+  return keepdim ? out : out.reshape(without_axes(shape(), axes));
+}
+
+Tensor Tensor::sum(Axes axes, bool keepdim) const {
+  // Small integers and bools sum in 32 bits; half floats accumulate in float32 and come back.
+  const DType acc = sum_acc_dtype(dtype());
+  Tensor out = cast(acc).reduce(Ops::ADD, std::move(axes), keepdim, "sum");
+  return dtype().is_float() ? out.cast(dtype()) : out;
+}
+
+Tensor Tensor::max(Axes axes, bool keepdim) const {
+  for (int64_t d : shape())
+    if (d == 0) throw Error("max: cannot reduce a tensor with no elements (shape " + shape_str(shape()) + ")");
+  return reduce(Ops::MAX, std::move(axes), keepdim, "max");
+}
+
+Tensor Tensor::mean(Axes axes, bool keepdim) const {
+  const std::vector<int64_t> ax = reduce_axes(axes, shape(), "mean");
+  int64_t n = 1;
+  for (int64_t a : ax) n *= shape()[size_t(a)];
+  const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  return x.sum(ax, keepdim) / double(n);
+}
+
+Tensor Tensor::var(Axes axes, bool keepdim, int64_t correction) const {
+  const std::vector<int64_t> ax = reduce_axes(axes, shape(), "var");
+  int64_t n = 1;
+  for (int64_t a : ax) n *= shape()[size_t(a)];
+  const Tensor centered = *this - mean(ax, true);
+  return (centered * centered).sum(ax, keepdim) / double(std::max<int64_t>(0, n - correction));
+}
+
+Tensor Tensor::dot(const Tensor& w) const {
+  const int dx = ndim(), dw = w.ndim();
+  if (dx == 0 || dw == 0)
+    throw Error("dot: both tensors need at least one dimension, got " + shape_str(shape()) + " and " + shape_str(w.shape()));
+  const int64_t inner_w = w.shape()[size_t(dw >= 2 ? dw - 2 : 0)];
+  if (shape().back() != inner_w)
+    throw Error("dot: inner dimensions differ: " + shape_str(shape()) + " and " + shape_str(w.shape()) + " (" +
+                std::to_string(shape().back()) + " != " + std::to_string(inner_w) + ")");
+  // Lay x out as (..., [1], k) and w as (..., [1], n, k) so that x*w broadcasts to (..., m, n, k)
+  // and the product sums over its last axis: one fused multiply-reduce kernel.
+  const int ones = std::min({dx - 1, dw - 1, 1});
+  Shape xs(shape().begin(), shape().end() - 1);
+  xs.insert(xs.end(), size_t(ones), 1);
+  xs.push_back(shape().back());
+  Shape ws(w.shape().begin(), w.shape().end() - std::min(dw, 2));
+  ws.insert(ws.end(), size_t(ones), 1);
+  ws.insert(ws.end(), w.shape().end() - std::min(dw, 2), w.shape().end());
+  const Tensor wt = w.reshape(ws).transpose(-1, -std::min(dw, 2));
+  const DType out = promote(dtype(), w.dtype());
+  return (reshape(xs) * wt).sum(-1).cast(out);
+}
+
+Tensor Tensor::matmul(const Tensor& w) const { return dot(w); }
+
+}  // namespace vkg
