@@ -47,5 +47,8 @@ using UniquePipelineCache = DeviceHandle<VkPipelineCache, vkDestroyPipelineCache
 using UniqueCommandPool = DeviceHandle<VkCommandPool, vkDestroyCommandPool>;
 using UniqueQueryPool = DeviceHandle<VkQueryPool, vkDestroyQueryPool>;
 using UniqueSemaphore = DeviceHandle<VkSemaphore, vkDestroySemaphore>;
+// Only the descriptor-binding comparison benchmark uses these: kernels take device addresses.
+using UniqueDescriptorSetLayout = DeviceHandle<VkDescriptorSetLayout, vkDestroyDescriptorSetLayout>;
+using UniqueDescriptorPool = DeviceHandle<VkDescriptorPool, vkDestroyDescriptorPool>;
 
 }  // namespace vkg::vk
