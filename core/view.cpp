@@ -40,7 +40,8 @@ std::string pairs_str(const std::vector<std::pair<int64_t, int64_t>>& v) {
 
 void check_rank(const char* op, const View& v, size_t n, const std::string& arg) {
   if (n != v.shape.size())
-    fail(op, v, arg, "needs " + std::to_string(v.shape.size()) + " entries, one per dimension, got " + std::to_string(n));
+    fail(op, v, arg,
+         "needs one entry per dimension (" + std::to_string(v.shape.size()) + "), got " + std::to_string(n));
 }
 
 bool is_full(const Mask& m, const Shape& shape) {
