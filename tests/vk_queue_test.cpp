@@ -203,6 +203,9 @@ TEST(VkQueue, FillsAndCopies) {
   std::vector<uint32_t> out = download_vector<uint32_t>(b, 1000);
   for (uint32_t i = 0; i < 1000; ++i) ASSERT_EQ(out[i], (i >= 500 && i < 750) ? 0xdeadbeef : 7u) << i;
   EXPECT_THROW(q.copy(a, b, 4001), Error);
+  EXPECT_THROW(q.copy(a, a, 100, 0, 50), Error);  // overlapping
+  q.copy(a, a, 100, 0, 100);                      // adjacent is fine
+  q.finish();
 }
 
 TEST(VkQueue, RunsTheFillShaderWithInt64PushConstants) {

@@ -126,7 +126,6 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
   // MoltenVK requires this extension to be enabled whenever it is offered.
   if (has_extension(physical_, "VK_KHR_portability_subset"))
     extensions.push_back("VK_KHR_portability_subset");
-  if (caps_.features.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue = structure<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);

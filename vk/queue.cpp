@@ -170,6 +170,9 @@ void Queue::copy(const Buffer& src, const Buffer& dst, VkDeviceSize bytes, VkDev
     throw Error(fmt::format("copy of {} bytes from offset {} of a {}-byte buffer to offset {} of a "
                             "{}-byte buffer is out of bounds",
                             bytes, src_offset, src.size(), dst_offset, dst.size()));
+  if (src.handle() == dst.handle() && src.offset() + src_offset < dst.offset() + dst_offset + bytes &&
+      dst.offset() + dst_offset < src.offset() + src_offset + bytes)
+    throw Error("copy between overlapping ranges of one buffer");
   const BufferUse uses[] = {{&src, Access::Read, src_offset, bytes},
                             {&dst, Access::Write, dst_offset, bytes}};
   before_command(uses, "copy");
