@@ -128,13 +128,15 @@ void BM_AddF32_16Mi_DescriptorsForComparison(benchmark::State& state) {
   vk::check(vkCreatePipelineLayout(dev, &pl_info, nullptr, &pl), "pipeline layout");
   vk::UniquePipelineLayout owned_pl(dev, pl);
   const auto spirv = shaders::get("add_f32_ssbo").spirv;
-  auto sm_info = vk::structure<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  auto sm_info =
+      vk::structure<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   sm_info.codeSize = spirv.size_bytes();
   sm_info.pCode = spirv.data();
   VkShaderModule sm;
   vk::check(vkCreateShaderModule(dev, &sm_info, nullptr, &sm), "module");
   vk::UniqueShaderModule owned_sm(dev, sm);
-  auto cp = vk::structure<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  auto cp =
+      vk::structure<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
   cp.stage = vk::structure<VkPipelineShaderStageCreateInfo>(
       VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
   cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -169,7 +171,8 @@ void BM_AddF32_16Mi_DescriptorsForComparison(benchmark::State& state) {
   write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
   write.pBufferInfo = infos;
   vkUpdateDescriptorSets(dev, 1, &write, 0, nullptr);
-  auto pool_info = vk::structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  auto pool_info =
+      vk::structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = b.rt.device.queue_family();
   VkCommandPool pool;
@@ -185,7 +188,8 @@ void BM_AddF32_16Mi_DescriptorsForComparison(benchmark::State& state) {
 
   const vk::Groups groups = vk::Groups::cover(n / 4 / 256, b.rt.device.caps().limits);
   for (auto _ : state) {
-    auto begin = vk::structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    auto begin =
+        vk::structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
     vk::check(vkBeginCommandBuffer(cmd, &begin), "begin");
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl, 0, 1, &ds, 0, nullptr);

@@ -47,8 +47,9 @@ TEST(VkDeviceChoice, SkipsUnusableDevicesByDefault) {
 }
 
 TEST(VkDeviceChoice, SelectsByIndexOrNameSubstring) {
-  std::vector<PhysicalDevice> d = {fake("llvmpipe (LLVM 15)", VK_PHYSICAL_DEVICE_TYPE_CPU),
-                                   fake("AMD Radeon RX 7900", VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU)};
+  std::vector<PhysicalDevice> d = {
+      fake("llvmpipe (LLVM 15)", VK_PHYSICAL_DEVICE_TYPE_CPU),
+      fake("AMD Radeon RX 7900", VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU)};
   EXPECT_EQ(choose_physical_device(d, "0"), 0u);
   EXPECT_EQ(choose_physical_device(d, "radeon"), 1u);
   EXPECT_EQ(choose_physical_device(d, "LLVMPIPE"), 0u);

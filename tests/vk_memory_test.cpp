@@ -74,7 +74,8 @@ TEST(VkAllocator, SuballocatesSmallBuffersFromOneBlock) {
   EXPECT_EQ(alloc.stats().memory_allocations, 1u);
   for (size_t i = 0; i < buffers.size(); ++i) {
     EXPECT_EQ(buffers[i].address() % 256, 0u);
-    EXPECT_EQ(buffers[i].address(), buffers[0].address() - buffers[0].offset() + buffers[i].offset());
+    EXPECT_EQ(buffers[i].address(),
+              buffers[0].address() - buffers[0].offset() + buffers[i].offset());
     EXPECT_EQ(buffers[i].block_id(), buffers[0].block_id());
     if (i) {
       EXPECT_GE(buffers[i].offset(), buffers[i - 1].offset() + buffers[i - 1].capacity());
@@ -145,6 +146,21 @@ TEST(VkAllocator, MoreThanTheHeapThrowsOutOfMemoryAndTheAllocatorStaysUsable) {
   transfer.upload(small, data);
   transfer.download(small, back);
   EXPECT_EQ(back, data);
+}
+
+TEST(VkAllocator, FallsBackToTheExactSizeWhenTheRoundedOneDoesNotFit) {
+  Runtime& rt = test::vk_runtime();
+  if (rt.device.caps().heaps.size() != 1) GTEST_SKIP() << "sized for Lavapipe's single heap";
+  const VkDeviceSize heap = rt.device.caps().heaps[0].size;
+  Allocator alloc(rt.device, AllocatorOptions{});
+  Buffer small = alloc.allocate(kMiB);        // a 32 MiB pooled block
+  Buffer big = alloc.allocate(heap / 4 * 3);  // three quarters: its own bucket exactly
+  const VkDeviceSize left = heap - alloc.stats().device_bytes;
+  const VkDeviceSize ask = left - 10 * kMiB;  // fits, but its bucket does not
+  ASSERT_GT(bucket_capacity(ask), left);
+  Buffer last = alloc.allocate(ask);
+  EXPECT_EQ(last.size(), ask);
+  EXPECT_LT(last.capacity(), bucket_capacity(ask));
 }
 
 TEST(VkAllocator, ForcedStagingHidesDeviceMappings) {

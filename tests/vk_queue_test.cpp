@@ -80,7 +80,7 @@ TEST(VkQueue, SumsInDependentPassesExactly) {
     ++passes;
   }
   q.finish();
-  EXPECT_EQ(passes, 2u);  // 1,060,921 -> 260 -> 1
+  EXPECT_EQ(passes, 2u);                      // 1,060,921 -> 260 -> 1
   EXPECT_EQ(q.stats().barriers, passes - 1);  // each pass reads what the last one wrote
   EXPECT_EQ(download_vector<float>(*in, 1)[0], float(expect));
 }
@@ -104,7 +104,8 @@ TEST(VkQueue, TenThousandChainedDispatchesInOneSubmission) {
   EXPECT_EQ(q.stats().barriers, kSteps - 1);
   for (uint32_t c = 0; c < kChains; ++c) {
     std::vector<uint32_t> out = download_vector<uint32_t>(bufs[c], kWords);
-    for (uint32_t i = 0; i < kWords; ++i) ASSERT_EQ(out[i], c * 1'000'000 + kSteps) << c << " " << i;
+    for (uint32_t i = 0; i < kWords; ++i)
+      ASSERT_EQ(out[i], c * 1'000'000 + kSteps) << c << " " << i;
   }
 }
 
@@ -201,7 +202,8 @@ TEST(VkQueue, FillsAndCopies) {
   EXPECT_EQ(q.stats().transfers, 3u);
   EXPECT_EQ(q.stats().barriers, 1u);
   std::vector<uint32_t> out = download_vector<uint32_t>(b, 1000);
-  for (uint32_t i = 0; i < 1000; ++i) ASSERT_EQ(out[i], (i >= 500 && i < 750) ? 0xdeadbeef : 7u) << i;
+  for (uint32_t i = 0; i < 1000; ++i)
+    ASSERT_EQ(out[i], (i >= 500 && i < 750) ? 0xdeadbeef : 7u) << i;
   EXPECT_THROW(q.copy(a, b, 4001), Error);
   EXPECT_THROW(q.copy(a, a, 100, 0, 50), Error);  // overlapping
   q.copy(a, a, 100, 0, 100);                      // adjacent is fine
@@ -223,7 +225,8 @@ TEST(VkQueue, RunsTheFillShaderWithInt64PushConstants) {
 TEST(VkQueue, WaitsForAnySubmittedPoint) {
   Runtime& rt = test::vk_runtime();
   Program inc = make_program("inc_u32", 12);
-  Buffer a = upload_vector(std::vector<uint32_t>(64, 0)), b = upload_vector(std::vector<uint32_t>(64, 0));
+  Buffer a = upload_vector(std::vector<uint32_t>(64, 0)),
+         b = upload_vector(std::vector<uint32_t>(64, 0));
   Queue q(rt.device, rt.allocator);
   q.dispatch(inc, {1}, ArgPack().address(a).u32(64).bytes(), {{&a, Access::ReadWrite}});
   const uint64_t first = q.submit();
@@ -244,10 +247,12 @@ TEST(VkQueue, RejectsMismatchedArguments) {
   Program inc = make_program("inc_u32", 12);
   Buffer b = rt.allocator.allocate(256);
   Queue q(rt.device, rt.allocator);
-  EXPECT_THROW(q.dispatch(inc, {1}, ArgPack().address(b).bytes(), {{&b, Access::ReadWrite}}), Error);
-  const uint32_t too_many = rt.device.caps().limits.max_workgroup_count[0] + 1;
-  EXPECT_THROW(q.dispatch(inc, {too_many}, ArgPack().address(b).u32(1).bytes(), {{&b, Access::Write}}),
+  EXPECT_THROW(q.dispatch(inc, {1}, ArgPack().address(b).bytes(), {{&b, Access::ReadWrite}}),
                Error);
+  const uint32_t too_many = rt.device.caps().limits.max_workgroup_count[0] + 1;
+  EXPECT_THROW(
+      q.dispatch(inc, {too_many}, ArgPack().address(b).u32(1).bytes(), {{&b, Access::Write}}),
+      Error);
   Buffer empty;
   EXPECT_THROW(q.dispatch(inc, {1}, ArgPack().address(b).u32(1).bytes(), {{&empty, Access::Write}}),
                Error);

@@ -124,9 +124,11 @@ Allocator::Allocator(Device& device, const AllocatorOptions& options)
   VkBufferCreateInfo probe = structure<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   probe.size = kMiB;
   probe.usage = kBlockUsage;
-  VkDeviceBufferMemoryRequirements query = structure<VkDeviceBufferMemoryRequirements>(VK_STRUCTURE_TYPE_DEVICE_BUFFER_MEMORY_REQUIREMENTS);
+  VkDeviceBufferMemoryRequirements query = structure<VkDeviceBufferMemoryRequirements>(
+      VK_STRUCTURE_TYPE_DEVICE_BUFFER_MEMORY_REQUIREMENTS);
   query.pCreateInfo = &probe;
-  VkMemoryRequirements2 reqs = structure<VkMemoryRequirements2>(VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2);
+  VkMemoryRequirements2 reqs =
+      structure<VkMemoryRequirements2>(VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2);
   vkGetDeviceBufferMemoryRequirements(device_.get(), &query, &reqs);
   const uint32_t bits = reqs.memoryRequirements.memoryTypeBits;
 
@@ -138,8 +140,7 @@ Allocator::Allocator(Device& device, const AllocatorOptions& options)
                               usage_name(u)));
     const int i = static_cast<int>(u);
     type_for_[i] = t;
-    const bool host_visible =
-        caps.memory_types[t].flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+    const bool host_visible = caps.memory_types[t].flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
     mapped_for_[i] = host_visible && !(u == Usage::Device && options_.force_staging);
     if (u == Usage::Device) mapped_for_[i] = mapped_for_[i] && caps.unified_memory;
   }
@@ -184,7 +185,8 @@ Buffer Allocator::allocate(VkDeviceSize bytes, Usage usage) {
                                    bytes_text(limit)));
   };
   if (bytes > heap) throw never("memory heap", heap);
-  if (bytes > caps.limits.max_buffer_size) throw never("maxBufferSize", caps.limits.max_buffer_size);
+  if (bytes > caps.limits.max_buffer_size)
+    throw never("maxBufferSize", caps.limits.max_buffer_size);
   if (bytes > caps.limits.max_memory_allocation_size)
     throw never("maxMemoryAllocationSize", caps.limits.max_memory_allocation_size);
 
@@ -198,7 +200,15 @@ Buffer Allocator::allocate(VkDeviceSize bytes, Usage usage) {
     ++stats_.cache_hits;
   } else {
     ++stats_.cache_misses;
-    carve(type, capacity, usage, block, offset);
+    try {
+      carve(type, capacity, usage, block, offset);
+    } catch (const OutOfMemory&) {
+      // The bucket's rounding (up to a quarter) may be what does not fit: try the exact size.
+      const VkDeviceSize exact = std::max(align_up(bytes, kAlign), kAlign);
+      if (exact == capacity) throw;
+      capacity = exact;
+      carve(type, capacity, usage, block, offset);
+    }
   }
   stats_.live_bytes += capacity;
 
@@ -210,8 +220,8 @@ Buffer Allocator::allocate(VkDeviceSize bytes, Usage usage) {
   b.size_ = bytes;
   b.capacity_ = capacity;
   b.address_ = block->address + offset;
-  b.mapped_ = (block->mapped && mapped_for_[static_cast<int>(usage)]) ? block->mapped + offset
-                                                                      : nullptr;
+  b.mapped_ =
+      (block->mapped && mapped_for_[static_cast<int>(usage)]) ? block->mapped + offset : nullptr;
   b.block_id_ = block->id;
   b.usage_ = usage;
   return b;
@@ -260,7 +270,14 @@ void Allocator::carve(uint32_t type, VkDeviceSize capacity, Usage usage, detail:
   for (auto& b : blocks_) same_type += (b->type == type && !b->dedicated);
   VkDeviceSize size = std::min(max_block_size_, (32 * kMiB) << std::min<size_t>(same_type, 8));
   size = std::max(size, capacity);
-  take(new_block(type, size, /*dedicated=*/false, usage));
+  detail::Block* fresh = nullptr;
+  try {
+    fresh = new_block(type, size, /*dedicated=*/false, usage);
+  } catch (const OutOfMemory&) {
+    if (size == capacity) throw;
+    fresh = new_block(type, capacity, /*dedicated=*/false, usage);  // what is left may fit this
+  }
+  take(fresh);
 }
 
 detail::Block* Allocator::new_block(uint32_t type, VkDeviceSize size, bool dedicated, Usage usage) {
@@ -318,12 +335,15 @@ VkResult Allocator::create_block(uint32_t type, VkDeviceSize size, bool dedicate
   vkGetBufferMemoryRequirements(dev, buffer, &reqs);
   if (!(reqs.memoryTypeBits & (1u << type)))
     throw Error("the driver will not place a buffer in the memory type it offered for buffers");
-  VkMemoryAllocateFlagsInfo flags = structure<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
+  VkMemoryAllocateFlagsInfo flags =
+      structure<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
-  VkMemoryDedicatedAllocateInfo dedicated_info = structure<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
+  VkMemoryDedicatedAllocateInfo dedicated_info =
+      structure<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
   dedicated_info.buffer = buffer;
   if (dedicated) flags.pNext = &dedicated_info;  // lets drivers place big buffers better
-  VkMemoryAllocateInfo alloc = structure<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+  VkMemoryAllocateInfo alloc =
+      structure<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
   alloc.pNext = &flags;
   alloc.allocationSize = reqs.size;
   alloc.memoryTypeIndex = type;
@@ -341,7 +361,8 @@ VkResult Allocator::create_block(uint32_t type, VkDeviceSize size, bool dedicate
     check(r, "vkMapMemory");
     block->mapped = static_cast<std::byte*>(p);
   }
-  VkBufferDeviceAddressInfo addr = structure<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
+  VkBufferDeviceAddressInfo addr =
+      structure<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
   addr.buffer = buffer;
   block->address = vkGetBufferDeviceAddress(dev, &addr);
   block->id = next_block_id_++;
@@ -367,7 +388,8 @@ void Allocator::release(detail::Block* block, VkDeviceSize offset, VkDeviceSize 
 bool Allocator::evict_oldest_ready() {
   auto oldest = cache_.end();
   for (auto it = cache_.begin(); it != cache_.end(); ++it)
-    if (!it->second.empty() && (oldest == cache_.end() || it->second.front().seq < oldest->second.front().seq))
+    if (!it->second.empty() &&
+        (oldest == cache_.end() || it->second.front().seq < oldest->second.front().seq))
       oldest = it;
   if (oldest == cache_.end() || !device_.timeline().done(oldest->second.front().ready_at))
     return false;

@@ -37,10 +37,10 @@ struct AllocatorOptions {
 };
 
 struct AllocatorStats {
-  VkDeviceSize device_bytes = 0;  // held from the driver, in all blocks
-  VkDeviceSize live_bytes = 0;    // in buffers that exist now (capacities)
-  VkDeviceSize cached_bytes = 0;  // in freed buffers kept for reuse
-  uint32_t blocks = 0;            // vkAllocateMemory allocations alive
+  VkDeviceSize device_bytes = 0;    // held from the driver, in all blocks
+  VkDeviceSize live_bytes = 0;      // in buffers that exist now (capacities)
+  VkDeviceSize cached_bytes = 0;    // in freed buffers kept for reuse
+  uint32_t blocks = 0;              // vkAllocateMemory allocations alive
   uint64_t memory_allocations = 0;  // vkAllocateMemory calls that succeeded, ever
   uint64_t cache_hits = 0, cache_misses = 0;
 };

@@ -75,10 +75,14 @@ const char* device_type_name(VkPhysicalDeviceType type) {
 Capabilities read_capabilities(VkPhysicalDevice physical) {
   Capabilities caps;
 
-  VkPhysicalDeviceVulkan11Properties p11 = structure<VkPhysicalDeviceVulkan11Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES);
-  VkPhysicalDeviceVulkan12Properties p12 = structure<VkPhysicalDeviceVulkan12Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES);
-  VkPhysicalDeviceVulkan13Properties p13 = structure<VkPhysicalDeviceVulkan13Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES);
-  VkPhysicalDeviceProperties2 props = structure<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  VkPhysicalDeviceVulkan11Properties p11 = structure<VkPhysicalDeviceVulkan11Properties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES);
+  VkPhysicalDeviceVulkan12Properties p12 = structure<VkPhysicalDeviceVulkan12Properties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES);
+  VkPhysicalDeviceVulkan13Properties p13 = structure<VkPhysicalDeviceVulkan13Properties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES);
+  VkPhysicalDeviceProperties2 props =
+      structure<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   props.pNext = &p11;
   p11.pNext = &p12;
   // The 1.3 struct is only defined for 1.3 devices; older ones are reported unusable below.
@@ -169,7 +173,8 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   // keeps the staging path.)
   int largest = -1;
   for (size_t i = 0; i < caps.heaps.size(); ++i)
-    if (caps.heaps[i].device_local && (largest < 0 || caps.heaps[i].size > caps.heaps[largest].size))
+    if (caps.heaps[i].device_local &&
+        (largest < 0 || caps.heaps[i].size > caps.heaps[largest].size))
       largest = static_cast<int>(i);
   constexpr VkMemoryPropertyFlags kMappable = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
                                               VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
@@ -218,10 +223,11 @@ std::string describe(const Capabilities& c) {
   line(fmt::format("  subgroup size {} (min {}, max {})", l.subgroup_size, l.min_subgroup_size,
                    l.max_subgroup_size));
   line("features:");
-  line(fmt::format("  storage 16-bit {}, 8-bit {}; arithmetic float16 {}, int8 {}, int16 {}, "
-                   "int64 {}, float64 {}, int64 atomics {}",
-                   yn(f.storage_buffer_16bit), yn(f.storage_buffer_8bit), yn(f.float16), yn(f.int8),
-                   yn(f.int16), yn(f.int64), yn(f.float64), yn(f.int64_atomics)));
+  line(
+      fmt::format("  storage 16-bit {}, 8-bit {}; arithmetic float16 {}, int8 {}, int16 {}, "
+                  "int64 {}, float64 {}, int64 atomics {}",
+                  yn(f.storage_buffer_16bit), yn(f.storage_buffer_8bit), yn(f.float16), yn(f.int8),
+                  yn(f.int16), yn(f.int64), yn(f.float64), yn(f.int64_atomics)));
   std::string ops;
   static constexpr std::pair<VkSubgroupFeatureFlagBits, const char*> kOps[] = {
       {VK_SUBGROUP_FEATURE_BASIC_BIT, "basic"},
@@ -237,12 +243,13 @@ std::string describe(const Capabilities& c) {
   line(fmt::format("  subgroup ops [{}], extended types {}, size control {}, full subgroups {}",
                    ops, yn(f.subgroup_extended_types), yn(f.subgroup_size_control),
                    yn(f.compute_full_subgroups)));
-  line(fmt::format("  timeline semaphores {}, buffer device address {}, synchronization2 {}, "
-                   "scalar layout {}, memory model {}, integer dot {}",
-                   yn(f.timeline_semaphore), yn(f.buffer_device_address), yn(f.synchronization2),
-                   yn(f.scalar_block_layout), yn(f.vulkan_memory_model), yn(f.integer_dot_product)));
-  line(fmt::format("  cooperative matrix KHR {}, NV {}; memory budget {}", yn(f.cooperative_matrix_khr),
-                   yn(f.cooperative_matrix_nv), yn(f.memory_budget)));
+  line(
+      fmt::format("  timeline semaphores {}, buffer device address {}, synchronization2 {}, "
+                  "scalar layout {}, memory model {}, integer dot {}",
+                  yn(f.timeline_semaphore), yn(f.buffer_device_address), yn(f.synchronization2),
+                  yn(f.scalar_block_layout), yn(f.vulkan_memory_model), yn(f.integer_dot_product)));
+  line(fmt::format("  cooperative matrix KHR {}, NV {}; memory budget {}",
+                   yn(f.cooperative_matrix_khr), yn(f.cooperative_matrix_nv), yn(f.memory_budget)));
   line(fmt::format("memory ({}):", c.unified_memory ? "unified, host maps device memory"
                                                     : "separate, staging for transfers"));
   for (size_t i = 0; i < c.heaps.size(); ++i)

@@ -1,5 +1,5 @@
-// What one physical device can do, read once at start: its identity, the limits kernels must fit in,
-// the optional features the renderer may use, and its memory. The code generator turns paths on
+// What one physical device can do, read once at start: its identity, the limits kernels must fit
+// in, the optional features the renderer may use, and its memory. The code generator turns paths on
 // and off from this record; vkgrad-info prints it.
 #pragma once
 #include <vulkan/vulkan.h>
@@ -15,24 +15,24 @@ struct Limits {
   std::array<uint32_t, 3> max_workgroup_size{};
   uint32_t max_workgroup_invocations = 0;
   std::array<uint32_t, 3> max_workgroup_count{};
-  uint32_t max_shared_memory = 0;          // bytes of workgroup-shared memory
-  uint32_t max_storage_buffer_range = 0;   // only binds a descriptor window; see queue.hpp
+  uint32_t max_shared_memory = 0;         // bytes of workgroup-shared memory
+  uint32_t max_storage_buffer_range = 0;  // only binds a descriptor window; see queue.hpp
   uint32_t max_push_constants_size = 0;
   uint32_t max_memory_allocation_count = 0;
   VkDeviceSize max_memory_allocation_size = 0;
   VkDeviceSize max_buffer_size = 0;
-  uint32_t subgroup_size = 0;              // the default size
-  uint32_t min_subgroup_size = 0;          // the range subgroup size control can pick from
+  uint32_t subgroup_size = 0;      // the default size
+  uint32_t min_subgroup_size = 0;  // the range subgroup size control can pick from
   uint32_t max_subgroup_size = 0;
-  float timestamp_period = 0;              // nanoseconds per timestamp tick
-  uint32_t timestamp_valid_bits = 0;       // of the compute queue family; 0: no timestamps
+  float timestamp_period = 0;         // nanoseconds per timestamp tick
+  uint32_t timestamp_valid_bits = 0;  // of the compute queue family; 0: no timestamps
 };
 
 struct Features {
   bool storage_buffer_16bit = false;  // 16-bit loads and stores in storage buffers
   bool storage_buffer_8bit = false;
-  bool float16 = false;               // 16-bit float arithmetic
-  bool int8 = false;                  // 8-bit integer arithmetic
+  bool float16 = false;  // 16-bit float arithmetic
+  bool int8 = false;     // 8-bit integer arithmetic
   bool int16 = false;
   bool int64 = false;
   bool float64 = false;
@@ -48,10 +48,10 @@ struct Features {
   bool buffer_device_address = false;  // required
   bool synchronization2 = false;       // required
   bool maintenance4 = false;
-  bool timestamps = false;             // the compute queue can write timestamps
+  bool timestamps = false;              // the compute queue can write timestamps
   bool cooperative_matrix_khr = false;  // extension present
   bool cooperative_matrix_nv = false;
-  bool memory_budget = false;           // VK_EXT_memory_budget present
+  bool memory_budget = false;  // VK_EXT_memory_budget present
 };
 
 struct MemoryHeap {

@@ -1,5 +1,6 @@
-// Turns a VkResult into the vkgrad exception it means. Every Vulkan call in vk/ goes through check():
-// device loss becomes vkg::DeviceLost, memory exhaustion vkg::OutOfMemory, the rest vkg::Error.
+// Turns a VkResult into the vkgrad exception it means. Every Vulkan call in vk/ goes through
+// check(): device loss becomes vkg::DeviceLost, memory exhaustion vkg::OutOfMemory, the rest
+// vkg::Error.
 #pragma once
 #include <vulkan/vulkan.h>
 

@@ -76,9 +76,10 @@ std::size_t choose_physical_device(std::span<const PhysicalDevice> devices,
           (best < 0 || type_rank(devices[i].caps.type) > type_rank(devices[best].caps.type)))
         best = static_cast<int>(i);
     if (best < 0)
-      throw Error("no Vulkan device vkgrad can use (it needs Vulkan 1.3 with buffer device "
-                  "addresses, timeline semaphores and synchronization2); devices:" +
-                  device_list(devices));
+      throw Error(
+          "no Vulkan device vkgrad can use (it needs Vulkan 1.3 with buffer device "
+          "addresses, timeline semaphores and synchronization2); devices:" +
+          device_list(devices));
     return static_cast<size_t>(best);
   }
   size_t index = 0;
@@ -128,7 +129,8 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
     extensions.push_back("VK_KHR_portability_subset");
 
   const float priority = 1.0f;
-  VkDeviceQueueCreateInfo queue = structure<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  VkDeviceQueueCreateInfo queue =
+      structure<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
   queue.queueFamilyIndex = caps_.compute_family;
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;

@@ -28,10 +28,11 @@ std::vector<PhysicalDevice> list_physical_devices(const Instance& instance);
 // Picks a device. `select` is "" (the best usable one: discrete > integrated > virtual > CPU, the
 // first of equals), a decimal index into `devices`, or a case-insensitive substring of the name.
 // Throws vkg::Error listing the devices when nothing matches or the match is not usable.
-std::size_t choose_physical_device(std::span<const PhysicalDevice> devices, std::string_view select);
+std::size_t choose_physical_device(std::span<const PhysicalDevice> devices,
+                                   std::string_view select);
 
 struct DeviceOptions {
-  std::string select;              // see choose_physical_device
+  std::string select;  // see choose_physical_device
   bool persistent_pipeline_cache = true;
 
   // select from VK_DEVICE; VKG_NO_PIPELINE_CACHE=1 keeps the pipeline cache off disk.

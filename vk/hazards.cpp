@@ -7,7 +7,8 @@ namespace vkg::vk {
 
 bool RangeSet::overlaps(uint64_t resource, uint64_t begin, uint64_t end) const {
   if (begin >= end) return false;
-  // The ranges are disjoint, so only the last one starting before `end` can reach into [begin, end).
+  // The ranges are disjoint, so only the last one starting before `end` can reach into [begin,
+  // end).
   auto it = ranges_.lower_bound({resource, end});
   if (it == ranges_.begin()) return false;
   --it;

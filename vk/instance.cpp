@@ -41,10 +41,10 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagB
   ValidationLog& log = validation_log();
   if (counted) log.count.fetch_add(1, std::memory_order_relaxed);
   try {
-    std::string text = fmt::format(
-        "[vulkan {}] {}",
-        severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
-        data && data->pMessage ? data->pMessage : "(no message)");
+    std::string text =
+        fmt::format("[vulkan {}] {}",
+                    severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
+                    data && data->pMessage ? data->pMessage : "(no message)");
     std::fprintf(stderr, "%s\n", text.c_str());
     if (counted) {
       std::lock_guard lock(log.mutex);
@@ -57,7 +57,8 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagB
 }
 
 VkDebugUtilsMessengerCreateInfoEXT messenger_info() {
-  VkDebugUtilsMessengerCreateInfoEXT info = structure<VkDebugUtilsMessengerCreateInfoEXT>(VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+  VkDebugUtilsMessengerCreateInfoEXT info = structure<VkDebugUtilsMessengerCreateInfoEXT>(
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
   info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
                          VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
@@ -71,7 +72,8 @@ bool has_layer(const char* name) {
   uint32_t n = 0;
   check(vkEnumerateInstanceLayerProperties(&n, nullptr), "vkEnumerateInstanceLayerProperties");
   std::vector<VkLayerProperties> layers(n);
-  check(vkEnumerateInstanceLayerProperties(&n, layers.data()), "vkEnumerateInstanceLayerProperties");
+  check(vkEnumerateInstanceLayerProperties(&n, layers.data()),
+        "vkEnumerateInstanceLayerProperties");
   for (const auto& l : layers)
     if (std::strcmp(l.layerName, name) == 0) return true;
   return false;
@@ -127,7 +129,8 @@ Instance::Instance(const InstanceOptions& options) : options_(options) {
   app.pEngineName = "vkgrad";
   app.apiVersion = VK_API_VERSION_1_3;
 
-  VkInstanceCreateInfo info = structure<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+  VkInstanceCreateInfo info =
+      structure<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
   info.flags = flags;
   info.pApplicationInfo = &app;
   info.enabledLayerCount = static_cast<uint32_t>(layers.size());
@@ -138,7 +141,8 @@ Instance::Instance(const InstanceOptions& options) : options_(options) {
   // Chained into the create info, the messenger also sees vkCreateInstance and vkDestroyInstance.
   VkDebugUtilsMessengerCreateInfoEXT messenger = messenger_info();
   VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
-  VkValidationFeaturesEXT features = structure<VkValidationFeaturesEXT>(VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT);
+  VkValidationFeaturesEXT features =
+      structure<VkValidationFeaturesEXT>(VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT);
   if (options_.validation && debug_utils) {
     info.pNext = &messenger;
     if (options_.sync_validation) {

@@ -1,5 +1,5 @@
-// The Vulkan instance: the loader, the optional Khronos validation layer, and a debug messenger that
-// records every validation message so that tests can fail on one.
+// The Vulkan instance: the loader, the optional Khronos validation layer, and a debug messenger
+// that records every validation message so that tests can fail on one.
 #pragma once
 #include <vulkan/vulkan.h>
 

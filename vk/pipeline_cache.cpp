@@ -20,8 +20,8 @@ namespace {
 std::filesystem::path cache_path(const Capabilities& caps) {
   std::string uuid;
   for (uint8_t b : caps.pipeline_cache_uuid) uuid += fmt::format("{:02x}", b);
-  return cache_dir() / fmt::format("pipeline-{:04x}-{:04x}-{}.bin", caps.vendor_id, caps.device_id,
-                                   uuid);
+  return cache_dir() /
+         fmt::format("pipeline-{:04x}-{:04x}-{}.bin", caps.vendor_id, caps.device_id, uuid);
 }
 
 // A file another driver wrote, or a cut one, must never reach vkCreatePipelineCache: drivers are
@@ -46,7 +46,8 @@ PipelineCache::PipelineCache(VkDevice device, const Capabilities& caps, bool per
     if (in) loaded_.assign(std::istreambuf_iterator<char>(in), {});
     if (!header_matches(loaded_, caps)) loaded_.clear();
   }
-  VkPipelineCacheCreateInfo info = structure<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  VkPipelineCacheCreateInfo info =
+      structure<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
   info.initialDataSize = loaded_.size();
   info.pInitialData = loaded_.data();
   VkPipelineCache cache;
@@ -74,7 +75,8 @@ bool PipelineCache::save() {
   check(vkGetPipelineCacheData(device_, cache_.get(), &size, nullptr), "vkGetPipelineCacheData");
   if (size == 0) return false;
   std::vector<uint8_t> data(size);
-  check(vkGetPipelineCacheData(device_, cache_.get(), &size, data.data()), "vkGetPipelineCacheData");
+  check(vkGetPipelineCacheData(device_, cache_.get(), &size, data.data()),
+        "vkGetPipelineCacheData");
   data.resize(size);
   if (data == loaded_) return false;
   // Write then rename, so a concurrent reader sees the old file or the new one, never half of one.
@@ -82,7 +84,8 @@ bool PipelineCache::save() {
   tmp += fmt::format(".{}.tmp", ::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    out.write(reinterpret_cast<const char*>(data.data()),
+              static_cast<std::streamsize>(data.size()));
     if (!out) return false;
   }
   std::error_code ec;

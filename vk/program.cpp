@@ -110,29 +110,31 @@ Program::~Program() {
 void Program::create() const {
   VkDevice dev = device_.get();
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_constant_bytes_};
-  VkPipelineLayoutCreateInfo layout = structure<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+  VkPipelineLayoutCreateInfo layout =
+      structure<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
   layout.pushConstantRangeCount = push_constant_bytes_ ? 1 : 0;
   layout.pPushConstantRanges = &range;
   VkPipelineLayout pl;
   check(vkCreatePipelineLayout(dev, &layout, nullptr, &pl), "vkCreatePipelineLayout");
   UniquePipelineLayout owned_layout(dev, pl);
 
-  VkShaderModuleCreateInfo module = structure<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  VkShaderModuleCreateInfo module =
+      structure<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   module.codeSize = spirv_.size() * sizeof(uint32_t);
   module.pCode = spirv_.data();
   VkShaderModule sm;
   check(vkCreateShaderModule(dev, &module, nullptr, &sm), "vkCreateShaderModule");
   UniqueShaderModule owned_module(dev, sm);  // not needed once the pipeline exists
 
-  VkComputePipelineCreateInfo info = structure<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  VkComputePipelineCreateInfo info =
+      structure<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
   info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   info.stage.module = sm;
   info.stage.pName = "main";
   info.layout = pl;
   VkPipeline p;
-  VkResult r =
-      vkCreateComputePipelines(dev, device_.pipeline_cache().get(), 1, &info, nullptr, &p);
+  VkResult r = vkCreateComputePipelines(dev, device_.pipeline_cache().get(), 1, &info, nullptr, &p);
   if (r < 0)
     throw_result(r, fmt::format("vkCreateComputePipelines for program '{}'", name_).c_str());
   layout_ = std::move(owned_layout);

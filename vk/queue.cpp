@@ -17,7 +17,7 @@ namespace vkg::vk {
 
 namespace {
 
-constexpr VkDeviceSize kArgAlign = 64;            // covers every std430 alignment
+constexpr VkDeviceSize kArgAlign = 64;             // covers every std430 alignment
 constexpr VkDeviceSize kArgChunkBytes = 64 << 10;  // one ring chunk holds ~500 spilled blobs
 
 }  // namespace
@@ -68,20 +68,23 @@ void Queue::begin_recording() {
     idle_.pop_back();
   } else {
     auto b = std::make_unique<Batch>();
-    VkCommandPoolCreateInfo info = structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    VkCommandPoolCreateInfo info =
+        structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
     info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
     info.queueFamilyIndex = device_.queue_family();
     VkCommandPool pool;
     check(vkCreateCommandPool(device_.get(), &info, nullptr, &pool), "vkCreateCommandPool");
     b->pool = UniqueCommandPool(device_.get(), pool);
-    VkCommandBufferAllocateInfo alloc = structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    VkCommandBufferAllocateInfo alloc =
+        structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     alloc.commandPool = pool;
     alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     alloc.commandBufferCount = 1;
     check(vkAllocateCommandBuffers(device_.get(), &alloc, &b->cmd), "vkAllocateCommandBuffers");
     recording_ = std::move(b);
   }
-  VkCommandBufferBeginInfo begin = structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  VkCommandBufferBeginInfo begin =
+      structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   VkResult r = vkBeginCommandBuffer(recording_->cmd, &begin);
   if (r != VK_SUCCESS) {
@@ -99,8 +102,8 @@ void Queue::before_command(std::span<const BufferUse> uses, std::string_view lab
     if (!u.buffer || !*u.buffer) throw Error("a command uses an empty Buffer");
     const Buffer& b = *u.buffer;
     // A whole-buffer use covers its capacity: fills round up, and capacities never overlap.
-    VkDeviceSize size = u.size == VK_WHOLE_SIZE ? b.capacity() - std::min(u.offset, b.capacity())
-                                                : u.size;
+    VkDeviceSize size =
+        u.size == VK_WHOLE_SIZE ? b.capacity() - std::min(u.offset, b.capacity()) : u.size;
     if (u.offset > b.capacity() || size > b.capacity() - u.offset)
       throw Error(fmt::format("a command uses bytes [{}, {}) of a buffer of {} bytes", u.offset,
                               u.offset + size, b.size()));
@@ -138,14 +141,15 @@ void Queue::after_command() {
 void Queue::dispatch(const Program& program, Groups groups, std::span<const std::byte> push,
                      std::span<const BufferUse> uses, std::string_view label) {
   if (push.size() != program.push_constant_bytes())
-    throw Error(fmt::format("program '{}' takes {} bytes of push constants, got {}",
-                            program.name(), program.push_constant_bytes(), push.size()));
+    throw Error(fmt::format("program '{}' takes {} bytes of push constants, got {}", program.name(),
+                            program.push_constant_bytes(), push.size()));
   const Limits& l = device_.caps().limits;
   if (groups.x > l.max_workgroup_count[0] || groups.y > l.max_workgroup_count[1] ||
       groups.z > l.max_workgroup_count[2])
-    throw Error(fmt::format("program '{}': {} x {} x {} workgroups exceed the device's {} x {} x {}",
-                            program.name(), groups.x, groups.y, groups.z, l.max_workgroup_count[0],
-                            l.max_workgroup_count[1], l.max_workgroup_count[2]));
+    throw Error(
+        fmt::format("program '{}': {} x {} x {} workgroups exceed the device's {} x {} x {}",
+                    program.name(), groups.x, groups.y, groups.z, l.max_workgroup_count[0],
+                    l.max_workgroup_count[1], l.max_workgroup_count[2]));
   VkPipeline pipeline = program.pipeline();  // created here on first use
   before_command(uses, label.empty() ? std::string_view(program.name()) : label);
   VkCommandBuffer cmd = recording_->cmd;
@@ -167,10 +171,12 @@ void Queue::copy(const Buffer& src, const Buffer& dst, VkDeviceSize bytes, VkDev
   if (!src || !dst) throw Error("copy with an empty Buffer");
   if (src_offset > src.size() || bytes > src.size() - src_offset || dst_offset > dst.size() ||
       bytes > dst.size() - dst_offset)
-    throw Error(fmt::format("copy of {} bytes from offset {} of a {}-byte buffer to offset {} of a "
-                            "{}-byte buffer is out of bounds",
-                            bytes, src_offset, src.size(), dst_offset, dst.size()));
-  if (src.handle() == dst.handle() && src.offset() + src_offset < dst.offset() + dst_offset + bytes &&
+    throw Error(
+        fmt::format("copy of {} bytes from offset {} of a {}-byte buffer to offset {} of a "
+                    "{}-byte buffer is out of bounds",
+                    bytes, src_offset, src.size(), dst_offset, dst.size()));
+  if (src.handle() == dst.handle() &&
+      src.offset() + src_offset < dst.offset() + dst_offset + bytes &&
       dst.offset() + dst_offset < src.offset() + src_offset + bytes)
     throw Error("copy between overlapping ranges of one buffer");
   const BufferUse uses[] = {{&src, Access::Read, src_offset, bytes},

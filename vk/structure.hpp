@@ -1,5 +1,6 @@
-// Zero-initialized Vulkan structs with their sType set: structure<VkFooInfo>(VK_STRUCTURE_TYPE_...).
-// (Brace-initializing only sType trips -Wmissing-field-initializers on g++ 12.)
+// Zero-initialized Vulkan structs with their sType set:
+// structure<VkFooInfo>(VK_STRUCTURE_TYPE_...). (Brace-initializing only sType trips
+// -Wmissing-field-initializers on g++ 12.)
 #pragma once
 #include <vulkan/vulkan.h>
 

@@ -6,10 +6,12 @@
 namespace vkg::vk {
 
 Timeline::Timeline(VkDevice device, VkQueue queue) : device_(device), queue_(queue) {
-  VkSemaphoreTypeCreateInfo type = structure<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
+  VkSemaphoreTypeCreateInfo type =
+      structure<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
   type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
   type.initialValue = 0;
-  VkSemaphoreCreateInfo info = structure<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO);
+  VkSemaphoreCreateInfo info =
+      structure<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO);
   info.pNext = &type;
   VkSemaphore s;
   check(vkCreateSemaphore(device_, &info, nullptr, &s), "vkCreateSemaphore");
@@ -17,9 +19,11 @@ Timeline::Timeline(VkDevice device, VkQueue queue) : device_(device), queue_(que
 }
 
 uint64_t Timeline::submit(VkCommandBuffer cmd) {
-  VkCommandBufferSubmitInfo cb = structure<VkCommandBufferSubmitInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO);
+  VkCommandBufferSubmitInfo cb =
+      structure<VkCommandBufferSubmitInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO);
   cb.commandBuffer = cmd;
-  VkSemaphoreSubmitInfo signal = structure<VkSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO);
+  VkSemaphoreSubmitInfo signal =
+      structure<VkSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO);
   signal.semaphore = semaphore_.get();
   signal.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
   VkSubmitInfo2 submit = structure<VkSubmitInfo2>(VK_STRUCTURE_TYPE_SUBMIT_INFO_2);
@@ -40,7 +44,8 @@ uint64_t Timeline::submit(VkCommandBuffer cmd) {
 
 uint64_t Timeline::completed() {
   uint64_t value = 0;
-  check(vkGetSemaphoreCounterValue(device_, semaphore_.get(), &value), "vkGetSemaphoreCounterValue");
+  check(vkGetSemaphoreCounterValue(device_, semaphore_.get(), &value),
+        "vkGetSemaphoreCounterValue");
   uint64_t seen = completed_.load(std::memory_order_relaxed);
   while (value > seen && !completed_.compare_exchange_weak(seen, value)) {
   }

@@ -39,13 +39,15 @@ Transfer::~Transfer() {
 
 void Transfer::ensure_staging() {
   if (staging_) return;
-  VkCommandPoolCreateInfo info = structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  VkCommandPoolCreateInfo info =
+      structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   info.queueFamilyIndex = device_.queue_family();
   VkCommandPool pool;
   check(vkCreateCommandPool(device_.get(), &info, nullptr, &pool), "vkCreateCommandPool");
   pool_ = UniqueCommandPool(device_.get(), pool);
-  VkCommandBufferAllocateInfo alloc = structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  VkCommandBufferAllocateInfo alloc =
+      structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
   alloc.commandPool = pool;
   alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   alloc.commandBufferCount = 1;
@@ -56,7 +58,8 @@ void Transfer::ensure_staging() {
 
 uint64_t Transfer::submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
                                VkDeviceSize dst_offset, VkDeviceSize bytes) {
-  VkCommandBufferBeginInfo begin = structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  VkCommandBufferBeginInfo begin =
+      structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(slot.cmd, &begin), "vkBeginCommandBuffer");
   record_barrier(slot.cmd, kSubmissionStart);
@@ -108,8 +111,8 @@ void Transfer::download(const Buffer& src, std::span<std::byte> dst, VkDeviceSiz
   const VkDeviceSize chunks = (dst.size() + half - 1) / half;
   auto issue = [&](VkDeviceSize i) {
     const VkDeviceSize n = std::min<VkDeviceSize>(half, dst.size() - i * half);
-    submit_copy(slots_[i % 2], src.handle(), src.offset() + src_offset + i * half, staging_.handle(),
-                staging_.offset() + (i % 2) * half, n);
+    submit_copy(slots_[i % 2], src.handle(), src.offset() + src_offset + i * half,
+                staging_.handle(), staging_.offset() + (i % 2) * half, n);
   };
   // Keep both halves busy: while the host copies chunk i out, the GPU fills chunk i + 1.
   for (VkDeviceSize i = 0; i < std::min<VkDeviceSize>(chunks, 2); ++i) issue(i);
