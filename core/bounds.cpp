@@ -21,10 +21,19 @@ int64_t clamp_to_i64(double d) {
   return int64_t(d);
 }
 
-Range dtype_range(DType d) {
+}  // namespace
+
+std::pair<int64_t, int64_t> dtype_range(DType d) {
   if (d.is_bool()) return {0, 1};
   return {clamp_to_i64(dtypes::min_value(d)), clamp_to_i64(dtypes::max_value(d))};
 }
+
+bool computes_exactly(const UOp& u) {
+  const auto [lo, hi] = dtype_range(u.dtype);
+  return !(u.vmin() == lo && u.vmax() == hi);
+}
+
+namespace {
 
 // Saturating arithmetic: bounds that overflow int64 widen to the extreme instead of wrapping.
 int64_t sat_add(int64_t a, int64_t b) {
@@ -38,6 +47,7 @@ int64_t sat_mul(int64_t a, int64_t b) {
 
 // C truncating division of bounds by a constant c != 0: monotone in the dividend.
 Range div_range(Range a, int64_t c) {
+  if (c == -1) return {-std::max(a.second, kMin + 1), -std::max(a.first, kMin + 1)};  // kMin / -1 overflows
   const int64_t x = a.first / c, y = a.second / c;
   return {std::min(x, y), std::max(x, y)};
 }
@@ -68,19 +78,20 @@ Range int_bounds(const UOp& u) {
       return {*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
     }
     case Ops::IDIV: {
+      const auto [a0, a1] = b(0);
       const auto [c0, c1] = b(1);
       if (c0 == c1 && c0 != 0) return div_range(b(0), c0);
-      if (c0 > 0) {  // divisor positive but unknown: magnitude shrinks, sign follows the dividend
-        const auto [a0, a1] = b(0);
-        return {std::min<int64_t>(0, a0), std::max<int64_t>(0, a1)};
-      }
+      // Divisor of one sign but unknown: the magnitude shrinks; the sign is the dividend's, or
+      // its opposite for a negative divisor (kMin + 1 keeps the negation in range).
+      if (c0 > 0) return {std::min<int64_t>(0, a0), std::max<int64_t>(0, a1)};
+      if (c1 < 0) return {std::min<int64_t>(0, -std::max(a1, kMin + 1)), std::max<int64_t>(0, -std::max(a0, kMin + 1))};
       break;
     }
     case Ops::MOD: {
       const auto [a0, a1] = b(0);
       const auto [c0, c1] = b(1);
-      if (c0 > 0) {  // C remainder: |r| < c and r has the sign of the dividend
-        const int64_t m = c1 - 1;
+      if (c0 > 0 || c1 < 0) {  // C remainder: |r| < |c| and r has the sign of the dividend
+        const int64_t m = c0 > 0 ? c1 - 1 : -std::max(c0, kMin + 1) - 1;
         if (a0 >= 0) return {0, std::min(a1, m)};
         if (a1 <= 0) return {std::max(a0, -m), 0};
         return {-m, m};
@@ -89,10 +100,12 @@ Range int_bounds(const UOp& u) {
     }
     case Ops::MAX: return {std::max(b(0).first, b(1).first), std::max(b(0).second, b(1).second)};
     case Ops::CMPLT:
+      if (s[0]->dtype.scalar == Scalar::UInt64) break;  // int64 bounds cannot hold its upper half
       if (b(0).second < b(1).first) return {1, 1};
       if (b(0).first >= b(1).second) return {0, 0};
       return {0, 1};
     case Ops::CMPNE:
+      if (s[0]->dtype.scalar == Scalar::UInt64) break;
       if (b(0).second < b(1).first || b(0).first > b(1).second) return {1, 1};
       if (b(0).first == b(0).second && b(1).first == b(1).second && b(0).first == b(1).first) return {0, 0};
       return {0, 1};
@@ -112,7 +125,7 @@ Range int_bounds(const UOp& u) {
         return b(1).first ? Range{1 - b(0).second, 1 - b(0).first} : b(0);
       break;
     case Ops::CAST:
-      if (s[0]->dtype.is_int() || s[0]->dtype.is_bool()) return b(0);
+      if ((s[0]->dtype.is_int() && s[0]->dtype.scalar != Scalar::UInt64) || s[0]->dtype.is_bool()) return b(0);
       break;
     default: break;
   }
@@ -126,8 +139,12 @@ std::pair<int64_t, int64_t> compute_bounds(const UOp& u) {
   if (!(u.dtype.is_int() || u.dtype.is_bool())) return dtype_range(u.dtype);
   const Range r = int_bounds(u);
   const Range d = dtype_range(u.dtype);
-  // A value wider than its dtype wraps on the device: keep the dtype range then.
+  // A value wider than its dtype wraps on the device: keep the dtype range then. Bounds that
+  // saturated at an int64 extreme may hide such a wrap in an int64 op, so they count as wide too
+  // (only a leaf states its extremes exactly).
+  const bool leaf = u.op == Ops::CONST || u.op == Ops::DEFINE_VAR;
   if (r.first < d.first || r.second > d.second || r.first > r.second) return d;
+  if (!leaf && (r.first == kMin || r.second == kMax)) return d;
   return r;
 }
 
