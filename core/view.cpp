@@ -23,7 +23,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 int64_t checked_prod(const Shape& shape, const char* op) {
   int64_t n = 1;
   for (int64_t s : shape)
-    if (__builtin_mul_overflow(n, s, &n)) throw Error(std::string(op) + ": shape " + tuple_str(shape) + " has too many elements");
+    if (__builtin_mul_overflow(n, s, &n)) throw Error(std::string(op) + ": shape " + shape_str(shape) + " has too many elements");
   return n;
 }
 
@@ -34,8 +34,10 @@ std::string pairs_str(const std::vector<std::pair<int64_t, int64_t>>& v) {
   return s + (v.size() == 1 ? ",)" : ")");
 }
 
+std::string mask_str(const std::optional<Mask>& m) { return m ? pairs_str(*m) : "None"; }
+
 [[noreturn]] void fail(const char* op, const View& v, const std::string& arg, const std::string& why) {
-  throw Error(std::string(op) + " " + arg + " of shape " + tuple_str(v.shape) + ": " + why);
+  throw Error(std::string(op) + " " + arg + " of shape " + shape_str(v.shape) + ": " + why);
 }
 
 void check_rank(const char* op, const View& v, size_t n, const std::string& arg) {
@@ -137,11 +139,11 @@ std::vector<int64_t> strides_for_shape(const Shape& shape) {
 
 View View::create(Shape shape, std::optional<std::vector<int64_t>> strides, int64_t offset, std::optional<Mask> mask) {
   for (int64_t s : shape)
-    if (s < 0) throw Error("View: negative dimension in shape " + tuple_str(shape));
+    if (s < 0) throw Error("View: negative dimension in shape " + shape_str(shape));
   if (strides && strides->size() != shape.size())
-    throw Error("View: strides " + tuple_str(*strides) + " do not match shape " + tuple_str(shape));
+    throw Error("View: strides " + shape_str(*strides) + " do not match shape " + shape_str(shape));
   if (mask && mask->size() != shape.size())
-    throw Error("View: mask " + mask_str(mask) + " does not match shape " + tuple_str(shape));
+    throw Error("View: mask " + mask_str(mask) + " does not match shape " + shape_str(shape));
   std::vector<int64_t> st = strides ? std::move(*strides) : strides_for_shape(shape);
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] == 1) st[i] = 0;
@@ -205,10 +207,10 @@ std::vector<MergedDim> merge_dims(const Shape& shape, const std::vector<int64_t>
 std::optional<View> View::reshape(const Shape& new_shape) const {
   if (new_shape == shape) return *this;
   for (int64_t s : new_shape)
-    if (s < 0) fail("reshape", *this, "to " + tuple_str(new_shape), "dimensions cannot be negative");
+    if (s < 0) fail("reshape", *this, "to " + shape_str(new_shape), "dimensions cannot be negative");
   const int64_t n = size(), m = checked_prod(new_shape, "reshape");
   if (n != m)
-    fail("reshape", *this, "to " + tuple_str(new_shape),
+    fail("reshape", *this, "to " + shape_str(new_shape),
          "element counts differ (" + std::to_string(n) + " vs " + std::to_string(m) + ")");
   if (n == 0 || contiguous) return create(new_shape);
   if (all_masked()) {
@@ -246,7 +248,7 @@ std::optional<View> View::reshape(const Shape& new_shape) const {
 }
 
 View View::permute(const std::vector<int64_t>& order) const {
-  const std::string arg = tuple_str(order);
+  const std::string arg = shape_str(order);
   check_rank("permute", *this, order.size(), arg);
   std::vector<bool> seen(order.size(), false);
   for (int64_t a : order) {
@@ -266,7 +268,7 @@ View View::permute(const std::vector<int64_t>& order) const {
 }
 
 View View::expand(const Shape& new_shape) const {
-  const std::string arg = "to " + tuple_str(new_shape);
+  const std::string arg = "to " + shape_str(new_shape);
   check_rank("expand", *this, new_shape.size(), arg);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (new_shape[i] < 0) fail("expand", *this, arg, "dimensions cannot be negative");
@@ -312,7 +314,7 @@ View View::shrink(const Mask& ranges) const {
 
 View View::flip(const std::vector<bool>& flipped) const {
   std::vector<int64_t> as_ints(flipped.begin(), flipped.end());
-  check_rank("flip", *this, flipped.size(), tuple_str(as_ints));
+  check_rank("flip", *this, flipped.size(), shape_str(as_ints));
   std::vector<int64_t> st = strides;
   std::optional<Mask> m = mask;
   int64_t off = offset;
@@ -329,14 +331,14 @@ View View::flip_axes(const std::vector<int64_t>& axes) const {
   std::vector<bool> flipped(shape.size(), false);
   for (int64_t a : axes) {
     if (a < 0 || a >= int64_t(shape.size()) || flipped[size_t(a)])
-      fail("flip", *this, "of axes " + tuple_str(axes), "axes must be distinct and in [0, " + std::to_string(shape.size()) + ")");
+      fail("flip", *this, "of axes " + shape_str(axes), "axes must be distinct and in [0, " + std::to_string(shape.size()) + ")");
     flipped[size_t(a)] = true;
   }
   return flip(flipped);
 }
 
 View View::stride(const std::vector<int64_t>& steps) const {
-  const std::string arg = tuple_str(steps);
+  const std::string arg = shape_str(steps);
   check_rank("stride", *this, steps.size(), arg);
   if (std::find(steps.begin(), steps.end(), 0) != steps.end()) fail("stride", *this, arg, "a stride cannot be 0");
   Shape s(shape.size());
@@ -370,16 +372,23 @@ View View::minify() const {
 
 IndexExpr View::expr(const std::vector<UOpPtr>& idxs, const UOpPtr& valid) const {
   if (idxs.size() != shape.size())
-    throw Error("View::expr: " + std::to_string(idxs.size()) + " indexes for shape " + tuple_str(shape));
+    throw Error("View::expr: " + std::to_string(idxs.size()) + " indexes for shape " + shape_str(shape));
   const DType dt = idxs.empty() ? dtypes::int32 : idxs[0]->dtype;
   if (all_masked()) return {UOp::const_(dt, 0), UOp::const_(dtypes::bool_, false)};
-  UOpPtr index, ok = valid;
-  auto add = [&](const UOpPtr& term) { index = index ? index + term : term; };
-  if (offset != 0) add(UOp::const_(dt, offset));
-  for (size_t i = 0; i < shape.size(); ++i) {
+  // Terms go most significant (largest stride) first, so the sum reads like an address, as
+  // (i*10)+j does; symbolic keeps the order of the terms it is given.
+  std::vector<size_t> dims;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1 && strides[i] != 0) dims.push_back(i);
+  std::stable_sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return std::abs(strides[a]) > std::abs(strides[b]); });
+  UOpPtr index = offset != 0 ? UOp::const_(dt, offset) : nullptr;
+  for (size_t i : dims) {
+    const UOpPtr term = strides[i] == 1 ? idxs[i] : idxs[i] * strides[i];
+    index = index ? index + term : term;
+  }
+  UOpPtr ok = valid;
+  for (size_t i = 0; i < shape.size() && mask; ++i) {
     const UOpPtr& x = idxs[i];
-    if (shape[i] != 1 && strides[i] != 0) add(strides[i] == 1 ? x : x * strides[i]);
-    if (!mask) continue;
     const auto [b, e] = (*mask)[i];
     auto both = [&](const UOpPtr& c) { ok = ok->alu(Ops::AND, {c}); };
     if (x->vmin() < b) both(x->ge(b));
@@ -390,16 +399,8 @@ IndexExpr View::expr(const std::vector<UOpPtr>& idxs, const UOpPtr& valid) const
 
 // ---- printing ----
 
-std::string tuple_str(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
-
-std::string mask_str(const std::optional<Mask>& m) { return m ? pairs_str(*m) : "None"; }
-
 std::string to_string(const View& v) {
-  return "View(shape=" + tuple_str(v.shape) + ", strides=" + tuple_str(v.strides) + ", offset=" + std::to_string(v.offset) +
+  return "View(shape=" + shape_str(v.shape) + ", strides=" + shape_str(v.strides) + ", offset=" + std::to_string(v.offset) +
          ", mask=" + mask_str(v.mask) + ", contiguous=" + (v.contiguous ? "True" : "False") + ")";
 }
 

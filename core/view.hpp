@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include <vkgrad/core/shape.hpp>
 #include <vkgrad/core/uop.hpp>
 
 namespace vkg {
 
-using Shape = std::vector<int64_t>;
 // [begin, end) along one dimension: a mask entry or a shrink argument.
 using DimRange = std::pair<int64_t, int64_t>;
 using Mask = std::vector<DimRange>;
@@ -91,10 +91,6 @@ struct MergedDim {
 };
 std::vector<MergedDim> merge_dims(const Shape& shape, const std::vector<int64_t>& strides,
                                   const std::optional<Mask>& mask = std::nullopt);
-
-// "(2, 3)", "(5,)", "()": shapes and tuples as tinygrad prints them.
-std::string tuple_str(const std::vector<int64_t>& v);
-std::string mask_str(const std::optional<Mask>& m);
 
 // View(shape=(10, 10), strides=(10, 1), offset=0, mask=None, contiguous=True)
 std::string to_string(const View& v);
