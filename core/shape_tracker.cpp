@@ -1,0 +1,372 @@
+#include <vkgrad/core/shape_tracker.hpp>
+
+#include <algorithm>
+#include <ostream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/symbolic.hpp>
+
+namespace vkg {
+
+namespace {
+
+size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 12) + (h >> 4)); }
+
+int64_t floor_div(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+// Position of flat element `flat` in `shape` (floor semantics, so a position off the end still
+// gets digits that differ from a neighbour's by the step taken).
+std::vector<int64_t> unravel(const Shape& shape, int64_t flat) {
+  std::vector<int64_t> pos(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    const int64_t q = floor_div(flat, acc);
+    pos[i] = q - floor_div(q, shape[i]) * shape[i];
+    acc *= shape[i];
+  }
+  return pos;
+}
+
+// c + sum(coef[d] * x[d]) over an outer view's indexes x[d] in [0, shape[d] - 1]: the position an
+// outer element reaches along a group of inner dimensions, with its exact range.
+struct Linear {
+  std::vector<int64_t> coef;
+  int64_t c = 0;
+  explicit Linear(size_t n) : coef(n, 0) {}
+  bool is_zero() const { return c == 0 && std::all_of(coef.begin(), coef.end(), [](int64_t k) { return k == 0; }); }
+  int64_t bound(const Shape& shape, bool upper) const {
+    int64_t r = c;
+    for (size_t d = 0; d < coef.size(); ++d) {
+      const int64_t far = coef[d] * (shape[d] - 1);
+      r += upper ? std::max<int64_t>(far, 0) : std::min<int64_t>(far, 0);
+    }
+    return r;
+  }
+};
+
+View all_masked_view(const Shape& shape) {
+  return View::create(shape, std::vector<int64_t>(shape.size(), 0), 0, Mask(shape.size(), {0, 0}));
+}
+
+std::optional<View> merge(const View& inner, const View& outer, int depth);
+
+// `outer` without a mask: project its offset and strides onto inner's dimensions.
+std::optional<View> merge_unmasked(const View& inner, const View& outer, int depth) {
+  const size_t n1 = outer.shape.size(), n2 = inner.shape.size();
+  const std::vector<int64_t> origin = unravel(inner.shape, outer.offset);
+  // terms[d2]: (outer dim, how far one step along it moves along inner dim d2). This assumes a
+  // step never carries between inner dimensions; the grouping below checks that it does not.
+  std::vector<std::vector<std::pair<size_t, int64_t>>> terms(n2);
+  std::vector<int64_t> strides(n1, 0);
+  for (size_t d1 = 0; d1 < n1; ++d1) {
+    if (outer.strides[d1] == 0) continue;
+    const std::vector<int64_t> step = unravel(inner.shape, outer.offset + outer.strides[d1]);
+    for (size_t d2 = 0; d2 < n2; ++d2) {
+      const int64_t delta = step[d2] - origin[d2];
+      if (delta == 0) continue;
+      terms[d2].push_back({d1, delta});
+      strides[d1] += delta * inner.strides[d2];
+    }
+  }
+
+  // Group inner dimensions, innermost first, until every outer element's position within the
+  // group stays inside it: then no step carries out of the group. A group of several inner
+  // dimensions needs inner reshaped to it first, which merging only asks for when it must
+  // (merged dimensions make inner's mask harder to project).
+  Shape groups;
+  std::vector<Linear> forms;
+  Linear acc(n1);
+  int64_t group = 1;
+  for (size_t k = n2; k-- > 0;) {
+    for (const auto& [d1, delta] : terms[k]) acc.coef[d1] += delta * group;
+    acc.c += origin[k] * group;
+    group *= inner.shape[k];
+    if (acc.bound(outer.shape, false) >= 0 && acc.bound(outer.shape, true) < group) {
+      groups.push_back(group);
+      forms.push_back(acc);
+      acc = Linear(n1);
+      group = 1;
+    }
+  }
+  if (!acc.is_zero() || group != 1) return std::nullopt;
+  std::reverse(groups.begin(), groups.end());
+  std::reverse(forms.begin(), forms.end());
+  if (groups != inner.shape) {
+    std::optional<View> regrouped = inner.reshape(groups);
+    if (!regrouped) return std::nullopt;
+    return merge(*regrouped, outer, depth + 1);
+  }
+
+  if (inner.mask) {
+    // Restrict outer to where inner's mask holds, where that is a box in outer's indexes.
+    Mask keep(n1);
+    for (size_t d1 = 0; d1 < n1; ++d1) keep[d1] = {0, outer.shape[d1]};
+    bool unexpressible = false;
+    for (size_t d2 = 0; d2 < n2; ++d2) {
+      const auto [b, e] = (*inner.mask)[d2];
+      const Linear& at = forms[d2];
+      if (at.bound(outer.shape, false) >= b && at.bound(outer.shape, true) < e) continue;
+      if (terms[d2].empty()) {  // every outer element sits at one position, outside the mask
+        if (n1 == 0) return std::nullopt;
+        return all_masked_view(outer.shape);
+      }
+      if (terms[d2].size() != 1) {
+        unexpressible = true;
+        continue;
+      }
+      const auto [d1, c] = terms[d2][0];
+      const int64_t o = origin[d2];
+      const int64_t lo = c > 0 ? ceil_div(b - o, c) : ceil_div(e - 1 - o, c);
+      const int64_t hi = c > 0 ? floor_div(e - 1 - o, c) : floor_div(b - o, c);
+      keep[d1] = {std::max(keep[d1].first, lo), std::min(keep[d1].second, hi + 1)};
+    }
+    for (size_t d1 = 0; d1 < n1; ++d1)
+      if (keep[d1] != DimRange{0, outer.shape[d1]})
+        return merge(inner, View::create(outer.shape, outer.strides, outer.offset, keep), depth + 1);
+    if (unexpressible) return std::nullopt;
+  }
+
+  int64_t offset = inner.offset;
+  for (size_t d2 = 0; d2 < n2; ++d2) offset += origin[d2] * inner.strides[d2];
+  return View::create(outer.shape, std::move(strides), offset);
+}
+
+std::optional<View> merge(const View& inner, const View& outer, int depth) {
+  // Each retry makes progress (a regrouped inner, a narrower outer); the cap only guards
+  // against a case that does not, since giving up is always correct.
+  if (depth > 16) return std::nullopt;
+  if (inner.contiguous) return outer;
+  if (outer.contiguous && outer.shape == inner.shape) return inner;
+  if (outer.contiguous && outer.size() == inner.size())
+    if (std::optional<View> v = inner.reshape(outer.shape)) return v;
+  if (outer.size() == 0 || outer.all_masked()) return outer;  // reads nothing from inner
+  if (inner.all_masked()) return outer.shape.empty() ? std::nullopt : std::optional(all_masked_view(outer.shape));
+  if (outer.mask) {
+    // Merge the unmasked box alone, then pad it back out to outer's shape.
+    const Mask& m = *outer.mask;
+    const View box = outer.shrink(m);
+    if (box == outer) return std::nullopt;
+    std::optional<View> merged = merge(inner, box, depth + 1);
+    if (!merged) return std::nullopt;
+    std::vector<PadWidth> widths;
+    for (size_t i = 0; i < m.size(); ++i) widths.push_back({m[i].first, outer.shape[i] - m[i].second});
+    return merged->pad(widths);
+  }
+  return merge_unmasked(inner, outer, depth);
+}
+
+// Per-dimension indexes of flat index `flat` in `shape`. The outermost dimension needs no modulo:
+// a flat index is in [0, size) wherever the element it names is valid.
+std::vector<UOpPtr> unravel_expr(const Shape& shape, const UOpPtr& flat) {
+  std::vector<UOpPtr> idxs(shape.size());
+  int64_t acc = 1, total = 1;
+  for (int64_t s : shape) total *= s;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) {
+      idxs[i] = flat->const_like(0);
+      continue;
+    }
+    UOpPtr q = acc == 1 ? flat : flat / acc;
+    idxs[i] = acc * shape[i] == total ? q : q % shape[i];
+    acc *= shape[i];
+  }
+  return idxs;
+}
+
+bool is_false(const UOpPtr& u) { return u->is_const() && u->const_int() == 0; }
+
+UOpPtr index_var(size_t i, int64_t extent) { return UOp::var("idx" + std::to_string(i), 0, std::max<int64_t>(extent - 1, 0)); }
+
+}  // namespace
+
+std::optional<View> merge_views(const View& inner, const View& outer) { return merge(inner, outer, 0); }
+
+// ---- the tracker and its movement ops ----
+
+ShapeTracker::ShapeTracker(std::vector<View> views) : views_(std::move(views)) {
+  if (views_.empty()) throw Error("ShapeTracker needs at least one view");
+}
+
+ShapeTracker ShapeTracker::from_shape(const Shape& shape) { return ShapeTracker({View::create(shape)}); }
+
+ShapeTracker ShapeTracker::with_last(View v) const {
+  std::vector<View> vs = views_;
+  vs.back() = std::move(v);
+  return ShapeTracker(std::move(vs));
+}
+
+ShapeTracker ShapeTracker::reshape(const Shape& new_shape) const {
+  if (std::optional<View> v = views_.back().reshape(new_shape)) return with_last(std::move(*v));
+  std::vector<View> vs = views_;
+  vs.push_back(View::create(new_shape));
+  return ShapeTracker(std::move(vs));
+}
+
+ShapeTracker ShapeTracker::permute(const std::vector<int64_t>& order) const { return with_last(views_.back().permute(order)); }
+ShapeTracker ShapeTracker::expand(const Shape& new_shape) const { return with_last(views_.back().expand(new_shape)); }
+ShapeTracker ShapeTracker::pad(const std::vector<PadWidth>& widths) const { return with_last(views_.back().pad(widths)); }
+ShapeTracker ShapeTracker::shrink(const Mask& ranges) const { return with_last(views_.back().shrink(ranges)); }
+ShapeTracker ShapeTracker::flip(const std::vector<bool>& flipped) const { return with_last(views_.back().flip(flipped)); }
+ShapeTracker ShapeTracker::flip_axes(const std::vector<int64_t>& axes) const { return with_last(views_.back().flip_axes(axes)); }
+ShapeTracker ShapeTracker::stride(const std::vector<int64_t>& steps) const { return with_last(views_.back().stride(steps)); }
+
+ShapeTracker ShapeTracker::simplify() const {
+  std::vector<View> vs = views_;
+  while (vs.size() >= 2) {
+    std::optional<View> merged = merge_views(vs[vs.size() - 2], vs.back());
+    if (!merged) break;
+    vs.pop_back();
+    vs.back() = std::move(*merged);
+  }
+  return ShapeTracker(std::move(vs));
+}
+
+ShapeTracker ShapeTracker::operator+(const ShapeTracker& top) const {
+  ShapeTracker out = *this;
+  for (const View& v : top.views_) {  // one view at a time: each merge sees the simplest stack
+    out.views_.push_back(v);
+    out = out.simplify();
+  }
+  return out;
+}
+
+size_t ShapeTracker::hash() const {
+  size_t h = views_.size();
+  for (const View& v : views_) h = mix(h, v.hash());
+  return h;
+}
+
+// ---- index expressions ----
+
+namespace {
+// `e` addresses the flat elements of views[top - 1]: carry it down through the views below.
+IndexExpr compose_down(const std::vector<View>& views, size_t top, IndexExpr e, bool simplified) {
+  for (size_t i = top; i-- > 0;) {
+    if (simplified) e = {simplify(e.index), simplify(e.valid)};
+    if (is_false(e.valid)) break;
+    const View v = views[i].minify();
+    e = v.expr(unravel_expr(v.shape, e.index), e.valid);
+  }
+  if (simplified) e = {simplify(e.index), simplify(e.valid)};
+  if (is_false(e.valid)) e.index = e.index->const_like(0);  // nothing is read: any index will do
+  return e;
+}
+}  // namespace
+
+IndexExpr ShapeTracker::expr_idxs(const std::vector<UOpPtr>& idxs, bool simplified) const {
+  if (idxs.size() != shape().size())
+    throw Error("expr_idxs: " + std::to_string(idxs.size()) + " indexes for shape " + shape_str(shape()));
+  return compose_down(views_, views_.size() - 1, views_.back().expr(idxs, UOp::const_(dtypes::bool_, true)), simplified);
+}
+
+IndexExpr ShapeTracker::expr_idxs() const {
+  std::vector<UOpPtr> idxs;
+  for (size_t i = 0; i < shape().size(); ++i) idxs.push_back(index_var(i, shape()[i]));
+  return expr_idxs(idxs);
+}
+
+IndexExpr ShapeTracker::expr_node(const UOpPtr& flat, bool simplified) const {
+  const View top = views_.back().minify();  // same flat order, fewer dimensions to unravel
+  return compose_down(views_, views_.size() - 1, top.expr(unravel_expr(top.shape, flat), UOp::const_(dtypes::bool_, true)),
+                      simplified);
+}
+
+IndexExpr ShapeTracker::expr_node() const { return expr_node(index_var(0, size())); }
+
+// ---- real strides ----
+
+std::vector<std::optional<int64_t>> ShapeTracker::real_strides(bool ignore_valid) const {
+  const size_t n = shape().size();
+  std::vector<std::optional<int64_t>> out(n);
+  if (views_.size() == 1) {
+    const View& v = views_[0];
+    for (size_t i = 0; i < n; ++i)
+      if (ignore_valid || !v.mask || (*v.mask)[i] == DimRange{0, v.shape[i]}) out[i] = v.strides[i];
+    return out;
+  }
+  // Read the strides off the simplified index: a dimension whose variable appears only in terms
+  // x or x*c has stride c (summed over such terms); anywhere else, it has none.
+  std::vector<UOpPtr> idxs;
+  std::unordered_map<const UOp*, size_t> dim_of;
+  for (size_t i = 0; i < n; ++i) {
+    idxs.push_back(index_var(i, shape()[i]));
+    dim_of[idxs.back().get()] = i;
+  }
+  const IndexExpr e = expr_idxs(idxs);
+  std::vector<int64_t> linear(n, 0);
+  std::vector<bool> nonlinear(n, false);
+  auto mark_all = [&](const UOp* root) {
+    for (const UOp* u : toposort(root))
+      if (auto it = dim_of.find(u); it != dim_of.end()) nonlinear[it->second] = true;
+  };
+  std::vector<const UOp*> stack{e.index.get()};
+  while (!stack.empty()) {
+    const UOp* t = stack.back();
+    stack.pop_back();
+    if (t->op == Ops::ADD) {
+      stack.push_back(t->src[0].get());
+      stack.push_back(t->src[1].get());
+    } else if (t->is_const()) {
+      continue;
+    } else if (auto it = dim_of.find(t); it != dim_of.end()) {
+      linear[it->second] += 1;
+    } else if (t->op == Ops::MUL && dim_of.count(t->src[0].get()) && t->src[1]->is_const()) {
+      linear[dim_of[t->src[0].get()]] += t->src[1]->const_int();
+    } else if (t->op == Ops::MUL && dim_of.count(t->src[1].get()) && t->src[0]->is_const()) {
+      linear[dim_of[t->src[1].get()]] += t->src[0]->const_int();
+    } else {
+      mark_all(t);
+    }
+  }
+  if (!ignore_valid) mark_all(e.valid.get());
+  for (size_t i = 0; i < n; ++i)
+    if (!nonlinear[i]) out[i] = shape()[i] == 1 ? 0 : linear[i];
+  return out;
+}
+
+std::vector<int64_t> ShapeTracker::unit_stride_axes(bool ignore_valid) const {
+  std::vector<int64_t> axes;
+  const auto st = real_strides(ignore_valid);
+  for (size_t i = 0; i < st.size(); ++i)
+    if (st[i] == 1) axes.push_back(int64_t(i));
+  return axes;
+}
+
+// ---- as a UOp argument ----
+
+namespace {
+struct TrackerArg final : ArgPayload {
+  ShapeTracker st;
+  explicit TrackerArg(ShapeTracker s) : st(std::move(s)) {}
+  size_t hash() const override { return st.hash(); }
+  bool equals(const ArgPayload& other) const override { return st == static_cast<const TrackerArg&>(other).st; }
+  std::string repr() const override { return to_string(st); }
+};
+}  // namespace
+
+Arg ShapeTracker::to_arg() const { return std::shared_ptr<const ArgPayload>(std::make_shared<const TrackerArg>(*this)); }
+
+const ShapeTracker* ShapeTracker::from_arg(const Arg& arg) {
+  const auto* p = std::get_if<std::shared_ptr<const ArgPayload>>(&arg);
+  if (!p || !*p) return nullptr;
+  const auto* t = dynamic_cast<const TrackerArg*>(p->get());
+  return t ? &t->st : nullptr;
+}
+
+// ---- printing ----
+
+std::string to_string(const ShapeTracker& st) {
+  std::string s = "ShapeTracker(views=(";
+  for (size_t i = 0; i < st.views().size(); ++i) s += (i ? ", " : "") + to_string(st.views()[i]);
+  return s + (st.views().size() == 1 ? ",))" : "))");
+}
+
+std::ostream& operator<<(std::ostream& os, const ShapeTracker& st) { return os << to_string(st); }
+
+}  // namespace vkg
