@@ -105,7 +105,8 @@ inline Program elementwise_add(DType d, int64_t n) {
   ProgramBuilder b("E_" + std::to_string(n));
   auto out = b.global(d, n, true), x = b.global(d, n), y = b.global(d, n);
   auto i = b.special("idx0", n);
-  b.store(out, i, b.load(x, i) + b.load(y, i));
+  auto a = b.load(x, i), c = b.load(y, i);
+  b.store(out, i, a + c);
   return b.build({(n + 31) / 32, 1, 1}, {32, 1, 1});
 }
 
@@ -115,7 +116,8 @@ inline Program dot_product() {
   auto out = b.global(dtypes::int32, 1, true), x = b.global(dtypes::int32, 2), y = b.global(dtypes::int32, 2);
   auto r = b.range(0, ProgramBuilder::i32(2));
   auto acc = b.acc(0, ProgramBuilder::i32(0), {r});
-  auto done = b.assign(acc, acc + b.load(x, r) * b.load(y, r));
+  auto a = b.load(x, r), c = b.load(y, r);
+  auto done = b.assign(acc, acc + a * c);
   b.end_range(r);
   b.store(out, ProgramBuilder::i32(0), done);
   return b.build({1, 1, 1}, {1, 1, 1});
@@ -180,7 +182,8 @@ inline Program vec4_add(int64_t n) {
   auto sum = b.global(dtypes::float32, n, true), rev = b.global(dtypes::float32, n, true);
   auto x = b.global(dtypes::float32, n), y = b.global(dtypes::float32, n);
   auto i = b.special("gidx0", n / 4) * 4;
-  auto s = b.load(x, i, nullptr, nullptr, 4) + b.load(y, i, nullptr, nullptr, 4);
+  auto a = b.load(x, i, nullptr, nullptr, 4), c = b.load(y, i, nullptr, nullptr, 4);
+  auto s = a + c;
   b.store(sum, i, s);
   std::vector<UOpPtr> lanes;
   for (int64_t k = 3; k >= 0; --k) lanes.push_back(UOp::make(Ops::GEP, dtypes::float32, {s}, std::vector<int64_t>{k}));
@@ -202,7 +205,8 @@ inline Program binary_op(Ops op, DType d, int64_t n) {
   ProgramBuilder b(fmt_name(op, d, n));
   auto out = b.global(is_comparison(op) ? dtypes::bool_ : d, n, true), x = b.global(d, n), y = b.global(d, n);
   auto i = b.special("gidx0", n);
-  b.store(out, i, b.load(x, i)->alu(op, {b.load(y, i)}));
+  auto a = b.load(x, i), c = b.load(y, i);
+  b.store(out, i, a->alu(op, {c}));
   return b.build({n, 1, 1}, {1, 1, 1});
 }
 

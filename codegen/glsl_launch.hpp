@@ -1,0 +1,56 @@
+// How to launch a program that render_glsl() wrote: the bytes of its arguments and the workgroup
+// counts of its dispatch. The renderer and these functions decide the same layout and the same
+// grid from the same (Program, GlslTarget), so a caller never packs arguments by hand:
+//
+//   std::string glsl = render_glsl(program, target);
+//   ArgLayout layout = arg_layout(program, target);
+//   vk::Program kernel(device, program.name, compile_glsl(glsl), layout.push_constant_bytes);
+//   std::vector<std::byte> args = pack_args(program, addresses, var_values);
+//   if (layout.spilled) args = pack_spill_address(queue.spill(args));
+//   auto [x, y, z] = launch_dims(program, target);
+//   queue.dispatch(kernel, {x, y, z}, args, uses);
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <vkgrad/codegen/glsl_target.hpp>
+#include <vkgrad/codegen/program.hpp>
+
+namespace vkg {
+
+// The arguments of a kernel, in std430 layout: the 64-bit device address of each buffer in slot
+// order, then each DEFINE_VAR as an int32 in Program::vars order (every offset is aligned to its
+// size, as vk::ArgPack packs). They are the push constants when they fit maxPushConstantsSize;
+// otherwise they are "spilled": the caller copies them to an argument buffer (vk::Queue::spill)
+// and the only push constant is that buffer's 64-bit address.
+struct ArgLayout {
+  bool spilled = false;
+  uint32_t arg_bytes = 0;            // the argument block (what pack_args returns)
+  uint32_t push_constant_bytes = 0;  // arg_bytes, or 8 when spilled
+};
+
+ArgLayout arg_layout(const Program& program, const GlslTarget& target);
+
+// The argument block. `addresses` holds one device address per buffer slot, `var_values` one
+// value per Program::vars entry; throws vkg::Error when the counts differ or a value is outside
+// its variable's bounds.
+std::vector<std::byte> pack_args(const Program& program, std::span<const uint64_t> addresses,
+                                 std::span<const int64_t> var_values = {});
+
+// The push constants of a spilled launch: the argument buffer's address.
+std::vector<std::byte> pack_spill_address(uint64_t argument_buffer_address);
+
+// Whether the program's grid exceeds the device's workgroup count on some axis. The renderer
+// then reads the workgroup id as one linear index over the dispatch (x fastest, then y, then z)
+// and rebuilds gidx0..2 from it; launches past the end return at once.
+bool folds_grid(const Program& program, const GlslTarget& target);
+
+// The workgroup counts to dispatch. Unfolded: Program::global_size. Folded: the linear count
+// covered as vk::Groups::cover does (x up to its limit, then rows in y, then planes in z).
+// Throws vkg::Error when even that does not fit.
+std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& target);
+
+}  // namespace vkg

@@ -1,0 +1,479 @@
+#include <vkgrad/codegen/glsl_renderer.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include <vkgrad/codegen/glsl_syntax.hpp>
+#include <vkgrad/core/error.hpp>
+
+namespace vkg {
+
+namespace {
+
+bool is_pure(Ops op) {
+  return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::GEP || op == Ops::VECTORIZE;
+}
+
+bool is_acc(const UOp& u) { return u.op == Ops::DEFINE_ACC || u.op == Ops::ASSIGN; }
+const UOp* acc_of(const UOp& u) { return u.op == Ops::ASSIGN ? u.src[0].get() : &u; }
+
+std::string identifier(const std::string& name, std::size_t index) {
+  bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) && name.rfind("gl_", 0) != 0;
+  for (const char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  return ok ? name : fmt::format("var{}", index);
+}
+
+class Renderer {
+ public:
+  Renderer(const Program& p, const GlslTarget& t) : p_(p), t_(t), layout_(arg_layout(p, t)) {}
+
+  std::string render() {
+    analyze();
+    std::string body = prologue();
+    for (std::size_t i = 0; i < ops_.size(); ++i) statement(i);
+    body += body_;
+    return header() + "void main() {  // " + p_.name + "\n" + body + "}\n";
+  }
+
+ private:
+  [[noreturn]] void fail(std::size_t i, const std::string& what) const {
+    throw Error(fmt::format("kernel '{}': uop {} ({}): {}", p_.name, i, op_name(ops_[i]->op), what));
+  }
+
+  std::size_t pos(const UOp* u) const { return pos_.at(u); }
+
+  // ---- analysis: positions, uses, names, what to inline, what the device must do ----
+
+  void analyze() {
+    const std::size_t n = p_.uops.size();
+    ops_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      ops_[i] = p_.uops[i].get();
+      if (!pos_.emplace(ops_[i], i).second) fail(i, "the node appears twice");
+    }
+    loop_of_.assign(n, -1);
+    std::vector<int> loops;
+    users_.assign(n, {});
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = *ops_[i];
+      for (const UOpPtr& s : u.src) {
+        auto it = pos_.find(s.get());
+        const bool later_range = u.op == Ops::DEFINE_ACC && s->op == Ops::RANGE;
+        if (it == pos_.end() || (it->second > i && !later_range)) fail(i, "a source is not defined before its use");
+        if (!later_range) users_[it->second].push_back(i);
+      }
+      if (u.op == Ops::ENDRANGE) {
+        if (loops.empty() || ops_[std::size_t(loops.back())] != u.src.at(0).get()) fail(i, "closes no open RANGE");
+        loops.pop_back();
+      }
+      loop_of_[i] = loops.empty() ? -1 : loops.back();
+      if (u.op == Ops::RANGE) loops.push_back(int(i));
+      if (u.op == Ops::ASSIGN) assigns_[acc_of(u)].push_back(i);
+      collect_needs(i);
+    }
+    glsl::check_target(needs_, t_, p_.name);
+    // A DEFINE_ACC is declared (and set to its init) just before its outermost RANGE opens.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (ops_[i]->op != Ops::DEFINE_ACC || ops_[i]->src.size() < 2) continue;
+      std::size_t outer = n;
+      for (std::size_t k = 1; k < ops_[i]->src.size(); ++k) outer = std::min(outer, pos(ops_[i]->src[k].get()));
+      acc_at_range_[outer].push_back(i);
+    }
+    force_names();
+    landing_.assign(n, 0);
+    inline_.assign(n, false);
+    for (std::size_t i = n; i-- > 0;) decide_inline(i);
+  }
+
+  void collect_needs(std::size_t i) {
+    const UOp& u = *ops_[i];
+    if (u.op == Ops::DEFINE_GLOBAL) {
+      const int64_t slot = u.arg_as<int64_t>();
+      if (slot < 0 || std::size_t(slot) >= p_.buffers.size() || p_.buffers[std::size_t(slot)].slot != slot ||
+          p_.buffers[std::size_t(slot)].dtype.scalar != u.dtype.scalar)
+        fail(i, fmt::format("slot {} does not match Program::buffers", slot));
+      needs_.buffer(u.dtype.base());
+      return;
+    }
+    if (u.op == Ops::DEFINE_LOCAL) {
+      needs_.value(u.dtype.base());
+      return;
+    }
+    if (u.dtype.scalar != Scalar::Void && !u.dtype.is_ptr()) needs_.value(u.dtype);
+    if ((u.op == Ops::LOAD || u.op == Ops::STORE) && u.src.at(0)->op == Ops::INDEX) {
+      const UOp& buffer = *u.src[0]->src.at(0);
+      const DType value = u.op == Ops::LOAD ? u.dtype : u.src.at(1)->dtype;
+      if (value.scalar != buffer.dtype.scalar)
+        fail(i, fmt::format("{} access to a {} buffer", value.name(), buffer.dtype.name()));
+      if (buffer.op == Ops::DEFINE_GLOBAL) pointer_types_.insert({value.scalar, value.count});
+    }
+  }
+
+  // Operands that appear more than once in the text of their user get a name of their own.
+  void force_names() {
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const UOp& u = *ops_[i];
+      if (u.op != Ops::LOAD && u.op != Ops::STORE) continue;
+      const UOp& index = *u.src.at(0);
+      if (index.op != Ops::INDEX || index.src.size() < 2) fail(i, "needs an INDEX as its address");
+      const bool vector = (u.op == Ops::LOAD ? u.dtype : u.src.at(1)->dtype).count > 1;
+      if (index.src.size() > 2) forced_.insert(index.src[2].get());  // valid: masks and clamps
+      if (users_[pos(&index)].size() > 1) forced_.insert(index.src[1].get());
+      if (vector && index.src[0]->op == Ops::DEFINE_LOCAL) {
+        forced_.insert(index.src[1].get());
+        if (u.op == Ops::STORE) forced_.insert(u.src[1].get());
+      }
+    }
+  }
+
+  // Walked from the end, so a node's users are decided before it is.
+  void decide_inline(std::size_t i) {
+    const UOp& u = *ops_[i];
+    landing_[i] = i;
+    if (u.op == Ops::CONST || u.op == Ops::INDEX) {
+      inline_[i] = true;
+      if (!users_[i].empty()) landing_[i] = landing_[users_[i].front()];
+      return;
+    }
+    if (!is_pure(u.op) || users_[i].size() != 1 || forced_.count(&u)) return;
+    const std::size_t land = landing_[users_[i].front()];
+    // Moving a computation into a loop would repeat it on every iteration.
+    if (loop_of_[land] != loop_of_[i]) return;
+    // An accumulator read must not move past an ASSIGN to it.
+    for (const UOpPtr& s : u.src) {
+      if (!is_acc(*s)) continue;
+      for (const std::size_t a : assigns_[acc_of(*s)])
+        if (a > i && a < land) return;
+    }
+    inline_[i] = true;
+    landing_[i] = land;
+  }
+
+  // ---- names and expressions ----
+
+  std::string fresh(const std::string& stem) { return fmt::format("{}{}", stem, counters_[stem]++); }
+
+  std::string unique(std::string name) {
+    std::string candidate = name;
+    for (int k = 1; !taken_.insert(candidate).second; ++k) candidate = fmt::format("{}_{}", name, k);
+    return candidate;
+  }
+
+  const std::string& name_of(const UOp* u) {
+    auto it = names_.find(u);
+    if (it != names_.end()) return it->second;
+    std::string n;
+    switch (u->op) {
+      case Ops::DEFINE_GLOBAL: n = fmt::format("data{}", u->arg_as<int64_t>()); break;
+      case Ops::DEFINE_VAR: n = var_name(*u); break;
+      case Ops::DEFINE_LOCAL: n = fmt::format("temp{}", u->arg_as<std::vector<int64_t>>().at(0)); break;
+      case Ops::SPECIAL: n = u->arg_as<std::string>(); break;
+      case Ops::RANGE: n = fmt::format("ridx{}", u->arg_as<int64_t>()); break;
+      case Ops::DEFINE_ACC: n = fmt::format("acc{}", u->arg_as<int64_t>()); break;
+      case Ops::ASSIGN: return name_of(u->src[0].get());
+      case Ops::LOAD: n = fresh("val"); break;
+      case Ops::CAST: case Ops::BITCAST: n = fresh("cast"); break;
+      case Ops::GEP: n = fresh("gep"); break;
+      case Ops::VECTORIZE: n = fresh("vec"); break;
+      default: n = fresh("alu"); break;
+    }
+    return names_[u] = unique(n);
+  }
+
+  std::string var_name(const UOp& u) {
+    const VarArg& v = u.arg_as<VarArg>();
+    auto it = std::find(p_.vars.begin(), p_.vars.end(), v);
+    if (it == p_.vars.end()) throw Error(fmt::format("kernel '{}': variable '{}' is not in Program::vars", p_.name, v.name));
+    return identifier(v.name, std::size_t(it - p_.vars.begin()));
+  }
+
+  std::string expr(const UOpPtr& s) {
+    const UOp* u = s.get();
+    const std::size_t i = pos(u);
+    if (!inline_[i]) return name_of(u);
+    if (u->op == Ops::CONST) return glsl::literal(*u);
+    return value_expr(i);
+  }
+
+  // The expression of a pure node in terms of its sources.
+  std::string value_expr(std::size_t i) {
+    const UOp& u = *ops_[i];
+    std::vector<std::string> args;
+    for (const UOpPtr& s : u.src) args.push_back(expr(s));
+    try {
+      switch (u.op) {
+        case Ops::CAST: return glsl::cast_expr(u.src.at(0)->dtype, u.dtype, args[0]);
+        case Ops::BITCAST: return glsl::bitcast_expr(u.src.at(0)->dtype, u.dtype, args[0]);
+        case Ops::VECTORIZE: {
+          if (args.size() != u.dtype.count) fail(i, "needs one source per lane");
+          std::string list;
+          for (const std::string& a : args) list += (list.empty() ? "" : ", ") + a;
+          return fmt::format("{}({})", glsl::type_name(u.dtype), list);
+        }
+        case Ops::GEP: {
+          std::string lanes;
+          for (const int64_t k : u.arg_as<std::vector<int64_t>>()) {
+            if (k < 0 || k >= u.src.at(0)->dtype.count) fail(i, "lane index out of range");
+            lanes += "xyzw"[k];
+          }
+          return fmt::format("{}.{}", args[0], lanes);  // expressions come parenthesized or as calls
+        }
+        default:
+          return glsl::alu_expr(u.op, u.dtype, u.src, args, helpers_);
+      }
+    } catch (const Error& e) {
+      if (std::string(e.what()).rfind("kernel '", 0) == 0) throw;
+      fail(i, e.what());
+    }
+  }
+
+  // ---- memory ----
+
+  // The element(s) at `index` of `buffer`, as an lvalue-ish expression of dtype d.
+  std::string element(const UOp& buffer, const std::string& index, DType d) {
+    const std::string& b = name_of(&buffer);
+    if (buffer.op == Ops::DEFINE_LOCAL) {
+      if (d.count == 1) return fmt::format("{}[{}]", b, index);
+      std::string lanes;
+      for (int k = 0; k < d.count; ++k) lanes += fmt::format("{}{}[{}+{}]", k ? ", " : "", b, index, k);
+      return fmt::format("{}({})", glsl::type_name(d), lanes);
+    }
+    if (d.count == 1) return fmt::format("{}.v[{}]", b, index);
+    vector_access_ = true;
+    return fmt::format("{}(element_address(uvec2({}), {}, {}u)).v", glsl::pointer_type_name(d), b, index,
+                       d.base().scalar_size());
+  }
+
+  std::string load_expr(std::size_t i) {
+    const UOp& u = *ops_[i];
+    const UOp& index = *u.src[0];
+    const UOp& buffer = *index.src[0];
+    std::string idx = expr(index.src[1]);
+    const UOp* valid = index.src.size() > 2 ? index.src[2].get() : nullptr;
+    if (valid && valid->op == Ops::CONST) {
+      if (!valid->const_int()) return expr(u.src.at(1));
+      valid = nullptr;
+    }
+    std::string v;
+    if (valid) {
+      if (u.src.size() < 2) fail(i, "a masked LOAD needs an alt value");
+      // Clamped, because a compiler may turn the select below into a load on every lane.
+      const std::string& ok = name_of(valid);
+      v = element(buffer, fmt::format("({}?{}:0)", ok, idx), u.dtype);
+    } else {
+      v = element(buffer, idx, u.dtype);
+    }
+    if (u.dtype.is_bool() && buffer.op == Ops::DEFINE_GLOBAL) v = glsl::bool_from_storage(u.dtype, v);
+    if (valid) v = fmt::format("({}?{}:{})", name_of(valid), v, expr(u.src[1]));
+    return v;
+  }
+
+  void store(std::size_t i) {
+    const UOp& u = *ops_[i];
+    const UOp& index = *u.src[0];
+    const UOp& buffer = *index.src[0];
+    const DType d = u.src.at(1)->dtype;
+    const std::string idx = expr(index.src[1]);
+    std::string value = expr(u.src[1]);
+    std::string guard;
+    if (index.src.size() > 2) {
+      const UOp& valid = *index.src[2];
+      if (valid.op == Ops::CONST && !valid.const_int()) return;
+      if (valid.op != Ops::CONST) guard = fmt::format("if ({}) ", name_of(&valid));
+    }
+    if (buffer.op == Ops::DEFINE_LOCAL && d.count > 1) {
+      for (int k = 0; k < d.count; ++k)
+        line(fmt::format("{}{}[{}+{}] = {}.{};", guard, name_of(&buffer), idx, k, value, "xyzw"[k]));
+      return;
+    }
+    if (d.is_bool() && buffer.op == Ops::DEFINE_GLOBAL) value = glsl::bool_to_storage(d, value);
+    line(fmt::format("{}{} = {};", guard, element(buffer, idx, d), value));
+  }
+
+  // ---- statements ----
+
+  void line(const std::string& s) { body_ += std::string(2 * std::size_t(indent_), ' ') + s + "\n"; }
+
+  void declare(std::size_t i, const std::string& value) {
+    line(fmt::format("{} {} = {};", glsl::type_name(ops_[i]->dtype), name_of(ops_[i]), value));
+  }
+
+  void statement(std::size_t i) {
+    const UOp& u = *ops_[i];
+    switch (u.op) {
+      case Ops::CONST: case Ops::DEFINE_GLOBAL: case Ops::DEFINE_VAR: case Ops::DEFINE_LOCAL:
+      case Ops::SPECIAL: case Ops::INDEX:
+        return;
+      case Ops::DEFINE_ACC:
+        if (u.src.size() == 1) declare(i, expr(u.src[0]));
+        return;
+      case Ops::RANGE:
+        for (const std::size_t a : acc_at_range_[i]) declare(a, expr(ops_[a]->src.at(0)));
+        line(fmt::format("for (int {0} = 0; {0} < {1}; {0}++) {{", name_of(&u), expr(u.src.at(0))));
+        ++indent_;
+        return;
+      case Ops::ENDRANGE: case Ops::ENDIF:
+        --indent_;
+        line("}");
+        return;
+      case Ops::IF:
+        line(fmt::format("if ({}) {{", expr(u.src.at(0))));
+        ++indent_;
+        return;
+      case Ops::BARRIER:
+        // In a compute shader glslang gives barrier() workgroup-memory acquire/release semantics,
+        // so shared stores before it are visible to loads after it.
+        line("barrier();");
+        return;
+      case Ops::LOAD:
+        declare(i, load_expr(i));
+        return;
+      case Ops::STORE:
+        store(i);
+        return;
+      case Ops::ASSIGN:
+        if (u.src.at(1).get() != u.src[0].get()) line(fmt::format("{} = {};", name_of(&u), expr(u.src[1])));
+        return;
+      default:
+        if (!is_pure(u.op)) fail(i, "is not part of the linear program form");
+        if (!inline_[i]) declare(i, value_expr(i));
+        return;
+    }
+  }
+
+  // gidx/lidx/idx values (and their guards) come first: they depend on nothing else, and a
+  // guard must return before anything is stored.
+  std::string prologue() {
+    std::string out;
+    auto add = [&](const std::string& s) { out += "  " + s + "\n"; };
+    if (layout_.spilled) {
+      for (const BufferParam& b : p_.buffers)
+        add(fmt::format("{0} data{1} = args.data{1};", glsl::pointer_type_name(b.dtype.base()), b.slot));
+      for (const UOp* u : ops_)
+        if (u->op == Ops::DEFINE_VAR) add(fmt::format("int {0} = args.{0};", name_of(u)));
+    }
+    const bool folded = folds_grid(p_, t_);
+    const auto& g = p_.global_size;
+    const auto& l = p_.local_size;
+    if (folded) {
+      add(fmt::format("// {} x {} x {} workgroups exceed the device's grid: the dispatch is one folded line", g[0], g[1], g[2]));
+      add("uint wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);");
+      add(fmt::format("if (wg >= {}u) return;", g[0] * g[1] * g[2]));
+    }
+    auto group_id = [&](int d) -> std::string {
+      if (!folded) return fmt::format("int(gl_WorkGroupID.{})", "xyz"[d]);
+      const int64_t below = d == 0 ? 1 : d == 1 ? g[0] : g[0] * g[1];
+      std::string x = below == 1 ? "wg" : fmt::format("(wg / {}u)", below);
+      if (d < 2) x = fmt::format("({} % {}u)", x, g[d]);
+      return fmt::format("int{}", x.front() == '(' ? x : "(" + x + ")");
+    };
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const UOp& u = *ops_[i];
+      if (u.op != Ops::SPECIAL) continue;
+      const std::string& n = u.arg_as<std::string>();
+      const int d = n.empty() ? -1 : n.back() - '0';
+      const int64_t size = u.src.at(0)->const_int();
+      std::string value;
+      int64_t capacity = 0;
+      if (n.rfind("gidx", 0) == 0 && n.size() == 5 && d >= 0 && d < 3) {
+        value = group_id(d);
+        capacity = g[d];
+      } else if (n.rfind("lidx", 0) == 0 && n.size() == 5 && d >= 0 && d < 3) {
+        value = fmt::format("int(gl_LocalInvocationID.{})", "xyz"[d]);
+        capacity = l[d];
+      } else if (n.rfind("idx", 0) == 0 && n.size() == 4 && d >= 0 && d < 3) {
+        value = folded ? fmt::format("{}*{}+int(gl_LocalInvocationID.{})", group_id(d), l[d], "xyz"[d])
+                       : fmt::format("int(gl_GlobalInvocationID.{})", "xyz"[d]);
+        capacity = g[d] * l[d];
+      } else {
+        fail(i, "SPECIAL '" + n + "' is none of gidx0..2, lidx0..2, idx0..2");
+      }
+      if (size > capacity) fail(i, fmt::format("{} of size {} exceeds the launch's {}", n, size, capacity));
+      add(fmt::format("int {} = {};  /* {} */", name_of(&u), value, size));
+      if (size < capacity) add(fmt::format("if ({} >= {}) return;", name_of(&u), size));
+    }
+    return out;
+  }
+
+  std::string header() {
+    std::string h = "#version 450\n";
+    if (!p_.buffers.empty()) h += "#extension GL_EXT_buffer_reference : require\n";
+    if (vector_access_) h += "#extension GL_EXT_buffer_reference_uvec2 : require\n";
+    for (const std::string& e : glsl::extension_lines(needs_)) h += e + "\n";
+    h += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n", p_.local_size[0],
+                     p_.local_size[1], p_.local_size[2]);
+    std::set<std::pair<Scalar, int>> types = pointer_types_;
+    for (const BufferParam& b : p_.buffers) types.insert({b.dtype.scalar, 1});
+    for (const auto& [scalar, width] : types) {
+      const DType d{scalar, uint8_t(width)};
+      const std::string member = width == 1 ? fmt::format("{} v[]", glsl::storage_type_name(d))
+                                            : fmt::format("{} v", glsl::storage_type_name(d));
+      h += fmt::format("layout(buffer_reference, std430, buffer_reference_align = {}) buffer {} {{ {}; }};\n",
+                       d.base().scalar_size(), glsl::pointer_type_name(d), member);
+    }
+    std::string members;
+    for (const BufferParam& b : p_.buffers)
+      members += fmt::format(" {} data{};", glsl::pointer_type_name(b.dtype.base()), b.slot);
+    for (std::size_t k = 0; k < p_.vars.size(); ++k) members += fmt::format(" int {};", identifier(p_.vars[k].name, k));
+    if (!members.empty()) {
+      if (layout_.spilled) {
+        h += fmt::format("// {} bytes of arguments exceed the {} bytes of push constants: they live in a buffer\n",
+                         layout_.arg_bytes, t_.max_push_constants_size);
+        h += fmt::format("layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Args {{{} }};\n", members);
+        h += "layout(push_constant) uniform Push { Args args; };\n";
+      } else {
+        h += fmt::format("layout(push_constant) uniform Args {{{} }};\n", members);
+      }
+    }
+    for (const UOp* u : ops_)
+      if (u->op == Ops::DEFINE_LOCAL)
+        h += fmt::format("shared {} {}[{}];\n", glsl::type_name(u->dtype.base()), name_of(u),
+                         u->arg_as<std::vector<int64_t>>().at(1));
+    if (vector_access_)
+      h += "// base + index * size in 64-bit arithmetic on two 32-bit words\n"
+           "uvec2 element_address(uvec2 base, int index, uint size) {\n"
+           "  uint hi, lo, carry;\n"
+           "  umulExtended(uint(index), size, hi, lo);\n"
+           "  lo = uaddCarry(base.x, lo, carry);\n"
+           "  return uvec2(lo, base.y + hi + carry);\n"
+           "}\n";
+    h += helpers_.definitions();
+    return h;
+  }
+
+  const Program& p_;
+  const GlslTarget& t_;
+  const ArgLayout layout_;
+  std::vector<const UOp*> ops_;
+  std::unordered_map<const UOp*, std::size_t> pos_;
+  std::vector<std::vector<std::size_t>> users_;
+  std::vector<int> loop_of_;  // innermost RANGE open at each position, -1 outside loops
+  std::map<const UOp*, std::vector<std::size_t>> assigns_;
+  std::map<std::size_t, std::vector<std::size_t>> acc_at_range_;  // RANGE -> DEFINE_ACCs it opens
+  std::set<const UOp*> forced_;
+  std::vector<std::size_t> landing_;  // where a node's text ends up: itself, or its user's statement
+  std::vector<bool> inline_;
+  glsl::Needs needs_;
+  std::set<std::pair<Scalar, int>> pointer_types_;
+  glsl::Helpers helpers_;
+  bool vector_access_ = false;
+  std::unordered_map<const UOp*, std::string> names_;
+  std::set<std::string> taken_;
+  std::map<std::string, int> counters_;
+  std::string body_;
+  int indent_ = 1;
+};
+
+}  // namespace
+
+std::string render_glsl(const Program& program, const GlslTarget& target) {
+  return Renderer(program, target).render();
+}
+
+}  // namespace vkg

@@ -1,0 +1,34 @@
+// What the GLSL renderer may assume about the device it writes for. The device adapter fills it
+// from the Vulkan capabilities record; codegen itself knows nothing of Vulkan. The defaults are
+// what every Vulkan 1.3 device with bufferDeviceAddress has (no optional dtypes).
+#pragma once
+#include <array>
+#include <cstdint>
+
+namespace vkg {
+
+struct GlslTarget {
+  // Arithmetic on these dtypes (shaderFloat16, shaderInt8, shaderInt16, shaderInt64,
+  // shaderFloat64). A dtype that a kernel computes in needs its flag.
+  bool float16 = false;
+  bool int8 = false;
+  bool int16 = false;
+  bool int64 = false;
+  bool float64 = false;
+  // 8- and 16-bit loads and stores in storage buffers (storageBuffer8BitAccess,
+  // storageBuffer16BitAccess). bool lives in buffers as a byte, so it needs storage_8bit.
+  bool storage_8bit = false;
+  bool storage_16bit = false;
+  uint32_t max_push_constants_size = 128;                      // bytes
+  std::array<uint32_t, 3> max_workgroup_count{65535, 65535, 65535};
+  uint32_t subgroup_size = 32;
+
+  // Every optional feature on, with the minimum limits (tests render for it without a device).
+  static GlslTarget everything() {
+    GlslTarget t;
+    t.float16 = t.int8 = t.int16 = t.int64 = t.float64 = t.storage_8bit = t.storage_16bit = true;
+    return t;
+  }
+};
+
+}  // namespace vkg

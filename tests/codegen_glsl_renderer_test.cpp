@@ -1,0 +1,241 @@
+// render_glsl() and the launch helpers: what the source must contain (and must not), that it
+// compiles, and the argument bytes and grid a caller gets. Running the kernels is in
+// codegen_kernels_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+
+#include <vkgrad/codegen/glsl_renderer.hpp>
+#include <vkgrad/codegen/spirv_compiler.hpp>
+#include <vkgrad/core/error.hpp>
+
+#include "support/linear_programs.hpp"
+
+namespace vkg::test {
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Renders for `target` and compiles; returns the source.
+std::string render_and_compile(const Program& p, const GlslTarget& target = GlslTarget::everything()) {
+  std::string glsl = render_glsl(p, target);
+  SpirvCompileOptions o;
+  o.disk_cache = false;
+  o.name = p.name;
+  EXPECT_NO_THROW(compile_glsl(glsl, o)) << glsl;
+  return glsl;
+}
+
+std::string error_of(const Program& p, const GlslTarget& target) {
+  try {
+    render_glsl(p, target);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(GlslRenderer, SeedDotProductReadsLikeTinygrad) {
+  const std::string s = render_and_compile(dot_product());
+  EXPECT_TRUE(has(s, "void main() {  // r_2")) << s;
+  EXPECT_TRUE(has(s, "  int acc0 = 0;\n  for (int ridx0 = 0; ridx0 < 2; ridx0++) {\n")) << s;
+  EXPECT_TRUE(has(s, "    int val0 = data1.v[ridx0];\n    int val1 = data2.v[ridx0];\n")) << s;
+  EXPECT_TRUE(has(s, "    acc0 = (acc0+(val0*val1));\n  }\n  data0.v[0] = acc0;\n")) << s;
+  EXPECT_TRUE(has(s, "layout(push_constant) uniform Args { Int32Ptr data0; Int32Ptr data1; Int32Ptr data2; };")) << s;
+}
+
+TEST(GlslRenderer, ExtensionsOnlyWhenADtypeNeedsThem) {
+  const std::string f32 = render_and_compile(elementwise_add(dtypes::float32, 64));
+  EXPECT_FALSE(has(f32, "arithmetic_types")) << f32;
+  EXPECT_FALSE(has(f32, "storage")) << f32;
+  EXPECT_FALSE(has(f32, "uvec2")) << f32;
+
+  const std::string f16 = render_and_compile(elementwise_add(dtypes::float16, 64));
+  EXPECT_TRUE(has(f16, "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require")) << f16;
+  EXPECT_TRUE(has(f16, "#extension GL_EXT_shader_16bit_storage : require")) << f16;
+  EXPECT_FALSE(has(f16, "int64")) << f16;
+
+  // bool buffers need 8-bit storage only: the bytes are widened to uint before any arithmetic.
+  const std::string b = render_and_compile(bool_storage(5));
+  EXPECT_TRUE(has(b, "#extension GL_EXT_shader_8bit_storage : require")) << b;
+  EXPECT_FALSE(has(b, "arithmetic_types_int8")) << b;
+  EXPECT_TRUE(has(b, "(uint(data2.v[gidx0]) != 0u)")) << b;
+  EXPECT_TRUE(has(b, "data0.v[gidx0] = uint8_t(uint(")) << b;
+
+  const std::string v = render_and_compile(vec4_add(8));
+  EXPECT_TRUE(has(v, "#extension GL_EXT_buffer_reference_uvec2 : require")) << v;
+  EXPECT_TRUE(has(v, "buffer Float32x4Ptr { vec4 v; };")) << v;
+}
+
+TEST(GlslRenderer, ADtypeTheDeviceCannotDoIsAnErrorNamingDtypeAndKernel) {
+  const GlslTarget bare;  // a Vulkan 1.3 device with no optional features
+  EXPECT_EQ(error_of(elementwise_add(dtypes::float16, 8), bare),
+            "kernel 'E_8' uses float16, which this device cannot do (it lacks shaderFloat16)");
+  EXPECT_TRUE(has(error_of(bool_storage(4), bare), "storageBuffer8BitAccess"));
+  EXPECT_TRUE(has(error_of(elementwise_add(dtypes::int64, 8), bare), "int64/uint64"));
+  EXPECT_TRUE(has(error_of(elementwise_add(dtypes::float64, 8), bare), "shaderFloat64"));
+  EXPECT_TRUE(has(error_of(elementwise_add(dtypes::bfloat16, 8), GlslTarget::everything()), "bfloat16"));
+  GlslTarget arithmetic_only = GlslTarget::everything();
+  arithmetic_only.storage_16bit = false;
+  EXPECT_TRUE(has(error_of(elementwise_add(dtypes::float16, 8), arithmetic_only), "storageBuffer16BitAccess"));
+}
+
+TEST(GlslRenderer, IntegerModIsCRemainderNotGlslPercent) {
+  const std::string s = render_and_compile(int_div_mod(dtypes::int32, 4));
+  EXPECT_TRUE(has(s, "int mod_c(int a, int b) {\n  return a - (a / b) * b;\n}")) << s;
+  EXPECT_TRUE(has(s, "data1.v[gidx0] = mod_c(val0, val1);")) << s;
+  EXPECT_FALSE(has(s, "%")) << s;
+  // Unsigned operands have one meaning of %: it stays.
+  const std::string u = render_and_compile(int_div_mod(dtypes::uint32, 4));
+  EXPECT_TRUE(has(u, "(val0%val1)")) << u;
+}
+
+TEST(GlslRenderer, MaskedLoadClampsItsIndexBeforeSelectingAlt) {
+  const std::string s = render_and_compile(padded_load());
+  EXPECT_TRUE(has(s, "bool alu0 = ")) << s;
+  EXPECT_TRUE(has(s, "float val0 = (alu0?data1.v[(alu0?(gidx0-3):0)]:(-1.5f));")) << s;
+}
+
+TEST(GlslRenderer, NanTestsReadTheBits) {
+  ProgramBuilder b("E_isnan");
+  auto out = b.global(dtypes::bool_, 4, true), in = b.global(dtypes::float32, 4);
+  auto i = b.special("gidx0", 4);
+  auto x = b.load(in, i);
+  b.store(out, i, x->ne(x));
+  const std::string s = render_and_compile(b.build({4, 1, 1}, {1, 1, 1}));
+  EXPECT_TRUE(has(s, "(floatBitsToUint(a) & 0x7fffffffu) > 0x7f800000u")) << s;
+  EXPECT_TRUE(has(s, "isnan_bits(val0)")) << s;
+  EXPECT_FALSE(has(s, "isnan(")) << s;
+  const std::string m = render_and_compile(binary_op(Ops::MAX, dtypes::float32, 4));
+  EXPECT_TRUE(has(m, "max_nan(val0, val1)")) << m;
+  EXPECT_FALSE(has(m, " max(")) << m;
+}
+
+TEST(GlslRenderer, FloatConstantsReadBackExactly) {
+  ProgramBuilder b("E_consts");
+  auto f = b.global(dtypes::float32, 8, true), d = b.global(dtypes::float64, 2, true), h = b.global(dtypes::float16, 2, true);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double values[] = {inf, -inf, nan, 0.1, -0.0, 1e-45, 16777217.0, 3.4028234663852886e38};
+  for (int k = 0; k < 8; ++k) b.store(f, ProgramBuilder::i32(k), ProgramBuilder::c(dtypes::float32, values[k]));
+  b.store(d, ProgramBuilder::i32(0), ProgramBuilder::c(dtypes::float64, 0.1));
+  b.store(d, ProgramBuilder::i32(1), ProgramBuilder::c(dtypes::float64, -inf));
+  b.store(h, ProgramBuilder::i32(0), ProgramBuilder::c(dtypes::float16, 0.1));
+  b.store(h, ProgramBuilder::i32(1), ProgramBuilder::c(dtypes::float16, inf));
+  const std::string s = render_and_compile(b.build({1, 1, 1}, {1, 1, 1}));
+  for (const char* line : {"data0.v[0] = uintBitsToFloat(0x7f800000u);", "data0.v[1] = uintBitsToFloat(0xff800000u);",
+                           "data0.v[2] = uintBitsToFloat(0x7fc00000u);", "data0.v[3] = 0.1f;",
+                           "data0.v[4] = (-0.0f);", "data0.v[5] = 1e-45f;", "data0.v[6] = 16777216.0f;",
+                           "data0.v[7] = 3.4028235e+38f;", "data1.v[0] = 0.1lf;",
+                           "data1.v[1] = packDouble2x32(uvec2(0x00000000u, 0xfff00000u));",
+                           "data2.v[0] = float16_t(0.099975586f);",
+                           "data2.v[1] = float16_t(uintBitsToFloat(0x7f800000u));"})
+    EXPECT_TRUE(has(s, line)) << line << "\n" << s;
+}
+
+TEST(GlslRenderer, EverySampleProgramCompiles) {
+  for (const Program& p : {elementwise_add(dtypes::float32, 100), elementwise_add(dtypes::int8, 100),
+                           elementwise_add(dtypes::uint16, 10), elementwise_add(dtypes::float64, 10),
+                           dot_product(), padded_load(), int_div_mod(dtypes::int32, 10),
+                           int_div_mod(dtypes::int64, 3), int_div_mod(dtypes::int8, 3), bool_storage(5),
+                           workgroup_sum(3), vec4_add(12), binary_op(Ops::THREEFRY, dtypes::uint64, 3),
+                           binary_op(Ops::CMPLT, dtypes::float16, 3), binary_op(Ops::MAX, dtypes::float64, 3),
+                           binary_op(Ops::SHR, dtypes::int16, 3), unary_op(Ops::RECIP, dtypes::float16, 3),
+                           convert_op(Ops::BITCAST, dtypes::float16, dtypes::int16, 3),
+                           convert_op(Ops::CAST, dtypes::float32, dtypes::bool_, 3),
+                           convert_op(Ops::CAST, dtypes::bool_, dtypes::int8, 3)}) {
+    SCOPED_TRACE(p.name);
+    render_and_compile(p);
+  }
+}
+
+TEST(GlslRenderer, ArgumentsSpillToABufferWhenPushConstantsOverflow) {
+  ProgramBuilder b("E_many");
+  std::vector<UOpPtr> in;
+  auto out = b.global(dtypes::float32, 1, true);
+  for (int k = 0; k < 16; ++k) in.push_back(b.global(dtypes::float32, 1));
+  auto n = b.var("n", 0, 10);
+  UOpPtr sum = n->cast(dtypes::float32);
+  for (const UOpPtr& x : in) sum = sum + b.load(x, ProgramBuilder::i32(0));
+  b.store(out, ProgramBuilder::i32(0), sum);
+  const Program p = b.build({1, 1, 1}, {1, 1, 1});
+
+  const ArgLayout pushed = arg_layout(p, GlslTarget::everything());  // 17 * 8 + 4 bytes > 128
+  EXPECT_TRUE(pushed.spilled);
+  EXPECT_EQ(pushed.arg_bytes, 140u);
+  EXPECT_EQ(pushed.push_constant_bytes, 8u);
+  const std::string s = render_and_compile(p);
+  EXPECT_TRUE(has(s, "readonly buffer Args { Float32Ptr data0;")) << s;
+  EXPECT_TRUE(has(s, " Float32Ptr data16; int n; };\nlayout(push_constant) uniform Push { Args args; };")) << s;
+  EXPECT_TRUE(has(s, "  Float32Ptr data16 = args.data16;\n  int n = args.n;\n")) << s;
+
+  GlslTarget roomy = GlslTarget::everything();
+  roomy.max_push_constants_size = 256;
+  const ArgLayout fits = arg_layout(p, roomy);
+  EXPECT_FALSE(fits.spilled);
+  EXPECT_EQ(fits.push_constant_bytes, 140u);
+  EXPECT_TRUE(has(render_and_compile(p, roomy), "layout(push_constant) uniform Args { Float32Ptr data0;"));
+}
+
+TEST(GlslRenderer, PackArgsLaysOutAddressesThenVarsAndChecksBounds) {
+  ProgramBuilder b("E_args");
+  auto out = b.global(dtypes::int32, 1, true);
+  auto in = b.global(dtypes::int32, 1);
+  auto n = b.var("n", -5, 5), m = b.var("m", 0, 100);
+  b.store(out, ProgramBuilder::i32(0), b.load(in, ProgramBuilder::i32(0)) + n * m);
+  const Program p = b.build({1, 1, 1}, {1, 1, 1});
+  const std::vector<uint64_t> addresses{0x1122334455667788ull, 0x100};
+  const std::vector<std::byte> args = pack_args(p, addresses, std::vector<int64_t>{-3, 77});
+  ASSERT_EQ(args.size(), 24u);
+  uint64_t a0, a1;
+  int32_t v0, v1;
+  std::memcpy(&a0, args.data(), 8);
+  std::memcpy(&a1, args.data() + 8, 8);
+  std::memcpy(&v0, args.data() + 16, 4);
+  std::memcpy(&v1, args.data() + 20, 4);
+  EXPECT_EQ(a0, addresses[0]);
+  EXPECT_EQ(a1, addresses[1]);
+  EXPECT_EQ(v0, -3);
+  EXPECT_EQ(v1, 77);
+  EXPECT_THROW(pack_args(p, addresses, std::vector<int64_t>{6, 0}), Error);
+  EXPECT_THROW(pack_args(p, std::vector<uint64_t>{1}, std::vector<int64_t>{0, 0}), Error);
+  EXPECT_EQ(pack_spill_address(0xabcdef00ull).size(), 8u);
+  EXPECT_TRUE(has(render_and_compile(p), "uniform Args { Int32Ptr data0; Int32Ptr data1; int n; int m; };"));
+}
+
+TEST(GlslRenderer, GridBeyondTheWorkgroupCountLimitIsFolded) {
+  const int64_t n = 70001 * 4;
+  Program p = elementwise_add(dtypes::float32, n);
+  p.global_size = {70001, 1, 1};
+  p.local_size = {4, 1, 1};
+  const GlslTarget t = GlslTarget::everything();  // 65535 per axis
+  ASSERT_TRUE(folds_grid(p, t));
+  EXPECT_EQ(launch_dims(p, t), (std::array<uint32_t, 3>{65535, 2, 1}));
+  const std::string s = render_and_compile(p, t);
+  EXPECT_TRUE(has(s, "uint wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);")) << s;
+  EXPECT_TRUE(has(s, "if (wg >= 70001u) return;")) << s;
+  EXPECT_TRUE(has(s, "int idx0 = int(wg % 70001u)*4+int(gl_LocalInvocationID.x);")) << s;
+
+  Program small = elementwise_add(dtypes::float32, 100);
+  EXPECT_FALSE(folds_grid(small, t));
+  EXPECT_EQ(launch_dims(small, t), (std::array<uint32_t, 3>{4, 1, 1}));
+  EXPECT_TRUE(has(render_glsl(small, t), "int idx0 = int(gl_GlobalInvocationID.x);"));
+
+  Program huge = small;
+  huge.global_size = {65536, 65536, 2};
+  EXPECT_THROW(launch_dims(huge, t), Error);
+}
+
+TEST(GlslRenderer, MalformedProgramsAreErrors) {
+  Program p = padded_load();
+  p.global_size = {4, 1, 1};  // gidx0 of size 10 cannot run on 4 workgroups
+  EXPECT_TRUE(has(error_of(p, GlslTarget::everything()), "gidx0 of size 10 exceeds the launch's 4"));
+  Program q = dot_product();
+  std::swap(q.uops[3], q.uops[6]);
+  EXPECT_TRUE(has(error_of(q, GlslTarget::everything()), "not defined before its use"));
+  Program e = unary_op(Ops::EXP2, dtypes::int32, 2);
+  EXPECT_TRUE(has(error_of(e, GlslTarget::everything()), "EXP2 on int32"));
+}
+
+}  // namespace
+}  // namespace vkg::test
