@@ -1,0 +1,191 @@
+#include <vkgrad/codegen/kernel.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include <vkgrad/core/error.hpp>
+
+namespace vkg {
+
+namespace {
+constexpr const char* kOptNames[] = {"LOCAL", "UPCAST", "UNROLL", "GROUP"};
+}
+
+int kind_rank(AxisKind k) {
+  switch (k) {
+    case AxisKind::Global: return 0;
+    case AxisKind::Local: return 1;
+    case AxisKind::Reduce: return 2;
+    case AxisKind::Group: return 3;
+    case AxisKind::Unroll: return 4;
+    case AxisKind::Upcast: return 5;
+  }
+  return 6;
+}
+
+char axis_kind_letter(AxisKind k) { return "GLRPUN"[int(k)]; }
+
+std::string Opt::str() const {
+  return std::string(kOptNames[int(op)]) + "(axis=" + std::to_string(axis) + ", amount=" + std::to_string(amount) + ")";
+}
+
+Kernel::Kernel(UOpPtr ast) : ast_(std::move(ast)) {
+  if (ast_->op != Ops::SINK) throw Error("Kernel: the AST must be a SINK, got " + std::string(op_name(ast_->op)));
+  std::vector<int64_t> reduce_axes;
+  for (const UOp* u : toposort(ast_.get())) {
+    if (u->op == Ops::VIEW) {
+      const ShapeTracker* st = ShapeTracker::from_arg(u->arg);
+      if (!st) throw Error("Kernel: a VIEW node without a ShapeTracker");
+      view_index_[u] = views_.size();
+      views_.emplace_back(u, *st);
+    }
+    if (u->op == Ops::REDUCE_AXIS)
+      for (int64_t ax : u->arg_as<ReduceArg>().axes)
+        if (std::find(reduce_axes.begin(), reduce_axes.end(), ax) == reduce_axes.end()) reduce_axes.push_back(ax);
+  }
+  if (views_.empty()) throw Error("Kernel: the AST has no views");
+  const size_t ndim = views_[0].second.shape().size();
+  full_shape_.assign(ndim, 1);
+  for (const auto& [node, st] : views_) {
+    if (st.shape().size() != ndim)
+      throw Error("Kernel: views of different ranks: " + shape_str(st.shape()) + " and " + shape_str(views_[0].second.shape()));
+    for (size_t i = 0; i < ndim; ++i) full_shape_[i] = std::max(full_shape_[i], st.shape()[i]);
+  }
+  kinds_.assign(ndim, AxisKind::Global);
+  for (int64_t ax : reduce_axes) kinds_[size_t(ax)] = AxisKind::Reduce;
+  // Reduce axes go last: a loop nest inside the per-invocation work.
+  std::vector<int64_t> order(ndim);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_partition(order.begin(), order.end(), [&](int64_t a) { return kinds_[size_t(a)] != AxisKind::Reduce; });
+  permute_axes(order);
+  merge_adjacent();
+}
+
+bool Kernel::has_reduce() const {
+  return std::any_of(kinds_.begin(), kinds_.end(), [](AxisKind k) {
+    return k == AxisKind::Reduce || k == AxisKind::Group || k == AxisKind::Unroll;
+  });
+}
+
+const ShapeTracker& Kernel::view(const UOp* node) const {
+  auto it = view_index_.find(node);
+  if (it == view_index_.end()) throw Error("Kernel: not a VIEW of this kernel");
+  return views_[it->second].second;
+}
+
+const ShapeTracker& Kernel::output_view() const {
+  const UOp* store = ast_->src[0].get();
+  return view(store->src[1].get());
+}
+
+std::vector<const UOp*> Kernel::loads() const {
+  std::vector<const UOp*> out;
+  for (const UOp* u : toposort(ast_.get()))
+    if (u->op == Ops::LOAD) out.push_back(u);
+  return out;
+}
+
+void Kernel::permute_axes(const std::vector<int64_t>& order) {
+  Shape shape(order.size());
+  std::vector<AxisKind> kinds(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    shape[i] = full_shape_[size_t(order[i])];
+    kinds[i] = kinds_[size_t(order[i])];
+  }
+  for (auto& [node, st] : views_) st = st.permute(order);
+  full_shape_ = std::move(shape);
+  kinds_ = std::move(kinds);
+}
+
+// Adjacent axes of one kind merge when every view can address the merged axis without a new
+// view: fewer axes mean less index arithmetic (a contiguous 2-D add becomes a 1-D one).
+void Kernel::merge_adjacent() {
+  for (int i = int(full_shape_.size()) - 2; i >= 0; --i) {
+    if (kinds_[size_t(i)] != kinds_[size_t(i) + 1]) continue;
+    std::vector<ShapeTracker> merged;
+    bool ok = true;
+    for (const auto& [node, st] : views_) {
+      Shape s = st.shape();
+      s[size_t(i)] *= s[size_t(i) + 1];
+      s.erase(s.begin() + i + 1);
+      ShapeTracker m = st.reshape(s);
+      if (m.views().size() != st.views().size()) {
+        ok = false;
+        break;
+      }
+      merged.push_back(std::move(m));
+    }
+    if (!ok) continue;
+    for (size_t v = 0; v < views_.size(); ++v) views_[v].second = std::move(merged[v]);
+    full_shape_[size_t(i)] *= full_shape_[size_t(i) + 1];
+    full_shape_.erase(full_shape_.begin() + i + 1);
+    kinds_.erase(kinds_.begin() + i + 1);
+  }
+}
+
+void Kernel::split(int axis, int64_t amount, AxisKind kind) {
+  for (auto& [node, st] : views_) {
+    Shape s = st.shape();
+    const int64_t d = s[size_t(axis)];
+    // A view that is 1 along a reduce axis (the reduce's output) stays 1 in both halves.
+    s[size_t(axis)] = d == 1 ? 1 : d / amount;
+    s.insert(s.begin() + axis + 1, d == 1 ? 1 : amount);
+    st = st.reshape(s);
+  }
+  full_shape_[size_t(axis)] /= amount;
+  full_shape_.insert(full_shape_.begin() + axis + 1, amount);
+  kinds_.insert(kinds_.begin() + axis + 1, kind);
+  // Axes stay in canonical order (global, local, reduce, group, unroll, upcast), so an opt's
+  // axis number names the same axis before and after opts of other kinds.
+  std::vector<int64_t> order(kinds_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return kind_rank(kinds_[size_t(a)]) < kind_rank(kinds_[size_t(b)]);
+  });
+  permute_axes(order);
+}
+
+void Kernel::apply(const Opt& opt) {
+  auto fail = [&](const std::string& why) {
+    throw Error("opt " + opt.str() + " does not apply to kernel " + describe() + ": " + why);
+  };
+  if (opt.axis < 0 || size_t(opt.axis) >= full_shape_.size()) fail("no such axis");
+  const AxisKind kind = kinds_[size_t(opt.axis)];
+  if (opt.amount <= 0 || full_shape_[size_t(opt.axis)] % opt.amount != 0) fail("the amount does not divide the axis");
+  switch (opt.op) {
+    case OptOp::LOCAL:
+      if (kind != AxisKind::Global) fail("LOCAL splits a global axis");
+      split(opt.axis, opt.amount, AxisKind::Local);
+      break;
+    case OptOp::UPCAST:
+      if (kind != AxisKind::Global && kind != AxisKind::Local) fail("UPCAST splits a global or local axis");
+      split(opt.axis, opt.amount, AxisKind::Upcast);
+      break;
+    case OptOp::UNROLL:
+      if (kind != AxisKind::Reduce) fail("UNROLL splits a reduce axis");
+      split(opt.axis, opt.amount, AxisKind::Unroll);
+      break;
+    case OptOp::GROUP:
+      if (kind != AxisKind::Reduce) fail("GROUP splits a reduce axis");
+      split(opt.axis, opt.amount, AxisKind::Group);
+      break;
+  }
+  applied_.push_back(opt);
+}
+
+std::string Kernel::name() const {
+  std::string n = has_reduce() ? "r" : "E";
+  for (int64_t d : full_shape_) n += "_" + std::to_string(d);
+  return full_shape_.empty() ? n + "_" : n;
+}
+
+std::string Kernel::describe() const {
+  std::string kinds = "(";
+  for (size_t i = 0; i < kinds_.size(); ++i) kinds += std::string(i ? ", " : "") + axis_kind_letter(kinds_[i]);
+  kinds += kinds_.size() == 1 ? ",)" : ")";
+  std::string opts = "[";
+  for (size_t i = 0; i < applied_.size(); ++i) opts += (i ? ", " : "") + applied_[i].str();
+  return "full_shape=" + shape_str(full_shape_) + " kinds=" + kinds + " opts=" + opts + "]";
+}
+
+}  // namespace vkg

@@ -1,0 +1,86 @@
+// Kernel: one scheduled kernel AST prepared for lowering. Every VIEW in the AST is brought to a
+// common shape whose axes each have a kind (global, local, reduce, ...), reduce axes last, with
+// adjacent axes merged where every view allows. Opts then split axes into new kinds; they are
+// explicit, printable actions, applied by the heuristics (codegen/heuristics.hpp) or by hand.
+//
+//   Kernel k(item.ast);          // full_shape (64, 64, 64): global, global, reduce
+//   k.apply({OptOp::UPCAST, 0, 4});
+//   k.apply({OptOp::UNROLL, 2, 4});
+//   Program p = lower(k, counts);
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <vkgrad/core/shape.hpp>
+#include <vkgrad/core/shape_tracker.hpp>
+#include <vkgrad/core/uop.hpp>
+
+namespace vkg {
+
+// What an axis of the kernel's shape becomes when lowered.
+//   Global: spread over invocations.  Local: over the invocations of one workgroup.
+//   Reduce: a loop.  Group: a reduce axis split across a workgroup's invocations, combined through
+//   shared memory.  Upcast: an output axis unrolled into registers.  Unroll: a reduce axis
+//   unrolled inside the loop body.
+enum class AxisKind : uint8_t { Global, Local, Reduce, Group, Upcast, Unroll };
+
+enum class OptOp : uint8_t { LOCAL, UPCAST, UNROLL, GROUP };
+
+// Split `axis` so that its last `amount` elements become a new axis of the op's kind:
+// LOCAL and UPCAST take a global (or local, for UPCAST) axis, UNROLL and GROUP a reduce axis.
+// Axes are kept in the order global, local, reduce, group, unroll, upcast: the new axis moves
+// to its kind's place, and the numbers of axes of earlier kinds do not change.
+struct Opt {
+  OptOp op;
+  int axis;
+  int64_t amount;
+  bool operator==(const Opt&) const = default;
+  std::string str() const;  // "UPCAST(axis=0, amount=4)"
+};
+
+class Kernel {
+ public:
+  explicit Kernel(UOpPtr ast);
+
+  const UOpPtr& ast() const { return ast_; }
+  const Shape& full_shape() const { return full_shape_; }
+  const std::vector<AxisKind>& kinds() const { return kinds_; }
+  const std::vector<Opt>& applied() const { return applied_; }
+  bool has_reduce() const;
+  // The kernel's current view of a VIEW node of the AST.
+  const ShapeTracker& view(const UOp* view_node) const;
+  // Every (VIEW node, tracker) of the kernel, in AST order.
+  const std::vector<std::pair<const UOp*, ShapeTracker>>& views() const { return views_; }
+  // The output (first STORE's) tracker and the trackers of loads, for heuristics.
+  const ShapeTracker& output_view() const;
+  std::vector<const UOp*> loads() const;
+
+  // Applies one opt. Throws vkg::Error naming the opt and the kernel's shape when the axis has
+  // the wrong kind or the amount does not divide it; the kernel is unchanged then.
+  void apply(const Opt& opt);
+
+  // tinygrad's kernel names: E_ for elementwise kernels, r_ for reductions, then the axis sizes
+  // (E_4_4, r_2, r_16_4_64).
+  std::string name() const;
+  // "full_shape=(64, 64, 64) kinds=(G, G, R) opts=[UPCAST(axis=0, amount=4)]"
+  std::string describe() const;
+
+ private:
+  void split(int axis, int64_t amount, AxisKind kind);
+  void permute_axes(const std::vector<int64_t>& order);
+  void merge_adjacent();
+
+  UOpPtr ast_;
+  Shape full_shape_;
+  std::vector<AxisKind> kinds_;
+  std::vector<std::pair<const UOp*, ShapeTracker>> views_;
+  std::unordered_map<const UOp*, size_t> view_index_;
+  std::vector<Opt> applied_;
+};
+
+char axis_kind_letter(AxisKind k);  // G L R P U N (P: grouP)
+int kind_rank(AxisKind k);            // position of a kind in the canonical axis order
+
+}  // namespace vkg

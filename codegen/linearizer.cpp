@@ -1,0 +1,66 @@
+// linearize(): the order of a kernel's UOps, with loops. A kernel's loops form one nest (its
+// reduce axes, outermost first): every node goes in the innermost loop any of its sources needs,
+// and what reads an accumulator's final value (an ASSIGN, seen from outside the loops) goes after
+// the nest closes.
+#include <algorithm>
+#include <unordered_map>
+
+#include <vkgrad/codegen/lowerer.hpp>
+#include <vkgrad/core/error.hpp>
+
+namespace vkg {
+
+std::vector<UOpPtr> linearize(const std::vector<UOpPtr>& stores) {
+  const UOpPtr sink = UOp::make(Ops::SINK, dtypes::void_, stores);
+  std::vector<const UOp*> order = toposort(sink.get());
+  order.pop_back();  // the sink itself
+
+  // The loop nest, outermost first (RANGE args number the loops in nest order).
+  std::vector<const UOp*> ranges;
+  for (const UOp* u : order)
+    if (u->op == Ops::RANGE) ranges.push_back(u);
+  std::sort(ranges.begin(), ranges.end(), [](const UOp* a, const UOp* b) { return a->arg_as<int64_t>() < b->arg_as<int64_t>(); });
+  std::unordered_map<const UOp*, int> range_depth;
+  for (size_t i = 0; i < ranges.size(); ++i) range_depth[ranges[i]] = int(i);
+
+  // depth: the innermost loop a node must be inside (-1: none). after: it reads a final
+  // accumulator value, so it comes after the nest.
+  std::unordered_map<const UOp*, int> depth;
+  std::unordered_map<const UOp*, bool> after;
+  // What a node passes to its users: a RANGE puts them inside its own loop.
+  auto export_depth = [&](const UOp* s) { return s->op == Ops::RANGE ? range_depth[s] : depth[s]; };
+  for (const UOp* u : order) {
+    int d = -1;
+    bool a = false;
+    for (const UOpPtr& s : u->src) {
+      if (s->op == Ops::ASSIGN && u->op != Ops::ASSIGN) {
+        a = true;  // the accumulator's value once its loops are done
+        continue;
+      }
+      if (u->op == Ops::DEFINE_ACC && s->op == Ops::RANGE) continue;  // declared before the loops
+      d = std::max(d, export_depth(s.get()));
+      a = a || after[s.get()];
+    }
+    if (u->op == Ops::RANGE) d = range_depth[u] - 1;  // opened inside the loops around it
+    if (a && d >= 0)
+      throw Error("linearize: a node reads a reduce's result inside a loop (nested reduces are not fused)");
+    depth[u] = d;
+    after[u] = a;
+  }
+
+  std::vector<UOpPtr> out;
+  for (const UOp* u : order)
+    if (depth[u] == -1 && !after[u] && u->op != Ops::RANGE) out.push_back(u->ptr());
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    out.push_back(ranges[k]->ptr());
+    for (const UOp* u : order)
+      if (depth[u] == int(k) && u->op != Ops::RANGE) out.push_back(u->ptr());
+  }
+  for (auto it = ranges.rbegin(); it != ranges.rend(); ++it)
+    out.push_back(UOp::make(Ops::ENDRANGE, dtypes::void_, {(*it)->ptr()}));
+  for (const UOp* u : order)
+    if (after[u]) out.push_back(u->ptr());
+  return out;
+}
+
+}  // namespace vkg
