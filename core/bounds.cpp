@@ -45,12 +45,8 @@ int64_t sat_mul(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? ((a < 0) != (b < 0) ? kMin : kMax) : r;
 }
 
-// C truncating division of bounds by a constant c != 0: monotone in the dividend.
-Range div_range(Range a, int64_t c) {
-  if (c == -1) return {-std::max(a.second, kMin + 1), -std::max(a.first, kMin + 1)};  // kMin / -1 overflows
-  const int64_t x = a.first / c, y = a.second / c;
-  return {std::min(x, y), std::max(x, y)};
-}
+// C truncating division, with kMin / -1 saturating instead of overflowing.
+int64_t sat_div(int64_t a, int64_t c) { return c == -1 ? -std::max(a, kMin + 1) : a / c; }
 
 // Bounds of an integer op; the result is later intersected with the dtype's range.
 Range int_bounds(const UOp& u) {
@@ -80,11 +76,10 @@ Range int_bounds(const UOp& u) {
     case Ops::IDIV: {
       const auto [a0, a1] = b(0);
       const auto [c0, c1] = b(1);
-      if (c0 == c1 && c0 != 0) return div_range(b(0), c0);
-      // Divisor of one sign but unknown: the magnitude shrinks; the sign is the dividend's, or
-      // its opposite for a negative divisor (kMin + 1 keeps the negation in range).
-      if (c0 > 0) return {std::min<int64_t>(0, a0), std::max<int64_t>(0, a1)};
-      if (c1 < 0) return {std::min<int64_t>(0, -std::max(a1, kMin + 1)), std::max<int64_t>(0, -std::max(a0, kMin + 1))};
+      if (c0 > 0 || c1 < 0) {  // a divisor of one sign: truncating division is monotone in each operand
+        const int64_t q[] = {sat_div(a0, c0), sat_div(a0, c1), sat_div(a1, c0), sat_div(a1, c1)};
+        return {*std::min_element(q, q + 4), *std::max_element(q, q + 4)};
+      }
       break;
     }
     case Ops::MOD: {

@@ -39,35 +39,47 @@ LinearForm divided(const LinearForm& f, int64_t g, int64_t constant) {
   return out;
 }
 
-// x = c*q + r, with every remainder coefficient in [0, c) (floor) or in (-c, 0] (ceil).
+// x = c*q + r for a divisor c > 0. Each term's remainder coefficient is taken in [0, c) or in
+// (-c, 0]: by_sign picks the one that gives the term's share of r the sign wanted (r >= 0 for
+// floor, r <= 0 for ceil) given the sign of its base; otherwise, or for a base of either sign,
+// the one of smaller magnitude. The constant's remainder has the wanted sign.
 struct Split {
   LinearForm q, r;
 };
-Split split(const LinearForm& f, int64_t c, bool floor) {
+Split split(const LinearForm& f, int64_t c, bool floor, bool by_sign) {
   Split s;
-  auto one = [&](int64_t a, int64_t& q, int64_t& r) {
-    q = floor ? floor_div(a, c) : ceil_div(a, c);
-    r = a - q * c;
+  auto positive_rem = [&](int64_t a) { return a % c < 0 ? a % c + c : a % c; };
+  auto one = [&](int64_t a, bool want_positive, int64_t& q, int64_t& r) {
+    const int64_t pos = positive_rem(a);
+    r = (want_positive || pos == 0) ? pos : pos - c;
+    q = a / c + (a % c - r) / c;  // (a - r) / c without overflow: a % c - r is 0 or +-c
   };
   for (const LinearTerm& t : f.terms) {
+    const int64_t pos = positive_rem(t.coeff);
+    const bool want_positive = !by_sign                ? pos <= c - pos
+                               : t.base->vmin() >= 0 ? floor
+                               : t.base->vmax() <= 0 ? !floor
+                                                     : pos <= c - pos;
     int64_t q, r;
-    one(t.coeff, q, r);
+    one(t.coeff, want_positive, q, r);
     if (q != 0) s.q.terms.push_back({t.base, q});
     if (r != 0) s.r.terms.push_back({t.base, r});
   }
-  one(f.constant, s.q.constant, s.r.constant);
+  one(f.constant, floor, s.q.constant, s.r.constant);
   return s;
 }
 
-// Accepts a fold's result if it is new and no larger than the node it replaces.
+// Accepts a fold's result if it is new and no larger than the node it replaces; `strictly`
+// smaller where the result divides again and an equal-sized one could fold back.
 struct SizeCheck {
   const UOp& n;
   const LinearForm& f;
   size_t old_size = 0;
-  bool ok(const UOpPtr& out) {
+  bool ok(const UOpPtr& out, bool strictly = false) {
     if (!out || out.get() == &n) return false;
     if (old_size == 0) old_size = spine_size(n, f.terms);
-    return spine_size(*out, f.terms) <= old_size;
+    const size_t size = spine_size(*out, f.terms);
+    return strictly ? size < old_size : size <= old_size;
   }
 };
 
@@ -97,22 +109,20 @@ UOpPtr fold_idiv(const UOp& n) {
     if (UOpPtr out = build_linear(divided(f, c, f.constant / c), d); size.ok(out)) return out;
   // x = c*q + r: trunc(x/c) = q + floor(r/c) for x >= 0, q + ceil(r/c) for x <= 0; that is a
   // constant when r's bounds round alike, and q + r//c when r keeps x's sign.
-  for (const bool floor : {true, false}) {
+  for (const auto& [floor, by_sign] : {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
     if (floor ? lo < 0 : hi > 0) continue;
-    Split s = split(f, c, floor);
+    Split s = split(f, c, floor, by_sign);
     const auto rb = linear_bounds(s.r.terms, s.r.constant);
     if (!rb) continue;
     const int64_t e0 = floor ? floor_div(rb->first, c) : ceil_div(rb->first, c);
     const int64_t e1 = floor ? floor_div(rb->second, c) : ceil_div(rb->second, c);
-    UOpPtr out;
     if (e0 == e1) {
       s.q.constant += e0;
-      out = build_linear(s.q, d);
+      if (UOpPtr out = build_linear(s.q, d); size.ok(out)) return out;
     } else if ((floor ? rb->first >= 0 : rb->second <= 0) && bounds_fit(rb, d) && fits(c, d)) {
       s.q.terms.push_back({build_linear(s.r, d) / konst(d, c), 1});
-      out = build_linear(s.q, d);
+      if (UOpPtr out = build_linear(s.q, d); size.ok(out, /*strictly=*/true)) return out;
     }
-    if (size.ok(out)) return out;
   }
   // (g*y + k) // (g*c') = (y + k') // c' with k' = floor(k/g) for x >= 0, ceil(k/g) for x <= 0
   // (no rounding at all when k = 0); y + k' then has x's sign, so truncation agrees.
@@ -143,21 +153,19 @@ UOpPtr fold_mod(const UOp& n) {
   if (coeff_gcd(f, f.constant) % c == 0) return konst(d, 0);
   // x = c*q + r: x % c = r - c*floor(r/c) for x >= 0 (r - c*ceil(r/c) for x <= 0), which is r
   // minus a constant when r's bounds round alike, and r % c when r keeps x's sign.
-  for (const bool floor : {true, false}) {
+  for (const auto& [floor, by_sign] : {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
     if (floor ? x.vmin() < 0 : x.vmax() > 0) continue;
-    Split s = split(f, c, floor);
+    Split s = split(f, c, floor, by_sign);
     const auto rb = linear_bounds(s.r.terms, s.r.constant);
     if (!rb) continue;
     const int64_t e0 = floor ? floor_div(rb->first, c) : ceil_div(rb->first, c);
     const int64_t e1 = floor ? floor_div(rb->second, c) : ceil_div(rb->second, c);
-    UOpPtr out;
     if (e0 == e1) {
       s.r.constant -= e0 * c;
-      out = build_linear(s.r, d);
+      if (UOpPtr out = build_linear(s.r, d); size.ok(out)) return out;
     } else if ((floor ? rb->first >= 0 : rb->second <= 0) && bounds_fit(rb, d)) {
-      out = build_linear(s.r, d) % konst(d, c);
+      if (UOpPtr out = build_linear(s.r, d) % konst(d, c); size.ok(out, /*strictly=*/true)) return out;
     }
-    if (size.ok(out)) return out;
   }
   // (g*y + k) % (g*c') = ((y + k') % c')*g + (k - g*k'), k' rounded toward x's sign as in fold_idiv.
   const int64_t g = coeff_gcd(f, c);

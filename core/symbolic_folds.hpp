@@ -3,6 +3,7 @@
 // returns its replacement, or nullptr to decline; none returns a node larger than the one it
 // replaces (counted as nodes of the rewritten expression down to its linear terms' bases).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -22,8 +23,13 @@ bool fits(int64_t v, DType d);
 int64_t floor_div(int64_t a, int64_t b);  // b > 0
 int64_t ceil_div(int64_t a, int64_t b);   // b > 0
 
-// linear_form without the dtype check: `u` must be a signed integer scalar.
-LinearForm read_linear(const UOp& u);
+// linear_form without the dtype check: `u` must be a signed integer scalar. After `max_sums`
+// ADD/SUB nodes the rest of a sum is read as one opaque term.
+LinearForm read_linear(const UOp& u, size_t max_sums = SIZE_MAX);
+// How deep into a sum fold_linear looks for like terms. A sum is built bottom-up, so its deeper
+// part was folded when it was the top; the window only misses like terms that far apart, and
+// keeps a wide sum built one term at a time linear in its width rather than quadratic.
+inline constexpr size_t kSumWindow = 32;
 // The canonical node of a linear form of dtype d (coefficients and constant wrap to d):
 //   terms in order, the first positive one leading: (a+(b*3))-c, then the constant: (...)+-5;
 //   with no positive term, a constant leads: 5-a; with neither, the first term does: (-a)-b.

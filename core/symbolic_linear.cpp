@@ -47,10 +47,14 @@ int64_t neg_wrap(int64_t v) { return int64_t(uint64_t(0) - uint64_t(v)); }
 
 bool is_const_mul(const UOp& u) { return u.op == Ops::MUL && (u.src[0]->is_const() || u.src[1]->is_const()); }
 
+bool is_sum(const UOp& u) { return u.op == Ops::ADD || u.op == Ops::SUB; }
+
 // Reads terms into a form, merging like terms. Small forms search linearly; wide sums index.
+// After `sums_left` ADD/SUB nodes, what is left of the sum is read as one opaque term.
 struct Reader {
   LinearForm f;
   std::unordered_map<const UOp*, size_t> index;
+  size_t sums_left = SIZE_MAX;
 
   void add_term(const UOp* base, int64_t c) {
     size_t i = f.terms.size();
@@ -82,11 +86,12 @@ struct Reader {
         f.exact &= !__builtin_add_overflow(f.constant, times(c, u->const_int()), &f.constant);
         continue;
       }
-      const bool spine = u->op == Ops::ADD || u->op == Ops::SUB || u->op == Ops::NEG || is_const_mul(*u);
-      if (!spine) {
+      const bool spine = is_sum(*u) || u->op == Ops::NEG || is_const_mul(*u);
+      if (!spine || (is_sum(*u) && sums_left == 0)) {
         add_term(u, c);
         continue;
       }
+      if (is_sum(*u)) --sums_left;
       f.exact &= computes_exactly(*u);
       switch (u->op) {
         case Ops::ADD: push(u->src[1].get(), c), push(u->src[0].get(), c); break;
@@ -110,8 +115,9 @@ UOpPtr term_node(const UOpPtr& base, int64_t c, DType d) { return c == 1 ? base 
 
 }  // namespace
 
-LinearForm read_linear(const UOp& u) {
+LinearForm read_linear(const UOp& u, size_t max_sums) {
   Reader r;
+  r.sums_left = max_sums;
   r.read(u);
   return std::move(r.f);
 }
@@ -195,10 +201,15 @@ struct SumShape {
 SumShape sum_shape(const UOp* l, const UOp* avoid) {
   SumShape s;
   const UOp* node = l;
-  for (; node->op == Ops::ADD || node->op == Ops::SUB; node = node->src[0].get()) {
+  for (size_t depth = 0; is_sum(*node); node = node->src[0].get()) {
     const auto t = plain_term(node->src[1].get());
     if (!t || t->coeff < 0 || t->base == avoid) return s;
     s.rest_negative &= node->op == Ops::SUB;
+    if (++depth == kSumWindow) {  // the rest is as fold_linear left it (and reads it): opaque
+      s.canonical = true;
+      s.rest_negative = false;
+      return s;
+    }
   }
   std::optional<Plain> lead;
   if (node->op == Ops::NEG) {
@@ -250,7 +261,7 @@ UOpPtr fold_linear(const UOp& n) {
   if (n.op == Ops::ADD || n.op == Ops::SUB) {
     if (UOpPtr fast = fold_linear_fast(n)) return fast.get() == &n ? nullptr : fast;
   }
-  LinearForm f = read_linear(n);
+  LinearForm f = read_linear(n, kSumWindow);
   // Sums, differences and products are ring operations, right modulo 2^width whatever wraps:
   // coefficients may be reduced to the dtype and cancel there.
   for (LinearTerm& t : f.terms) t.coeff = wrap(t.coeff, n.dtype);

@@ -1,5 +1,6 @@
 // Fuzzing the symbolic simplifier: random integer expressions over two or three small-range
-// variables (negative ranges included, int8 as well as int32 so that wrap-around is exercised),
+// variables (negative ranges included, int8 as well as int32 so that wrap-around is exercised;
+// divisions mostly by nonzero constants of either sign, some by expressions that may be zero),
 // each simplified and then evaluated at every assignment of its variables. The simplified
 // expression must agree with the original wherever the original is defined, must not have more
 // nodes, and every node of both must stay within its own bounds (the rules trust them).
@@ -49,7 +50,7 @@ class ExprGen {
   UOpPtr expr(int depth) {
     if (depth <= 0 || pick(0, 9) < 2) return leaf();
     const int d = depth - 1;
-    switch (pick(0, 11)) {
+    switch (pick(0, 13)) {
       case 0:
       case 1: return expr(d) + expr(d);
       case 2: return expr(d) - expr(d);
@@ -61,7 +62,9 @@ class ExprGen {
       case 8: return cond(d)->where(expr(d), expr(d));
       case 9: return -expr(d);
       case 10: return konst(-9, 9) + expr(d);  // constants on the left, for the canonical order
-      default: return (expr(d) * konst(1, 8) + expr(d)) / divisor();  // the shape index math takes
+      case 11: return (expr(d) * konst(1, 8) + expr(d)) / divisor();  // the shape index math takes
+      case 12: return expr(d) / expr(d);  // may divide by zero: those points are skipped
+      default: return expr(d) % expr(d);
     }
   }
 
