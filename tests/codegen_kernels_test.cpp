@@ -1,0 +1,312 @@
+// End to end: each hand-built program rendered to GLSL, compiled, run on the Vulkan device through
+// the vk runtime, and compared element by element with the CPU reference interpreter; then the
+// edges a real launch has (inf and nan, huge grids, many buffers, tensors over 128 MiB).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include <vkgrad/codegen/glsl_renderer.hpp>
+#include <vkgrad/codegen/spirv_compiler.hpp>
+#include <vkgrad/vk/args.hpp>
+#include <vkgrad/vk/queue.hpp>
+#include <vkgrad/vk/runtime.hpp>
+
+#include "support/linear_programs.hpp"
+#include "support/vk_fixture.hpp"
+
+namespace vkg::test {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+// What the device adapter will fill in: the renderer's view of the device.
+GlslTarget target_of(const vk::Capabilities& caps) {
+  GlslTarget t;
+  const vk::Features& f = caps.features;
+  t.float16 = f.float16;
+  t.int8 = f.int8;
+  t.int16 = f.int16;
+  t.int64 = f.int64;
+  t.float64 = f.float64;
+  t.storage_8bit = f.storage_buffer_8bit;
+  t.storage_16bit = f.storage_buffer_16bit;
+  t.max_push_constants_size = caps.limits.max_push_constants_size;
+  t.max_workgroup_count = caps.limits.max_workgroup_count;
+  t.subgroup_size = caps.limits.subgroup_size;
+  return t;
+}
+
+class Kernels : public testing::Test {
+ protected:
+  vk::Runtime& rt_ = vk_runtime();
+  GlslTarget target_ = target_of(rt_.device.caps());
+
+  // Renders, compiles and runs p on the device; the written buffers come back in place.
+  void run_on_vulkan(const Program& p, std::vector<Bytes>& buffers, const std::vector<int64_t>& vars = {}) {
+    SpirvCompileOptions options;
+    options.device_key = rt_.device.caps().name;
+    options.name = p.name;
+    const std::vector<uint32_t> spirv = compile_glsl(render_glsl(p, target_), options);
+    const ArgLayout layout = arg_layout(p, target_);
+    vk::Program kernel(rt_.device, p.name, spirv, layout.push_constant_bytes);
+    std::vector<vk::Buffer> device;
+    std::vector<uint64_t> addresses;
+    for (const Bytes& b : buffers) {
+      device.push_back(rt_.allocator.allocate(b.size()));
+      rt_.transfer.upload(device.back(), b);
+      addresses.push_back(device.back().address());
+    }
+    std::vector<vk::BufferUse> uses;
+    for (std::size_t k = 0; k < device.size(); ++k)
+      uses.push_back({&device[k], p.buffers[k].written ? vk::Access::ReadWrite : vk::Access::Read});
+    vk::Queue queue(rt_.device, rt_.allocator);
+    std::vector<std::byte> args = pack_args(p, addresses, vars);
+    if (layout.spilled) args = pack_spill_address(queue.spill(args));
+    const auto [x, y, z] = launch_dims(p, target_);
+    queue.dispatch(kernel, vk::Groups{x, y, z}, args, uses);
+    queue.finish();
+    for (std::size_t k = 0; k < device.size(); ++k)
+      if (p.buffers[k].written) rt_.transfer.download(device[k], buffers[k]);
+  }
+
+  // Runs p on the interpreter and on the device from the same inputs (outputs start as 0xcd
+  // bytes) and compares every written element: integers and bools exactly, floats to `ulps`
+  // units in the last place with nan matching nan. Returns the device's buffers.
+  std::vector<Bytes> expect_agree(const Program& p, std::vector<Bytes> inputs, int ulps = 0,
+                                  const std::vector<int64_t>& vars = {}) {
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      if (p.buffers[k].written) std::fill(inputs[k].begin(), inputs[k].end(), std::byte{0xcd});
+    std::vector<Bytes> cpu = inputs, gpu = inputs;
+    run_on_cpu(p, cpu, vars);
+    run_on_vulkan(p, gpu, vars);
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      if (!p.buffers[k].written) continue;
+      int reported = 0;
+      const DType d = p.buffers[k].dtype;
+      const std::size_t n = cpu[k].size() / std::size_t(d.scalar_size());
+      for (std::size_t i = 0; i < n && reported < 10; ++i) {
+        const std::string diff = compare(d, cpu[k].data() + i * std::size_t(d.scalar_size()),
+                                         gpu[k].data() + i * std::size_t(d.scalar_size()), ulps);
+        if (!diff.empty()) {
+          ADD_FAILURE() << p.name << " data" << k << "[" << i << "]: " << diff;
+          ++reported;
+        }
+      }
+    }
+    return gpu;
+  }
+
+  static double as_double(DType d, const std::byte* at) {
+    return visit_dtype(d, [&](auto tag) -> double {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool>) {
+        return *at != std::byte{0};
+      } else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
+        uint16_t bits;
+        std::memcpy(&bits, at, 2);
+        return float(T::from_bits(bits));
+      } else {
+        T v;
+        std::memcpy(&v, at, sizeof(T));
+        return double(v);
+      }
+    });
+  }
+
+  // Empty when the two elements agree, else what each side has.
+  static std::string compare(DType d, const std::byte* cpu, const std::byte* gpu, int ulps) {
+    const double a = as_double(d, cpu), b = as_double(d, gpu);
+    if (!d.is_float()) {
+      if (std::memcmp(cpu, gpu, std::size_t(d.scalar_size())) == 0 || (d.is_bool() && a == b)) return {};
+      return describe(a, b);
+    }
+    if (std::isnan(a) && std::isnan(b)) return {};
+    if (a == b && std::signbit(a) == std::signbit(b)) return {};
+    const double eps = d == dtypes::float16 ? 0x1p-10 : d == dtypes::float64 ? 0x1p-52 : 0x1p-23;
+    const double tiny = d == dtypes::float16 ? 0x1p-14 : d == dtypes::float64 ? 0x1p-1022 : 0x1p-126;
+    if (std::isfinite(a) && std::isfinite(b) &&
+        std::abs(a - b) <= ulps * eps * std::max({std::abs(a), std::abs(b), tiny}))
+      return {};
+    return describe(a, b);
+  }
+
+  static std::string describe(double cpu, double gpu) {
+    std::ostringstream s;
+    s.precision(17);
+    s << "interpreter " << cpu << " vs device " << gpu;
+    return s.str();
+  }
+};
+
+TEST_F(Kernels, ElementwiseAddAgrees) {
+  const int64_t n = 1000;
+  std::vector<float> a(n), b(n);
+  std::vector<int32_t> ia(n), ib(n);
+  std::vector<float16_t> ha(n), hb(n);
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = std::sin(float(i)) * 1000.0f, b[i] = 1.0f / float(i + 1);
+    ia[i] = int32_t(i * 2654435761u), ib[i] = int32_t(i * 40503u) - 7;
+    ha[i] = float16_t(a[i] / 16), hb[i] = float16_t(b[i]);
+  }
+  expect_agree(elementwise_add(dtypes::float32, n), {Bytes(n * 4), to_bytes(a), to_bytes(b)});
+  expect_agree(elementwise_add(dtypes::int32, n), {Bytes(n * 4), to_bytes(ia), to_bytes(ib)});
+  expect_agree(elementwise_add(dtypes::float16, n), {Bytes(n * 2), to_bytes(ha), to_bytes(hb)});
+}
+
+TEST_F(Kernels, DotProductOfSeed000Prints11OnTheDevice) {
+  auto out = expect_agree(dot_product(), {Bytes(4), to_bytes(std::vector<int32_t>{1, 2}),
+                                          to_bytes(std::vector<int32_t>{3, 4})});
+  EXPECT_EQ(from_bytes<int32_t>(out[0])[0], 11);
+}
+
+TEST_F(Kernels, MaskedLoadWithOutOfBoundsRawIndexAgrees) {
+  auto out = expect_agree(padded_load(), {Bytes(40), to_bytes(std::vector<float>{1, 2, 3, 4, 5})});
+  EXPECT_EQ(from_bytes<float>(out[0]), (std::vector<float>{-1.5f, -1.5f, -1.5f, 1, 2, 3, 4, 5, -1.5f, -1.5f}));
+}
+
+TEST_F(Kernels, IntDivModWithNegativeOperandsAgree) {
+  std::vector<int32_t> a, b;
+  for (int32_t x : {7, -7, 6, -6, 0, 1, -1, 13, -13, INT32_MAX, INT32_MIN + 1})
+    for (int32_t y : {1, -1, 2, -2, 3, -3, 5, -5, 7, -7, 1000, -1000}) a.push_back(x), b.push_back(y);
+  const int64_t n = int64_t(a.size());
+  auto out = expect_agree(int_div_mod(dtypes::int32, n), {Bytes(n * 4), Bytes(n * 4), to_bytes(a), to_bytes(b)});
+  const auto q = from_bytes<int32_t>(out[0]), r = from_bytes<int32_t>(out[1]);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_EQ(q[i], a[i] / b[i]) << a[i] << " / " << b[i];
+    EXPECT_EQ(r[i], a[i] % b[i]) << a[i] << " % " << b[i];
+  }
+  std::vector<int64_t> wa{-(int64_t(1) << 40) - 3, 9, -9}, wb{int64_t(1) << 20, -4, 4};
+  expect_agree(int_div_mod(dtypes::int64, 3), {Bytes(24), Bytes(24), to_bytes(wa), to_bytes(wb)});
+  std::vector<int8_t> na{-128, -7, 100, 7}, nb{-1, 2, -3, -2};
+  expect_agree(int_div_mod(dtypes::int8, 4), {Bytes(4), Bytes(4), to_bytes(na), to_bytes(nb)});
+  std::vector<uint32_t> ua{4000000000u, 7}, ub{3, 2};
+  expect_agree(int_div_mod(dtypes::uint32, 2), {Bytes(8), Bytes(8), to_bytes(ua), to_bytes(ub)});
+}
+
+TEST_F(Kernels, BoolStorageAgrees) {
+  auto out = expect_agree(bool_storage(5), {Bytes(5), Bytes(5), to_bytes(std::vector<uint8_t>{0, 1, 2, 255, 0}),
+                                            to_bytes(std::vector<int32_t>{1, 2, 3, -4, 100})});
+  EXPECT_EQ(from_bytes<uint8_t>(out[0]), (std::vector<uint8_t>{1, 0, 0, 0, 1}));
+  EXPECT_EQ(from_bytes<uint8_t>(out[1]), (std::vector<uint8_t>{0, 0, 1, 0, 1}));
+}
+
+TEST_F(Kernels, WorkgroupSumThroughLocalMemoryAgrees) {
+  const int64_t rows = 7;
+  std::vector<float> in(rows * 16);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = 0.5f * float(i);
+  auto out = expect_agree(workgroup_sum(rows), {Bytes(rows * 4), to_bytes(in)});
+  const auto sums = from_bytes<float>(out[0]);
+  for (int64_t g = 0; g < rows; ++g) EXPECT_EQ(sums[g], 128.0f * float(g) + 60.0f);
+}
+
+TEST_F(Kernels, Vec4LoadAddStoreAgrees) {
+  const int64_t n = 64;
+  std::vector<float> a(n), b(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 0.25f * float(i * i);
+  expect_agree(vec4_add(n), {Bytes(n * 4), Bytes(n * 4), to_bytes(a), to_bytes(b)});
+}
+
+TEST_F(Kernels, ThreefryAgrees) {
+  std::vector<uint64_t> x{0, ~uint64_t(0), 0x85a308d3243f6a88ull, 12345}, key{0, ~uint64_t(0), 0x0370734413198a2eull, 99};
+  auto out = expect_agree(binary_op(Ops::THREEFRY, dtypes::uint64, 4), {Bytes(32), to_bytes(x), to_bytes(key)});
+  EXPECT_EQ(from_bytes<uint64_t>(out[0])[0], 0x99ba4efe6b200159ull);
+}
+
+// Values that take every op to its edges: signed zeros, infinities, nan, subnormals, huge and
+// tiny magnitudes, multiples of pi.
+const std::vector<double> kEdges{0.0, -0.0, 1.0, -1.0, 0.5, kInf, -kInf, kNan, 1e30, -1e30, 3.1415927, 100.0,
+                                 1e-40, 1e6, 12345.678, 1e10, 88.0, 128.0, -150.0, 2.0, 0.1, -33.3, 6e-8};
+const std::vector<double> kPairEdges{0.0, -0.0, 1.0, -1.0, 0.5, kInf, -kInf, kNan, 1e30, 1e-40, 3.5, -7.0};
+
+Bytes pack_floats(DType d, const std::vector<double>& v) {
+  Bytes b(v.size() * std::size_t(d.itemsize()));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (d == dtypes::float16) {
+      const uint16_t h = float16_t(float(v[i])).bits;
+      std::memcpy(b.data() + 2 * i, &h, 2);
+    } else if (d == dtypes::float32) {
+      const float f = float(v[i]);
+      std::memcpy(b.data() + 4 * i, &f, 4);
+    } else {
+      std::memcpy(b.data() + 8 * i, &v[i], 8);
+    }
+  }
+  return b;
+}
+
+// The error each op may have on a device against the interpreter's libm, in units in the last
+// place. Vulkan allows 2.5 ulp for division and sqrt and 3 for exp2 and log2; sin is the renderer's
+// own exact reduction and polynomial; everything else must match bit for bit (nan for nan).
+int ulps_for(Ops op) {
+  switch (op) {
+    case Ops::FDIV: case Ops::RECIP: case Ops::SQRT: return 3;
+    case Ops::EXP2: case Ops::LOG2: return 4;
+    case Ops::SIN: return 2;
+    default: return 0;
+  }
+}
+
+class FloatEdges : public Kernels, public testing::WithParamInterface<DType> {};
+
+TEST_P(FloatEdges, UnaryOpsAgreeOnInfNanAndEdgeValues) {
+  const DType d = GetParam();
+  const int64_t n = int64_t(kEdges.size());
+  std::vector<Ops> ops{Ops::SQRT, Ops::RECIP, Ops::NEG, Ops::TRUNC};
+  if (d != dtypes::float64) ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN});  // GLSL has no double ones
+  for (Ops op : ops) {
+    SCOPED_TRACE(op_name(op));
+    expect_agree(unary_op(op, d, n), {Bytes(n * d.itemsize()), pack_floats(d, kEdges)}, ulps_for(op));
+  }
+}
+
+TEST_P(FloatEdges, BinaryOpsAgreeOnEveryPairOfEdgeValues) {
+  const DType d = GetParam();
+  std::vector<double> a, b;
+  for (double x : kPairEdges)
+    for (double y : kPairEdges) a.push_back(x), b.push_back(y);
+  const int64_t n = int64_t(a.size());
+  for (Ops op : {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::CMPLT, Ops::CMPNE}) {
+    SCOPED_TRACE(op_name(op));
+    const int64_t out = is_comparison(op) ? n : n * d.itemsize();
+    expect_agree(binary_op(op, d, n), {Bytes(out), pack_floats(d, a), pack_floats(d, b)}, ulps_for(op));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, FloatEdges, testing::Values(dtypes::float32, dtypes::float16, dtypes::float64),
+                         [](const testing::TestParamInfo<DType>& info) { return info.param.name(); });
+
+// Lavapipe's sin() returns -1 for sin(1e10) and sin(1e30) and is 8 ulp off at sin(128); its log2()
+// gives -127 for log2(1e-40). The renderer reduces sin's argument itself and scales subnormals
+// before log2, so these come out within an ulp or two of libm.
+TEST_F(Kernels, SinOfLargeArgumentsAndLog2OfSubnormalsMatchLibm) {
+  const std::vector<float> x{1e10f, 1e30f, -1e30f, 128.0f, 3.4e38f, -1e-40f, 8388609.0f, 1e-3f};
+  const std::vector<float> y{1e-40f, 1.4e-45f, 1.1e-38f, 1e30f, 3e38f, 1.5f, 1e-3f, 0.7f};
+  const int64_t n = int64_t(x.size());
+  std::vector<Bytes> s{Bytes(n * 4), to_bytes(x)}, l{Bytes(n * 4), to_bytes(y)};
+  run_on_vulkan(unary_op(Ops::SIN, dtypes::float32, n), s);
+  run_on_vulkan(unary_op(Ops::LOG2, dtypes::float32, n), l);
+  const auto sin_gpu = from_bytes<float>(s[0]), log_gpu = from_bytes<float>(l[0]);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(sin_gpu[i], std::sin(double(x[i])), 2e-7) << "sin(" << x[i] << ")";
+    EXPECT_NEAR(log_gpu[i], std::log2(double(y[i])), 2e-5) << "log2(" << y[i] << ")";
+  }
+}
+
+TEST_F(Kernels, SinAgreesWithLibmAcrossEveryExponent) {
+  std::vector<float> x;
+  uint32_t state = 12345;
+  for (uint32_t exponent = 100; exponent < 255; ++exponent)  // 2^-27 .. 2^127
+    for (int k = 0; k < 24; ++k) {
+      state = state * 1664525u + 1013904223u;
+      x.push_back(std::bit_cast<float>((state & 0x807fffffu) | (exponent << 23)));
+    }
+  const int64_t n = int64_t(x.size());
+  expect_agree(unary_op(Ops::SIN, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 2);
+}
+
+}  // namespace
+}  // namespace vkg::test
