@@ -308,5 +308,67 @@ TEST_F(Kernels, SinAgreesWithLibmAcrossEveryExponent) {
   expect_agree(unary_op(Ops::SIN, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 2);
 }
 
+TEST_F(Kernels, MoreWorkgroupsThanOneAxisAllowsWithAPrimeElementCount) {
+  const int64_t n = 262147;  // prime: 65537 workgroups of 4, the last one three-quarters idle
+  Program p = elementwise_add(dtypes::int32, n);
+  p.global_size = {(n + 3) / 4, 1, 1};
+  p.local_size = {4, 1, 1};
+  ASSERT_GT(p.global_size[0], int64_t(target_.max_workgroup_count[0]));
+  std::vector<int32_t> a(n), b(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = int32_t(i), b[i] = int32_t(3 * i + 1);
+  auto out = expect_agree(p, {Bytes(n * 4), to_bytes(a), to_bytes(b)});
+  const auto sum = from_bytes<int32_t>(out[0]);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(sum[i], 4 * i + 1) << i;
+}
+
+TEST_F(Kernels, FortyBufferArgumentsGoThroughTheSpilledArgumentBuffer) {
+  // Vulkan guarantees only 4 storage buffers per stage (Lavapipe has 32); device addresses have
+  // no such limit, and 40 addresses (320 bytes) exceed the 128 bytes of push constants.
+  const int64_t n = 1000, inputs = 39;
+  ProgramBuilder b("E_40_buffers");
+  auto out = b.global(dtypes::float32, n, true);
+  std::vector<UOpPtr> in;
+  for (int k = 0; k < inputs; ++k) in.push_back(b.global(dtypes::float32, n));
+  auto scale = b.var("scale", 1, 100);
+  auto i = b.special("idx0", n);
+  UOpPtr sum = ProgramBuilder::c(dtypes::float32, 0.0);
+  for (int k = 0; k < inputs; ++k) sum = sum + b.load(in[k], i) * float(k + 1);
+  b.store(out, i, sum * scale->cast(dtypes::float32));
+  const Program p = b.build({(n + 63) / 64, 1, 1}, {64, 1, 1});
+  ASSERT_TRUE(arg_layout(p, target_).spilled);
+
+  std::vector<Bytes> bufs{Bytes(n * 4)};
+  for (int k = 0; k < inputs; ++k) {
+    std::vector<float> v(n);
+    for (int64_t j = 0; j < n; ++j) v[j] = float((j + k) % 7);
+    bufs.push_back(to_bytes(v));
+  }
+  auto result = expect_agree(p, bufs, 0, {3});
+  const auto got = from_bytes<float>(result[0]);
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t expected = 0;
+    for (int k = 0; k < inputs; ++k) expected += (j + k) % 7 * (k + 1);
+    ASSERT_EQ(got[j], float(3 * expected)) << j;
+  }
+}
+
+TEST_F(Kernels, ATensorOver128MiBIsAddressedWhole) {
+  // 40M float32 is 160 MB per buffer: past maxStorageBufferRange (128 MiB on Lavapipe), which
+  // device addresses do not have. Checked against the closed form; the interpreter would be slow.
+  const int64_t n = 40'000'000;
+  Program p = elementwise_add(dtypes::float32, n);
+  p.global_size = {n / 256, 1, 1};
+  p.local_size = {256, 1, 1};
+  std::vector<float> a(n), b(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = float(i % 1000003), b[i] = float(i / 1000003) * 0.5f;
+  std::vector<Bytes> bufs{Bytes(n * 4), to_bytes(a), to_bytes(b)};
+  run_on_vulkan(p, bufs);
+  const auto out = from_bytes<float>(bufs[0]);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) wrong += out[i] != a[i] + b[i];
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(out[n - 1], a[n - 1] + b[n - 1]);
+}
+
 }  // namespace
 }  // namespace vkg::test
