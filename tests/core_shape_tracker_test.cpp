@@ -204,6 +204,9 @@ TEST(ShapeTracker, RealStridesAreOneNumberPerDimWhereThereIsOne) {
   const ShapeTracker back = ShapeTracker::from_shape({4, 6}).permute({1, 0}).reshape({24}).reshape({6, 4});
   ASSERT_EQ(back.views().size(), 2u);
   EXPECT_EQ(back.real_strides(), (Strides{1, 6}));
+  EXPECT_EQ(back.flip({false, true}).real_strides(), (Strides{1, -6}));
+  EXPECT_EQ(back.pad({{0, 0}, {1, 0}}).real_strides(), (Strides{1, std::nullopt}));
+  EXPECT_EQ(back.pad({{0, 0}, {1, 0}}).real_strides(true), (Strides{1, 6}));
 }
 
 TEST(ShapeTracker, EqualTrackersHashEqualAndInternAsOneUOpArgument) {
