@@ -148,9 +148,16 @@ class Interpreter {
         l.writer.assign(std::size_t(a[1]), -1);
         break;
       }
-      case Ops::SPECIAL:
-        specials_.push_back({int(i), parse_special(u.arg_as<std::string>())});
+      case Ops::SPECIAL: {
+        const SpecialName s = parse_special(u.arg_as<std::string>());
+        const int64_t size = u.src.at(0)->const_int();
+        const int64_t g = p_.global_size[s.axis], l = p_.local_size[s.axis];
+        const int64_t capacity = s.kind == 'g' ? g : s.kind == 'l' ? l : g * l;
+        if (size > capacity)
+          fail_at(i, fmt::format("{} of size {} exceeds the launch's {}", u.arg_as<std::string>(), size, capacity));
+        specials_.push_back({int(i), s});
         break;
+      }
       default:
         break;
     }

@@ -193,6 +193,13 @@ class Renderer {
     return identifier(v.name, std::size_t(it - p_.vars.begin()));
   }
 
+  // The push-constant member of Program::vars[k]: its DEFINE_VAR's name, if the kernel has one.
+  std::string var_member(std::size_t k) {
+    for (const UOp* u : ops_)
+      if (u->op == Ops::DEFINE_VAR && u->arg_as<VarArg>() == p_.vars[k]) return name_of(u);
+    return unique(identifier(p_.vars[k].name, k));
+  }
+
   std::string expr(const UOpPtr& s) {
     const UOp* u = s.get();
     const std::size_t i = pos(u);
@@ -420,7 +427,7 @@ class Renderer {
     std::string members;
     for (const BufferParam& b : p_.buffers)
       members += fmt::format(" {} data{};", glsl::pointer_type_name(b.dtype.base()), b.slot);
-    for (std::size_t k = 0; k < p_.vars.size(); ++k) members += fmt::format(" int {};", identifier(p_.vars[k].name, k));
+    for (std::size_t k = 0; k < p_.vars.size(); ++k) members += fmt::format(" int {};", var_member(k));
     if (!members.empty()) {
       if (layout_.spilled) {
         h += fmt::format("// {} bytes of arguments exceed the {} bytes of push constants: they live in a buffer\n",

@@ -237,6 +237,9 @@ TEST(CpuInterpreter, MalformedProgramsAreErrors) {
   Program q = dot_product();
   std::erase_if(q.uops, [](const UOpPtr& u) { return u->op == Ops::ENDRANGE; });
   expect_error(q, bufs, {"never closed"});
+  Program r = padded_load();
+  r.global_size = {4, 1, 1};  // gidx0 of size 10 would never see 4..9
+  expect_error(r, {Bytes(40), Bytes(20)}, {"gidx0 of size 10 exceeds the launch's 4"});
 }
 
 }  // namespace

@@ -370,5 +370,56 @@ TEST_F(Kernels, ATensorOver128MiBIsAddressedWhole) {
   EXPECT_EQ(out[n - 1], a[n - 1] + b[n - 1]);
 }
 
+// Vector ALU, vector bools, local vectors, swizzles, MULACC, shifts, 16-bit types, a masked
+// store and an IF inside a loop, in one kernel: the paths the sample programs leave out. (float
+// to int conversions stay in range: out of range they are undefined on GPUs.)
+TEST_F(Kernels, VectorAndNarrowTypePathsAgree) {
+  const int64_t groups = 6, n = 4 * groups;
+  using B = ProgramBuilder;
+  B b("E_mixed");
+  auto out_f = b.global(dtypes::float32, n, true), out_i = b.global(dtypes::int32, n, true);
+  auto out_b = b.global(dtypes::bool_, n, true), out_h = b.global(dtypes::float16, n, true);
+  auto out_s = b.global(dtypes::int16, groups, true), out_u = b.global(dtypes::uint8, groups, true);
+  auto in_f = b.global(dtypes::float32, n), in_i = b.global(dtypes::int32, n), in_h = b.global(dtypes::float16, n);
+  auto temp = b.local(0, dtypes::float32, 8);
+  auto g = b.special("gidx0", groups);
+  auto i = g * 4;
+  const DType f4 = dtypes::float32.vec(4), i4 = dtypes::int32.vec(4);
+  auto vf = b.load(in_f, i, nullptr, nullptr, 4), vi = b.load(in_i, i, nullptr, nullptr, 4);
+  auto m = vf->maximum(UOp::const_(f4, 0.5));
+  auto w = vf->lt(UOp::const_(f4, -1.0))->where(vi->cast(f4), m);
+  b.store(out_f, i, w);
+  b.store(out_i, i, alu(Ops::XOR, alu(Ops::SHR, alu(Ops::SHL, vi, UOp::const_(i4, 3)), UOp::const_(i4, 1)), vi) % UOp::const_(i4, -7));
+  b.store(out_b, i, alu(Ops::OR, vi->lt(UOp::const_(i4, 0)), vf->ne(vf)));
+  auto vh = b.load(in_h, i, nullptr, nullptr, 4);
+  b.store(out_h, i, UOp::make(Ops::MULACC, vh.get()->dtype, {vh, vh, vh->alu(Ops::RECIP)}));
+  auto st = b.store(temp, B::i32(2), w);
+  b.barrier({st});
+  auto back = b.load(temp, B::i32(2), nullptr, nullptr, 4);
+  auto hi = UOp::make(Ops::GEP, dtypes::float32.vec(2), {back}, std::vector<int64_t>{3, 0});
+  auto r = b.range(0, B::i32(4));
+  auto acc = b.acc(0, B::c(dtypes::int16, 0), {r});
+  auto skip = b.if_(r->ne(2));
+  auto lane = UOp::make(Ops::GEP, dtypes::int32, {vi}, std::vector<int64_t>{0}) + r;
+  b.assign(acc, acc + lane->cast(dtypes::int16) * B::c(dtypes::int16, 3000));
+  b.end_if(skip);
+  b.end_range(r);
+  b.store(out_s, g, acc);
+  auto bytes = (g->cast(dtypes::uint8) * B::c(dtypes::uint8, 100)) + UOp::make(Ops::GEP, dtypes::float32, {hi}, std::vector<int64_t>{1})->cast(dtypes::int32)->cast(dtypes::uint8);
+  b.store(out_u, g, bytes, g->lt(4));
+  const Program p = b.build({groups, 1, 1}, {1, 1, 1});
+
+  std::vector<float> f(n);
+  std::vector<int32_t> k(n);
+  std::vector<float16_t> h(n);
+  for (int64_t j = 0; j < n; ++j) {
+    f[j] = j % 5 == 2 ? kNan : float(j) * 0.75f - 6.0f;
+    k[j] = int32_t(j * 977 - 9000);
+    h[j] = float16_t(float(j) * 0.3f + 0.25f);
+  }
+  expect_agree(p, {Bytes(n * 4), Bytes(n * 4), Bytes(n), Bytes(n * 2), Bytes(groups * 2), Bytes(groups),
+                   to_bytes(f), to_bytes(k), to_bytes(h)}, 2);
+}
+
 }  // namespace
 }  // namespace vkg::test
