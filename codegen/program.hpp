@@ -19,7 +19,8 @@
 //   IF             dtype void                                      src (bool cond): if (cond) {
 //   ENDIF          dtype void                                      src (IF)
 //   DEFINE_ACC     dtype T                 arg int64 id            src (init CONST, RANGE...): a
-//                  register set to init before the outermost listed RANGE opens
+//                  register, set to init each time the outermost listed RANGE opens (the node
+//                  itself may sit inside that loop, after its RANGE, as sources come first)
 //   ASSIGN         dtype T                                         src (DEFINE_ACC, value): acc = value;
 //                  the node's value is the new accumulator value
 //   INDEX          dtype T.ptr() (as buffer) src (buffer, int32 index [, bool valid]): an address
@@ -27,16 +28,26 @@
 //                  operand, reads alt (a CONST) where valid is false, and must not touch memory
 //                  there: the raw index may be out of bounds.
 //   STORE          dtype void              src (INDEX, value): writes unless INDEX's valid is false
-//   BARRIER        dtype void              src (the local STOREs it orders): workgroup barrier
-//   CONST          dtype T                 arg bool / int64 / double (as UOp::const_ stores it)
+//   BARRIER        dtype void              src (the local STOREs it orders): workgroup barrier,
+//                  reached by every invocation of the workgroup
+//   CONST          dtype T                 arg bool / int64 / double (as UOp::const_ stores it); a
+//                  vector dtype means the value in every lane
 //   VECTORIZE      dtype Tx n              src (n scalars of T)
-//   GEP            dtype T                 arg vector{lane}        src (vector): one lane
+//   GEP            dtype T (or Tx k)       arg vector{lane...}     src (vector): those lanes
 //   CAST, BITCAST  dtype T                 src (x): value conversion / bit reinterpretation
 //   ALU ops (core/ops.hpp unary, binary, ternary families), with C semantics: IDIV and MOD
 //   truncate toward zero; comparisons give bool; WHERE is (cond ? a : b); shifts by in-range amounts.
 //
-// Vector dtypes (count > 1) appear in LOAD/STORE of contiguous upcast elements, VECTORIZE, GEP and
-// elementwise ALU ops over equal-width operands.
+// Vector dtypes (count 2..4: GLSL has no wider ones) appear in LOAD/STORE of contiguous upcast elements, VECTORIZE, GEP and
+// elementwise ALU ops over equal-width operands. A LOAD of Tx n through INDEX(buf, i) reads
+// elements i .. i+n-1 of a buffer of T (likewise STORE); i need not be a multiple of n.
+//
+// Values, exactly as the CPU interpreter computes them (codegen/cpu_alu.hpp) and the renderers
+// must match: integers wrap at their width; float16 and bfloat16 round after every op; MAX
+// propagates nan from either side; CMPNE is IEEE (x != x is isnan); bool is one byte in buffers
+// (nonzero reads as true); THREEFRY is threefry2x32 (20 rounds) on uint64 (x, key). Left
+// undefined, as devices leave them: x / 0, x % 0, float -> int conversion out of range or of nan,
+// and shifts by the width or more.
 #pragma once
 #include <array>
 #include <cstdint>
