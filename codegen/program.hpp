@@ -38,9 +38,10 @@
 //   ALU ops (core/ops.hpp unary, binary, ternary families), with C semantics: IDIV and MOD
 //   truncate toward zero; comparisons give bool; WHERE is (cond ? a : b); shifts by in-range amounts.
 //
-// Vector dtypes (count 2..4: GLSL has no wider ones) appear in LOAD/STORE of contiguous upcast elements, VECTORIZE, GEP and
-// elementwise ALU ops over equal-width operands. A LOAD of Tx n through INDEX(buf, i) reads
-// elements i .. i+n-1 of a buffer of T (likewise STORE); i need not be a multiple of n.
+// Vector dtypes (count 2..4: GLSL has no wider ones) appear in LOAD/STORE of contiguous upcast
+// elements, VECTORIZE, GEP and elementwise ALU ops over equal-width operands. A LOAD of Tx n
+// through INDEX(buf, i) reads elements i .. i+n-1 of a buffer of T (likewise STORE); i need not be
+// a multiple of n.
 //
 // Values, exactly as the CPU interpreter computes them (codegen/cpu_alu.hpp) and the renderers
 // must match: integers wrap at their width; float16 and bfloat16 round after every op; MAX
