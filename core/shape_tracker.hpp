@@ -6,7 +6,7 @@
 //
 //   ShapeTracker st = ShapeTracker::from_shape({10, 10}).permute({1, 0}).reshape({100});
 //   // ShapeTracker(views=(View(shape=(10, 10), strides=(1, 10), ...), View(shape=(100,), ...)))
-//   auto [idx, valid] = st.expr_node();   // (((idx0%10)*10)+(idx0//10)), True
+//   auto [idx, valid] = st.expr_node();   // render: (((idx0%10)*10)+(idx0//10)), true
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -33,8 +33,10 @@ class ShapeTracker {
   // One view, row-major from offset 0 with nothing masked: the tensor is its buffer.
   bool contiguous() const { return views_.size() == 1 && views_[0].contiguous; }
   // For each dimension, how far one step along it moves in the buffer, where that is one number
-  // for the whole tensor; nullopt where it is not (a dimension split across views) or, unless
-  // `ignore_valid`, where a mask or padding depends on that dimension. 0 for broadcast dimensions.
+  // for the whole tensor (between elements that exist); nullopt where it is not (a dimension
+  // split across views) or, unless `ignore_valid`, where a mask or padding depends on that
+  // dimension. 0 for broadcast dimensions. Across views this reads the simplified index
+  // expression, so it finds what symbolic can fold.
   std::vector<std::optional<int64_t>> real_strides(bool ignore_valid = false) const;
   // The dimensions whose real stride is 1.
   std::vector<int64_t> unit_stride_axes(bool ignore_valid = false) const;
