@@ -14,6 +14,65 @@ UOpPtr simplify(const UOpPtr& u) {
   return out;
 }
 
+// ---- simplification under a condition ----
+
+namespace {
+
+bool is_variable(Ops op) { return op == Ops::DEFINE_VAR || op == Ops::SPECIAL || op == Ops::RANGE; }
+
+// `u` with each node in `with` replaced, and everything above rebuilt.
+UOpPtr substitute(const UOpPtr& u, const std::unordered_map<const UOp*, UOpPtr>& with) {
+  std::unordered_map<const UOp*, UOpPtr> done;
+  for (const UOp* n : toposort(u.get())) {
+    if (auto it = with.find(n); it != with.end()) {
+      done.emplace(n, it->second);
+      continue;
+    }
+    std::vector<UOpPtr> src;
+    bool changed = false;
+    for (const UOpPtr& s : n->src) {
+      src.push_back(done.at(s.get()));
+      changed |= src.back() != s;
+    }
+    done.emplace(n, changed ? UOp::make(n->op, n->dtype, std::move(src), n->arg) : n->ptr());
+  }
+  return done.at(u.get());
+}
+
+}  // namespace
+
+UOpPtr simplify_given(const UOpPtr& u, const UOpPtr& valid) {
+  std::unordered_map<const UOp*, std::pair<int64_t, int64_t>> bounds;
+  const UOpPtr v = simplify(valid);
+  std::vector<const UOp*> conjuncts{v.get()};
+  while (!conjuncts.empty()) {
+    const UOp* c = conjuncts.back();
+    conjuncts.pop_back();
+    if (c->op == Ops::AND && c->dtype.is_bool()) {
+      for (const UOpPtr& s : c->src) conjuncts.push_back(s.get());
+      continue;
+    }
+    if (c->op != Ops::CMPLT || c->src[0]->is_const() == c->src[1]->is_const()) continue;
+    const bool var_left = c->src[1]->is_const();
+    const UOp* x = c->src[var_left ? 0 : 1].get();
+    if (!is_variable(x->op) || !x->dtype.is_int()) continue;
+    auto [it, fresh] = bounds.try_emplace(x, x->vmin(), x->vmax());
+    const int64_t k = c->src[var_left ? 1 : 0]->const_int();  // x < k: x <= k-1; k < x: x >= k+1
+    if (var_left) it->second.second = std::min(it->second.second, k - 1);
+    else it->second.first = std::max(it->second.first, k + 1);
+  }
+  std::unordered_map<const UOp*, UOpPtr> narrow, widen;
+  for (const auto& [x, b] : bounds) {
+    if (b.first > b.second) return simplify(u);  // `valid` never holds: nothing to go on
+    if (b.first == x->vmin() && b.second == x->vmax()) continue;
+    UOpPtr narrowed = UOp::var(variable_name(*x), b.first, b.second, x->dtype);
+    widen.emplace(narrowed.get(), x->ptr());
+    narrow.emplace(x, std::move(narrowed));
+  }
+  if (narrow.empty()) return simplify(u);
+  return substitute(simplify(substitute(u, narrow)), widen);
+}
+
 // ---- evaluation ----
 
 std::string variable_name(const UOp& u) {
@@ -26,8 +85,6 @@ std::string variable_name(const UOp& u) {
 }
 
 namespace {
-
-bool is_variable(Ops op) { return op == Ops::DEFINE_VAR || op == Ops::SPECIAL || op == Ops::RANGE; }
 
 bool is_int_alu(Ops op) {
   switch (op) {

@@ -27,6 +27,12 @@ const PatternMatcher& symbolic_rules();
 // (rules shrink the tree they rewrite, but a rewrite can unshare a subgraph used twice).
 UOpPtr simplify(const UOpPtr& u);
 
+// `u` simplified where `valid` holds: each conjunct of `valid` (after simplify) of the form x<c or
+// c<x, with x a variable, narrows x's bounds while `u` is simplified. The result equals `u`
+// wherever `valid` is true, and may differ elsewhere: for the index of a masked load, say, which
+// is read only where its mask holds (tinygrad's uop_given_valid).
+UOpPtr simplify_given(const UOpPtr& u, const UOpPtr& valid);
+
 // The value of an integer or bool expression with every DEFINE_VAR (by name) and SPECIAL/RANGE
 // (by their name or arg) given a value in `vars`. Throws vkg::Error for a missing variable, a
 // division by zero, or a node that is not integer arithmetic.
@@ -78,8 +84,10 @@ class IntExpr {
 };
 
 // An integer expression read as sum(coeff * base) + constant, looking through ADD, SUB, NEG and
-// MUL by a constant (but not into a sum under a MUL: distributing would grow the graph). Each
-// base appears once, with a nonzero coefficient, in first-seen order.
+// MUL by a constant (distributing it over a sum). Each base appears once, with a nonzero
+// coefficient, in first-seen order. Passes that need an index's terms (strides, vectorization)
+// read them here rather than walking ADD nodes: the canonical sums use SUB and NEG, (a-(b*3))+5.
+// A sum of more than 1024 ADD/SUB nodes is read that deep; the rest is one term.
 struct LinearTerm {
   UOpPtr base;
   int64_t coeff;

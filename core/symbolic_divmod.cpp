@@ -95,7 +95,7 @@ UOpPtr fold_idiv(const UOp& n) {
   const DType d = n.dtype;
   const UOp& x = *n.src[0];
   int64_t c = n.src[1]->const_int();
-  LinearForm f = read_linear(x);
+  LinearForm f = read_linear(x, kDividendWindow);
   if (c == 0 || c == INT64_MIN || !usable(f, d)) return nullptr;
   int64_t lo = x.vmin(), hi = x.vmax();
   if (c < 0) {  // trunc(x / c) == trunc(-x / -c): divide the negated form by a positive divisor
@@ -147,7 +147,7 @@ UOpPtr fold_mod(const UOp& n) {
   if (c == 0 || c == INT64_MIN) return nullptr;
   if (c < 0) return fits(-c, d) ? x.ptr() % konst(d, -c) : nullptr;  // C's remainder ignores the divisor's sign
   if (x.vmin() > -c && x.vmax() < c) return x.ptr();  // |x| < c
-  const LinearForm f = read_linear(x);
+  const LinearForm f = read_linear(x, kDividendWindow);
   if (!usable(f, d)) return nullptr;
   SizeCheck size{n, f};
   if (coeff_gcd(f, f.constant) % c == 0) return konst(d, 0);
@@ -199,7 +199,7 @@ UOpPtr fold_cmplt(const UOp& n) {
   const bool const_right = b.is_const();
   const UOp& x = const_right ? a : b;
   const DType d = x.dtype;
-  const LinearForm f = read_linear(x);
+  const LinearForm f = read_linear(x, kDividendWindow);
   if (!usable(f, d) || f.terms.empty()) return nullptr;
   const int64_t g = coeff_gcd(f, 0);
   int64_t m;
@@ -216,7 +216,7 @@ UOpPtr fold_cmplt(const UOp& n) {
 UOpPtr fold_cmpne(const UOp& n) {
   const UOp& x = *n.src[0];
   const DType d = x.dtype;
-  const LinearForm f = read_linear(x);
+  const LinearForm f = read_linear(x, kDividendWindow);
   if (!usable(f, d) || f.terms.empty()) return nullptr;
   const int64_t g = coeff_gcd(f, 0);
   int64_t m;

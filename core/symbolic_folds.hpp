@@ -24,12 +24,16 @@ int64_t floor_div(int64_t a, int64_t b);  // b > 0
 int64_t ceil_div(int64_t a, int64_t b);   // b > 0
 
 // linear_form without the dtype check: `u` must be a signed integer scalar. After `max_sums`
-// ADD/SUB nodes the rest of a sum is read as one opaque term.
-LinearForm read_linear(const UOp& u, size_t max_sums = SIZE_MAX);
+// ADD/SUB nodes the rest of a sum is read as one opaque term, which also bounds the reading of
+// a graph whose sums share subsums (a tree walk of it could be exponential).
+LinearForm read_linear(const UOp& u, size_t max_sums);
 // How deep into a sum fold_linear looks for like terms. A sum is built bottom-up, so its deeper
 // part was folded when it was the top; the window only misses like terms that far apart, and
 // keeps a wide sum built one term at a time linear in its width rather than quadratic.
 inline constexpr size_t kSumWindow = 32;
+// How much of a dividend (or compared sum) the div, mod and comparison folds read: they run once
+// per division, so they can afford to see a whole realistic index.
+inline constexpr size_t kDividendWindow = 1024;
 // The canonical node of a linear form of dtype d (coefficients and constant wrap to d):
 //   terms in order, the first positive one leading: (a+(b*3))-c, then the constant: (...)+-5;
 //   with no positive term, a constant leads: 5-a; with neither, the first term does: (-a)-b.

@@ -97,13 +97,9 @@ struct Reader {
         case Ops::ADD: push(u->src[1].get(), c), push(u->src[0].get(), c); break;
         case Ops::SUB: push(u->src[1].get(), times(c, -1)), push(u->src[0].get(), c); break;
         case Ops::NEG: push(u->src[0].get(), times(c, -1)); break;
-        default: {  // MUL by a constant
+        default: {  // MUL by a constant; a sum under it is distributed
           const bool right = u->src[1]->is_const();
-          const UOp* x = u->src[right ? 0 : 1].get();
-          const int64_t k = u->src[right ? 1 : 0]->const_int();
-          const bool sum = x->op == Ops::ADD || x->op == Ops::SUB;
-          if (sum && k != 1 && k != -1) add_term(x, times(c, k));  // (a+b)*3 stays one term
-          else push(x, times(c, k));
+          push(u->src[right ? 0 : 1].get(), times(c, u->src[right ? 1 : 0]->const_int()));
         }
       }
     }
@@ -173,7 +169,8 @@ std::optional<std::pair<int64_t, int64_t>> linear_bounds(const std::vector<Linea
 namespace {
 
 // A node the reader takes as one term: its base and coefficient. Not constants, sums, negations,
-// or products the reader would merge or that other rules rewrite (x*1, x*0, x*-1, 3*x, (x*2)*3).
+// or products the reader would look into or that other rules rewrite (x*1, x*0, x*-1, 3*x,
+// (x*2)*3, (x+1)*3).
 struct Plain {
   const UOp* base;
   int64_t coeff;
@@ -186,7 +183,7 @@ std::optional<Plain> plain_term(const UOp* u) {
       if (!u->src[1]->is_const()) return Plain{u, 1};
       const UOp* x = u->src[0].get();
       const int64_t c = u->src[1]->const_int();
-      if (c == 0 || c == 1 || c == -1 || x->op == Ops::NEG || is_const_mul(*x)) return std::nullopt;
+      if (c == 0 || c == 1 || c == -1 || x->op == Ops::NEG || is_const_mul(*x) || is_sum(*x)) return std::nullopt;
       return Plain{x, c};
     }
     default: return Plain{u, 1};
@@ -277,7 +274,7 @@ namespace vkg {
 
 std::optional<LinearForm> linear_form(const UOpPtr& u) {
   if (!symbolic_detail::is_signed_scalar(u->dtype)) return std::nullopt;
-  return symbolic_detail::read_linear(*u);
+  return symbolic_detail::read_linear(*u, symbolic_detail::kDividendWindow);
 }
 
 }  // namespace vkg

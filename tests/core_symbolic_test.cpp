@@ -492,13 +492,37 @@ TEST(Symbolic, LinearFormReadsThroughSubtractionNegationAndScaling) {
   EXPECT_EQ(f->terms[0].base, x);
   EXPECT_EQ(f->terms[0].coeff, -1);
   EXPECT_EQ(f->terms[1].base, y);
-  EXPECT_EQ(f->terms[1].coeff, -3);
-  EXPECT_EQ(f->terms[2].base, y + z);  // a sum under a product stays one term
+  EXPECT_EQ(f->terms[1].coeff, 1);  // -3 + 4: a product distributes over the sum under it
+  EXPECT_EQ(f->terms[2].base, z);
   EXPECT_EQ(f->terms[2].coeff, 4);
   EXPECT_EQ(f->constant, 5);
   EXPECT_TRUE(f->exact);
   EXPECT_FALSE(linear_form(x->cast(dtypes::uint32)));
   EXPECT_FALSE(linear_form(UOp::var("w", 0, INT32_MAX) * 4)->exact);  // wraps
+}
+
+TEST(Symbolic, ProductsDistributeOverASumWhereThatIsNoLarger) {
+  UOpPtr x = UOp::var("x", 0, 3), y = UOp::var("y", 0, 5);
+  EXPECT_EQ(simp((3 - x) * 6 + y), "((y-(x*6))+18)");
+  EXPECT_EQ(simp((x + y) * 3), "((x+y)*3)");  // x*3+y*3 would be larger
+  EXPECT_EQ(simp(((x + y) * 3) % 3), "0");
+}
+
+TEST(Symbolic, SimplifyGivenAValidNarrowsTheVariablesItBounds) {
+  // A padded dimension's index: read only where 0 < idx1, where it is linear.
+  UOpPtr idx0 = UOp::var("idx0", 0, 5), idx1 = UOp::var("idx1", 0, 4);
+  UOpPtr flat = idx0 * 4 + idx1 - 1;
+  UOpPtr index = (flat % 4) * 6 + flat / 4;
+  UOpPtr valid = i32(0)->lt(idx1);
+  EXPECT_EQ(render(simplify(index)), "((((((idx0*4)+idx1)+-1)%4)*6)+((((idx0*4)+idx1)+-1)//4))");
+  UOpPtr given = simplify_given(index, valid);
+  EXPECT_EQ(render(given), "(((idx1*6)+idx0)+-6)");
+  for (int64_t a = 0; a <= 5; ++a)
+    for (int64_t b = 1; b <= 4; ++b)
+      EXPECT_EQ(eval_int(given, {{"idx0", a}, {"idx1", b}}), eval_int(index, {{"idx0", a}, {"idx1", b}}));
+  EXPECT_EQ(simplify_given(idx1 % 4, idx1->lt(4)), idx1);
+  EXPECT_EQ(simplify_given(idx1 % 4, idx1->lt(4)->alu(Ops::AND, {idx1->lt(9)})), idx1);
+  EXPECT_EQ(simplify_given(idx1 % 4, boolean(true)), idx1 % 4);
 }
 
 TEST(Symbolic, ExecAluIsTheDevicesIntegerArithmetic) {
