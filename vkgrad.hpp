@@ -1,5 +1,6 @@
 // vkgrad: lazy tensors compiled to fused Vulkan compute kernels. Include this one header.
 #pragma once
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/dtype.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/rewrite.hpp>

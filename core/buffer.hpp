@@ -14,6 +14,8 @@
 
 namespace vkg {
 
+class Allocation;
+
 class Buffer final : public ArgPayload {
  public:
   Buffer(std::string device, DType dtype, int64_t count);
@@ -27,6 +29,10 @@ class Buffer final : public ArgPayload {
   // Bytes to copy in when the buffer is first allocated (a tensor made from C++ data); empty for
   // buffers whose contents a kernel produces.
   std::shared_ptr<const std::vector<std::byte>> initial_data;
+
+  // The device memory holding the buffer, once the realize engine has allocated it
+  // (core/device.hpp's ensure_allocated). Set once, under the engine's lock.
+  mutable std::shared_ptr<Allocation> allocation;
 
   size_t hash() const override;
   bool equals(const ArgPayload& other) const override;

@@ -11,6 +11,7 @@
 // naming the op, the shapes and the dtypes.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iosfwd>
 #include <span>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include <vkgrad/core/dtype.hpp>
+#include <vkgrad/core/error.hpp>
 #include <vkgrad/core/shape.hpp>
 #include <vkgrad/core/uop.hpp>
 
@@ -115,6 +117,28 @@ class Tensor {
   // A tensor that is materialized in its own buffer when realized (a fusion boundary).
   Tensor contiguous() const;
 
+  // ---- running ----
+  // Computes the tensor (and everything it needs) now; afterwards it is a view of its buffer.
+  Tensor& realize();
+  // The elements, row-major. T must be the tensor's dtype's C++ type (float for float32,
+  // float16_t for float16, bool for bool, ...); throws vkg::Error otherwise.
+  template <class T>
+  std::vector<T> to_vector() const {
+    check_host_type(dtype_of<T>(), "to_vector");
+    const std::vector<std::byte> raw = bytes();
+    std::vector<T> out(raw.size() / sizeof(T));
+    std::memcpy(out.data(), raw.data(), out.size() * sizeof(T));
+    return out;
+  }
+  // The one element of a tensor with one element (any shape).
+  template <class T>
+  T item() const {
+    if (numel() != 1) throw Error("item: tensor of shape " + shape_str(shape()) + " has " + std::to_string(numel()) + " elements, not 1");
+    return to_vector<T>()[0];
+  }
+  // The raw bytes of the elements, row-major.
+  std::vector<std::byte> bytes() const;
+
   // "<Tensor shape=(2, 3) dtype=float32 device=VK op=ADD>"
   std::string repr() const;
 
@@ -124,6 +148,7 @@ class Tensor {
   Tensor reduce(Ops op, const Axes& axes, bool keepdim, std::string_view name) const;
   Tensor broadcast_to(const Shape& shape) const;
   Tensor movement(Ops op, std::vector<int64_t> arg) const;
+  void check_host_type(DType wanted, std::string_view op) const;
 
   UOpPtr node_;
 };
@@ -147,5 +172,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 // The device new tensors go to when none is named: $DEVICE, else "VK".
 std::string default_device();
+
+// Computes several tensors in one schedule (shared work runs once).
+void realize(std::span<Tensor* const> tensors);
 
 }  // namespace vkg

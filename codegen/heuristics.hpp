@@ -1,0 +1,21 @@
+// The opts a kernel gets by default (without NOOPT=1), chosen from its shape and the device's
+// traits. Each choice is one line here with the reason; BEAM search will later try others.
+#pragma once
+#include <cstdint>
+
+#include <vkgrad/codegen/kernel.hpp>
+
+namespace vkg {
+
+struct DeviceTraits {
+  int64_t max_workgroup_invocations = 256;
+  // Workgroup size for kernels without local axes.
+  int64_t default_workgroup = 64;
+  // Register tiles for matmul-shaped kernels (upcast the outputs, unroll the reduce): what a
+  // CPU-like device such as Lavapipe wants, and a good start on GPUs.
+  bool register_tiles = true;
+};
+
+void apply_heuristics(Kernel& kernel, const DeviceTraits& traits);
+
+}  // namespace vkg

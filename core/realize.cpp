@@ -1,0 +1,156 @@
+// The realize engine: schedules tensors, allocates and uploads what their kernels need, runs the
+// kernels on their devices, and points the tensors at the buffers that now hold them. Also the
+// device registry and the DEBUG=1/2 output.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include <vkgrad/core/context.hpp>
+#include <vkgrad/core/device.hpp>
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg {
+
+namespace {
+
+std::string upper(std::string s) {
+  for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+struct Registry {
+  std::recursive_mutex mu;  // opening a device may open nothing else, but allocation re-enters
+  std::map<std::string, DeviceFactory> factories;
+  std::map<std::string, std::unique_ptr<Device>> open;
+
+  static Registry& get() {
+    static Registry* r = new Registry;  // immortal: buffers may free device memory at exit
+    return *r;
+  }
+};
+
+// Totals for the DEBUG=2 summary printed at exit.
+struct Totals {
+  int64_t kernels = 0, flops = 0, bytes = 0;
+  double ns = 0;
+  ~Totals() {
+    if (kernels && setting("DEBUG") >= 2)
+      std::printf("avg: %9.2f GFLOPS %8.2f GB/s           total: %5lld kernels %8.2f GOPS %8.2f GB %8.2f ms\n",
+                  ns > 0 ? double(flops) / ns : 0.0, ns > 0 ? double(bytes) / ns : 0.0, (long long)kernels,
+                  double(flops) * 1e-9, double(bytes) * 1e-9, ns * 1e-6);
+  }
+};
+Totals totals;
+int64_t run_index = 0;
+
+void print_stats(const std::string& device, const std::vector<RunStat>& stats) {
+  for (const RunStat& s : stats) {
+    ++run_index;
+    totals.kernels += 1;
+    totals.flops += s.flops;
+    totals.bytes += s.bytes;
+    totals.ns += s.ns;
+    if (setting("DEBUG") < 2) continue;
+    const double gflops = s.ns > 0 ? double(s.flops) / s.ns : 0.0;
+    const double gbs = s.ns > 0 ? double(s.bytes) / s.ns : 0.0;
+    std::printf("*** %-6s %5lld %-34s arg %2d mem %6.2f GB tm %10.2fus/%10.2fms (%9.2f GFLOPS %7.1f GB/s)\n",
+                device.c_str(), (long long)run_index, s.name.c_str(), s.buffers, double(s.bytes) * 1e-9,
+                s.ns * 1e-3, totals.ns * 1e-6, gflops, gbs);
+  }
+}
+
+std::mutex engine_mu;  // one realize at a time: allocation state lives in shared Buffers
+
+}  // namespace
+
+bool register_device(const std::string& prefix, DeviceFactory factory) {
+  Registry& r = Registry::get();
+  std::lock_guard lock(r.mu);
+  r.factories[upper(prefix)] = std::move(factory);
+  return true;
+}
+
+Device& device(const std::string& requested) {
+  Registry& r = Registry::get();
+  std::lock_guard lock(r.mu);
+  const std::string name = upper(requested);
+  if (auto it = r.open.find(name); it != r.open.end()) return *it->second;
+  const std::string prefix = name.substr(0, name.find(':'));
+  auto f = r.factories.find(prefix);
+  if (f == r.factories.end()) {
+    std::string known;
+    for (const auto& [k, _] : r.factories) known += (known.empty() ? "" : ", ") + k;
+    throw Error("no device named '" + requested + "' (known: " + known + ")");
+  }
+  std::unique_ptr<Device> dev = f->second(name);
+  if (setting("DEBUG") >= 1) std::printf("opened device %s\n", name.c_str());
+  std::fflush(stdout);
+  return *r.open.emplace(name, std::move(dev)).first->second;
+}
+
+Allocation& ensure_allocated(const Buffer& buffer) {
+  if (!buffer.allocation) {
+    Device& dev = device(buffer.device());
+    buffer.allocation = dev.allocate(buffer);
+    if (buffer.initial_data) {
+      dev.copy_in(*buffer.allocation, *buffer.initial_data);
+      print_stats(dev.name(), {RunStat{"copy " + std::to_string(buffer.nbytes()) + ", " + dev.name() + " <- HOST", 1,
+                                       int64_t(buffer.nbytes()), 0, 0}});
+    }
+  }
+  return *buffer.allocation;
+}
+
+void realize(std::span<Tensor* const> tensors) {
+  std::lock_guard lock(engine_mu);
+  std::vector<UOpPtr> nodes;
+  for (Tensor* t : tensors) nodes.push_back(t->node());
+  const Schedule sched = create_schedule(nodes);
+  for (const auto& b : sched.uploads) ensure_allocated(*b);
+  std::vector<Device*> used;
+  for (const ScheduleItem& item : sched.items) {
+    const std::string& dev_name = item.buffers[0]->device();
+    std::vector<Allocation*> memory;
+    for (const auto& b : item.buffers) {
+      if (upper(b->device()) != upper(dev_name))
+        throw Error("a kernel reads " + b->device() + " and " + dev_name + " buffers: copy tensors to one device first");
+      memory.push_back(&ensure_allocated(*b));
+    }
+    if (item.buffers[0]->count() == 0) continue;  // nothing to compute into
+    Device& dev = device(dev_name);
+    dev.run(item, memory);
+    if (std::find(used.begin(), used.end(), &dev) == used.end()) used.push_back(&dev);
+  }
+  for (Device* dev : used) print_stats(dev->name(), dev->synchronize());
+  commit_realized(sched);
+  for (Tensor* t : tensors) *t = Tensor(sched.realized.at(t->node().get()));
+}
+
+Tensor& Tensor::realize() {
+  Tensor* self = this;
+  vkg::realize(std::span<Tensor* const>(&self, 1));
+  return *this;
+}
+
+void Tensor::check_host_type(DType wanted, std::string_view op) const {
+  if (wanted != dtype())
+    throw Error(std::string(op) + ": the tensor holds " + dtype().name() + ", not " + wanted.name());
+}
+
+std::vector<std::byte> Tensor::bytes() const {
+  Tensor t = *this;
+  t.realize();
+  const UOp* n = t.node().get();
+  while (n->op != Ops::BUFFER) n = n->src[0].get();  // a realized tensor views its whole buffer
+  const Buffer& b = buffer_of(*n);
+  std::vector<std::byte> out(b.nbytes());
+  Allocation& memory = ensure_allocated(b);
+  std::lock_guard lock(engine_mu);
+  vkg::device(b.device()).copy_out(memory, out);
+  return out;
+}
+
+}  // namespace vkg

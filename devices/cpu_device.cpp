@@ -1,0 +1,66 @@
+// DEVICE=CPU: runs every kernel on the reference interpreter (codegen/cpu_interpreter.hpp). Slow,
+// simple and exact: the oracle the tests hold the Vulkan device to.
+#include <chrono>
+#include <cstring>
+
+#include <vkgrad/codegen/cpu_interpreter.hpp>
+#include <vkgrad/codegen/get_program.hpp>
+#include <vkgrad/core/device.hpp>
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/devices/kernel_cache.hpp>
+
+namespace vkg {
+
+namespace {
+
+struct HostAllocation final : Allocation {
+  std::vector<std::byte> bytes;
+};
+
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(std::string name) : name_(std::move(name)) {}
+  const std::string& name() const override { return name_; }
+
+  std::shared_ptr<Allocation> allocate(const Buffer& buffer) override {
+    auto a = std::make_shared<HostAllocation>();
+    try {
+      a->bytes.resize(buffer.nbytes());
+    } catch (const std::bad_alloc&) {
+      throw OutOfMemory("CPU: cannot allocate " + std::to_string(buffer.nbytes()) + " bytes for a " +
+                        buffer.dtype().name() + " buffer of " + std::to_string(buffer.count()) + " elements");
+    }
+    return a;
+  }
+  void copy_in(Allocation& dst, std::span<const std::byte> src) override {
+    auto& h = static_cast<HostAllocation&>(dst);
+    std::memcpy(h.bytes.data(), src.data(), std::min(src.size(), h.bytes.size()));
+  }
+  void copy_out(Allocation& src, std::span<std::byte> dst) override {
+    auto& h = static_cast<HostAllocation&>(src);
+    std::memcpy(dst.data(), h.bytes.data(), std::min(dst.size(), h.bytes.size()));
+  }
+
+  void run(const ScheduleItem& item, std::span<Allocation* const> memory) override {
+    const Program& p = cache_.get(item, [&] { return get_program(item, DeviceTraits{}); });
+    std::vector<HostBuffer> buffers;
+    for (Allocation* a : memory) buffers.emplace_back(static_cast<HostAllocation*>(a)->bytes);
+    const auto t0 = std::chrono::steady_clock::now();
+    run_program(p, buffers);
+    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    stats_.push_back(RunStat{p.name, int(buffers.size()), p.bytes, p.flops, ns});
+  }
+
+  std::vector<RunStat> synchronize() override { return std::exchange(stats_, {}); }
+
+ private:
+  std::string name_;
+  KernelCache<Program> cache_;
+  std::vector<RunStat> stats_;
+};
+
+const bool registered = register_device("CPU", [](const std::string& name) { return std::make_unique<CpuDevice>(name); });
+
+}  // namespace
+
+}  // namespace vkg

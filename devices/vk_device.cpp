@@ -1,0 +1,141 @@
+// DEVICE=VK: kernels rendered as GLSL, compiled to SPIR-V, and run through the Vulkan runtime.
+// The adapter fills codegen's GlslTarget and DeviceTraits from the device's capabilities, keeps
+// compiled kernels by AST, and records every kernel of a realize into one queue submission.
+#include <cstdio>
+
+#include <vkgrad/codegen/get_program.hpp>
+#include <vkgrad/codegen/glsl_launch.hpp>
+#include <vkgrad/codegen/glsl_renderer.hpp>
+#include <vkgrad/codegen/spirv_compiler.hpp>
+#include <vkgrad/core/context.hpp>
+#include <vkgrad/core/device.hpp>
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/devices/kernel_cache.hpp>
+#include <vkgrad/vk/program.hpp>
+#include <vkgrad/vk/queue.hpp>
+#include <vkgrad/vk/runtime.hpp>
+
+namespace vkg {
+
+namespace {
+
+struct VkAllocation final : Allocation {
+  vk::Buffer buffer;
+};
+
+GlslTarget target_of(const vk::Capabilities& caps) {
+  GlslTarget t;
+  t.float16 = caps.features.float16;
+  t.int8 = caps.features.int8;
+  t.int16 = caps.features.int16;
+  t.int64 = caps.features.int64;
+  t.float64 = caps.features.float64;
+  t.storage_8bit = caps.features.storage_buffer_8bit;
+  t.storage_16bit = caps.features.storage_buffer_16bit;
+  t.max_push_constants_size = caps.limits.max_push_constants_size;
+  t.max_workgroup_count = caps.limits.max_workgroup_count;
+  t.subgroup_size = caps.limits.subgroup_size;
+  return t;
+}
+
+vk::RuntimeOptions options_for(const std::string& name) {
+  vk::RuntimeOptions o;
+  if (auto colon = name.find(':'); colon != std::string::npos) o.device.select = name.substr(colon + 1);
+  return o;
+}
+
+// A kernel compiled for this device and how to launch it.
+struct CompiledKernel {
+  Program program;
+  ArgLayout layout;
+  std::array<uint32_t, 3> dims;
+  std::unique_ptr<vk::Program> pipeline;
+};
+
+class VkDevice final : public Device {
+ public:
+  explicit VkDevice(std::string name)
+      : name_(std::move(name)),
+        rt_(options_for(name_)),
+        queue_(rt_.device, rt_.allocator, vk::QueueOptions{setting("DEBUG") >= 2}),
+        target_(target_of(rt_.device.caps())) {
+    const auto& caps = rt_.device.caps();
+    traits_.max_workgroup_invocations = caps.limits.max_workgroup_invocations;
+    // Identifies the device in the SPIR-V cache: the same source may be specialized by #defines
+    // for a device, so entries of different devices are kept apart.
+    device_key_ = caps.name + "/" + std::to_string(caps.driver_version);
+  }
+  ~VkDevice() override { queue_.finish(); }
+
+  const std::string& name() const override { return name_; }
+
+  std::shared_ptr<Allocation> allocate(const Buffer& buffer) override {
+    auto a = std::make_shared<VkAllocation>();
+    a->buffer = rt_.allocator.allocate(std::max<VkDeviceSize>(buffer.nbytes(), 4));
+    return a;
+  }
+  void copy_in(Allocation& dst, std::span<const std::byte> src) override {
+    rt_.transfer.upload(static_cast<VkAllocation&>(dst).buffer, src);
+  }
+  void copy_out(Allocation& src, std::span<std::byte> dst) override {
+    queue_.finish();  // kernels queued earlier may still be writing it
+    rt_.transfer.download(static_cast<VkAllocation&>(src).buffer, dst);
+  }
+
+  void run(const ScheduleItem& item, std::span<Allocation* const> memory) override {
+    CompiledKernel& k = cache_.get(item, [&] { return compile(item); });
+    std::vector<uint64_t> addresses;
+    std::vector<vk::BufferUse> uses;
+    for (size_t slot = 0; slot < memory.size(); ++slot) {
+      const vk::Buffer& b = static_cast<VkAllocation*>(memory[slot])->buffer;
+      addresses.push_back(b.address());
+      const bool written = slot < k.program.buffers.size() && k.program.buffers[slot].written;
+      uses.push_back({&b, written ? vk::Access::ReadWrite : vk::Access::Read});
+    }
+    std::vector<std::byte> args = pack_args(k.program, addresses);
+    if (k.layout.spilled) args = pack_spill_address(queue_.spill(args));
+    queue_.dispatch(*k.pipeline, vk::Groups{k.dims[0], k.dims[1], k.dims[2]}, args, uses, k.program.name);
+    pending_.push_back(RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0});
+  }
+
+  std::vector<RunStat> synchronize() override {
+    queue_.finish();
+    std::vector<RunStat> out = std::exchange(pending_, {});
+    if (queue_.timing()) {
+      const std::vector<vk::KernelTime> times = queue_.take_timings();
+      for (size_t i = 0; i < out.size() && i < times.size(); ++i) out[i].ns = times[i].ns;
+    }
+    return out;
+  }
+
+ private:
+  CompiledKernel compile(const ScheduleItem& item) {
+    CompiledKernel k;
+    k.program = get_program(item, traits_);
+    const std::string glsl = render_glsl(k.program, target_);
+    if (setting("DEBUG") >= 4) std::printf("%s\n", glsl.c_str());
+    k.layout = arg_layout(k.program, target_);
+    k.dims = launch_dims(k.program, target_);
+    SpirvCompileOptions opts;
+    opts.device_key = device_key_;
+    opts.name = k.program.name;
+    const std::vector<uint32_t> spirv = compile_glsl(glsl, opts);
+    k.pipeline = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv, k.layout.push_constant_bytes);
+    return k;
+  }
+
+  std::string name_;
+  vk::Runtime rt_;
+  vk::Queue queue_;
+  GlslTarget target_;
+  DeviceTraits traits_;
+  std::string device_key_;
+  KernelCache<CompiledKernel> cache_;
+  std::vector<RunStat> pending_;
+};
+
+const bool registered = register_device("VK", [](const std::string& name) { return std::make_unique<VkDevice>(name); });
+
+}  // namespace
+
+}  // namespace vkg
