@@ -83,7 +83,9 @@ void rewrite(benchmark::State& state, const UOpPtr& g) {
 void BM_RewriteIndexChain10k(benchmark::State& state) { rewrite(state, index_chain()); }
 BENCHMARK(BM_RewriteIndexChain10k)->Unit(benchmark::kMillisecond);
 
-void BM_RewriteWideSumDistinctTerms10k(benchmark::State& state) { rewrite(state, wide_sum(100000)); }
+void BM_RewriteWideSumDistinctTerms10k(benchmark::State& state) {
+  rewrite(state, wide_sum(100000));
+}
 BENCHMARK(BM_RewriteWideSumDistinctTerms10k)->Unit(benchmark::kMillisecond);
 
 void BM_RewriteWideSumLikeTerms10k(benchmark::State& state) { rewrite(state, wide_sum(16)); }

@@ -53,8 +53,10 @@ Range int_bounds(const UOp& u) {
   const auto& s = u.src;
   auto b = [&](size_t i) { return Range{s[i]->vmin(), s[i]->vmax()}; };
   switch (u.op) {
-    case Ops::CONST: return {u.const_int(), u.const_int()};
-    case Ops::DEFINE_VAR: return {u.arg_as<VarArg>().min, u.arg_as<VarArg>().max};
+    case Ops::CONST:
+      return {u.const_int(), u.const_int()};
+    case Ops::DEFINE_VAR:
+      return {u.arg_as<VarArg>().min, u.arg_as<VarArg>().max};
     case Ops::SPECIAL:
     case Ops::RANGE:
       // The loop or launch bound is the last source: the index runs over [0, bound - 1].
@@ -63,10 +65,13 @@ Range int_bounds(const UOp& u) {
     case Ops::BIND:
       if (!s.empty()) return b(0);
       break;
-    case Ops::ADD: return {sat_add(b(0).first, b(1).first), sat_add(b(0).second, b(1).second)};
-    case Ops::SUB: return {sat_add(b(0).first, -std::max(b(1).second, kMin + 1)),
-                           sat_add(b(0).second, -std::max(b(1).first, kMin + 1))};
-    case Ops::NEG: return {-std::max(b(0).second, kMin + 1), -std::max(b(0).first, kMin + 1)};
+    case Ops::ADD:
+      return {sat_add(b(0).first, b(1).first), sat_add(b(0).second, b(1).second)};
+    case Ops::SUB:
+      return {sat_add(b(0).first, -std::max(b(1).second, kMin + 1)),
+              sat_add(b(0).second, -std::max(b(1).first, kMin + 1))};
+    case Ops::NEG:
+      return {-std::max(b(0).second, kMin + 1), -std::max(b(0).first, kMin + 1)};
     case Ops::MUL: {
       const auto [a0, a1] = b(0);
       const auto [c0, c1] = b(1);
@@ -76,7 +81,8 @@ Range int_bounds(const UOp& u) {
     case Ops::IDIV: {
       const auto [a0, a1] = b(0);
       const auto [c0, c1] = b(1);
-      if (c0 > 0 || c1 < 0) {  // a divisor of one sign: truncating division is monotone in each operand
+      if (c0 > 0 ||
+          c1 < 0) {  // a divisor of one sign: truncating division is monotone in each operand
         const int64_t q[] = {sat_div(a0, c0), sat_div(a0, c1), sat_div(a1, c0), sat_div(a1, c1)};
         return {*std::min_element(q, q + 4), *std::max_element(q, q + 4)};
       }
@@ -93,7 +99,8 @@ Range int_bounds(const UOp& u) {
       }
       break;
     }
-    case Ops::MAX: return {std::max(b(0).first, b(1).first), std::max(b(0).second, b(1).second)};
+    case Ops::MAX:
+      return {std::max(b(0).first, b(1).first), std::max(b(0).second, b(1).second)};
     case Ops::CMPLT:
       if (s[0]->dtype.scalar == Scalar::UInt64) break;  // int64 bounds cannot hold its upper half
       if (b(0).second < b(1).first) return {1, 1};
@@ -102,7 +109,8 @@ Range int_bounds(const UOp& u) {
     case Ops::CMPNE:
       if (s[0]->dtype.scalar == Scalar::UInt64) break;
       if (b(0).second < b(1).first || b(0).first > b(1).second) return {1, 1};
-      if (b(0).first == b(0).second && b(1).first == b(1).second && b(0).first == b(1).first) return {0, 0};
+      if (b(0).first == b(0).second && b(1).first == b(1).second && b(0).first == b(1).first)
+        return {0, 0};
       return {0, 1};
     case Ops::WHERE:
       if (b(0).first == 1) return b(1);
@@ -120,9 +128,11 @@ Range int_bounds(const UOp& u) {
         return b(1).first ? Range{1 - b(0).second, 1 - b(0).first} : b(0);
       break;
     case Ops::CAST:
-      if ((s[0]->dtype.is_int() && s[0]->dtype.scalar != Scalar::UInt64) || s[0]->dtype.is_bool()) return b(0);
+      if ((s[0]->dtype.is_int() && s[0]->dtype.scalar != Scalar::UInt64) || s[0]->dtype.is_bool())
+        return b(0);
       break;
-    default: break;
+    default:
+      break;
   }
   return dtype_range(u.dtype);
 }

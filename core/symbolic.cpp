@@ -58,8 +58,10 @@ UOpPtr simplify_given(const UOpPtr& u, const UOpPtr& valid) {
     if (!is_variable(x->op) || !x->dtype.is_int()) continue;
     auto [it, fresh] = bounds.try_emplace(x, x->vmin(), x->vmax());
     const int64_t k = c->src[var_left ? 1 : 0]->const_int();  // x < k: x <= k-1; k < x: x >= k+1
-    if (var_left) it->second.second = std::min(it->second.second, k - 1);
-    else it->second.first = std::max(it->second.first, k + 1);
+    if (var_left)
+      it->second.second = std::min(it->second.second, k - 1);
+    else
+      it->second.first = std::max(it->second.first, k + 1);
   }
   std::unordered_map<const UOp*, UOpPtr> narrow, widen;
   for (const auto& [x, b] : bounds) {
@@ -79,20 +81,37 @@ std::string variable_name(const UOp& u) {
   if (u.op == Ops::DEFINE_VAR) return u.arg_as<VarArg>().name;
   if (u.op == Ops::SPECIAL || u.op == Ops::RANGE) {
     if (const auto* s = std::get_if<std::string>(&u.arg)) return *s;
-    if (const auto* i = std::get_if<int64_t>(&u.arg); i && u.op == Ops::RANGE) return "ridx" + std::to_string(*i);
+    if (const auto* i = std::get_if<int64_t>(&u.arg); i && u.op == Ops::RANGE)
+      return "ridx" + std::to_string(*i);
   }
-  throw Error("a " + std::string(op_name(u.op)) + " node with arg " + arg_repr(u.arg) + " is not a variable");
+  throw Error("a " + std::string(op_name(u.op)) + " node with arg " + arg_repr(u.arg) +
+              " is not a variable");
 }
 
 namespace {
 
 bool is_int_alu(Ops op) {
   switch (op) {
-    case Ops::NEG: case Ops::CAST: case Ops::ADD: case Ops::SUB: case Ops::MUL: case Ops::IDIV: case Ops::MOD:
-    case Ops::MAX: case Ops::CMPLT: case Ops::CMPNE: case Ops::AND: case Ops::OR: case Ops::XOR: case Ops::SHL:
-    case Ops::SHR: case Ops::WHERE: case Ops::MULACC:
+    case Ops::NEG:
+    case Ops::CAST:
+    case Ops::ADD:
+    case Ops::SUB:
+    case Ops::MUL:
+    case Ops::IDIV:
+    case Ops::MOD:
+    case Ops::MAX:
+    case Ops::CMPLT:
+    case Ops::CMPNE:
+    case Ops::AND:
+    case Ops::OR:
+    case Ops::XOR:
+    case Ops::SHL:
+    case Ops::SHR:
+    case Ops::WHERE:
+    case Ops::MULACC:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -106,7 +125,8 @@ IntExpr::IntExpr(const UOpPtr& root) : root_(root), nodes_(toposort(root.get()))
   for (const UOp* n : nodes_) {
     index.emplace(n, uint32_t(index.size()));
     if (!intlike(n->dtype))
-      throw Error("IntExpr: " + std::string(op_name(n->op)) + " of dtype " + n->dtype.name() + " is not integer arithmetic");
+      throw Error("IntExpr: " + std::string(op_name(n->op)) + " of dtype " + n->dtype.name() +
+                  " is not integer arithmetic");
     Step s{n->op, n->dtype, n->dtype, {0, 0, 0}, 0, 0};
     if (n->op == Ops::CONST) {
       s.value = n->const_int();
@@ -118,7 +138,8 @@ IntExpr::IntExpr(const UOpPtr& root) : root_(root), nodes_(toposort(root.get()))
       s.nsrc = 1;
       s.src[0] = index.at(n->src[0].get());
     } else if (is_int_alu(n->op)) {
-      if (n->src.size() > 3) throw Error("IntExpr: " + std::string(op_name(n->op)) + " with too many sources");
+      if (n->src.size() > 3)
+        throw Error("IntExpr: " + std::string(op_name(n->op)) + " with too many sources");
       s.nsrc = uint32_t(n->src.size());
       for (size_t i = 0; i < n->src.size(); ++i) s.src[i] = index.at(n->src[i].get());
       s.operand = n->src[n->op == Ops::WHERE ? 1 : 0]->dtype;
@@ -129,9 +150,11 @@ IntExpr::IntExpr(const UOpPtr& root) : root_(root), nodes_(toposort(root.get()))
   }
 }
 
-std::optional<int64_t> IntExpr::operator()(std::span<const int64_t> values, std::vector<int64_t>* node_values) const {
+std::optional<int64_t> IntExpr::operator()(std::span<const int64_t> values,
+                                           std::vector<int64_t>* node_values) const {
   if (values.size() != names_.size())
-    throw Error("IntExpr: " + std::to_string(values.size()) + " values for " + std::to_string(names_.size()) + " variables");
+    throw Error("IntExpr: " + std::to_string(values.size()) + " values for " +
+                std::to_string(names_.size()) + " variables");
   std::vector<int64_t> local;
   std::vector<int64_t>& v = node_values ? *node_values : local;
   v.resize(steps_.size());
@@ -158,7 +181,8 @@ int64_t eval_int(const UOpPtr& u, const std::map<std::string, int64_t>& vars) {
   std::vector<int64_t> values;
   for (const std::string& name : e.var_names()) {
     auto it = vars.find(name);
-    if (it == vars.end()) throw Error("eval_int: no value for variable '" + name + "' in " + render(u));
+    if (it == vars.end())
+      throw Error("eval_int: no value for variable '" + name + "' in " + render(u));
     values.push_back(it->second);
   }
   if (const std::optional<int64_t> v = e(values)) return *v;
@@ -171,20 +195,34 @@ namespace {
 
 const char* infix(Ops op) {
   switch (op) {
-    case Ops::ADD: return "+";
-    case Ops::SUB: return "-";
-    case Ops::MUL: return "*";
-    case Ops::IDIV: return "//";
-    case Ops::FDIV: return "/";
-    case Ops::MOD: return "%";
-    case Ops::CMPLT: return "<";
-    case Ops::CMPNE: return "!=";
-    case Ops::AND: return "&";
-    case Ops::OR: return "|";
-    case Ops::XOR: return "^";
-    case Ops::SHL: return "<<";
-    case Ops::SHR: return ">>";
-    default: return nullptr;
+    case Ops::ADD:
+      return "+";
+    case Ops::SUB:
+      return "-";
+    case Ops::MUL:
+      return "*";
+    case Ops::IDIV:
+      return "//";
+    case Ops::FDIV:
+      return "/";
+    case Ops::MOD:
+      return "%";
+    case Ops::CMPLT:
+      return "<";
+    case Ops::CMPNE:
+      return "!=";
+    case Ops::AND:
+      return "&";
+    case Ops::OR:
+      return "|";
+    case Ops::XOR:
+      return "^";
+    case Ops::SHL:
+      return "<<";
+    case Ops::SHR:
+      return ">>";
+    default:
+      return nullptr;
   }
 }
 
@@ -201,12 +239,18 @@ std::string render_node(const UOp& n, const std::unordered_map<const UOp*, std::
   if (is_variable(n.op)) return variable_name(n);
   if (const char* op = infix(n.op); op && n.src.size() == 2) return "(" + s(0) + op + s(1) + ")";
   switch (n.op) {
-    case Ops::NEG: return "(-" + s(0) + ")";
-    case Ops::MAX: return "max(" + s(0) + "," + s(1) + ")";
-    case Ops::WHERE: return "(" + s(0) + "?" + s(1) + ":" + s(2) + ")";
-    case Ops::CAST: return "((" + n.dtype.name() + ")" + s(0) + ")";
-    case Ops::MULACC: return "((" + s(0) + "*" + s(1) + ")+" + s(2) + ")";
-    default: break;
+    case Ops::NEG:
+      return "(-" + s(0) + ")";
+    case Ops::MAX:
+      return "max(" + s(0) + "," + s(1) + ")";
+    case Ops::WHERE:
+      return "(" + s(0) + "?" + s(1) + ":" + s(2) + ")";
+    case Ops::CAST:
+      return "((" + n.dtype.name() + ")" + s(0) + ")";
+    case Ops::MULACC:
+      return "((" + s(0) + "*" + s(1) + ")+" + s(2) + ")";
+    default:
+      break;
   }
   std::string out(op_name(n.op));
   out += "(";

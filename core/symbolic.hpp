@@ -66,7 +66,8 @@ class IntExpr {
   const std::vector<std::string>& var_names() const { return names_; }
   // The value with var_names()[i] set to values[i]; nullopt if some node is undefined there
   // (exec_alu's nullopt). `node_values`, if given, receives every node's value, in nodes() order.
-  std::optional<int64_t> operator()(std::span<const int64_t> values, std::vector<int64_t>* node_values = nullptr) const;
+  std::optional<int64_t> operator()(std::span<const int64_t> values,
+                                    std::vector<int64_t>* node_values = nullptr) const;
   const std::vector<const UOp*>& nodes() const { return nodes_; }
 
  private:

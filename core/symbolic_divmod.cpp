@@ -56,7 +56,7 @@ Split split(const LinearForm& f, int64_t c, bool floor, bool by_sign) {
   };
   for (const LinearTerm& t : f.terms) {
     const int64_t pos = positive_rem(t.coeff);
-    const bool want_positive = !by_sign                ? pos <= c - pos
+    const bool want_positive = !by_sign              ? pos <= c - pos
                                : t.base->vmin() >= 0 ? floor
                                : t.base->vmax() <= 0 ? !floor
                                                      : pos <= c - pos;
@@ -109,7 +109,8 @@ UOpPtr fold_idiv(const UOp& n) {
     if (UOpPtr out = build_linear(divided(f, c, f.constant / c), d); size.ok(out)) return out;
   // x = c*q + r: trunc(x/c) = q + floor(r/c) for x >= 0, q + ceil(r/c) for x <= 0; that is a
   // constant when r's bounds round alike, and q + r//c when r keeps x's sign.
-  for (const auto& [floor, by_sign] : {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
+  for (const auto& [floor, by_sign] :
+       {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
     if (floor ? lo < 0 : hi > 0) continue;
     Split s = split(f, c, floor, by_sign);
     const auto rb = linear_bounds(s.r.terms, s.r.constant);
@@ -129,9 +130,12 @@ UOpPtr fold_idiv(const UOp& n) {
   const int64_t g = coeff_gcd(f, c);
   if (g > 1 && !f.terms.empty()) {
     std::optional<int64_t> k;
-    if (f.constant == 0) k = 0;
-    else if (lo >= 0) k = floor_div(f.constant, g);
-    else if (hi <= 0) k = ceil_div(f.constant, g);
+    if (f.constant == 0)
+      k = 0;
+    else if (lo >= 0)
+      k = floor_div(f.constant, g);
+    else if (hi <= 0)
+      k = ceil_div(f.constant, g);
     if (k) {
       UOpPtr y = build_linear(divided(f, g, *k), d);
       if (UOpPtr out = c == g ? y : y / konst(d, c / g); size.ok(out)) return out;
@@ -145,7 +149,9 @@ UOpPtr fold_mod(const UOp& n) {
   const UOp& x = *n.src[0];
   const int64_t c = n.src[1]->const_int();
   if (c == 0 || c == INT64_MIN) return nullptr;
-  if (c < 0) return fits(-c, d) ? x.ptr() % konst(d, -c) : nullptr;  // C's remainder ignores the divisor's sign
+  if (c < 0)
+    return fits(-c, d) ? x.ptr() % konst(d, -c)
+                       : nullptr;                     // C's remainder ignores the divisor's sign
   if (x.vmin() > -c && x.vmax() < c) return x.ptr();  // |x| < c
   const LinearForm f = read_linear(x, kDividendWindow);
   if (!usable(f, d)) return nullptr;
@@ -153,7 +159,8 @@ UOpPtr fold_mod(const UOp& n) {
   if (coeff_gcd(f, f.constant) % c == 0) return konst(d, 0);
   // x = c*q + r: x % c = r - c*floor(r/c) for x >= 0 (r - c*ceil(r/c) for x <= 0), which is r
   // minus a constant when r's bounds round alike, and r % c when r keeps x's sign.
-  for (const auto& [floor, by_sign] : {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
+  for (const auto& [floor, by_sign] :
+       {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
     if (floor ? x.vmin() < 0 : x.vmax() > 0) continue;
     Split s = split(f, c, floor, by_sign);
     const auto rb = linear_bounds(s.r.terms, s.r.constant);
@@ -164,19 +171,25 @@ UOpPtr fold_mod(const UOp& n) {
       s.r.constant -= e0 * c;
       if (UOpPtr out = build_linear(s.r, d); size.ok(out)) return out;
     } else if ((floor ? rb->first >= 0 : rb->second <= 0) && bounds_fit(rb, d)) {
-      if (UOpPtr out = build_linear(s.r, d) % konst(d, c); size.ok(out, /*strictly=*/true)) return out;
+      if (UOpPtr out = build_linear(s.r, d) % konst(d, c); size.ok(out, /*strictly=*/true))
+        return out;
     }
   }
-  // (g*y + k) % (g*c') = ((y + k') % c')*g + (k - g*k'), k' rounded toward x's sign as in fold_idiv.
+  // (g*y + k) % (g*c') = ((y + k') % c')*g + (k - g*k'), k' rounded toward x's sign as in
+  // fold_idiv.
   const int64_t g = coeff_gcd(f, c);
   if (g > 1 && g < c && !f.terms.empty()) {
     std::optional<int64_t> k;
-    if (f.constant == 0) k = 0;
-    else if (x.vmin() >= 0) k = floor_div(f.constant, g);
-    else if (x.vmax() <= 0) k = ceil_div(f.constant, g);
+    if (f.constant == 0)
+      k = 0;
+    else if (x.vmin() >= 0)
+      k = floor_div(f.constant, g);
+    else if (x.vmax() <= 0)
+      k = ceil_div(f.constant, g);
     if (k) {
       UOpPtr inner = build_linear(divided(f, g, *k), d) % konst(d, c / g);
-      if (UOpPtr out = build_linear({{{inner, g}}, f.constant - g * *k, true}, d); size.ok(out)) return out;
+      if (UOpPtr out = build_linear({{{inner, g}}, f.constant - g * *k, true}, d); size.ok(out))
+        return out;
     }
   }
   return nullptr;

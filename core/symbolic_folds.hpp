@@ -42,7 +42,8 @@ UOpPtr build_linear(const LinearForm& f, DType d);
 // part of an expression a fold rewrites is.
 size_t spine_size(const UOp& root, const std::vector<LinearTerm>& terms);
 // Bounds of sum(coeff * base) + constant from each base's bounds; nullopt if they overflow int64.
-std::optional<std::pair<int64_t, int64_t>> linear_bounds(const std::vector<LinearTerm>& terms, int64_t constant);
+std::optional<std::pair<int64_t, int64_t>> linear_bounds(const std::vector<LinearTerm>& terms,
+                                                         int64_t constant);
 
 // ADD, SUB, NEG, or MUL by a constant: collect like terms and constants into the canonical sum.
 UOpPtr fold_linear(const UOp& n);

@@ -14,7 +14,9 @@ namespace vkg::symbolic_detail {
 
 bool is_int_scalar(DType d) { return d.is_int() && d.count == 1 && !d.is_ptr(); }
 bool is_signed_scalar(DType d) { return is_int_scalar(d) && !d.is_unsigned(); }
-bool is_intlike_scalar(DType d) { return (d.is_int() || d.is_bool()) && d.count == 1 && !d.is_ptr(); }
+bool is_intlike_scalar(DType d) {
+  return (d.is_int() || d.is_bool()) && d.count == 1 && !d.is_ptr();
+}
 bool has_bounds(DType d) { return is_intlike_scalar(d) && d.scalar != Scalar::UInt64; }
 
 bool fits(int64_t v, DType d) {
@@ -36,16 +38,22 @@ namespace {
 // The value `v` takes in dtype d (its bit pattern narrowed to d's width, sign-extended).
 int64_t wrap(int64_t v, DType d) {
   switch (d.scalar) {
-    case Scalar::Int8: return int8_t(v);
-    case Scalar::Int16: return int16_t(v);
-    case Scalar::Int32: return int32_t(v);
-    default: return v;
+    case Scalar::Int8:
+      return int8_t(v);
+    case Scalar::Int16:
+      return int16_t(v);
+    case Scalar::Int32:
+      return int32_t(v);
+    default:
+      return v;
   }
 }
 
 int64_t neg_wrap(int64_t v) { return int64_t(uint64_t(0) - uint64_t(v)); }
 
-bool is_const_mul(const UOp& u) { return u.op == Ops::MUL && (u.src[0]->is_const() || u.src[1]->is_const()); }
+bool is_const_mul(const UOp& u) {
+  return u.op == Ops::MUL && (u.src[0]->is_const() || u.src[1]->is_const());
+}
 
 bool is_sum(const UOp& u) { return u.op == Ops::ADD || u.op == Ops::SUB; }
 
@@ -67,8 +75,10 @@ struct Reader {
       auto [it, fresh] = index.emplace(base, f.terms.size());
       i = it->second;
     }
-    if (i == f.terms.size()) f.terms.push_back({base->ptr(), c});
-    else f.exact &= !__builtin_add_overflow(f.terms[i].coeff, c, &f.terms[i].coeff);
+    if (i == f.terms.size())
+      f.terms.push_back({base->ptr(), c});
+    else
+      f.exact &= !__builtin_add_overflow(f.terms[i].coeff, c, &f.terms[i].coeff);
   }
 
   void read(const UOp& root) {
@@ -94,9 +104,15 @@ struct Reader {
       if (is_sum(*u)) --sums_left;
       f.exact &= computes_exactly(*u);
       switch (u->op) {
-        case Ops::ADD: push(u->src[1].get(), c), push(u->src[0].get(), c); break;
-        case Ops::SUB: push(u->src[1].get(), times(c, -1)), push(u->src[0].get(), c); break;
-        case Ops::NEG: push(u->src[0].get(), times(c, -1)); break;
+        case Ops::ADD:
+          push(u->src[1].get(), c), push(u->src[0].get(), c);
+          break;
+        case Ops::SUB:
+          push(u->src[1].get(), times(c, -1)), push(u->src[0].get(), c);
+          break;
+        case Ops::NEG:
+          push(u->src[0].get(), times(c, -1));
+          break;
         default: {  // MUL by a constant; a sum under it is distributed
           const bool right = u->src[1]->is_const();
           push(u->src[right ? 0 : 1].get(), times(c, u->src[right ? 1 : 0]->const_int()));
@@ -107,7 +123,9 @@ struct Reader {
   }
 };
 
-UOpPtr term_node(const UOpPtr& base, int64_t c, DType d) { return c == 1 ? base : base * UOp::const_(d, c); }
+UOpPtr term_node(const UOpPtr& base, int64_t c, DType d) {
+  return c == 1 ? base : base * UOp::const_(d, c);
+}
 
 }  // namespace
 
@@ -127,14 +145,19 @@ UOpPtr build_linear(const LinearForm& f, DType d) {
   const LinearTerm& t = f.terms[lead];
   const int64_t c = wrap(t.coeff, d);
   UOpPtr acc;
-  if (c > 0) acc = term_node(t.base, c, d);
-  else if (k != 0) acc = UOp::const_(d, std::exchange(k, 0)) - term_node(t.base, neg_wrap(c), d);  // 5-a, not (-a)+5
-  else acc = c == -1 ? -t.base : t.base * UOp::const_(d, c);
+  if (c > 0)
+    acc = term_node(t.base, c, d);
+  else if (k != 0)
+    acc =
+        UOp::const_(d, std::exchange(k, 0)) - term_node(t.base, neg_wrap(c), d);  // 5-a, not (-a)+5
+  else
+    acc = c == -1 ? -t.base : t.base * UOp::const_(d, c);
   for (size_t i = 0; i < f.terms.size(); ++i) {
     if (i == lead) continue;
     const int64_t ci = wrap(f.terms[i].coeff, d);
     if (ci == 0) continue;
-    acc = ci > 0 ? acc + term_node(f.terms[i].base, ci, d) : acc - term_node(f.terms[i].base, neg_wrap(ci), d);
+    acc = ci > 0 ? acc + term_node(f.terms[i].base, ci, d)
+                 : acc - term_node(f.terms[i].base, neg_wrap(ci), d);
   }
   return k != 0 ? acc + UOp::const_(d, k) : acc;
 }
@@ -153,12 +176,15 @@ size_t spine_size(const UOp& root, const std::vector<LinearTerm>& terms) {
   return seen.size() - bases;
 }
 
-std::optional<std::pair<int64_t, int64_t>> linear_bounds(const std::vector<LinearTerm>& terms, int64_t constant) {
+std::optional<std::pair<int64_t, int64_t>> linear_bounds(const std::vector<LinearTerm>& terms,
+                                                         int64_t constant) {
   int64_t lo = constant, hi = constant;
   for (const LinearTerm& t : terms) {
     int64_t a, b;
-    if (__builtin_mul_overflow(t.coeff, t.base->vmin(), &a) || __builtin_mul_overflow(t.coeff, t.base->vmax(), &b) ||
-        __builtin_add_overflow(lo, std::min(a, b), &lo) || __builtin_add_overflow(hi, std::max(a, b), &hi))
+    if (__builtin_mul_overflow(t.coeff, t.base->vmin(), &a) ||
+        __builtin_mul_overflow(t.coeff, t.base->vmax(), &b) ||
+        __builtin_add_overflow(lo, std::min(a, b), &lo) ||
+        __builtin_add_overflow(hi, std::max(a, b), &hi))
       return std::nullopt;
   }
   return std::pair{lo, hi};
@@ -177,16 +203,22 @@ struct Plain {
 };
 std::optional<Plain> plain_term(const UOp* u) {
   switch (u->op) {
-    case Ops::CONST: case Ops::ADD: case Ops::SUB: case Ops::NEG: return std::nullopt;
+    case Ops::CONST:
+    case Ops::ADD:
+    case Ops::SUB:
+    case Ops::NEG:
+      return std::nullopt;
     case Ops::MUL: {
       if (u->src[0]->is_const()) return std::nullopt;
       if (!u->src[1]->is_const()) return Plain{u, 1};
       const UOp* x = u->src[0].get();
       const int64_t c = u->src[1]->const_int();
-      if (c == 0 || c == 1 || c == -1 || x->op == Ops::NEG || is_const_mul(*x) || is_sum(*x)) return std::nullopt;
+      if (c == 0 || c == 1 || c == -1 || x->op == Ops::NEG || is_const_mul(*x) || is_sum(*x))
+        return std::nullopt;
       return Plain{x, c};
     }
-    default: return Plain{u, 1};
+    default:
+      return Plain{u, 1};
   }
 }
 
@@ -244,7 +276,8 @@ UOpPtr fold_linear_fast(const UOp& n) {
   const int64_t k = r->const_int();
   if (l->op == Ops::ADD && l->src[1]->is_const()) {  // (L+k1) op k2 -> L+(k1 op k2); the sum wraps
     const int64_t sum = wrap(int64_t(sub ? uint64_t(l->src[1]->const_int()) - uint64_t(k)
-                                         : uint64_t(l->src[1]->const_int()) + uint64_t(k)), n.dtype);
+                                         : uint64_t(l->src[1]->const_int()) + uint64_t(k)),
+                             n.dtype);
     return sum == 0 ? l->src[0] : l->src[0] + UOp::const_(n.dtype, sum);
   }
   const SumShape s = sum_shape(l, nullptr);

@@ -6,7 +6,8 @@
 // equal-sized forms wins: constants fold first, then bounds decide, then operands are put in
 // canonical order (constants right), then identities, then the structural folds.
 //
-// Canonical sums are left-nested with the constant outermost: ((a+(b*3))-c)+-5 (symbolic_folds.hpp).
+// Canonical sums are left-nested with the constant outermost: ((a+(b*3))-c)+-5
+// (symbolic_folds.hpp).
 #include <vkgrad/core/bounds.hpp>
 #include <vkgrad/core/symbolic_folds.hpp>
 
@@ -23,10 +24,12 @@ UPat on_intlike(UPat p) { return p.dtype_if(is_intlike_scalar); }
 UPat on_bool(UPat p) { return p.dtypes({dtypes::bool_}); }
 
 const std::vector<Ops> kFoldable1 = {Ops::NEG, Ops::CAST};
-const std::vector<Ops> kFoldable2 = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT,
-                                     Ops::CMPNE, Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR};
+const std::vector<Ops> kFoldable2 = {Ops::ADD, Ops::SUB,   Ops::MUL,   Ops::IDIV, Ops::MOD,
+                                     Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::AND,  Ops::OR,
+                                     Ops::XOR, Ops::SHL,   Ops::SHR};
 const std::vector<Ops> kFoldable3 = {Ops::WHERE, Ops::MULACC};
-const std::vector<Ops> kCommutative = {Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPNE, Ops::AND, Ops::OR, Ops::XOR};
+const std::vector<Ops> kCommutative = {Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPNE,
+                                       Ops::AND, Ops::OR,  Ops::XOR};
 
 std::vector<Ops> alu_ops(OpFamily family) {
   std::vector<Ops> out;
@@ -76,9 +79,12 @@ UOpPtr constant_right(const Match& m) {
 }
 
 bool nonzero(const UOp& u) { return has_bounds(u.dtype) && (u.vmin() > 0 || u.vmax() < 0); }
+// x >= y wherever both are evaluated: x's bounds sit above y's.
+bool at_least(const UOp& x, const UOp& y) { return has_bounds(x.dtype) && x.vmin() >= y.vmax(); }
 
 std::vector<Rule> rules() {
-  const auto unary = alu_ops(OpFamily::Unary), binary = alu_ops(OpFamily::Binary), ternary = alu_ops(OpFamily::Ternary);
+  const auto unary = alu_ops(OpFamily::Unary), binary = alu_ops(OpFamily::Binary),
+             ternary = alu_ops(OpFamily::Ternary);
   const UPat X = UPat::var("x"), Y = UPat::var("y"), Z = UPat::var("z"), V = UPat::var();
   const UPat C = UPat::cvar("c"), C1 = UPat::cvar("c1"), C2 = UPat::cvar("c2");
   const UPat B = on_bool(X);  // a bool x
@@ -100,16 +106,16 @@ std::vector<Rule> rules() {
       {on_int(X * 1), x_of},
       {on_int(X * 0), zero},
       {on_int(X / 1), x_of},
-      {on_int(X / -1), [](const Match& m) { return -m["x"]; }},  // MIN / -1 wraps to MIN, as -MIN does
+      // MIN // -1 wraps to MIN (exec_alu), as -MIN does.
+      {on_int(X / -1), [](const Match& m) { return -m["x"]; }},
       {on_int(X % 1), zero},
       {on_int(X % -1), zero},
       {on_int(X / X), [](const Match& m) { return nonzero(*m.get("x")) ? one(m) : nullptr; }},
       {on_int(X % X), [](const Match& m) { return nonzero(*m.get("x")) ? zero(m) : nullptr; }},
       {on_int(UPat(Ops::NEG, {UPat(Ops::NEG, {X})})), x_of},
       {on_intlike(UPat(Ops::MAX, {X, X})), x_of},
-      // max(x, y) is x wherever x's bounds sit above y's.
       {on_intlike(UPat(Ops::MAX, {X, Y}).commutative()),
-       [](const Match& m) { return m.get("x")->vmin() >= m.get("y")->vmax() && has_bounds(m.root().dtype) ? m["x"] : nullptr; }},
+       [](const Match& m) { return at_least(*m.get("x"), *m.get("y")) ? m["x"] : nullptr; }},
       {UPat(Ops::CMPLT, {on_intlike(X), X}), fals},
       {UPat(Ops::CMPNE, {on_intlike(X), X}), fals},  // not for floats: nan != nan
 
@@ -124,7 +130,8 @@ std::vector<Rule> rules() {
       {on_int(UPat(Ops::SHR, {X, UPat::cnst(0)})), x_of},
       {on_bool(UPat(Ops::AND, {X, UPat::cnst(true)})), x_of},
       {on_bool(UPat(Ops::OR, {X, UPat::cnst(true)})), one},
-      {on_bool(UPat(Ops::XOR, {X, UPat::cnst(true)})), [](const Match& m) { return m["x"]->logical_not(); }},
+      {on_bool(UPat(Ops::XOR, {X, UPat::cnst(true)})),
+       [](const Match& m) { return m["x"]->logical_not(); }},
       {UPat(Ops::CMPNE, {B, UPat::cnst(false)}), x_of},
       {UPat(Ops::CMPNE, {UPat(Ops::CMPNE, {B, UPat::cnst(true)}), UPat::cnst(true)}), x_of},
       // not (x < c)  <=>  c-1 < x, and not (c < x)  <=>  x < c+1: integers have no values between.
@@ -140,15 +147,19 @@ std::vector<Rule> rules() {
        }},
 
       // ---- where ----
-      {UPat(Ops::WHERE, {UPat::cvar("c"), Y, Z}), [](const Match& m) { return ci(m, "c") ? m["y"] : m["z"]; }},
+      {UPat(Ops::WHERE, {UPat::cvar("c"), Y, Z}),
+       [](const Match& m) { return ci(m, "c") ? m["y"] : m["z"]; }},
       {UPat(Ops::WHERE, {V, Y, Y}), [](const Match& m) { return m["y"]; }},
       {UPat(Ops::WHERE, {UPat(Ops::CMPNE, {B, UPat::cnst(true)}), Y, Z}),
        [](const Match& m) { return m["x"]->where(m["z"], m["y"]); }},
       {on_bool(UPat(Ops::WHERE, {X, UPat::cnst(true), UPat::cnst(false)})), x_of},
-      {on_bool(UPat(Ops::WHERE, {X, UPat::cnst(false), UPat::cnst(true)})), [](const Match& m) { return m["x"]->logical_not(); }},
+      {on_bool(UPat(Ops::WHERE, {X, UPat::cnst(false), UPat::cnst(true)})),
+       [](const Match& m) { return m["x"]->logical_not(); }},
       // Under where(x, ., .) the inner where(x, a, b) on the taken side is a, on the other side b.
-      {UPat(Ops::WHERE, {X, UPat(Ops::WHERE, {X, Y, V}), Z}), [](const Match& m) { return m["x"]->where(m["y"], m["z"]); }},
-      {UPat(Ops::WHERE, {X, Y, UPat(Ops::WHERE, {X, V, Z})}), [](const Match& m) { return m["x"]->where(m["y"], m["z"]); }},
+      {UPat(Ops::WHERE, {X, UPat(Ops::WHERE, {X, Y, V}), Z}),
+       [](const Match& m) { return m["x"]->where(m["y"], m["z"]); }},
+      {UPat(Ops::WHERE, {X, Y, UPat(Ops::WHERE, {X, V, Z})}),
+       [](const Match& m) { return m["x"]->where(m["y"], m["z"]); }},
 
       // ---- nested division and modulo ----
       // trunc(trunc(x/a)/b) == trunc(x/(a*b)) for nonzero a, b of any sign.
@@ -156,8 +167,8 @@ std::vector<Rule> rules() {
        [](const Match& m) -> UOpPtr {
          const DType d = m.root().dtype;
          int64_t ab;
-         if (!has_bounds(d) || __builtin_mul_overflow(ci(m, "c1"), ci(m, "c2"), &ab) || !fits(ab, d) ||
-             ab == dtype_range(d).first)
+         if (!has_bounds(d) || __builtin_mul_overflow(ci(m, "c1"), ci(m, "c2"), &ab) ||
+             !fits(ab, d) || ab == dtype_range(d).first)
            return nullptr;
          return m["x"] / m["x"]->const_like(ab);
        }},
@@ -165,12 +176,14 @@ std::vector<Rule> rules() {
       {on_int((X % C1) % C2),
        [](const Match& m) -> UOpPtr {
          const int64_t c1 = ci(m, "c1"), c2 = ci(m, "c2");
-         const bool ok = has_bounds(m.root().dtype) && c1 != 0 && c2 != 0 && c2 != -1 && c1 % c2 == 0;
+         const bool ok =
+             has_bounds(m.root().dtype) && c1 != 0 && c2 != 0 && c2 != -1 && c1 % c2 == 0;
          return ok ? m["x"] % m.get("c2")->ptr() : nullptr;
        }},
 
       // ---- linear folds (symbolic_divmod.cpp, symbolic_linear.cpp) ----
-      {on_signed(UPat({Ops::ADD, Ops::SUB}, {X, Y})), [](const Match& m) { return fold_linear(m.root()); }},
+      {on_signed(UPat({Ops::ADD, Ops::SUB}, {X, Y})),
+       [](const Match& m) { return fold_linear(m.root()); }},
       {on_signed(UPat(Ops::NEG, {X})), [](const Match& m) { return fold_linear(m.root()); }},
       {on_signed(UPat(Ops::MUL, {X, C})), [](const Match& m) { return fold_linear(m.root()); }},
       {on_signed(UPat(Ops::IDIV, {X, C})), [](const Match& m) { return fold_idiv(m.root()); }},

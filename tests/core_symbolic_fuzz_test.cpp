@@ -45,39 +45,61 @@ class ExprGen {
     return UOp::const_(dtype_, pick(0, 3) == 0 ? -d : d);
   }
 
-  UOpPtr leaf() { return pick(0, 99) < 65 ? vars_[size_t(pick(0, int(vars_.size()) - 1))] : konst(-9, 9); }
+  UOpPtr leaf() {
+    return pick(0, 99) < 65 ? vars_[size_t(pick(0, int(vars_.size()) - 1))] : konst(-9, 9);
+  }
 
   UOpPtr expr(int depth) {
     if (depth <= 0 || pick(0, 9) < 2) return leaf();
     const int d = depth - 1;
     switch (pick(0, 13)) {
       case 0:
-      case 1: return expr(d) + expr(d);
-      case 2: return expr(d) - expr(d);
-      case 3: return expr(d) * konst(-6, 6);
-      case 4: return expr(d) * expr(d);
-      case 5: return expr(d) / divisor();
-      case 6: return expr(d) % divisor();
-      case 7: return expr(d)->maximum(expr(d));
-      case 8: return cond(d)->where(expr(d), expr(d));
-      case 9: return -expr(d);
-      case 10: return konst(-9, 9) + expr(d);  // constants on the left, for the canonical order
-      case 11: return (expr(d) * konst(1, 8) + expr(d)) / divisor();  // the shape index math takes
-      case 12: return expr(d) / expr(d);  // may divide by zero: those points are skipped
-      default: return expr(d) % expr(d);
+      case 1:
+        return expr(d) + expr(d);
+      case 2:
+        return expr(d) - expr(d);
+      case 3:
+        return expr(d) * konst(-6, 6);
+      case 4:
+        return expr(d) * expr(d);
+      case 5:
+        return expr(d) / divisor();
+      case 6:
+        return expr(d) % divisor();
+      case 7:
+        return expr(d)->maximum(expr(d));
+      case 8:
+        return cond(d)->where(expr(d), expr(d));
+      case 9:
+        return -expr(d);
+      case 10:
+        return konst(-9, 9) + expr(d);  // constants on the left, for the canonical order
+      case 11:
+        return (expr(d) * konst(1, 8) + expr(d)) / divisor();  // the shape index math takes
+      case 12:
+        return expr(d) / expr(d);  // may divide by zero: those points are skipped
+      default:
+        return expr(d) % expr(d);
     }
   }
 
   UOpPtr cond(int depth) {
     const int d = std::max(depth - 1, 0);
     switch (pick(0, depth > 0 ? 6 : 3)) {
-      case 0: return expr(d)->lt(expr(d));
-      case 1: return expr(d)->lt(konst(-9, 9));
-      case 2: return expr(d)->ne(expr(d));
-      case 3: return expr(d)->ge(konst(-9, 9));
-      case 4: return cond(d - 1)->alu(Ops::AND, {cond(d - 1)});
-      case 5: return cond(d - 1)->alu(Ops::OR, {cond(d - 1)});
-      default: return cond(d - 1)->logical_not();
+      case 0:
+        return expr(d)->lt(expr(d));
+      case 1:
+        return expr(d)->lt(konst(-9, 9));
+      case 2:
+        return expr(d)->ne(expr(d));
+      case 3:
+        return expr(d)->ge(konst(-9, 9));
+      case 4:
+        return cond(d - 1)->alu(Ops::AND, {cond(d - 1)});
+      case 5:
+        return cond(d - 1)->alu(Ops::OR, {cond(d - 1)});
+      default:
+        return cond(d - 1)->logical_not();
     }
   }
 
@@ -87,7 +109,8 @@ class ExprGen {
 };
 
 // Every assignment of `vars`, as values in the order `names` lists the variables.
-template <class F> void for_each_point(const std::vector<UOpPtr>& vars, F&& f) {
+template <class F>
+void for_each_point(const std::vector<UOpPtr>& vars, F&& f) {
   std::vector<int64_t> point;
   for (const UOpPtr& v : vars) point.push_back(v->vmin());
   while (true) {
@@ -101,7 +124,8 @@ template <class F> void for_each_point(const std::vector<UOpPtr>& vars, F&& f) {
   }
 }
 
-std::vector<int64_t> values_for(const IntExpr& e, const std::vector<UOpPtr>& vars, const std::vector<int64_t>& point) {
+std::vector<int64_t> values_for(const IntExpr& e, const std::vector<UOpPtr>& vars,
+                                const std::vector<int64_t>& point) {
   std::vector<int64_t> out;
   for (const std::string& name : e.var_names())
     for (size_t i = 0; i < vars.size(); ++i)
@@ -122,8 +146,8 @@ const UOp* out_of_bounds(const IntExpr& e, const std::vector<int64_t>& values) {
 std::string point_str(const std::vector<UOpPtr>& vars, const std::vector<int64_t>& point) {
   std::string s;
   for (size_t i = 0; i < vars.size(); ++i)
-    s += vars[i]->arg_as<VarArg>().name + "=" + std::to_string(point[i]) + " in [" + std::to_string(vars[i]->vmin()) +
-         ", " + std::to_string(vars[i]->vmax()) + "] ";
+    s += vars[i]->arg_as<VarArg>().name + "=" + std::to_string(point[i]) + " in [" +
+         std::to_string(vars[i]->vmin()) + ", " + std::to_string(vars[i]->vmax()) + "] ";
   return s;
 }
 
@@ -139,7 +163,8 @@ TEST(SymbolicFuzz, SimplifiedExpressionsAgreeEverywhereAndAreNeverLarger) {
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kExpressions && failures < 5; ++i) {
     const UOpPtr e = gen.next();
-    const std::string where = "seed " + std::to_string(seed) + ", expression " + std::to_string(i) + ": " + render(e);
+    const std::string where =
+        "seed " + std::to_string(seed) + ", expression " + std::to_string(i) + ": " + render(e);
     UOpPtr s, raw;
     try {
       raw = graph_rewrite(e, symbolic_rules());
@@ -156,7 +181,8 @@ TEST(SymbolicFuzz, SimplifiedExpressionsAgreeEverywhereAndAreNeverLarger) {
     unchanged += s == e;
     rewrite_grew += toposort(raw.get()).size() > before;
     if (after > before) {
-      ADD_FAILURE() << where << "\n  grew from " << before << " to " << after << " nodes: " << render(s);
+      ADD_FAILURE() << where << "\n  grew from " << before << " to " << after
+                    << " nodes: " << render(s);
       ++failures;
     }
     const IntExpr fe(e), fs(s);
@@ -171,16 +197,23 @@ TEST(SymbolicFuzz, SimplifiedExpressionsAgreeEverywhereAndAreNeverLarger) {
       const UOp* bad_s = vs ? out_of_bounds(fs, vs_nodes) : nullptr;
       if (!vs || *vs != *ve || bad_e || bad_s) {
         ++failures;
-        ADD_FAILURE() << where << "\n  simplified: " << render(s) << "\n  at " << point_str(gen.vars(), point)
-                      << "\n  original gives " << *ve << ", simplified gives " << (vs ? std::to_string(*vs) : "undefined")
-                      << (bad_e ? "\n  out of its bounds in the original: " + render(bad_e->ptr()) : "")
-                      << (bad_s ? "\n  out of its bounds in the simplified: " + render(bad_s->ptr()) : "");
+        ADD_FAILURE() << where << "\n  simplified: " << render(s) << "\n  at "
+                      << point_str(gen.vars(), point) << "\n  original gives " << *ve
+                      << ", simplified gives " << (vs ? std::to_string(*vs) : "undefined")
+                      << (bad_e ? "\n  out of its bounds in the original: " + render(bad_e->ptr())
+                                : "")
+                      << (bad_s ? "\n  out of its bounds in the simplified: " + render(bad_s->ptr())
+                                : "");
       }
     });
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("symbolic fuzz: seed %u, %d expressions, %zu points, %d smaller, %d unchanged, nodes %zu -> %zu, "
-              "%d where the raw rewrite grew (simplify kept the original), %.2f s\n",
-              seed, kExpressions, points, smaller, unchanged, nodes_before, nodes_after, rewrite_grew, secs);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "symbolic fuzz: seed %u, %d expressions, %zu points, %d smaller, %d unchanged, nodes %zu -> "
+      "%zu, "
+      "%d where the raw rewrite grew (simplify kept the original), %.2f s\n",
+      seed, kExpressions, points, smaller, unchanged, nodes_before, nodes_after, rewrite_grew,
+      secs);
   EXPECT_EQ(failures, 0);
 }

@@ -20,7 +20,8 @@ void expect_agrees_everywhere(const UOpPtr& u, const UOpPtr& v) {
   const UOpPtr s = simplify(u);
   const std::string name = v->arg_as<VarArg>().name;
   for (int64_t x = v->vmin(); x <= v->vmax(); ++x)
-    EXPECT_EQ(eval_int(s, {{name, x}}), eval_int(u, {{name, x}})) << render(u) << " -> " << render(s) << " at " << name << "=" << x;
+    EXPECT_EQ(eval_int(s, {{name, x}}), eval_int(u, {{name, x}}))
+        << render(u) << " -> " << render(s) << " at " << name << "=" << x;
 }
 
 }  // namespace
@@ -72,12 +73,16 @@ TEST(Symbolic, ConstantsFoldForEveryIntegerOp) {
 }
 
 TEST(Symbolic, ConstantFoldingWrapsAtTheDtypesWidth) {
-  EXPECT_EQ(simplify(UOp::const_(dtypes::int8, 100) + UOp::const_(dtypes::int8, 100)), UOp::const_(dtypes::int8, -56));
+  EXPECT_EQ(simplify(UOp::const_(dtypes::int8, 100) + UOp::const_(dtypes::int8, 100)),
+            UOp::const_(dtypes::int8, -56));
   EXPECT_EQ(simplify(i32(INT32_MAX) + i32(1)), i32(INT32_MIN));
-  EXPECT_EQ(simplify(UOp::const_(dtypes::uint8, 0) - UOp::const_(dtypes::uint8, 1)), UOp::const_(dtypes::uint8, 255));
+  EXPECT_EQ(simplify(UOp::const_(dtypes::uint8, 0) - UOp::const_(dtypes::uint8, 1)),
+            UOp::const_(dtypes::uint8, 255));
   EXPECT_EQ(simplify(i32(INT32_MIN) / i32(-1)), i32(INT32_MIN));  // wraps, as -INT32_MIN does
-  EXPECT_EQ(simplify(UOp::const_(dtypes::uint32, 7) / UOp::const_(dtypes::uint32, 0xFFFFFFFF)), UOp::const_(dtypes::uint32, 0));
-  EXPECT_EQ(simplify(UOp::const_(dtypes::uint32, 1)->lt(UOp::const_(dtypes::uint32, 0xFFFFFFFF))), boolean(true));
+  EXPECT_EQ(simplify(UOp::const_(dtypes::uint32, 7) / UOp::const_(dtypes::uint32, 0xFFFFFFFF)),
+            UOp::const_(dtypes::uint32, 0));
+  EXPECT_EQ(simplify(UOp::const_(dtypes::uint32, 1)->lt(UOp::const_(dtypes::uint32, 0xFFFFFFFF))),
+            boolean(true));
 }
 
 TEST(Symbolic, DivisionByZeroIsNeverFolded) {
@@ -85,7 +90,8 @@ TEST(Symbolic, DivisionByZeroIsNeverFolded) {
   EXPECT_EQ(simplify(i32(7) / i32(0)), i32(7) / i32(0));
   EXPECT_EQ(simplify(i32(7) % i32(0)), i32(7) % i32(0));
   EXPECT_EQ(simplify(x / i32(0)), x / i32(0));
-  EXPECT_EQ(simplify(i32(1)->alu(Ops::SHL, {i32(32)})), i32(1)->alu(Ops::SHL, {i32(32)}));  // shift past the width
+  EXPECT_EQ(simplify(i32(1)->alu(Ops::SHL, {i32(32)})),
+            i32(1)->alu(Ops::SHL, {i32(32)}));  // shift past the width
   EXPECT_THROW(eval_int(i32(7) / i32(0), {}), Error);
   EXPECT_THROW(eval_int(x % i32(0), {{"x", 3}}), Error);
 }
@@ -115,7 +121,8 @@ TEST(Symbolic, DivisionOfANegativeRangeEvaluatesAsCAtEveryPoint) {
   EXPECT_EQ((x / -2)->vmin(), -2);
   EXPECT_EQ((x % -3)->vmin(), -2);
   EXPECT_EQ((x % -3)->vmax(), 2);
-  for (const UOpPtr& e : {x / 2, x % 3, x / -2, x % -3, (x * 4 + 3) / 4, (x * 4 + 3) % 4, (x + 10) / 3 - 3})
+  for (const UOpPtr& e :
+       {x / 2, x % 3, x / -2, x % -3, (x * 4 + 3) / 4, (x * 4 + 3) % 4, (x + 10) / 3 - 3})
     expect_agrees_everywhere(e, x);
 }
 
@@ -280,13 +287,14 @@ TEST(Symbolic, AMultipleDividedByItsFactorIsTheVariableForEitherSign) {
 }
 
 TEST(Symbolic, DivisionSplitsOffWholeTermsWhenTheRestKeepsTheSign) {
-  UOpPtr a = UOp::var("a", 0, 10), b = UOp::var("b", 0, 3), c = UOp::var("c", 0, 10), d = UOp::var("d", 0, 2);
+  UOpPtr a = UOp::var("a", 0, 10), b = UOp::var("b", 0, 3), c = UOp::var("c", 0, 10),
+         d = UOp::var("d", 0, 2);
   EXPECT_EQ(simp((a * 4 + b) / 4), "a");
   EXPECT_EQ(simp((a * 4 + c) / 4), "(a+(c//4))");
   EXPECT_EQ(simp((a * 4 + b) % 4), "b");
   EXPECT_EQ(simp((a * 4 + c) % 4), "(c%4)");
   EXPECT_EQ(simp((a * 4 + d + 5) / 4), "(a+1)");  // (d+5)//4 is 1 for d in [0, 2]
-  EXPECT_EQ(simp((a * 4 - b + 3) / 4), "a");     // 3-b in [0, 3]
+  EXPECT_EQ(simp((a * 4 - b + 3) / 4), "a");      // 3-b in [0, 3]
 }
 
 TEST(Symbolic, DivisionOfAMixedSignSumIsLeftAlone) {
@@ -467,7 +475,8 @@ TEST(Symbolic, IntExprEvaluatesOneCompiledExpressionAtManyPoints) {
   const IntExpr e((b * 10 + a) % 7);
   ASSERT_EQ(e.var_names(), (std::vector<std::string>{"b", "a"}));
   for (int64_t av = 0; av <= 10; ++av)
-    for (int64_t bv = -3; bv <= 3; ++bv) EXPECT_EQ(e(std::vector<int64_t>{bv, av}), (bv * 10 + av) % 7);
+    for (int64_t bv = -3; bv <= 3; ++bv)
+      EXPECT_EQ(e(std::vector<int64_t>{bv, av}), (bv * 10 + av) % 7);
   EXPECT_EQ(IntExpr(a / (b * 0))(std::vector<int64_t>{1, 2}), std::nullopt);  // undefined: no value
 }
 
@@ -519,7 +528,8 @@ TEST(Symbolic, SimplifyGivenAValidNarrowsTheVariablesItBounds) {
   EXPECT_EQ(render(given), "(((idx1*6)+idx0)+-6)");
   for (int64_t a = 0; a <= 5; ++a)
     for (int64_t b = 1; b <= 4; ++b)
-      EXPECT_EQ(eval_int(given, {{"idx0", a}, {"idx1", b}}), eval_int(index, {{"idx0", a}, {"idx1", b}}));
+      EXPECT_EQ(eval_int(given, {{"idx0", a}, {"idx1", b}}),
+                eval_int(index, {{"idx0", a}, {"idx1", b}}));
   EXPECT_EQ(simplify_given(idx1 % 4, idx1->lt(4)), idx1);
   EXPECT_EQ(simplify_given(idx1 % 4, idx1->lt(4)->alu(Ops::AND, {idx1->lt(9)})), idx1);
   EXPECT_EQ(simplify_given(idx1 % 4, boolean(true)), idx1 % 4);
