@@ -1,7 +1,6 @@
 #include <vkgrad/core/shape_tracker.hpp>
 
 #include <algorithm>
-#include <climits>
 #include <ostream>
 #include <unordered_map>
 
@@ -283,67 +282,9 @@ IndexExpr ShapeTracker::expr_node() const { return expr_node(index_var(0, size()
 
 namespace {
 
-using VarMap = std::unordered_map<const UOp*, UOpPtr>;
-
-UOpPtr substitute(const UOpPtr& u, VarMap& map) {
-  static const PatternMatcher swap{{
-      {UPat(Ops::DEFINE_VAR).named("v"), [](const Match& m) -> UOpPtr {
-         const VarMap& map = m.ctx<VarMap>();
-         const auto it = map.find(m.get("v"));
-         return it == map.end() ? nullptr : it->second;
-       }},
-  }};
-  return graph_rewrite(u, swap, &map);
-}
-
-// `index` simplified where `valid` holds: each variable that `valid` bounds directly (x < c,
-// c < x, and their negations, ANDed) is narrowed to those bounds while simplifying, then put back.
-// Folds that padding blocks (the (x-1)%4 of a left pad) go through where the element exists.
-UOpPtr simplify_given_valid(const UOpPtr& index, const UOpPtr& valid) {
-  std::unordered_map<const UOp*, std::pair<int64_t, int64_t>> range;
-  auto narrow = [&](const UOp* x, int64_t lo, int64_t hi) {
-    auto [it, fresh] = range.try_emplace(x, x->vmin(), x->vmax());
-    it->second = {std::max(it->second.first, lo), std::min(it->second.second, hi)};
-  };
-  std::vector<const UOp*> stack{valid.get()};
-  while (!stack.empty()) {
-    const UOp* c = stack.back();
-    stack.pop_back();
-    bool negated = false;
-    if (c->op == Ops::AND && c->dtype.is_bool()) {
-      stack.push_back(c->src[0].get());
-      stack.push_back(c->src[1].get());
-      continue;
-    }
-    if (c->op == Ops::CMPNE && c->src[1]->is_const() && c->src[1]->const_int() == 1) {
-      negated = true;
-      c = c->src[0].get();
-    }
-    if (c->op != Ops::CMPLT) continue;
-    const UOp *a = c->src[0].get(), *b = c->src[1].get();
-    if (a->op == Ops::DEFINE_VAR && b->is_const()) {  // a < k, or a >= k when negated
-      const int64_t k = b->const_int();
-      negated ? narrow(a, k, INT64_MAX) : narrow(a, INT64_MIN, k - 1);
-    } else if (b->op == Ops::DEFINE_VAR && a->is_const()) {  // k < b, or b <= k when negated
-      const int64_t k = a->const_int();
-      negated ? narrow(b, INT64_MIN, k) : narrow(b, k + 1, INT64_MAX);
-    }
-  }
-  VarMap there, back;
-  for (const auto& [x, r] : range) {
-    if (r.first > r.second || (r.first == x->vmin() && r.second == x->vmax())) continue;
-    const VarArg& v = x->arg_as<VarArg>();
-    const UOpPtr narrowed = UOp::var(v.name, r.first, r.second, x->dtype);
-    there[x] = narrowed;
-    back[narrowed.get()] = x->ptr();
-  }
-  if (there.empty()) return index;
-  UOpPtr inside = simplify(substitute(index, there));
-  return substitute(inside, back);
-}
-
 // `u` read as a sum of coeff * base plus a constant, distributing constant factors over sums so
-// that (3-x)*6 reads as -6 * x + 18 (symbolic keeps such products whole).
+// that (3-x)*6 reads as -6 * x + 18 (symbolic keeps a product whole where distributing would
+// grow it).
 void read_terms(const UOp& u, int64_t scale, std::unordered_map<const UOp*, int64_t>& coeff) {
   switch (u.op) {
     case Ops::CONST: return;
@@ -379,7 +320,8 @@ std::vector<std::optional<int64_t>> ShapeTracker::real_strides(bool ignore_valid
     dim_of[idxs.back().get()] = i;
   }
   const IndexExpr e = expr_idxs(idxs);
-  const UOpPtr index = simplify_given_valid(e.index, e.valid);  // keeps the terms' nodes alive
+  // Where the element exists is all that matters, and there padding's offsets fold away.
+  const UOpPtr index = simplify_given(e.index, e.valid);  // keeps the terms' nodes alive
   std::unordered_map<const UOp*, int64_t> terms;
   read_terms(*index, 1, terms);
   std::vector<int64_t> coeff(n, 0);
