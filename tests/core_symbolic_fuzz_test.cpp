@@ -217,3 +217,50 @@ TEST(SymbolicFuzz, SimplifiedExpressionsAgreeEverywhereAndAreNeverLarger) {
       secs);
   EXPECT_EQ(failures, 0);
 }
+
+// Sums wider than the window fold_linear searches for like terms (symbolic_folds.hpp): built one
+// term at a time, with like terms, constants, differences and negations mixed in, then divided.
+TEST(SymbolicFuzz, WideSumsStayEqualAndTerminate) {
+  uint32_t seed = 777;
+  if (const char* s = std::getenv("VKG_FUZZ_SEED")) seed = uint32_t(std::strtoul(s, nullptr, 10));
+  std::mt19937 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<UOpPtr> vars;
+  for (int i = 0; i < 12; ++i) vars.push_back(UOp::var("w" + std::to_string(i), -3, 4));
+  for (int n = 0; n < 120; ++n) {
+    UOpPtr sum = vars[size_t(pick(0, 11))];
+    const int terms = pick(20, 120);
+    for (int t = 0; t < terms; ++t) {
+      UOpPtr term = vars[size_t(pick(0, 11))] * pick(-3, 3);
+      switch (pick(0, 4)) {
+        case 0:
+          sum = sum - term;
+          break;
+        case 1:
+          sum = sum + pick(-5, 5);
+          break;
+        case 2:
+          sum = -term + sum;
+          break;
+        default:
+          sum = sum + term;
+      }
+    }
+    const UOpPtr e = pick(0, 1) ? sum : sum / pick(2, 9);
+    UOpPtr s;
+    try {
+      s = simplify(e);
+    } catch (const std::exception& ex) {
+      FAIL() << "seed " << seed << ", sum " << n << ": simplify threw: " << ex.what();
+    }
+    EXPECT_LE(toposort(s.get()).size(), toposort(e.get()).size());
+    const IntExpr fe(e), fs(s);
+    for (int p = 0; p < 50; ++p) {
+      std::vector<int64_t> point;
+      for (size_t i = 0; i < vars.size(); ++i) point.push_back(pick(-3, 4));
+      const auto ve = fe(values_for(fe, vars, point)), vs = fs(values_for(fs, vars, point));
+      ASSERT_EQ(ve, vs) << "seed " << seed << ", sum " << n << " at " << point_str(vars, point)
+                        << ":\n  " << render(e) << "\n  -> " << render(s);
+    }
+  }
+}
