@@ -49,7 +49,9 @@ Kernel::Kernel(UOpPtr ast) : ast_(std::move(ast)) {
   for (const auto& [node, st] : views_) {
     if (st.shape().size() != ndim)
       throw Error("Kernel: views of different ranks: " + shape_str(st.shape()) + " and " + shape_str(views_[0].second.shape()));
-    for (size_t i = 0; i < ndim; ++i) full_shape_[i] = std::max(full_shape_[i], st.shape()[i]);
+    // Sizes broadcast: 1 stretches to the other size, and that includes 0 (an empty reduce).
+    for (size_t i = 0; i < ndim; ++i)
+      full_shape_[i] = (full_shape_[i] == 0 || st.shape()[i] == 0) ? 0 : std::max(full_shape_[i], st.shape()[i]);
   }
   kinds_.assign(ndim, AxisKind::Global);
   for (int64_t ax : reduce_axes) kinds_[size_t(ax)] = AxisKind::Reduce;

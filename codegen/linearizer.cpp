@@ -27,8 +27,19 @@ std::vector<UOpPtr> linearize(const std::vector<UOpPtr>& stores) {
   // accumulator value, so it comes after the nest.
   std::unordered_map<const UOp*, int> depth;
   std::unordered_map<const UOp*, bool> after;
-  // What a node passes to its users: a RANGE puts them inside its own loop.
-  auto export_depth = [&](const UOp* s) { return s->op == Ops::RANGE ? range_depth[s] : depth[s]; };
+  // What a node passes to its users: a RANGE puts them inside its own loop, and so does an
+  // accumulator (the running value exists only inside its loops; after them it is read through
+  // the ASSIGN).
+  auto export_depth = [&](const UOp* s) {
+    if (s->op == Ops::RANGE) return range_depth[s];
+    if (s->op == Ops::DEFINE_ACC) {
+      int d = depth[s];
+      for (const UOpPtr& r : s->src)
+        if (r->op == Ops::RANGE) d = std::max(d, range_depth[r.get()]);
+      return d;
+    }
+    return depth[s];
+  };
   for (const UOp* u : order) {
     int d = -1;
     bool a = false;

@@ -117,3 +117,13 @@ TEST(Lowerer, KernelNamesAndOptErrors) {
   Schedule e = create_schedule({(Tensor::ones({4, 4}) + Tensor::ones({4, 4})).node()});
   EXPECT_EQ(Kernel(e.items[0].ast).name(), "E_16");  // contiguous axes merge
 }
+
+TEST(Lowerer, ReduceOfALoopInvariantValueAccumulatesEveryIteration) {
+  EXPECT_EQ(run<float>(Tensor::full({5}, 2.0f).sum()), (std::vector<float>{10}));
+  EXPECT_EQ(run<float>(Tensor::full({3, 4}, 1.0f).sum(1)), (std::vector<float>{4, 4, 4}));
+}
+
+TEST(Lowerer, EmptyReduceGivesTheIdentity) {
+  EXPECT_EQ(run<float>(Tensor::zeros({0}).sum()), (std::vector<float>{0}));
+  EXPECT_EQ(run<float>(Tensor::zeros({2, 0}).sum(1)), (std::vector<float>{0, 0}));
+}
