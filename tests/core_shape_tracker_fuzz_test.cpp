@@ -3,8 +3,9 @@
 // expr_node and per-dimension via expr_idxs, evaluated with eval_int), must equal what the same
 // ops give when applied for real to an explicit array of buffer indexes.
 //
-// Reproducible: chain i uses std::mt19937(seed + i). VKG_FUZZ_SEED and VKG_FUZZ_CHAINS override
-// the seed and the number of chains; a failure prints both, the op chain and the tracker.
+// Reproducible: chain i draws from a std::mt19937 seeded with (seed, i). VKG_FUZZ_SEED, VKG_FUZZ_FIRST and
+// VKG_FUZZ_CHAINS set the seed, the first chain and the number of chains; a failure prints the
+// settings that rerun just that chain, the op chain and the tracker.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -270,7 +271,8 @@ struct Gen {
 
 struct Stats {
   int64_t chains = 0, elements = 0, simplified_chains = 0, multi_view = 0, max_views = 0, merged_by_simplify = 0,
-          masked = 0, stride_checks = 0, eval_int_elements = 0;
+          masked = 0, stride_checks = 0, eval_int_elements = 0,
+          merged_eagerly = 0, composed = 0;
 };
 
 // An index expression evaluated at many points: through eval_int, or through an IntExpr compiled
@@ -368,40 +370,62 @@ uint64_t env_or(const char* name, uint64_t fallback) {
 }  // namespace
 
 TEST(ShapeTrackerFuzz, RandomMovementChainsMatchAnExplicitArray) {
-  const uint64_t seed = env_or("VKG_FUZZ_SEED", 20240531), chains = env_or("VKG_FUZZ_CHAINS", 10000);
+  const uint64_t seed = env_or("VKG_FUZZ_SEED", 20240531), first = env_or("VKG_FUZZ_FIRST", 0),
+                 chains = env_or("VKG_FUZZ_CHAINS", 10000);
   const auto start = std::chrono::steady_clock::now();
   Stats stats;
   int failures = 0;
-  for (uint64_t c = 0; c < chains && failures < 5; ++c) {
-    Gen gen{std::mt19937(uint32_t(seed + c))};
+  for (uint64_t c = first; c < first + chains && failures < 5; ++c) {
+    std::seed_seq per_chain{uint32_t(seed), uint32_t(seed >> 32), uint32_t(c), uint32_t(c >> 32)};
+    Gen gen{std::mt19937(per_chain)};
     const Shape shape = gen.random_shape();
     ShapeTracker st = ShapeTracker::from_shape(shape);
     Array ref = Array::iota(shape);
+    std::vector<MoveOp> ops;
     std::string chain = "from_shape(" + shape_str(shape) + ")";
     const int64_t length = gen.uniform(1, 10);
-    for (int64_t k = 0; k < length;) {
+    while (int64_t(ops.size()) < length) {
       const std::optional<MoveOp> op = gen.random_op(ref.shape);
       if (!op) continue;
+      ops.push_back(*op);
       chain += "." + op->str();
       st = op->apply(st);
       ref = op->apply(ref);
-      ++k;
     }
     // Every 8th chain goes through simplify and is evaluated with eval_int; the rest check the
     // raw expressions, which are cheaper to build and keep the engine's folds from hiding a wrong
     // expression, evaluated with an IntExpr compiled once per expression.
     const bool simplified = c % 8 == 0;
     std::string why = compare(st, ref, simplified, simplified, stats);
+    auto check_also = [&](const ShapeTracker& other, const std::string& what) {
+      if (!why.empty()) return;
+      why = compare(other, ref, false, false, stats);
+      if (!why.empty()) why = what + " gives " + to_string(other) + ":\n  " + why;
+    };
     const ShapeTracker merged = st.simplify();
-    if (why.empty() && merged != st) {
+    if (merged != st) {
       ++stats.merged_by_simplify;
-      why = compare(merged, ref, false, false, stats);
-      if (!why.empty()) why = "after simplify() to " + to_string(merged) + ":\n  " + why;
+      check_also(merged, "simplify()");
+    }
+    if (c % 4 == 1) {  // merging after every op: later ops then act on merged views
+      ShapeTracker eager = ShapeTracker::from_shape(shape);
+      for (const MoveOp& op : ops) eager = op.apply(eager).simplify();
+      stats.merged_eagerly += eager.views().size() < st.views().size();
+      check_also(eager, "simplify() after every op");
+    }
+    if (c % 4 == 3) {  // the chain cut in two and put back together with +
+      const size_t cut = size_t(gen.uniform(0, int64_t(ops.size())));
+      ShapeTracker below = ShapeTracker::from_shape(shape);
+      for (size_t k = 0; k < cut; ++k) below = ops[k].apply(below);
+      ShapeTracker above = ShapeTracker::from_shape(below.shape());
+      for (size_t k = cut; k < ops.size(); ++k) above = ops[k].apply(above);
+      ++stats.composed;
+      check_also(below + above, "+ after op " + std::to_string(cut));
     }
     if (why.empty() && c % 16 == 0) why = check_real_strides(st, ref, false, stats);
     if (why.empty() && c % 16 == 8) why = check_real_strides(st, ref, true, stats);
     if (!why.empty()) {
-      ADD_FAILURE() << "seed " << seed << " chain " << c << " (VKG_FUZZ_SEED=" << seed + c << " VKG_FUZZ_CHAINS=1):\n  "
+      ADD_FAILURE() << "chain " << c << " (VKG_FUZZ_SEED=" << seed << " VKG_FUZZ_FIRST=" << c << " VKG_FUZZ_CHAINS=1):\n  "
                     << chain << "\n  " << to_string(st) << "\n  " << why;
       ++failures;
     }
@@ -412,9 +436,11 @@ TEST(ShapeTrackerFuzz, RandomMovementChainsMatchAnExplicitArray) {
     stats.masked += std::any_of(st.views().begin(), st.views().end(), [](const View& v) { return v.mask.has_value(); });
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "[ fuzz ] " << stats.chains << " chains (" << stats.simplified_chains << " simplified), " << stats.elements
-            << " elements checked (" << stats.eval_int_elements << " with eval_int), " << stats.multi_view << " with several views (max " << stats.max_views << "), "
-            << stats.merged_by_simplify << " merged by simplify(), " << stats.masked << " masked, " << stats.stride_checks
-            << " real-stride checks, " << secs << " s\n";
+  std::cout << "[ fuzz ] seed " << seed << ": " << stats.chains << " chains (" << stats.simplified_chains
+            << " simplified), " << stats.elements << " elements checked (" << stats.eval_int_elements
+            << " with eval_int), " << stats.multi_view << " with several views (max " << stats.max_views << "), "
+            << stats.merged_by_simplify << " merged by simplify(), " << stats.merged_eagerly
+            << " fewer views merging after every op, " << stats.composed << " rebuilt with +, " << stats.masked
+            << " masked, " << stats.stride_checks << " real-stride checks, " << secs << " s\n";
   EXPECT_GE(stats.simplified_chains, std::min<int64_t>(1000, int64_t(chains) / 8));
 }
