@@ -38,7 +38,9 @@ struct Linear {
   std::vector<int64_t> coef;
   int64_t c = 0;
   explicit Linear(size_t n) : coef(n, 0) {}
-  bool is_zero() const { return c == 0 && std::all_of(coef.begin(), coef.end(), [](int64_t k) { return k == 0; }); }
+  bool is_zero() const {
+    return c == 0 && std::all_of(coef.begin(), coef.end(), [](int64_t k) { return k == 0; });
+  }
   int64_t bound(const Shape& shape, bool upper) const {
     int64_t r = c;
     for (size_t d = 0; d < coef.size(); ++d) {
@@ -127,7 +129,8 @@ std::optional<View> merge_unmasked(const View& inner, const View& outer, int dep
     }
     for (size_t d1 = 0; d1 < n1; ++d1)
       if (keep[d1] != DimRange{0, outer.shape[d1]})
-        return merge(inner, View::create(outer.shape, outer.strides, outer.offset, keep), depth + 1);
+        return merge(inner, View::create(outer.shape, outer.strides, outer.offset, keep),
+                     depth + 1);
     if (unexpressible) return std::nullopt;
   }
 
@@ -145,7 +148,8 @@ std::optional<View> merge(const View& inner, const View& outer, int depth) {
   if (outer.contiguous && outer.size() == inner.size())
     if (std::optional<View> v = inner.reshape(outer.shape)) return v;
   if (outer.size() == 0 || outer.all_masked()) return outer;  // reads nothing from inner
-  if (inner.all_masked()) return outer.shape.empty() ? std::nullopt : std::optional(all_masked_view(outer.shape));
+  if (inner.all_masked())
+    return outer.shape.empty() ? std::nullopt : std::optional(all_masked_view(outer.shape));
   if (outer.mask) {
     // Merge the unmasked box alone, then pad it back out to outer's shape.
     const Mask& m = *outer.mask;
@@ -154,7 +158,8 @@ std::optional<View> merge(const View& inner, const View& outer, int depth) {
     std::optional<View> merged = merge(inner, box, depth + 1);
     if (!merged) return std::nullopt;
     std::vector<PadWidth> widths;
-    for (size_t i = 0; i < m.size(); ++i) widths.push_back({m[i].first, outer.shape[i] - m[i].second});
+    for (size_t i = 0; i < m.size(); ++i)
+      widths.push_back({m[i].first, outer.shape[i] - m[i].second});
     return merged->pad(widths);
   }
   return merge_unmasked(inner, outer, depth);
@@ -180,11 +185,15 @@ std::vector<UOpPtr> unravel_expr(const Shape& shape, const UOpPtr& flat) {
 
 bool is_false(const UOpPtr& u) { return u->is_const() && u->const_int() == 0; }
 
-UOpPtr index_var(size_t i, int64_t extent) { return UOp::var("idx" + std::to_string(i), 0, std::max<int64_t>(extent - 1, 0)); }
+UOpPtr index_var(size_t i, int64_t extent) {
+  return UOp::var("idx" + std::to_string(i), 0, std::max<int64_t>(extent - 1, 0));
+}
 
 }  // namespace
 
-std::optional<View> merge_views(const View& inner, const View& outer) { return merge(inner, outer, 0); }
+std::optional<View> merge_views(const View& inner, const View& outer) {
+  return merge(inner, outer, 0);
+}
 
 // ---- the tracker and its movement ops ----
 
@@ -192,7 +201,9 @@ ShapeTracker::ShapeTracker(std::vector<View> views) : views_(std::move(views)) {
   if (views_.empty()) throw Error("ShapeTracker needs at least one view");
 }
 
-ShapeTracker ShapeTracker::from_shape(const Shape& shape) { return ShapeTracker({View::create(shape)}); }
+ShapeTracker ShapeTracker::from_shape(const Shape& shape) {
+  return ShapeTracker({View::create(shape)});
+}
 
 ShapeTracker ShapeTracker::with_last(View v) const {
   std::vector<View> vs = views_;
@@ -207,13 +218,27 @@ ShapeTracker ShapeTracker::reshape(const Shape& new_shape) const {
   return ShapeTracker(std::move(vs));
 }
 
-ShapeTracker ShapeTracker::permute(const std::vector<int64_t>& order) const { return with_last(views_.back().permute(order)); }
-ShapeTracker ShapeTracker::expand(const Shape& new_shape) const { return with_last(views_.back().expand(new_shape)); }
-ShapeTracker ShapeTracker::pad(const std::vector<PadWidth>& widths) const { return with_last(views_.back().pad(widths)); }
-ShapeTracker ShapeTracker::shrink(const Mask& ranges) const { return with_last(views_.back().shrink(ranges)); }
-ShapeTracker ShapeTracker::flip(const std::vector<bool>& flipped) const { return with_last(views_.back().flip(flipped)); }
-ShapeTracker ShapeTracker::flip_axes(const std::vector<int64_t>& axes) const { return with_last(views_.back().flip_axes(axes)); }
-ShapeTracker ShapeTracker::stride(const std::vector<int64_t>& steps) const { return with_last(views_.back().stride(steps)); }
+ShapeTracker ShapeTracker::permute(const std::vector<int64_t>& order) const {
+  return with_last(views_.back().permute(order));
+}
+ShapeTracker ShapeTracker::expand(const Shape& new_shape) const {
+  return with_last(views_.back().expand(new_shape));
+}
+ShapeTracker ShapeTracker::pad(const std::vector<PadWidth>& widths) const {
+  return with_last(views_.back().pad(widths));
+}
+ShapeTracker ShapeTracker::shrink(const Mask& ranges) const {
+  return with_last(views_.back().shrink(ranges));
+}
+ShapeTracker ShapeTracker::flip(const std::vector<bool>& flipped) const {
+  return with_last(views_.back().flip(flipped));
+}
+ShapeTracker ShapeTracker::flip_axes(const std::vector<int64_t>& axes) const {
+  return with_last(views_.back().flip_axes(axes));
+}
+ShapeTracker ShapeTracker::stride(const std::vector<int64_t>& steps) const {
+  return with_last(views_.back().stride(steps));
+}
 
 ShapeTracker ShapeTracker::simplify() const {
   std::vector<View> vs = views_;
@@ -260,8 +285,10 @@ IndexExpr compose_down(const std::vector<View>& views, size_t top, IndexExpr e, 
 
 IndexExpr ShapeTracker::expr_idxs(const std::vector<UOpPtr>& idxs, bool simplified) const {
   if (idxs.size() != shape().size())
-    throw Error("expr_idxs: " + std::to_string(idxs.size()) + " indexes for shape " + shape_str(shape()));
-  return compose_down(views_, views_.size() - 1, views_.back().expr(idxs, UOp::const_(dtypes::bool_, true)), simplified);
+    throw Error("expr_idxs: " + std::to_string(idxs.size()) + " indexes for shape " +
+                shape_str(shape()));
+  return compose_down(views_, views_.size() - 1,
+                      views_.back().expr(idxs, UOp::const_(dtypes::bool_, true)), simplified);
 }
 
 IndexExpr ShapeTracker::expr_idxs() const {
@@ -272,7 +299,8 @@ IndexExpr ShapeTracker::expr_idxs() const {
 
 IndexExpr ShapeTracker::expr_node(const UOpPtr& flat, bool simplified) const {
   const View top = views_.back().minify();  // same flat order, fewer dimensions to unravel
-  return compose_down(views_, views_.size() - 1, top.expr(unravel_expr(top.shape, flat), UOp::const_(dtypes::bool_, true)),
+  return compose_down(views_, views_.size() - 1,
+                      top.expr(unravel_expr(top.shape, flat), UOp::const_(dtypes::bool_, true)),
                       simplified);
 }
 
@@ -287,15 +315,22 @@ namespace {
 // grow it).
 void read_terms(const UOp& u, int64_t scale, std::unordered_map<const UOp*, int64_t>& coeff) {
   switch (u.op) {
-    case Ops::CONST: return;
-    case Ops::ADD: read_terms(*u.src[0], scale, coeff); return read_terms(*u.src[1], scale, coeff);
-    case Ops::SUB: read_terms(*u.src[0], scale, coeff); return read_terms(*u.src[1], -scale, coeff);
-    case Ops::NEG: return read_terms(*u.src[0], -scale, coeff);
+    case Ops::CONST:
+      return;
+    case Ops::ADD:
+      read_terms(*u.src[0], scale, coeff);
+      return read_terms(*u.src[1], scale, coeff);
+    case Ops::SUB:
+      read_terms(*u.src[0], scale, coeff);
+      return read_terms(*u.src[1], -scale, coeff);
+    case Ops::NEG:
+      return read_terms(*u.src[0], -scale, coeff);
     case Ops::MUL:
       if (u.src[1]->is_const()) return read_terms(*u.src[0], scale * u.src[1]->const_int(), coeff);
       if (u.src[0]->is_const()) return read_terms(*u.src[1], scale * u.src[0]->const_int(), coeff);
       break;
-    default: break;
+    default:
+      break;
   }
   coeff[&u] += scale;
 }
@@ -357,12 +392,16 @@ struct TrackerArg final : ArgPayload {
   ShapeTracker st;
   explicit TrackerArg(ShapeTracker s) : st(std::move(s)) {}
   size_t hash() const override { return st.hash(); }
-  bool equals(const ArgPayload& other) const override { return st == static_cast<const TrackerArg&>(other).st; }
+  bool equals(const ArgPayload& other) const override {
+    return st == static_cast<const TrackerArg&>(other).st;
+  }
   std::string repr() const override { return to_string(st); }
 };
 }  // namespace
 
-Arg ShapeTracker::to_arg() const { return std::shared_ptr<const ArgPayload>(std::make_shared<const TrackerArg>(*this)); }
+Arg ShapeTracker::to_arg() const {
+  return std::shared_ptr<const ArgPayload>(std::make_shared<const TrackerArg>(*this));
+}
 
 const ShapeTracker* ShapeTracker::from_arg(const Arg& arg) {
   const auto* p = std::get_if<std::shared_ptr<const ArgPayload>>(&arg);

@@ -83,7 +83,8 @@ class ShapeTracker {
 // nullopt when no single View expresses the composition.
 std::optional<View> merge_views(const View& inner, const View& outer);
 
-// ShapeTracker(views=(View(shape=(10, 10), strides=(10, 1), offset=0, mask=None, contiguous=True),))
+// ShapeTracker(views=(View(shape=(10, 10), strides=(10, 1), offset=0, mask=None,
+// contiguous=True),))
 std::string to_string(const ShapeTracker& st);
 std::ostream& operator<<(std::ostream& os, const ShapeTracker& st);
 

@@ -23,7 +23,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 int64_t checked_prod(const Shape& shape, const char* op) {
   int64_t n = 1;
   for (int64_t s : shape)
-    if (__builtin_mul_overflow(n, s, &n)) throw Error(std::string(op) + ": shape " + shape_str(shape) + " has too many elements");
+    if (__builtin_mul_overflow(n, s, &n))
+      throw Error(std::string(op) + ": shape " + shape_str(shape) + " has too many elements");
   return n;
 }
 
@@ -36,14 +37,16 @@ std::string pairs_str(const std::vector<std::pair<int64_t, int64_t>>& v) {
 
 std::string mask_str(const std::optional<Mask>& m) { return m ? pairs_str(*m) : "None"; }
 
-[[noreturn]] void fail(const char* op, const View& v, const std::string& arg, const std::string& why) {
+[[noreturn]] void fail(const char* op, const View& v, const std::string& arg,
+                       const std::string& why) {
   throw Error(std::string(op) + " " + arg + " of shape " + shape_str(v.shape) + ": " + why);
 }
 
 void check_rank(const char* op, const View& v, size_t n, const std::string& arg) {
   if (n != v.shape.size())
     fail(op, v, arg,
-         "needs one entry per dimension (" + std::to_string(v.shape.size()) + "), got " + std::to_string(n));
+         "needs one entry per dimension (" + std::to_string(v.shape.size()) + "), got " +
+             std::to_string(n));
 }
 
 bool is_full(const Mask& m, const Shape& shape) {
@@ -71,7 +74,9 @@ View resize(const View& v, const Mask& ranges, const std::optional<Mask>& extra)
     for (size_t i = 0; i < ranges.size(); ++i) {
       auto clamp = [&](int64_t x) { return std::clamp<int64_t>(x - ranges[i].first, 0, shape[i]); };
       moved[i] = {clamp((*v.mask)[i].first), clamp((*v.mask)[i].second)};
-      if (extra) moved[i] = {std::max(moved[i].first, (*extra)[i].first), std::min(moved[i].second, (*extra)[i].second)};
+      if (extra)
+        moved[i] = {std::max(moved[i].first, (*extra)[i].first),
+                    std::min(moved[i].second, (*extra)[i].second)};
     }
     mask = std::move(moved);
   }
@@ -137,7 +142,8 @@ std::vector<int64_t> strides_for_shape(const Shape& shape) {
   return st;
 }
 
-View View::create(Shape shape, std::optional<std::vector<int64_t>> strides, int64_t offset, std::optional<Mask> mask) {
+View View::create(Shape shape, std::optional<std::vector<int64_t>> strides, int64_t offset,
+                  std::optional<Mask> mask) {
   for (int64_t s : shape)
     if (s < 0) throw Error("View: negative dimension in shape " + shape_str(shape));
   if (strides && strides->size() != shape.size())
@@ -182,12 +188,15 @@ size_t View::hash() const {
 
 // ---- merging dimensions ----
 
-std::vector<MergedDim> merge_dims(const Shape& shape, const std::vector<int64_t>& strides, const std::optional<Mask>& mask) {
+std::vector<MergedDim> merge_dims(const Shape& shape, const std::vector<int64_t>& strides,
+                                  const std::optional<Mask>& mask) {
   std::vector<MergedDim> out;
   if (shape.empty()) return out;
   // A dimension pinned to one index (size 1, or masked to width 1) adds no address of its own,
   // so the next dimension merges into it whatever its stride.
-  auto pinned = [&](size_t i) { return mask ? (*mask)[i].second - (*mask)[i].first == 1 : shape[i] == 1; };
+  auto pinned = [&](size_t i) {
+    return mask ? (*mask)[i].second - (*mask)[i].first == 1 : shape[i] == 1;
+  };
   out.push_back({shape[0], strides[0], strides[0] != 0 ? shape[0] : 0});
   bool absorb = pinned(0);
   for (size_t i = 1; i < shape.size(); ++i) {
@@ -207,7 +216,8 @@ std::vector<MergedDim> merge_dims(const Shape& shape, const std::vector<int64_t>
 std::optional<View> View::reshape(const Shape& new_shape) const {
   if (new_shape == shape) return *this;
   for (int64_t s : new_shape)
-    if (s < 0) fail("reshape", *this, "to " + shape_str(new_shape), "dimensions cannot be negative");
+    if (s < 0)
+      fail("reshape", *this, "to " + shape_str(new_shape), "dimensions cannot be negative");
   const int64_t n = size(), m = checked_prod(new_shape, "reshape");
   if (n != m)
     fail("reshape", *this, "to " + shape_str(new_shape),
@@ -215,7 +225,8 @@ std::optional<View> View::reshape(const Shape& new_shape) const {
   if (n == 0 || contiguous) return create(new_shape);
   if (all_masked()) {
     if (new_shape.empty()) return std::nullopt;  // a 0-d view has no mask to hide its element
-    return create(new_shape, std::vector<int64_t>(new_shape.size(), 0), 0, Mask(new_shape.size(), {0, 0}));
+    return create(new_shape, std::vector<int64_t>(new_shape.size(), 0), 0,
+                  Mask(new_shape.size(), {0, 0}));
   }
 
   // Cut each merged run into consecutive new dimensions, innermost first; a run must be covered
@@ -242,7 +253,8 @@ std::optional<View> View::reshape(const Shape& new_shape) const {
     // Strides of pinned dimensions were folded into the offset at each mask's begin; re-anchor
     // that to the new mask's begins.
     for (size_t i = 0; i < shape.size(); ++i) new_offset += (*mask)[i].first * strides[i];
-    for (size_t i = 0; i < new_shape.size(); ++i) new_offset -= (*new_mask)[i].first * new_strides[i];
+    for (size_t i = 0; i < new_shape.size(); ++i)
+      new_offset -= (*new_mask)[i].first * new_strides[i];
   }
   return create(new_shape, std::move(new_strides), new_offset, std::move(new_mask));
 }
@@ -252,7 +264,8 @@ View View::permute(const std::vector<int64_t>& order) const {
   check_rank("permute", *this, order.size(), arg);
   std::vector<bool> seen(order.size(), false);
   for (int64_t a : order) {
-    if (a < 0 || a >= int64_t(order.size()) || seen[size_t(a)]) fail("permute", *this, arg, "is not a permutation of the axes");
+    if (a < 0 || a >= int64_t(order.size()) || seen[size_t(a)])
+      fail("permute", *this, arg, "is not a permutation of the axes");
     seen[size_t(a)] = true;
   }
   Shape s;
@@ -273,13 +286,16 @@ View View::expand(const Shape& new_shape) const {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (new_shape[i] < 0) fail("expand", *this, arg, "dimensions cannot be negative");
     if (new_shape[i] != shape[i] && shape[i] != 1)
-      fail("expand", *this, arg, "dimension " + std::to_string(i) + " has size " + std::to_string(shape[i]) + ", only size 1 expands");
+      fail("expand", *this, arg,
+           "dimension " + std::to_string(i) + " has size " + std::to_string(shape[i]) +
+               ", only size 1 expands");
   }
   if (size() == 0) return create(new_shape);
   std::optional<Mask> m = mask;
   if (m)
     for (size_t i = 0; i < shape.size(); ++i)
-      if (shape[i] != new_shape[i]) (*m)[i] = (*m)[i] == DimRange{0, 1} ? DimRange{0, new_shape[i]} : DimRange{0, 0};
+      if (shape[i] != new_shape[i])
+        (*m)[i] = (*m)[i] == DimRange{0, 1} ? DimRange{0, new_shape[i]} : DimRange{0, 0};
   return create(new_shape, strides, offset, std::move(m));
 }
 
@@ -307,7 +323,8 @@ View View::shrink(const Mask& ranges) const {
     const auto [b, e] = ranges[i];
     if (b < 0 || e > shape[i] || b > e)
       fail("shrink", *this, arg,
-           "dimension " + std::to_string(i) + " needs 0 <= begin <= end <= " + std::to_string(shape[i]));
+           "dimension " + std::to_string(i) +
+               " needs 0 <= begin <= end <= " + std::to_string(shape[i]));
   }
   return resize(*this, ranges, std::nullopt);
 }
@@ -331,7 +348,8 @@ View View::flip_axes(const std::vector<int64_t>& axes) const {
   std::vector<bool> flipped(shape.size(), false);
   for (int64_t a : axes) {
     if (a < 0 || a >= int64_t(shape.size()) || flipped[size_t(a)])
-      fail("flip", *this, "of axes " + shape_str(axes), "axes must be distinct and in [0, " + std::to_string(shape.size()) + ")");
+      fail("flip", *this, "of axes " + shape_str(axes),
+           "axes must be distinct and in [0, " + std::to_string(shape.size()) + ")");
     flipped[size_t(a)] = true;
   }
   return flip(flipped);
@@ -340,7 +358,8 @@ View View::flip_axes(const std::vector<int64_t>& axes) const {
 View View::stride(const std::vector<int64_t>& steps) const {
   const std::string arg = shape_str(steps);
   check_rank("stride", *this, steps.size(), arg);
-  if (std::find(steps.begin(), steps.end(), 0) != steps.end()) fail("stride", *this, arg, "a stride cannot be 0");
+  if (std::find(steps.begin(), steps.end(), 0) != steps.end())
+    fail("stride", *this, arg, "a stride cannot be 0");
   Shape s(shape.size());
   std::vector<int64_t> st(shape.size());
   std::optional<Mask> m = mask;
@@ -354,7 +373,8 @@ View View::stride(const std::vector<int64_t>& steps) const {
     // the old mask.
     if (m) {
       const auto [b, e] = (*m)[i];
-      (*m)[i] = steps[i] > 0 ? DimRange{ceil_div(b, k), ceil_div(e, k)} : DimRange{ceil_div(n - e, k), ceil_div(n - b, k)};
+      (*m)[i] = steps[i] > 0 ? DimRange{ceil_div(b, k), ceil_div(e, k)}
+                             : DimRange{ceil_div(n - e, k), ceil_div(n - b, k)};
     }
   }
   return create(std::move(s), std::move(st), off, std::move(m));
@@ -372,7 +392,8 @@ View View::minify() const {
 
 IndexExpr View::expr(const std::vector<UOpPtr>& idxs, const UOpPtr& valid) const {
   if (idxs.size() != shape.size())
-    throw Error("View::expr: " + std::to_string(idxs.size()) + " indexes for shape " + shape_str(shape));
+    throw Error("View::expr: " + std::to_string(idxs.size()) + " indexes for shape " +
+                shape_str(shape));
   const DType dt = idxs.empty() ? dtypes::int32 : idxs[0]->dtype;
   if (all_masked()) return {UOp::const_(dt, 0), UOp::const_(dtypes::bool_, false)};
   // Terms go most significant (largest stride) first, so the sum reads like an address, as
@@ -380,7 +401,8 @@ IndexExpr View::expr(const std::vector<UOpPtr>& idxs, const UOpPtr& valid) const
   std::vector<size_t> dims;
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] != 1 && strides[i] != 0) dims.push_back(i);
-  std::stable_sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return std::abs(strides[a]) > std::abs(strides[b]); });
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](size_t a, size_t b) { return std::abs(strides[a]) > std::abs(strides[b]); });
   UOpPtr index = offset != 0 ? UOp::const_(dt, offset) : nullptr;
   for (size_t i : dims) {
     const UOpPtr term = strides[i] == 1 ? idxs[i] : idxs[i] * strides[i];
@@ -400,8 +422,9 @@ IndexExpr View::expr(const std::vector<UOpPtr>& idxs, const UOpPtr& valid) const
 // ---- printing ----
 
 std::string to_string(const View& v) {
-  return "View(shape=" + shape_str(v.shape) + ", strides=" + shape_str(v.strides) + ", offset=" + std::to_string(v.offset) +
-         ", mask=" + mask_str(v.mask) + ", contiguous=" + (v.contiguous ? "True" : "False") + ")";
+  return "View(shape=" + shape_str(v.shape) + ", strides=" + shape_str(v.strides) +
+         ", offset=" + std::to_string(v.offset) + ", mask=" + mask_str(v.mask) +
+         ", contiguous=" + (v.contiguous ? "True" : "False") + ")";
 }
 
 std::ostream& operator<<(std::ostream& os, const View& v) { return os << to_string(v); }

@@ -5,7 +5,8 @@
 //
 //   View v = View::create({10, 10});           // strides (10, 1), contiguous
 //   v = v.permute({1, 0}).pad({{1, 1}, {0, 0}});
-//   std::cout << v;   // View(shape=(12, 10), strides=(1, 10), offset=-1, mask=((1, 11), (0, 10)), contiguous=False)
+//   std::cout << v;   // View(shape=(12, 10), strides=(1, 10), offset=-1, mask=((1, 11), (0, 10)),
+//   contiguous=False)
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -58,9 +59,9 @@ struct View {
   // result (the ShapeTracker then stacks a new view).
   std::optional<View> reshape(const Shape& new_shape) const;
   View permute(const std::vector<int64_t>& order) const;
-  View expand(const Shape& new_shape) const;        // only dimensions of size 1 change size
+  View expand(const Shape& new_shape) const;  // only dimensions of size 1 change size
   View pad(const std::vector<PadWidth>& widths) const;
-  View shrink(const Mask& ranges) const;            // keeps [begin, end) of each dimension
+  View shrink(const Mask& ranges) const;  // keeps [begin, end) of each dimension
   View flip(const std::vector<bool>& flipped) const;
   View flip_axes(const std::vector<int64_t>& axes) const;
   // Every |s|-th element of each dimension, from the end when s < 0 (tinygrad's STRIDE).

@@ -3,9 +3,9 @@
 // expr_node and per-dimension via expr_idxs, evaluated with eval_int), must equal what the same
 // ops give when applied for real to an explicit array of buffer indexes.
 //
-// Reproducible: chain i draws from a std::mt19937 seeded with (seed, i). VKG_FUZZ_SEED, VKG_FUZZ_FIRST and
-// VKG_FUZZ_CHAINS set the seed, the first chain and the number of chains; a failure prints the
-// settings that rerun just that chain, the op chain and the tracker.
+// Reproducible: chain i draws from a std::mt19937 seeded with (seed, i). VKG_FUZZ_SEED,
+// VKG_FUZZ_FIRST and VKG_FUZZ_CHAINS set the seed, the first chain and the number of chains; a
+// failure prints the settings that rerun just that chain, the op chain and the tracker.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -55,7 +55,9 @@ struct Array {
   }
   // A new array of `new_shape` whose element at position p is this array's element at
   // old_pos(p), or padding where old_pos returns false.
-  Array remap(const Shape& new_shape, const std::function<bool(const std::vector<int64_t>&, std::vector<int64_t>&)>& old_pos) const {
+  Array remap(const Shape& new_shape,
+              const std::function<bool(const std::vector<int64_t>&, std::vector<int64_t>&)>&
+                  old_pos) const {
     Array out{new_shape, std::vector<int64_t>(size_t(prod_of(new_shape)), -1)};
     std::vector<int64_t> q(shape.size());
     for (size_t k = 0; k < out.src.size(); ++k) {
@@ -71,17 +73,21 @@ struct Array {
 
 struct MoveOp {
   enum Kind { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride } kind;
-  std::vector<int64_t> ints;                        // reshape, permute, expand, stride
+  std::vector<int64_t> ints;                       // reshape, permute, expand, stride
   std::vector<std::pair<int64_t, int64_t>> pairs;  // pad, shrink
-  std::vector<bool> flags;                          // flip
+  std::vector<bool> flags;                         // flip
 
   std::string str() const {
-    static const char* names[] = {"reshape", "permute", "expand", "pad", "shrink", "flip", "stride"};
+    static const char* names[] = {"reshape", "permute", "expand", "pad",
+                                  "shrink",  "flip",    "stride"};
     std::string s = std::string(names[kind]) + "(";
     if (kind == Pad || kind == Shrink) {
-      for (size_t i = 0; i < pairs.size(); ++i) s += (i ? ", (" : "(") + std::to_string(pairs[i].first) + ", " + std::to_string(pairs[i].second) + ")";
+      for (size_t i = 0; i < pairs.size(); ++i)
+        s += (i ? ", (" : "(") + std::to_string(pairs[i].first) + ", " +
+             std::to_string(pairs[i].second) + ")";
     } else if (kind == Flip) {
-      for (size_t i = 0; i < flags.size(); ++i) s += (i ? ", " : "") + std::string(flags[i] ? "1" : "0");
+      for (size_t i = 0; i < flags.size(); ++i)
+        s += (i ? ", " : "") + std::string(flags[i] ? "1" : "0");
     } else {
       s += shape_str(ints);
     }
@@ -90,13 +96,20 @@ struct MoveOp {
 
   ShapeTracker apply(const ShapeTracker& st) const {
     switch (kind) {
-      case Reshape: return st.reshape(ints);
-      case Permute: return st.permute(ints);
-      case Expand: return st.expand(ints);
-      case Pad: return st.pad(pairs);
-      case Shrink: return st.shrink(pairs);
-      case Flip: return st.flip(flags);
-      case Stride: return st.stride(ints);
+      case Reshape:
+        return st.reshape(ints);
+      case Permute:
+        return st.permute(ints);
+      case Expand:
+        return st.expand(ints);
+      case Pad:
+        return st.pad(pairs);
+      case Shrink:
+        return st.shrink(pairs);
+      case Flip:
+        return st.flip(flags);
+      case Stride:
+        return st.stride(ints);
     }
     return st;
   }
@@ -106,7 +119,8 @@ struct MoveOp {
     const size_t n = old.size();
     Shape s(n);
     switch (kind) {
-      case Reshape: return Array{ints, a.src};
+      case Reshape:
+        return Array{ints, a.src};
       case Permute:
         for (size_t i = 0; i < n; ++i) s[i] = old[size_t(ints[i])];
         return a.remap(s, [&](const auto& p, auto& q) {
@@ -141,7 +155,8 @@ struct MoveOp {
       case Stride:
         for (size_t i = 0; i < n; ++i) s[i] = (old[i] + std::abs(ints[i]) - 1) / std::abs(ints[i]);
         return a.remap(s, [&](const auto& p, auto& q) {
-          for (size_t i = 0; i < n; ++i) q[i] = ints[i] > 0 ? p[i] * ints[i] : old[i] - 1 + p[i] * ints[i];
+          for (size_t i = 0; i < n; ++i)
+            q[i] = ints[i] > 0 ? p[i] * ints[i] : old[i] - 1 + p[i] * ints[i];
           return true;
         });
     }
@@ -153,7 +168,9 @@ struct MoveOp {
 
 struct Gen {
   std::mt19937 rng;
-  int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); }
+  int64_t uniform(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  }
   bool chance(double p) { return std::bernoulli_distribution(p)(rng); }
 
   Shape random_shape() {
@@ -220,7 +237,9 @@ struct Gen {
     const int64_t draw = uniform(0, 7);
     MoveOp op{draw == 7 ? MoveOp::Reshape : MoveOp::Kind(draw), {}, {}, {}};
     switch (op.kind) {
-      case MoveOp::Reshape: op.ints = reshape_target(cur); break;
+      case MoveOp::Reshape:
+        op.ints = reshape_target(cur);
+        break;
       case MoveOp::Permute:
         for (size_t i = 0; i < n; ++i) op.ints.push_back(int64_t(i));
         std::shuffle(op.ints.begin(), op.ints.end(), rng);
@@ -237,7 +256,9 @@ struct Gen {
         break;
       }
       case MoveOp::Pad: {
-        for (size_t i = 0; i < n; ++i) op.pairs.push_back(chance(0.5) ? std::pair{uniform(0, 2), uniform(0, 2)} : std::pair<int64_t, int64_t>{0, 0});
+        for (size_t i = 0; i < n; ++i)
+          op.pairs.push_back(chance(0.5) ? std::pair{uniform(0, 2), uniform(0, 2)}
+                                         : std::pair<int64_t, int64_t>{0, 0});
         Shape s = cur;
         for (size_t i = 0; i < n; ++i) s[i] += op.pairs[i].first + op.pairs[i].second;
         if (prod_of(s) > kMaxElements) return std::nullopt;
@@ -270,8 +291,8 @@ struct Gen {
 // ---- checking ----
 
 struct Stats {
-  int64_t chains = 0, elements = 0, simplified_chains = 0, multi_view = 0, max_views = 0, merged_by_simplify = 0,
-          masked = 0, stride_checks = 0, eval_int_elements = 0,
+  int64_t chains = 0, elements = 0, simplified_chains = 0, multi_view = 0, max_views = 0,
+          merged_by_simplify = 0, masked = 0, stride_checks = 0, eval_int_elements = 0,
           merged_eagerly = 0, composed = 0;
 };
 
@@ -280,7 +301,8 @@ struct Stats {
 class Evaluator {
  public:
   Evaluator(const UOpPtr& u, bool use_eval_int) : u_(u), use_eval_int_(use_eval_int), compiled_(u) {
-    for (const std::string& name : compiled_.var_names()) slots_.push_back(std::stoul(name.substr(3)));  // "idx<i>"
+    for (const std::string& name : compiled_.var_names())
+      slots_.push_back(std::stoul(name.substr(3)));  // "idx<i>"
   }
   // The value with idx<i> = point[i].
   int64_t operator()(const std::vector<int64_t>& point) {
@@ -305,21 +327,26 @@ class Evaluator {
 };
 
 // The first element where the tracker and the array disagree, described; empty if none.
-std::string compare(const ShapeTracker& st, const Array& ref, bool simplified, bool use_eval_int, Stats& stats) {
+std::string compare(const ShapeTracker& st, const Array& ref, bool simplified, bool use_eval_int,
+                    Stats& stats) {
   const Shape& shape = ref.shape;
-  if (st.shape() != shape) return "shape " + shape_str(st.shape()) + ", expected " + shape_str(shape);
+  if (st.shape() != shape)
+    return "shape " + shape_str(st.shape()) + ", expected " + shape_str(shape);
   if (ref.src.empty()) return "";
   const UOpPtr flat = UOp::var("idx0", 0, int64_t(ref.src.size()) - 1);
   std::vector<UOpPtr> idxs;
-  for (size_t i = 0; i < shape.size(); ++i) idxs.push_back(UOp::var("idx" + std::to_string(i), 0, shape[i] - 1));
+  for (size_t i = 0; i < shape.size(); ++i)
+    idxs.push_back(UOp::var("idx" + std::to_string(i), 0, shape[i] - 1));
   struct Form {
     const char* name;
     IndexExpr e;
     Evaluator index, valid;
   };
-  const IndexExpr by_flat = st.expr_node(flat, simplified), by_dims = st.expr_idxs(idxs, simplified);
-  Form forms[] = {{"expr_node", by_flat, {by_flat.index, use_eval_int}, {by_flat.valid, use_eval_int}},
-                  {"expr_idxs", by_dims, {by_dims.index, use_eval_int}, {by_dims.valid, use_eval_int}}};
+  const IndexExpr by_flat = st.expr_node(flat, simplified),
+                  by_dims = st.expr_idxs(idxs, simplified);
+  Form forms[] = {
+      {"expr_node", by_flat, {by_flat.index, use_eval_int}, {by_flat.valid, use_eval_int}},
+      {"expr_idxs", by_dims, {by_dims.index, use_eval_int}, {by_dims.valid, use_eval_int}}};
   for (size_t k = 0; k < ref.src.size(); ++k) {
     const std::vector<int64_t> at_flat{int64_t(k)}, pos = unravel(shape, int64_t(k));
     const int64_t want = ref.src[k];
@@ -329,10 +356,11 @@ std::string compare(const ShapeTracker& st, const Array& ref, bool simplified, b
       const int64_t index = valid ? f.index(point) : -1;
       if (valid != (want >= 0) || (valid && index != want)) {
         std::ostringstream os;
-        os << f.name << (simplified ? " (simplified)" : " (unsimplified)") << " at flat " << k << " position "
-           << shape_str(pos) << ": got " << (valid ? "index " + std::to_string(index) : "invalid") << ", expected "
-           << (want >= 0 ? "index " + std::to_string(want) : "invalid") << "\n  index = " << render(f.e.index)
-           << "\n  valid = " << render(f.e.valid);
+        os << f.name << (simplified ? " (simplified)" : " (unsimplified)") << " at flat " << k
+           << " position " << shape_str(pos) << ": got "
+           << (valid ? "index " + std::to_string(index) : "invalid") << ", expected "
+           << (want >= 0 ? "index " + std::to_string(want) : "invalid")
+           << "\n  index = " << render(f.e.index) << "\n  valid = " << render(f.e.valid);
         return os.str();
       }
     }
@@ -344,7 +372,8 @@ std::string compare(const ShapeTracker& st, const Array& ref, bool simplified, b
 
 // A stride that real_strides reports (minding validity or not) must be the step between every
 // two valid neighbours.
-std::string check_real_strides(const ShapeTracker& st, const Array& ref, bool ignore_valid, Stats& stats) {
+std::string check_real_strides(const ShapeTracker& st, const Array& ref, bool ignore_valid,
+                               Stats& stats) {
   const auto strides = st.real_strides(ignore_valid);
   for (size_t k = 0; k < ref.src.size(); ++k) {
     const std::vector<int64_t> pos = unravel(ref.shape, int64_t(k));
@@ -355,8 +384,9 @@ std::string check_real_strides(const ShapeTracker& st, const Array& ref, bool ig
       if (a < 0 || b < 0) continue;
       ++stats.stride_checks;
       if (b - a != *strides[i])
-        return std::string(ignore_valid ? "real_strides(true)" : "real_strides()") + ": stride of dim " + std::to_string(i) + " is " + std::to_string(*strides[i]) + " but position " +
-               shape_str(pos) + " steps by " + std::to_string(b - a);
+        return std::string(ignore_valid ? "real_strides(true)" : "real_strides()") +
+               ": stride of dim " + std::to_string(i) + " is " + std::to_string(*strides[i]) +
+               " but position " + shape_str(pos) + " steps by " + std::to_string(b - a);
     }
   }
   return "";
@@ -425,22 +455,27 @@ TEST(ShapeTrackerFuzz, RandomMovementChainsMatchAnExplicitArray) {
     if (why.empty() && c % 16 == 0) why = check_real_strides(st, ref, false, stats);
     if (why.empty() && c % 16 == 8) why = check_real_strides(st, ref, true, stats);
     if (!why.empty()) {
-      ADD_FAILURE() << "chain " << c << " (VKG_FUZZ_SEED=" << seed << " VKG_FUZZ_FIRST=" << c << " VKG_FUZZ_CHAINS=1):\n  "
-                    << chain << "\n  " << to_string(st) << "\n  " << why;
+      ADD_FAILURE() << "chain " << c << " (VKG_FUZZ_SEED=" << seed << " VKG_FUZZ_FIRST=" << c
+                    << " VKG_FUZZ_CHAINS=1):\n  " << chain << "\n  " << to_string(st) << "\n  "
+                    << why;
       ++failures;
     }
     ++stats.chains;
     stats.simplified_chains += simplified;
     stats.multi_view += st.views().size() > 1;
     stats.max_views = std::max<int64_t>(stats.max_views, int64_t(st.views().size()));
-    stats.masked += std::any_of(st.views().begin(), st.views().end(), [](const View& v) { return v.mask.has_value(); });
+    stats.masked += std::any_of(st.views().begin(), st.views().end(),
+                                [](const View& v) { return v.mask.has_value(); });
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "[ fuzz ] seed " << seed << ": " << stats.chains << " chains (" << stats.simplified_chains
-            << " simplified), " << stats.elements << " elements checked (" << stats.eval_int_elements
-            << " with eval_int), " << stats.multi_view << " with several views (max " << stats.max_views << "), "
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "[ fuzz ] seed " << seed << ": " << stats.chains << " chains ("
+            << stats.simplified_chains << " simplified), " << stats.elements
+            << " elements checked (" << stats.eval_int_elements << " with eval_int), "
+            << stats.multi_view << " with several views (max " << stats.max_views << "), "
             << stats.merged_by_simplify << " merged by simplify(), " << stats.merged_eagerly
-            << " fewer views merging after every op, " << stats.composed << " rebuilt with +, " << stats.masked
-            << " masked, " << stats.stride_checks << " real-stride checks, " << secs << " s\n";
+            << " fewer views merging after every op, " << stats.composed << " rebuilt with +, "
+            << stats.masked << " masked, " << stats.stride_checks << " real-stride checks, " << secs
+            << " s\n";
   EXPECT_GE(stats.simplified_chains, std::min<int64_t>(1000, int64_t(chains) / 8));
 }

@@ -49,20 +49,26 @@ TEST(ShapeTracker, FromShapeIsOneContiguousView) {
   EXPECT_TRUE(st.contiguous());
   EXPECT_EQ(st.shape(), (Shape{10, 10}));
   EXPECT_EQ(st.size(), 100);
-  EXPECT_EQ(to_string(st), "ShapeTracker(views=(View(shape=(10, 10), strides=(10, 1), offset=0, mask=None, contiguous=True),))");
+  EXPECT_EQ(to_string(st),
+            "ShapeTracker(views=(View(shape=(10, 10), strides=(10, 1), offset=0, mask=None, "
+            "contiguous=True),))");
   EXPECT_THROW(ShapeTracker({}), Error);
 }
 
 // Seed 004: a transpose read back flat needs a second view, and its index is a div and a mod.
 TEST(ShapeTracker, TransposeReadFlatStacksAViewAsTinygradDoes) {
   ShapeTracker a = ShapeTracker::from_shape({10, 10}).permute({1, 0});
-  EXPECT_EQ(to_string(a), "ShapeTracker(views=(View(shape=(10, 10), strides=(1, 10), offset=0, mask=None, contiguous=False),))");
+  EXPECT_EQ(to_string(a),
+            "ShapeTracker(views=(View(shape=(10, 10), strides=(1, 10), offset=0, mask=None, "
+            "contiguous=False),))");
   a = a.reshape({5, 2, 5, 2});
   EXPECT_EQ(to_string(a),
-            "ShapeTracker(views=(View(shape=(5, 2, 5, 2), strides=(2, 1, 20, 10), offset=0, mask=None, contiguous=False),))");
+            "ShapeTracker(views=(View(shape=(5, 2, 5, 2), strides=(2, 1, 20, 10), offset=0, "
+            "mask=None, contiguous=False),))");
   a = a.reshape({100});
   EXPECT_EQ(to_string(a),
-            "ShapeTracker(views=(View(shape=(5, 2, 5, 2), strides=(2, 1, 20, 10), offset=0, mask=None, contiguous=False), "
+            "ShapeTracker(views=(View(shape=(5, 2, 5, 2), strides=(2, 1, 20, 10), offset=0, "
+            "mask=None, contiguous=False), "
             "View(shape=(100,), strides=(1,), offset=0, mask=None, contiguous=True)))");
   EXPECT_EQ(a.simplify(), a);  // no single view reads a transpose flat
   EXPECT_FALSE(a.contiguous());
@@ -78,7 +84,8 @@ TEST(ShapeTracker, TransposeReadFlatStacksAViewAsTinygradDoes) {
 
 TEST(ShapeTracker, ReshapeOfAContiguousTrackerNeverStacksAView) {
   const ShapeTracker st =
-      ShapeTracker::from_shape({2, 3, 4}).reshape({6, 4}).reshape({24}).reshape({4, 3, 2}).reshape({1, 24, 1});
+      ShapeTracker::from_shape({2, 3, 4}).reshape({6, 4}).reshape({24}).reshape({4, 3, 2}).reshape(
+          {1, 24, 1});
   EXPECT_EQ(st, ShapeTracker::from_shape({1, 24, 1}));
   EXPECT_TRUE(ShapeTracker::from_shape({1}).reshape({}).contiguous());
   EXPECT_EQ(ShapeTracker::from_shape({2, 0, 3}).reshape({0, 5}), ShapeTracker::from_shape({0, 5}));
@@ -111,7 +118,8 @@ TEST(ShapeTracker, PadThenReshapeKeepsMasksRight) {
   EXPECT_EQ(read_flat(cols), (std::vector<int64_t>{-1, 0, 1, 2, -1, 3, 4, 5}));
   EXPECT_EQ(read_dims(cols), read_flat(cols));
   // Padding then splitting rows along the padding: (2, 2, 3) with the data in the second half.
-  const ShapeTracker split = ShapeTracker::from_shape({2, 3}).pad({{2, 0}, {0, 0}}).reshape({2, 2, 3});
+  const ShapeTracker split =
+      ShapeTracker::from_shape({2, 3}).pad({{2, 0}, {0, 0}}).reshape({2, 2, 3});
   ASSERT_EQ(split.views().size(), 1u);
   EXPECT_EQ(split.views()[0].mask, (Mask{{1, 2}, {0, 2}, {0, 3}}));
   EXPECT_EQ(read_flat(split), (std::vector<int64_t>{-1, -1, -1, -1, -1, -1, 0, 1, 2, 3, 4, 5}));
@@ -125,11 +133,13 @@ TEST(ShapeTracker, ExpandThenReshapeStaysOneView) {
 }
 
 TEST(ShapeTracker, MovementOpsChangeOnlyTheLastView) {
-  const ShapeTracker two = ShapeTracker::from_shape({4, 6}).permute({1, 0}).reshape({24}).reshape({2, 12});
+  const ShapeTracker two =
+      ShapeTracker::from_shape({4, 6}).permute({1, 0}).reshape({24}).reshape({2, 12});
   ASSERT_EQ(two.views().size(), 2u);
-  for (const ShapeTracker& st : {two.permute({1, 0}), two.expand({2, 12}), two.pad({{1, 0}, {0, 3}}),
-                                 two.shrink({{0, 1}, {2, 5}}), two.flip({true, false}), two.flip_axes({1}),
-                                 two.stride({1, -2})}) {
+  for (const ShapeTracker& st :
+       {two.permute({1, 0}), two.expand({2, 12}), two.pad({{1, 0}, {0, 3}}),
+        two.shrink({{0, 1}, {2, 5}}), two.flip({true, false}), two.flip_axes({1}),
+        two.stride({1, -2})}) {
     ASSERT_EQ(st.views().size(), 2u);
     EXPECT_EQ(st.views()[0], two.views()[0]);
   }
@@ -165,7 +175,8 @@ TEST(ShapeTracker, AddStacksATrackerOnTopAndMerges) {
 
 TEST(ShapeTracker, ExprNodeAndExprIdxsAgreeAcrossViews) {
   // The transpose of a 3x4 read flat, padded by 2 in front and 1 behind.
-  const ShapeTracker st = ShapeTracker::from_shape({3, 4}).permute({1, 0}).reshape({12}).pad({{2, 1}});
+  const ShapeTracker st =
+      ShapeTracker::from_shape({3, 4}).permute({1, 0}).reshape({12}).pad({{2, 1}});
   std::vector<int64_t> want;
   for (int64_t k = 0; k < 15; ++k) {
     const int64_t j = k - 2;  // position in the transpose, row-major
@@ -200,8 +211,10 @@ TEST(ShapeTracker, RealStridesAreOneNumberPerDimWhereThereIsOne) {
   EXPECT_EQ(padded.real_strides(true), (Strides{6, 1}));
   EXPECT_EQ(padded.unit_stride_axes(), (std::vector<int64_t>{1}));
   // Across views: a transpose read flat has no stride; read back as (6, 4) it does.
-  EXPECT_EQ(ShapeTracker::from_shape({10, 10}).permute({1, 0}).reshape({100}).real_strides(), (Strides{std::nullopt}));
-  const ShapeTracker back = ShapeTracker::from_shape({4, 6}).permute({1, 0}).reshape({24}).reshape({6, 4});
+  EXPECT_EQ(ShapeTracker::from_shape({10, 10}).permute({1, 0}).reshape({100}).real_strides(),
+            (Strides{std::nullopt}));
+  const ShapeTracker back =
+      ShapeTracker::from_shape({4, 6}).permute({1, 0}).reshape({24}).reshape({6, 4});
   ASSERT_EQ(back.views().size(), 2u);
   EXPECT_EQ(back.real_strides(), (Strides{1, 6}));
   EXPECT_EQ(back.flip({false, true}).real_strides(), (Strides{1, -6}));
@@ -235,10 +248,23 @@ TEST(ShapeTracker, InvalidMovementThrowsNamingOpShapeAndArgument) {
     }
     return "";
   };
-  EXPECT_EQ(message([&] { st.reshape({5, 5}); }), "reshape to (5, 5) of shape (24,): element counts differ (24 vs 25)");
-  EXPECT_EQ(message([&] { st.permute({1, 0}); }), "permute (1, 0) of shape (24,): needs one entry per dimension (1), got 2");
-  EXPECT_EQ(message([&] { st.expand({48}); }), "expand to (48,) of shape (24,): dimension 0 has size 24, only size 1 expands");
-  EXPECT_EQ(message([&] { st.pad({{-1, 0}}); }), "pad ((-1, 0),) of shape (24,): padding cannot be negative");
-  EXPECT_EQ(message([&] { st.shrink({{3, 25}}); }), "shrink ((3, 25),) of shape (24,): dimension 0 needs 0 <= begin <= end <= 24");
+  EXPECT_EQ(message([&] {
+              st.reshape({5, 5});
+            }),
+            "reshape to (5, 5) of shape (24,): element counts differ (24 vs 25)");
+  EXPECT_EQ(message([&] {
+              st.permute({1, 0});
+            }),
+            "permute (1, 0) of shape (24,): needs one entry per dimension (1), got 2");
+  EXPECT_EQ(message([&] { st.expand({48}); }),
+            "expand to (48,) of shape (24,): dimension 0 has size 24, only size 1 expands");
+  EXPECT_EQ(message([&] {
+              st.pad({{-1, 0}});
+            }),
+            "pad ((-1, 0),) of shape (24,): padding cannot be negative");
+  EXPECT_EQ(message([&] {
+              st.shrink({{3, 25}});
+            }),
+            "shrink ((3, 25),) of shape (24,): dimension 0 needs 0 <= begin <= end <= 24");
   EXPECT_EQ(message([&] { st.stride({0}); }), "stride (0,) of shape (24,): a stride cannot be 0");
 }

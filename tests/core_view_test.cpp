@@ -54,24 +54,29 @@ TEST(View, CreateCanonicalizesMasks) {
   EXPECT_EQ(none, make({4, 3}, {0, 0}, 0, Mask{{0, 0}, {0, 0}}));
   EXPECT_TRUE(none.all_masked());
   // A shape with a 0 has no elements: contiguous, zero strides.
-  EXPECT_EQ(make({2, 0, 3}, {1, 2, 3}, 4, Mask{{0, 1}, {0, 0}, {0, 3}}), (View{{2, 0, 3}, {0, 0, 0}, 0, std::nullopt, true}));
+  EXPECT_EQ(make({2, 0, 3}, {1, 2, 3}, 4, Mask{{0, 1}, {0, 0}, {0, 3}}),
+            (View{{2, 0, 3}, {0, 0, 0}, 0, std::nullopt, true}));
   EXPECT_FALSE(make({2}, {1}, 1, std::nullopt).contiguous);
 }
 
 TEST(View, PrintsAsTinygradDoes) {
-  EXPECT_EQ(to_string(View::create({10, 10})), "View(shape=(10, 10), strides=(10, 1), offset=0, mask=None, contiguous=True)");
+  EXPECT_EQ(to_string(View::create({10, 10})),
+            "View(shape=(10, 10), strides=(10, 1), offset=0, mask=None, contiguous=True)");
   EXPECT_EQ(to_string(View::create({10, 10}).permute({1, 0}).pad({{1, 1}, {0, 0}})),
-            "View(shape=(12, 10), strides=(1, 10), offset=-1, mask=((1, 11), (0, 10)), contiguous=False)");
+            "View(shape=(12, 10), strides=(1, 10), offset=-1, mask=((1, 11), (0, 10)), "
+            "contiguous=False)");
   EXPECT_EQ(to_string(View::create({5}).pad({{0, 2}})),
             "View(shape=(7,), strides=(1,), offset=0, mask=((0, 5),), contiguous=False)");
-  EXPECT_EQ(to_string(View::create({})), "View(shape=(), strides=(), offset=0, mask=None, contiguous=True)");
+  EXPECT_EQ(to_string(View::create({})),
+            "View(shape=(), strides=(), offset=0, mask=None, contiguous=True)");
 }
 
 TEST(View, EqualViewsHashEqual) {
   const View a = View::create({4, 6}).permute({1, 0}), b = View::create({4, 6}).permute({1, 0});
   EXPECT_EQ(a, b);
   EXPECT_EQ(a.hash(), b.hash());
-  std::unordered_set<View> set{a, b, View::create({6, 4}), View::create({6, 4}).pad({{0, 1}, {0, 0}})};
+  std::unordered_set<View> set{a, b, View::create({6, 4}),
+                               View::create({6, 4}).pad({{0, 1}, {0, 0}})};
   EXPECT_EQ(set.size(), 3u);
 }
 
@@ -107,9 +112,11 @@ TEST(View, ShrinkMovesTheOffsetAndCutsTheMask) {
   const View v = View::create({4, 5}).shrink({{1, 3}, {2, 5}});
   EXPECT_EQ(v, make({2, 3}, {5, 1}, 7, std::nullopt));
   // Shrinking a padded view back to its data drops the mask.
-  EXPECT_EQ(View::create({2, 3}).pad({{1, 1}, {0, 2}}).shrink({{1, 3}, {0, 3}}), View::create({2, 3}));
+  EXPECT_EQ(View::create({2, 3}).pad({{1, 1}, {0, 2}}).shrink({{1, 3}, {0, 3}}),
+            View::create({2, 3}));
   // Part data, part padding.
-  EXPECT_EQ(View::create({2, 3}).pad({{1, 1}, {0, 2}}).shrink({{0, 2}, {2, 5}}).mask, (Mask{{1, 2}, {0, 1}}));
+  EXPECT_EQ(View::create({2, 3}).pad({{1, 1}, {0, 2}}).shrink({{0, 2}, {2, 5}}).mask,
+            (Mask{{1, 2}, {0, 1}}));
 }
 
 TEST(View, FlipNegatesStridesAndMirrorsTheMask) {
@@ -139,8 +146,8 @@ TEST(View, MergeDimsJoinsDimsWhoseStridesChain) {
   EXPECT_EQ(merge_dims({2, 3, 4}, {12, 4, 1}), (M{{24, 1, 24}}));
   EXPECT_EQ(merge_dims({10, 10}, {1, 10}), (M{{10, 1, 10}, {10, 10, 10}}));
   EXPECT_EQ(merge_dims({5, 2, 5, 2}, {2, 1, 20, 10}), (M{{10, 1, 10}, {10, 10, 10}}));
-  EXPECT_EQ(merge_dims({2, 3}, {0, 1}), (M{{2, 0, 0}, {3, 1, 3}}));   // broadcast, then data
-  EXPECT_EQ(merge_dims({2, 3}, {0, 0}), (M{{6, 0, 0}}));              // broadcast runs join
+  EXPECT_EQ(merge_dims({2, 3}, {0, 1}), (M{{2, 0, 0}, {3, 1, 3}}));  // broadcast, then data
+  EXPECT_EQ(merge_dims({2, 3}, {0, 0}), (M{{6, 0, 0}}));             // broadcast runs join
   EXPECT_EQ(merge_dims({3, 1, 4}, {4, 0, 1}), (M{{12, 1, 12}}));     // size 1 is skipped
   // A dimension masked to one index joins the next whatever its stride: only 3 of the 12
   // positions are real.
@@ -194,7 +201,8 @@ TEST(View, ReshapeCarriesMasksWhenTheyStayBoxes) {
 }
 
 TEST(View, ExprIsOffsetPlusStridedIndexesAndMaskChecks) {
-  const View v = View::create({2, 3}).pad({{1, 1}, {0, 2}});  // (4, 5), data at rows 1..2, cols 0..2
+  const View v =
+      View::create({2, 3}).pad({{1, 1}, {0, 2}});  // (4, 5), data at rows 1..2, cols 0..2
   const UOpPtr i = UOp::var("i", 0, 3), j = UOp::var("j", 0, 4);
   const IndexExpr e = v.expr({i, j}, UOp::const_(dtypes::bool_, true));
   for (int64_t a = 0; a < 4; ++a)
@@ -207,7 +215,8 @@ TEST(View, ExprIsOffsetPlusStridedIndexesAndMaskChecks) {
       }
     }
   // Bounds that already satisfy the mask add no condition.
-  const IndexExpr inner = v.expr({UOp::var("r", 1, 2), UOp::var("c", 0, 2)}, UOp::const_(dtypes::bool_, true));
+  const IndexExpr inner =
+      v.expr({UOp::var("r", 1, 2), UOp::var("c", 0, 2)}, UOp::const_(dtypes::bool_, true));
   EXPECT_EQ(inner.valid, UOp::const_(dtypes::bool_, true));
 }
 
@@ -215,21 +224,46 @@ TEST(View, InvalidMovementArgumentsThrowNamingOpShapeAndArgument) {
   const View v = View::create({2, 3});
   auto has = [](const std::string& msg, std::initializer_list<const char*> parts) {
     for (const char* p : parts)
-      if (msg.find(p) == std::string::npos) return testing::AssertionFailure() << "'" << p << "' not in: " << msg;
+      if (msg.find(p) == std::string::npos)
+        return testing::AssertionFailure() << "'" << p << "' not in: " << msg;
     return testing::AssertionSuccess();
   };
-  EXPECT_TRUE(has(error_of([&] { (void)v.reshape({4, 2}); }), {"reshape", "(2, 3)", "(4, 2)", "6 vs 8"}));
-  EXPECT_TRUE(has(error_of([&] { (void)v.reshape({-2, -3}); }), {"reshape", "(2, 3)", "(-2, -3)", "negative"}));
+  EXPECT_TRUE(has(error_of([&] {
+                    (void)v.reshape({4, 2});
+                  }),
+                  {"reshape", "(2, 3)", "(4, 2)", "6 vs 8"}));
+  EXPECT_TRUE(has(error_of([&] {
+                    (void)v.reshape({-2, -3});
+                  }),
+                  {"reshape", "(2, 3)", "(-2, -3)", "negative"}));
   EXPECT_TRUE(has(error_of([&] { v.permute({0}); }), {"permute", "(2, 3)", "(0,)"}));
-  EXPECT_TRUE(has(error_of([&] { v.permute({1, 1}); }), {"permute", "(2, 3)", "(1, 1)", "not a permutation"}));
+  EXPECT_TRUE(has(error_of([&] {
+                    v.permute({1, 1});
+                  }),
+                  {"permute", "(2, 3)", "(1, 1)", "not a permutation"}));
   EXPECT_TRUE(has(error_of([&] { v.permute({0, 2}); }), {"permute", "(0, 2)"}));
-  EXPECT_TRUE(has(error_of([&] { v.expand({4, 3}); }), {"expand", "(2, 3)", "(4, 3)", "dimension 0"}));
+  EXPECT_TRUE(has(error_of([&] {
+                    v.expand({4, 3});
+                  }),
+                  {"expand", "(2, 3)", "(4, 3)", "dimension 0"}));
   EXPECT_TRUE(has(error_of([&] { v.expand({2, 3, 1}); }), {"expand", "(2, 3)", "(2, 3, 1)"}));
-  EXPECT_TRUE(has(error_of([&] { v.pad({{0, 0}, {-1, 0}}); }), {"pad", "(2, 3)", "((0, 0), (-1, 0))", "negative"}));
-  EXPECT_TRUE(has(error_of([&] { v.shrink({{0, 2}, {1, 4}}); }), {"shrink", "(2, 3)", "((0, 2), (1, 4))", "dimension 1"}));
-  EXPECT_TRUE(has(error_of([&] { v.shrink({{2, 1}, {0, 3}}); }), {"shrink", "(2, 3)", "((2, 1), (0, 3))", "begin <= end"}));
+  EXPECT_TRUE(has(error_of([&] {
+                    v.pad({{0, 0}, {-1, 0}});
+                  }),
+                  {"pad", "(2, 3)", "((0, 0), (-1, 0))", "negative"}));
+  EXPECT_TRUE(has(error_of([&] {
+                    v.shrink({{0, 2}, {1, 4}});
+                  }),
+                  {"shrink", "(2, 3)", "((0, 2), (1, 4))", "dimension 1"}));
+  EXPECT_TRUE(has(error_of([&] {
+                    v.shrink({{2, 1}, {0, 3}});
+                  }),
+                  {"shrink", "(2, 3)", "((2, 1), (0, 3))", "begin <= end"}));
   EXPECT_TRUE(has(error_of([&] { v.shrink({{-1, 1}, {0, 3}}); }), {"shrink", "(2, 3)"}));
-  EXPECT_TRUE(has(error_of([&] { v.stride({1, 0}); }), {"stride", "(2, 3)", "(1, 0)", "cannot be 0"}));
+  EXPECT_TRUE(has(error_of([&] {
+                    v.stride({1, 0});
+                  }),
+                  {"stride", "(2, 3)", "(1, 0)", "cannot be 0"}));
   EXPECT_TRUE(has(error_of([&] { v.flip_axes({1, 1}); }), {"flip", "(2, 3)", "(1, 1)"}));
   EXPECT_TRUE(has(error_of([&] { v.flip({true}); }), {"flip", "(2, 3)"}));
   EXPECT_TRUE(has(error_of([] { View::create({2, -1}); }), {"negative", "(2, -1)"}));
