@@ -30,8 +30,10 @@ using Wide = std::conditional_t<kHalf<T>, float, T>;
 
 template <class T>
 bool is_nan(T x) {
-  if constexpr (kFloat<T>) return std::isnan(Wide<T>(x));
-  else return false;
+  if constexpr (kFloat<T>)
+    return std::isnan(Wide<T>(x));
+  else
+    return false;
 }
 
 // Integer results modulo 2^bits: the conversion of a 64-bit pattern to T keeps the low bits.
@@ -81,14 +83,22 @@ T unary(Ops op, DType d, T x) {
     using W = Wide<T>;
     const W a = W(x);
     switch (op) {
-      case Ops::EXP2: return T(std::exp2(a));
-      case Ops::LOG2: return T(std::log2(a));
-      case Ops::SIN: return T(std::sin(a));
-      case Ops::SQRT: return T(std::sqrt(a));
-      case Ops::RECIP: return T(W(1) / a);
-      case Ops::NEG: return T(-a);
-      case Ops::TRUNC: return T(std::trunc(a));
-      default: bad_op(op, d);
+      case Ops::EXP2:
+        return T(std::exp2(a));
+      case Ops::LOG2:
+        return T(std::log2(a));
+      case Ops::SIN:
+        return T(std::sin(a));
+      case Ops::SQRT:
+        return T(std::sqrt(a));
+      case Ops::RECIP:
+        return T(W(1) / a);
+      case Ops::NEG:
+        return T(-a);
+      case Ops::TRUNC:
+        return T(std::trunc(a));
+      default:
+        bad_op(op, d);
     }
   }
 }
@@ -98,40 +108,65 @@ template <class T>
 T binary(Ops op, DType d, T a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
     switch (op) {
-      case Ops::ADD: case Ops::OR: case Ops::MAX: return a || b;
-      case Ops::MUL: case Ops::AND: return a && b;
-      case Ops::XOR: return a != b;
-      default: bad_op(op, d);
+      case Ops::ADD:
+      case Ops::OR:
+      case Ops::MAX:
+        return a || b;
+      case Ops::MUL:
+      case Ops::AND:
+        return a && b;
+      case Ops::XOR:
+        return a != b;
+      default:
+        bad_op(op, d);
     }
   } else if constexpr (kInt<T>) {
     constexpr uint64_t kShiftMask = sizeof(T) * 8 - 1;  // GPUs leave larger shifts undefined
     switch (op) {
-      case Ops::ADD: return wrap<T>(uint64_t(a) + uint64_t(b));
-      case Ops::SUB: return wrap<T>(uint64_t(a) - uint64_t(b));
-      case Ops::MUL: return wrap<T>(uint64_t(a) * uint64_t(b));
-      case Ops::IDIV: return int_div(a, b);
-      case Ops::MOD: return int_mod(a, b);
-      case Ops::MAX: return a < b ? b : a;
-      case Ops::XOR: return T(a ^ b);
-      case Ops::OR: return T(a | b);
-      case Ops::AND: return T(a & b);
-      case Ops::SHL: return wrap<T>(uint64_t(a) << (uint64_t(b) & kShiftMask));
-      case Ops::SHR: return T(a >> (uint64_t(b) & kShiftMask));  // arithmetic for signed T
+      case Ops::ADD:
+        return wrap<T>(uint64_t(a) + uint64_t(b));
+      case Ops::SUB:
+        return wrap<T>(uint64_t(a) - uint64_t(b));
+      case Ops::MUL:
+        return wrap<T>(uint64_t(a) * uint64_t(b));
+      case Ops::IDIV:
+        return int_div(a, b);
+      case Ops::MOD:
+        return int_mod(a, b);
+      case Ops::MAX:
+        return a < b ? b : a;
+      case Ops::XOR:
+        return T(a ^ b);
+      case Ops::OR:
+        return T(a | b);
+      case Ops::AND:
+        return T(a & b);
+      case Ops::SHL:
+        return wrap<T>(uint64_t(a) << (uint64_t(b) & kShiftMask));
+      case Ops::SHR:
+        return T(a >> (uint64_t(b) & kShiftMask));  // arithmetic for signed T
       case Ops::THREEFRY:
         if constexpr (std::is_same_v<T, uint64_t>) return threefry2x32(a, b);
         bad_op(op, d);
-      default: bad_op(op, d);
+      default:
+        bad_op(op, d);
     }
   } else {
     using W = Wide<T>;
     const W x = W(a), y = W(b);
     switch (op) {
-      case Ops::ADD: return T(x + y);
-      case Ops::SUB: return T(x - y);
-      case Ops::MUL: return T(x * y);
-      case Ops::FDIV: return T(x / y);
-      case Ops::MAX: return (x < y || std::isnan(y)) ? b : a;  // nan from either side wins
-      default: bad_op(op, d);
+      case Ops::ADD:
+        return T(x + y);
+      case Ops::SUB:
+        return T(x - y);
+      case Ops::MUL:
+        return T(x * y);
+      case Ops::FDIV:
+        return T(x / y);
+      case Ops::MAX:
+        return (x < y || std::isnan(y)) ? b : a;  // nan from either side wins
+      default:
+        bad_op(op, d);
     }
   }
 }
@@ -139,18 +174,25 @@ T binary(Ops op, DType d, T a, T b) {
 template <class T>
 bool compare(Ops op, T a, T b) {
   if (op == Ops::CMPNE) {
-    if constexpr (kHalf<T>) return float(a) != float(b);
-    else return a != b;  // IEEE: nan compares unequal to everything
+    if constexpr (kHalf<T>)
+      return float(a) != float(b);
+    else
+      return a != b;  // IEEE: nan compares unequal to everything
   }
-  if constexpr (kHalf<T>) return float(a) < float(b);
-  else return a < b;
+  if constexpr (kHalf<T>)
+    return float(a) < float(b);
+  else
+    return a < b;
 }
 
 template <class T>
 T mulacc(T a, T b, T c) {
-  if constexpr (std::is_same_v<T, bool>) return (a && b) || c;
-  else if constexpr (kInt<T>) return wrap<T>(uint64_t(a) * uint64_t(b) + uint64_t(c));
-  else return T(Wide<T>(a) * Wide<T>(b) + Wide<T>(c));
+  if constexpr (std::is_same_v<T, bool>)
+    return (a && b) || c;
+  else if constexpr (kInt<T>)
+    return wrap<T>(uint64_t(a) * uint64_t(b) + uint64_t(c));
+  else
+    return T(Wide<T>(a) * Wide<T>(b) + Wide<T>(c));
 }
 
 // A scalar's value on its way between two dtypes.
@@ -229,7 +271,8 @@ void eval_alu(Ops op, DType operand, std::span<const Cell* const> s, Cell* dst, 
         dst[i] = to_cell(binary<T>(op, d, from_cell<T>(s[0][i]), from_cell<T>(s[1][i])));
     } else if (op == Ops::MULACC) {
       for (std::size_t i = 0; i < n; ++i)
-        dst[i] = to_cell(mulacc<T>(from_cell<T>(s[0][i]), from_cell<T>(s[1][i]), from_cell<T>(s[2][i])));
+        dst[i] =
+            to_cell(mulacc<T>(from_cell<T>(s[0][i]), from_cell<T>(s[1][i]), from_cell<T>(s[2][i])));
     } else {
       bad_op(op, d);
     }
@@ -241,7 +284,8 @@ void eval_cast(DType from, DType to, const Cell* src, Cell* dst, std::size_t n) 
     using F = decltype(ftag);
     visit_dtype(to.base(), [&](auto ttag) {
       using T = decltype(ttag);
-      for (std::size_t i = 0; i < n; ++i) dst[i] = to_cell(from_value<T>(to_value(from_cell<F>(src[i]))));
+      for (std::size_t i = 0; i < n; ++i)
+        dst[i] = to_cell(from_value<T>(to_value(from_cell<F>(src[i]))));
     });
   });
 }

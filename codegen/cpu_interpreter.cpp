@@ -23,9 +23,12 @@ struct SpecialName {
 
 SpecialName parse_special(const std::string& name) {
   SpecialName s;
-  if (name.size() == 5 && name.compare(0, 4, "gidx") == 0) s.kind = 'g';
-  else if (name.size() == 5 && name.compare(0, 4, "lidx") == 0) s.kind = 'l';
-  else if (name.size() == 4 && name.compare(0, 3, "idx") == 0) s.kind = 'i';
+  if (name.size() == 5 && name.compare(0, 4, "gidx") == 0)
+    s.kind = 'g';
+  else if (name.size() == 5 && name.compare(0, 4, "lidx") == 0)
+    s.kind = 'l';
+  else if (name.size() == 4 && name.compare(0, 3, "idx") == 0)
+    s.kind = 'i';
   const char digit = name.empty() ? 0 : name.back();
   if (s.kind == 0 || digit < '0' || digit > '2')
     throw Error("SPECIAL '" + name + "' is none of gidx0..2, lidx0..2, idx0..2");
@@ -94,7 +97,8 @@ class Interpreter {
       }
       storage_[i] = int(i);
       if (u->op == Ops::ASSIGN) {
-        if (u->src.size() != 2 || u->src[0]->op != Ops::DEFINE_ACC) fail_at(i, "ASSIGN needs (DEFINE_ACC, value)");
+        if (u->src.size() != 2 || u->src[0]->op != Ops::DEFINE_ACC)
+          fail_at(i, "ASSIGN needs (DEFINE_ACC, value)");
         storage_[i] = storage_[pos(u->src[0])];
       }
     }
@@ -137,7 +141,8 @@ class Interpreter {
       }
       case Ops::DEFINE_GLOBAL: {
         const int64_t slot = u.arg_as<int64_t>();
-        if (slot < 0 || std::size_t(slot) >= buffers_.size()) fail_at(i, fmt::format("slot {} has no buffer", slot));
+        if (slot < 0 || std::size_t(slot) >= buffers_.size())
+          fail_at(i, fmt::format("slot {} has no buffer", slot));
         break;
       }
       case Ops::DEFINE_LOCAL: {
@@ -154,7 +159,8 @@ class Interpreter {
         const int64_t g = p_.global_size[s.axis], l = p_.local_size[s.axis];
         const int64_t capacity = s.kind == 'g' ? g : s.kind == 'l' ? l : g * l;
         if (size > capacity)
-          fail_at(i, fmt::format("{} of size {} exceeds the launch's {}", u.arg_as<std::string>(), size, capacity));
+          fail_at(i, fmt::format("{} of size {} exceeds the launch's {}", u.arg_as<std::string>(),
+                                 size, capacity));
         specials_.push_back({int(i), s});
         break;
       }
@@ -170,7 +176,9 @@ class Interpreter {
       std::vector<Cell>& v = values_[std::size_t(at)];
       for (std::size_t l = 0; l < lanes_; ++l) {
         const int64_t lid = lane_id(l, s.axis);
-        const int64_t x = s.kind == 'g' ? wg[s.axis] : s.kind == 'l' ? lid : wg[s.axis] * p_.local_size[s.axis] + lid;
+        const int64_t x = s.kind == 'g'   ? wg[s.axis]
+                          : s.kind == 'l' ? lid
+                                          : wg[s.axis] * p_.local_size[s.axis] + lid;
         v[l] = cpu::to_cell(int32_t(x));
         if (x >= size) active_[l] = 0;  // the renderer guards these invocations off
       }
@@ -203,8 +211,12 @@ class Interpreter {
   std::size_t step(std::size_t pc) {
     const UOp& u = *ops_[pc];
     switch (u.op) {
-      case Ops::CONST: case Ops::DEFINE_VAR: case Ops::SPECIAL: case Ops::DEFINE_GLOBAL:
-      case Ops::DEFINE_LOCAL: case Ops::INDEX:
+      case Ops::CONST:
+      case Ops::DEFINE_VAR:
+      case Ops::SPECIAL:
+      case Ops::DEFINE_GLOBAL:
+      case Ops::DEFINE_LOCAL:
+      case Ops::INDEX:
         return pc;
       case Ops::DEFINE_ACC:
         if (u.src.size() == 1) init_acc(pc);
@@ -217,7 +229,8 @@ class Interpreter {
         for (std::size_t l = 0; l < lanes_; ++l) {
           if (!active_[l]) continue;
           const int64_t x = cpu::from_cell<int32_t>(end[l]);
-          if (!first && x != e) fail_at(pc, "the loop bound differs across the lanes of a workgroup");
+          if (!first && x != e)
+            fail_at(pc, "the loop bound differs across the lanes of a workgroup");
           e = x;
           first = false;
         }
@@ -236,26 +249,34 @@ class Interpreter {
       case Ops::IF: {
         mask_stack_.push_back(active_);
         const std::vector<Cell>& cond = value(u.src.at(0));
-        for (std::size_t l = 0; l < lanes_; ++l) active_[l] = active_[l] && cpu::from_cell<bool>(cond[l]);
-        return any_active() ? pc : std::size_t(match_[pc]) - 1;  // skip the body, still pop at ENDIF
+        for (std::size_t l = 0; l < lanes_; ++l)
+          active_[l] = active_[l] && cpu::from_cell<bool>(cond[l]);
+        return any_active() ? pc
+                            : std::size_t(match_[pc]) - 1;  // skip the body, still pop at ENDIF
       }
       case Ops::ENDIF:
         active_ = mask_stack_.back();
         mask_stack_.pop_back();
         return pc;
       case Ops::BARRIER:
-        if (active_ != base_active_) fail_at(pc, "BARRIER reached by only some lanes of the workgroup");
+        if (active_ != base_active_)
+          fail_at(pc, "BARRIER reached by only some lanes of the workgroup");
         for (auto& [node, l] : locals_) std::fill(l.writer.begin(), l.writer.end(), -1);
         return pc;
-      case Ops::LOAD: load(pc); return pc;
-      case Ops::STORE: store(pc); return pc;
+      case Ops::LOAD:
+        load(pc);
+        return pc;
+      case Ops::STORE:
+        store(pc);
+        return pc;
       case Ops::ASSIGN: {
         const std::vector<Cell>& v = value(u.src.at(1));
         std::vector<Cell>& acc = value(pc);
         const std::size_t w = u.dtype.count;
         if (v.size() != acc.size()) fail_at(pc, "value and accumulator differ in width");
         for (std::size_t l = 0; l < lanes_; ++l)
-          if (active_[l]) std::copy_n(v.begin() + std::ptrdiff_t(l * w), w, acc.begin() + std::ptrdiff_t(l * w));
+          if (active_[l])
+            std::copy_n(v.begin() + std::ptrdiff_t(l * w), w, acc.begin() + std::ptrdiff_t(l * w));
         return pc;
       }
       case Ops::VECTORIZE: {
@@ -285,8 +306,8 @@ class Interpreter {
         const UOp& s = *u.src.at(0);
         if (s.dtype.count != u.dtype.count) fail_at(pc, "changes the vector width");
         try {
-          (u.op == Ops::CAST ? cpu::eval_cast : cpu::eval_bitcast)(s.dtype, u.dtype, value(u.src[0]).data(),
-                                                                  value(pc).data(), value(pc).size());
+          (u.op == Ops::CAST ? cpu::eval_cast : cpu::eval_bitcast)(
+              s.dtype, u.dtype, value(u.src[0]).data(), value(pc).data(), value(pc).size());
         } catch (const Error& e) {
           fail_at(pc, e.what());
         }
@@ -323,13 +344,15 @@ class Interpreter {
   };
 
   Access access(std::size_t pc, const UOpPtr& index, DType value_dtype) {
-    if (index->op != Ops::INDEX || index->src.size() < 2) fail_at(pc, "needs an INDEX as its address");
+    if (index->op != Ops::INDEX || index->src.size() < 2)
+      fail_at(pc, "needs an INDEX as its address");
     Access a{index->src[0].get(), &value(index->src[1]), nullptr, index->src[0]->dtype.base()};
     if (index->src.size() > 2) a.valid = &value(index->src[2]);
     if (a.buffer->op != Ops::DEFINE_GLOBAL && a.buffer->op != Ops::DEFINE_LOCAL)
       fail_at(pc, "INDEX of something that is not a buffer");
     if (a.element.scalar != value_dtype.scalar)
-      fail_at(pc, fmt::format("{} access to a {} buffer", value_dtype.name(), a.buffer->dtype.name()));
+      fail_at(pc,
+              fmt::format("{} access to a {} buffer", value_dtype.name(), a.buffer->dtype.name()));
     return a;
   }
 
@@ -339,9 +362,10 @@ class Interpreter {
     const HostBuffer& b = buffers_[std::size_t(slot)];
     const int64_t size = a.element.scalar_size(), count = int64_t(b.size()) / size;
     if (i < 0 || i + width > count)
-      fail_at(pc, fmt::format("{} at index {} of buffer {} (data{}) is out of bounds [0, {})", what,
-                              width > 1 ? fmt::format("{}..{}", i, i + width - 1) : std::to_string(i),
-                              slot, slot, count));
+      fail_at(pc,
+              fmt::format("{} at index {} of buffer {} (data{}) is out of bounds [0, {})", what,
+                          width > 1 ? fmt::format("{}..{}", i, i + width - 1) : std::to_string(i),
+                          slot, slot, count));
     return b.data() + i * size;
   }
 
@@ -370,14 +394,17 @@ class Interpreter {
       const int64_t i = cpu::from_cell<int32_t>((*a.index)[l]);
       if (a.buffer->op == Ops::DEFINE_GLOBAL) {
         const std::byte* at = global_at(pc, a, i, w, "load");
-        for (int k = 0; k < w; ++k) dst[k] = cpu::read_element(a.element, at + k * a.element.scalar_size());
+        for (int k = 0; k < w; ++k)
+          dst[k] = cpu::read_element(a.element, at + k * a.element.scalar_size());
       } else {
         Local& m = local_at(pc, a, i, w, "load");
         for (int k = 0; k < w; ++k) {
           const int writer = m.writer[std::size_t(i + k)];
           if (writer >= 0 && writer != int(l))
-            fail_at(pc, fmt::format("lane {} reads local element {} that lane {} wrote with no BARRIER between",
-                                    l, i + k, writer));
+            fail_at(pc,
+                    fmt::format(
+                        "lane {} reads local element {} that lane {} wrote with no BARRIER between",
+                        l, i + k, writer));
           dst[k] = m.cells[std::size_t(i + k)];
         }
       }
@@ -397,7 +424,8 @@ class Interpreter {
       const int64_t i = cpu::from_cell<int32_t>((*a.index)[l]);
       if (a.buffer->op == Ops::DEFINE_GLOBAL) {
         std::byte* at = global_at(pc, a, i, w, "store");
-        for (int k = 0; k < w; ++k) cpu::write_element(a.element, src[k], at + k * a.element.scalar_size());
+        for (int k = 0; k < w; ++k)
+          cpu::write_element(a.element, src[k], at + k * a.element.scalar_size());
       } else {
         Local& m = local_at(pc, a, i, w, "store");
         for (int k = 0; k < w; ++k) {

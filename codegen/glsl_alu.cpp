@@ -20,11 +20,20 @@ std::string relational(Ops op, const std::string& a, const std::string& b) {
 std::string bool_alu(Ops op, DType d, std::span<const std::string> x) {
   if (d.count == 1) {
     switch (op) {
-      case Ops::ADD: case Ops::OR: case Ops::MAX: return fmt::format("({}||{})", x[0], x[1]);
-      case Ops::MUL: case Ops::AND: return fmt::format("({}&&{})", x[0], x[1]);
-      case Ops::XOR: case Ops::CMPNE: return fmt::format("({}!={})", x[0], x[1]);
-      case Ops::CMPLT: return fmt::format("(!{}&&{})", x[0], x[1]);
-      default: bad(op, d);
+      case Ops::ADD:
+      case Ops::OR:
+      case Ops::MAX:
+        return fmt::format("({}||{})", x[0], x[1]);
+      case Ops::MUL:
+      case Ops::AND:
+        return fmt::format("({}&&{})", x[0], x[1]);
+      case Ops::XOR:
+      case Ops::CMPNE:
+        return fmt::format("({}!={})", x[0], x[1]);
+      case Ops::CMPLT:
+        return fmt::format("(!{}&&{})", x[0], x[1]);
+      default:
+        bad(op, d);
     }
   }
   // Vectors of bool have no logical operators: go through uvecN bits.
@@ -33,36 +42,61 @@ std::string bool_alu(Ops op, DType d, std::span<const std::string> x) {
     return fmt::format("notEqual({}({}) {} {}({}), {}(0u))", u, x[0], o, u, x[1], u);
   };
   switch (op) {
-    case Ops::ADD: case Ops::OR: case Ops::MAX: return bits("|");
-    case Ops::MUL: case Ops::AND: return bits("&");
-    case Ops::XOR: case Ops::CMPNE: return relational(Ops::CMPNE, x[0], x[1]);
-    case Ops::CMPLT: return fmt::format("lessThan({}({}), {}({}))", u, x[0], u, x[1]);
-    default: bad(op, d);
+    case Ops::ADD:
+    case Ops::OR:
+    case Ops::MAX:
+      return bits("|");
+    case Ops::MUL:
+    case Ops::AND:
+      return bits("&");
+    case Ops::XOR:
+    case Ops::CMPNE:
+      return relational(Ops::CMPNE, x[0], x[1]);
+    case Ops::CMPLT:
+      return fmt::format("lessThan({}({}), {}({}))", u, x[0], u, x[1]);
+    default:
+      bad(op, d);
   }
 }
 
 const char* infix(Ops op) {
   switch (op) {
-    case Ops::ADD: return "+";
-    case Ops::SUB: return "-";
-    case Ops::MUL: return "*";
-    case Ops::FDIV: case Ops::IDIV: return "/";
-    case Ops::MOD: return "%";
-    case Ops::XOR: return "^";
-    case Ops::OR: return "|";
-    case Ops::AND: return "&";
-    case Ops::SHL: return "<<";
-    case Ops::SHR: return ">>";
-    default: return nullptr;
+    case Ops::ADD:
+      return "+";
+    case Ops::SUB:
+      return "-";
+    case Ops::MUL:
+      return "*";
+    case Ops::FDIV:
+    case Ops::IDIV:
+      return "/";
+    case Ops::MOD:
+      return "%";
+    case Ops::XOR:
+      return "^";
+    case Ops::OR:
+      return "|";
+    case Ops::AND:
+      return "&";
+    case Ops::SHL:
+      return "<<";
+    case Ops::SHR:
+      return ">>";
+    default:
+      return nullptr;
   }
 }
 
 const char* function(Ops op) {
   switch (op) {
-    case Ops::EXP2: return "exp2";
-    case Ops::SQRT: return "sqrt";
-    case Ops::TRUNC: return "trunc";
-    default: return nullptr;
+    case Ops::EXP2:
+      return "exp2";
+    case Ops::SQRT:
+      return "sqrt";
+    case Ops::TRUNC:
+      return "trunc";
+    default:
+      return nullptr;
   }
 }
 
@@ -74,14 +108,16 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
   const DType d = op == Ops::WHERE ? src[1]->dtype : src[0]->dtype;
   const bool vec = d.count > 1;
   if (op == Ops::WHERE)  // mix(x, y, c) takes y where c holds
-    return vec ? fmt::format("mix({}, {}, {})", x[2], x[1], x[0]) : fmt::format("({}?{}:{})", x[0], x[1], x[2]);
+    return vec ? fmt::format("mix({}, {}, {})", x[2], x[1], x[0])
+               : fmt::format("({}?{}:{})", x[0], x[1], x[2]);
   if (op_family(op) == OpFamily::Unary) {
     if (d.is_bool()) bad(op, d);
     if (op == Ops::NEG) return fmt::format("(-{})", x[0]);
     if (!d.is_float()) bad(op, d);
     if (op == Ops::RECIP) return fmt::format("({}/{})", number(d.base(), 1), x[0]);
     // GLSL has no double exp2, log2 or sin.
-    if (d.scalar == Scalar::Float64 && (op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN)) bad(op, d);
+    if (d.scalar == Scalar::Float64 && (op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN))
+      bad(op, d);
     if (op == Ops::SIN) return fmt::format("{}({})", helpers.use("sin_exact", d), x[0]);
     if (op == Ops::LOG2) return fmt::format("{}({})", helpers.use("log2_exact", d), x[0]);
     if (const char* f = function(op)) return fmt::format("{}({})", f, x[0]);
@@ -93,7 +129,8 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
       return vec ? relational(op, x[0], x[1]) : fmt::format("({}<{})", x[0], x[1]);
     case Ops::CMPNE:
       // x != x is how a graph asks isnan; compilers may fold it, so ask the bits.
-      if (d.is_float() && src[0] == src[1]) return fmt::format("{}({})", helpers.use("isnan_bits", d), x[0]);
+      if (d.is_float() && src[0] == src[1])
+        return fmt::format("{}({})", helpers.use("isnan_bits", d), x[0]);
       return vec ? relational(op, x[0], x[1]) : fmt::format("({}!={})", x[0], x[1]);
     case Ops::MAX:
       if (d.is_float()) return fmt::format("{}({}, {})", helpers.use("max_nan", d), x[0], x[1]);
@@ -106,7 +143,12 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
     case Ops::FDIV:
       if (!d.is_float()) bad(op, d);
       break;
-    case Ops::IDIV: case Ops::XOR: case Ops::OR: case Ops::AND: case Ops::SHL: case Ops::SHR:
+    case Ops::IDIV:
+    case Ops::XOR:
+    case Ops::OR:
+    case Ops::AND:
+    case Ops::SHL:
+    case Ops::SHR:
       if (!d.is_int()) bad(op, d);
       break;
     case Ops::MOD:

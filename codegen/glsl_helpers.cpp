@@ -32,7 +32,8 @@ std::string isnan_body(DType d) {
     case Scalar::Float64:
       return "uvec2 u = unpackDouble2x32(a);\n  uint hi = u.y & 0x7fffffffu;\n"
              "  return hi > 0x7ff00000u || (hi == 0x7ff00000u && u.x != 0u);";
-    default: no_helper("isnan_bits", d);
+    default:
+      no_helper("isnan_bits", d);
   }
 }
 
@@ -51,7 +52,8 @@ std::string log2_body(DType d) {
   if (d.scalar != Scalar::Float32) no_helper("log2_exact", d);
   // Lavapipe's log2() reads a subnormal's exponent field as is (log2(1e-40) gives -127, not
   // -132.9): scale subnormals into the normal range first.
-  return "return (a > 0.0f && a < 1.17549435e-38f) ? log2(a * 18446744073709551616.0f) - 64.0f : log2(a);";
+  return "return (a > 0.0f && a < 1.17549435e-38f) ? log2(a * 18446744073709551616.0f) - 64.0f : "
+         "log2(a);";
 }
 
 std::string sin_body(DType d) {
@@ -171,7 +173,8 @@ std::string Helpers::definitions() const {
     const HelperSpec& s = spec(name);
     const std::string t = type_name(d);
     const std::string result = s.returns_bool ? type_name(DType{Scalar::Bool, d.count}) : t;
-    const std::string params = s.arity == 1 ? fmt::format("{} a", t) : fmt::format("{} a, {} b", t, t);
+    const std::string params =
+        s.arity == 1 ? fmt::format("{} a", t) : fmt::format("{} a, {} b", t, t);
     std::string body;
     if (d.count == 1) {
       body = scalar_body(s, d);
@@ -179,7 +182,8 @@ std::string Helpers::definitions() const {
       std::string lanes;
       for (int k = 0; k < d.count; ++k) {
         const char c = "xyzw"[k];
-        lanes += fmt::format("{}{}(a.{}{})", k ? ", " : "", name, c, s.arity == 1 ? "" : fmt::format(", b.{}", c));
+        lanes += fmt::format("{}{}(a.{}{})", k ? ", " : "", name, c,
+                             s.arity == 1 ? "" : fmt::format(", b.{}", c));
       }
       body = fmt::format("return {}({});", result, lanes);
     }

@@ -25,7 +25,8 @@ void put(std::vector<std::byte>& out, T v) {
 
 ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
   ArgLayout l;
-  l.arg_bytes = uint32_t(program.buffers.size()) * kAddressBytes + uint32_t(program.vars.size()) * kVarBytes;
+  l.arg_bytes =
+      uint32_t(program.buffers.size()) * kAddressBytes + uint32_t(program.vars.size()) * kVarBytes;
   l.spilled = l.arg_bytes > target.max_push_constants_size;
   l.push_constant_bytes = l.spilled ? kAddressBytes : l.arg_bytes;
   return l;
@@ -34,16 +35,16 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
 std::vector<std::byte> pack_args(const Program& program, std::span<const uint64_t> addresses,
                                  std::span<const int64_t> var_values) {
   if (addresses.size() != program.buffers.size() || var_values.size() != program.vars.size())
-    throw Error(fmt::format("kernel '{}' takes {} buffers and {} variables, got {} and {}", program.name,
-                            program.buffers.size(), program.vars.size(), addresses.size(),
-                            var_values.size()));
+    throw Error(fmt::format("kernel '{}' takes {} buffers and {} variables, got {} and {}",
+                            program.name, program.buffers.size(), program.vars.size(),
+                            addresses.size(), var_values.size()));
   std::vector<std::byte> out;
   for (const uint64_t a : addresses) put(out, a);
   for (std::size_t i = 0; i < var_values.size(); ++i) {
     const VarArg& v = program.vars[i];
     if (var_values[i] < v.min || var_values[i] > v.max)
-      throw Error(fmt::format("kernel '{}': variable '{}' = {} is outside [{}, {}]", program.name, v.name,
-                              var_values[i], v.min, v.max));
+      throw Error(fmt::format("kernel '{}': variable '{}' = {} is outside [{}, {}]", program.name,
+                              v.name, var_values[i], v.min, v.max));
     put(out, int32_t(var_values[i]));
   }
   return out;
@@ -64,15 +65,16 @@ bool folds_grid(const Program& program, const GlslTarget& target) {
 std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& target) {
   const auto& g = program.global_size;
   for (int d = 0; d < 3; ++d)
-    if (g[d] < 1) throw Error(fmt::format("kernel '{}': global size {} on axis {}", program.name, g[d], d));
+    if (g[d] < 1)
+      throw Error(fmt::format("kernel '{}': global size {} on axis {}", program.name, g[d], d));
   if (!folds_grid(program, target)) return {uint32_t(g[0]), uint32_t(g[1]), uint32_t(g[2])};
   const uint64_t total = uint64_t(g[0]) * uint64_t(g[1]) * uint64_t(g[2]);
-  // The shader computes the linear id in 32-bit unsigned arithmetic.
   const uint64_t mx = target.max_workgroup_count[0], my = target.max_workgroup_count[1],
                  mz = target.max_workgroup_count[2];
   const uint64_t x = std::min(total, mx), rows = (total + x - 1) / x;
   const uint64_t y = std::min(rows, my), planes = (rows + y - 1) / y;
-  if (total > UINT32_MAX || planes > mz)
+  // The shader's linear id over the whole dispatch must fit its 32-bit arithmetic.
+  if (planes > mz || x * y * planes > UINT32_MAX)
     throw Error(fmt::format("kernel '{}': {} workgroups do not fit the device's {} x {} x {} grid",
                             program.name, total, mx, my, mz));
   return {uint32_t(x), uint32_t(y), uint32_t(planes)};

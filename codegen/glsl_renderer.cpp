@@ -17,14 +17,16 @@ namespace vkg {
 namespace {
 
 bool is_pure(Ops op) {
-  return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::GEP || op == Ops::VECTORIZE;
+  return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::GEP ||
+         op == Ops::VECTORIZE;
 }
 
 bool is_acc(const UOp& u) { return u.op == Ops::DEFINE_ACC || u.op == Ops::ASSIGN; }
 const UOp* acc_of(const UOp& u) { return u.op == Ops::ASSIGN ? u.src[0].get() : &u; }
 
 std::string identifier(const std::string& name, std::size_t index) {
-  bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) && name.rfind("gl_", 0) != 0;
+  bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+            name.rfind("gl_", 0) != 0;
   for (const char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
   return ok ? name : fmt::format("var{}", index);
 }
@@ -43,7 +45,8 @@ class Renderer {
 
  private:
   [[noreturn]] void fail(std::size_t i, const std::string& what) const {
-    throw Error(fmt::format("kernel '{}': uop {} ({}): {}", p_.name, i, op_name(ops_[i]->op), what));
+    throw Error(
+        fmt::format("kernel '{}': uop {} ({}): {}", p_.name, i, op_name(ops_[i]->op), what));
   }
 
   std::size_t pos(const UOp* u) const { return pos_.at(u); }
@@ -65,24 +68,32 @@ class Renderer {
       for (const UOpPtr& s : u.src) {
         auto it = pos_.find(s.get());
         const bool later_range = u.op == Ops::DEFINE_ACC && s->op == Ops::RANGE;
-        if (it == pos_.end() || (it->second > i && !later_range)) fail(i, "a source is not defined before its use");
+        if (it == pos_.end() || (it->second > i && !later_range))
+          fail(i, "a source is not defined before its use");
         if (!later_range) users_[it->second].push_back(i);
       }
       if (u.op == Ops::ENDRANGE) {
-        if (loops.empty() || ops_[std::size_t(loops.back())] != u.src.at(0).get()) fail(i, "closes no open RANGE");
+        if (loops.empty() || ops_[std::size_t(loops.back())] != u.src.at(0).get())
+          fail(i, "closes no open RANGE");
         loops.pop_back();
       }
       loop_of_[i] = loops.empty() ? -1 : loops.back();
       if (u.op == Ops::RANGE) loops.push_back(int(i));
       if (u.op == Ops::ASSIGN) assigns_[acc_of(u)].push_back(i);
-      collect_needs(i);
+      try {
+        collect_needs(i);
+      } catch (const Error& e) {
+        if (std::string(e.what()).rfind("kernel '", 0) == 0) throw;
+        fail(i, e.what());
+      }
     }
     glsl::check_target(needs_, t_, p_.name);
     // A DEFINE_ACC is declared (and set to its init) just before its outermost RANGE opens.
     for (std::size_t i = 0; i < n; ++i) {
       if (ops_[i]->op != Ops::DEFINE_ACC || ops_[i]->src.size() < 2) continue;
       std::size_t outer = n;
-      for (std::size_t k = 1; k < ops_[i]->src.size(); ++k) outer = std::min(outer, pos(ops_[i]->src[k].get()));
+      for (std::size_t k = 1; k < ops_[i]->src.size(); ++k)
+        outer = std::min(outer, pos(ops_[i]->src[k].get()));
       acc_at_range_[outer].push_back(i);
     }
     force_names();
@@ -95,7 +106,8 @@ class Renderer {
     const UOp& u = *ops_[i];
     if (u.op == Ops::DEFINE_GLOBAL) {
       const int64_t slot = u.arg_as<int64_t>();
-      if (slot < 0 || std::size_t(slot) >= p_.buffers.size() || p_.buffers[std::size_t(slot)].slot != slot ||
+      if (slot < 0 || std::size_t(slot) >= p_.buffers.size() ||
+          p_.buffers[std::size_t(slot)].slot != slot ||
           p_.buffers[std::size_t(slot)].dtype.scalar != u.dtype.scalar)
         fail(i, fmt::format("slot {} does not match Program::buffers", slot));
       needs_.buffer(u.dtype.base());
@@ -157,11 +169,14 @@ class Renderer {
 
   // ---- names and expressions ----
 
-  std::string fresh(const std::string& stem) { return fmt::format("{}{}", stem, counters_[stem]++); }
+  std::string fresh(const std::string& stem) {
+    return fmt::format("{}{}", stem, counters_[stem]++);
+  }
 
   std::string unique(std::string name) {
     std::string candidate = name;
-    for (int k = 1; !taken_.insert(candidate).second; ++k) candidate = fmt::format("{}_{}", name, k);
+    for (int k = 1; !taken_.insert(candidate).second; ++k)
+      candidate = fmt::format("{}_{}", name, k);
     return candidate;
   }
 
@@ -170,18 +185,42 @@ class Renderer {
     if (it != names_.end()) return it->second;
     std::string n;
     switch (u->op) {
-      case Ops::DEFINE_GLOBAL: n = fmt::format("data{}", u->arg_as<int64_t>()); break;
-      case Ops::DEFINE_VAR: n = var_name(*u); break;
-      case Ops::DEFINE_LOCAL: n = fmt::format("temp{}", u->arg_as<std::vector<int64_t>>().at(0)); break;
-      case Ops::SPECIAL: n = u->arg_as<std::string>(); break;
-      case Ops::RANGE: n = fmt::format("ridx{}", u->arg_as<int64_t>()); break;
-      case Ops::DEFINE_ACC: n = fmt::format("acc{}", u->arg_as<int64_t>()); break;
-      case Ops::ASSIGN: return name_of(u->src[0].get());
-      case Ops::LOAD: n = fresh("val"); break;
-      case Ops::CAST: case Ops::BITCAST: n = fresh("cast"); break;
-      case Ops::GEP: n = fresh("gep"); break;
-      case Ops::VECTORIZE: n = fresh("vec"); break;
-      default: n = fresh("alu"); break;
+      case Ops::DEFINE_GLOBAL:
+        n = fmt::format("data{}", u->arg_as<int64_t>());
+        break;
+      case Ops::DEFINE_VAR:
+        n = var_name(*u);
+        break;
+      case Ops::DEFINE_LOCAL:
+        n = fmt::format("temp{}", u->arg_as<std::vector<int64_t>>().at(0));
+        break;
+      case Ops::SPECIAL:
+        n = u->arg_as<std::string>();
+        break;
+      case Ops::RANGE:
+        n = fmt::format("ridx{}", u->arg_as<int64_t>());
+        break;
+      case Ops::DEFINE_ACC:
+        n = fmt::format("acc{}", u->arg_as<int64_t>());
+        break;
+      case Ops::ASSIGN:
+        return name_of(u->src[0].get());
+      case Ops::LOAD:
+        n = fresh("val");
+        break;
+      case Ops::CAST:
+      case Ops::BITCAST:
+        n = fresh("cast");
+        break;
+      case Ops::GEP:
+        n = fresh("gep");
+        break;
+      case Ops::VECTORIZE:
+        n = fresh("vec");
+        break;
+      default:
+        n = fresh("alu");
+        break;
     }
     return names_[u] = unique(n);
   }
@@ -189,7 +228,9 @@ class Renderer {
   std::string var_name(const UOp& u) {
     const VarArg& v = u.arg_as<VarArg>();
     auto it = std::find(p_.vars.begin(), p_.vars.end(), v);
-    if (it == p_.vars.end()) throw Error(fmt::format("kernel '{}': variable '{}' is not in Program::vars", p_.name, v.name));
+    if (it == p_.vars.end())
+      throw Error(
+          fmt::format("kernel '{}': variable '{}' is not in Program::vars", p_.name, v.name));
     return identifier(v.name, std::size_t(it - p_.vars.begin()));
   }
 
@@ -215,8 +256,10 @@ class Renderer {
     for (const UOpPtr& s : u.src) args.push_back(expr(s));
     try {
       switch (u.op) {
-        case Ops::CAST: return glsl::cast_expr(u.src.at(0)->dtype, u.dtype, args[0]);
-        case Ops::BITCAST: return glsl::bitcast_expr(u.src.at(0)->dtype, u.dtype, args[0]);
+        case Ops::CAST:
+          return glsl::cast_expr(u.src.at(0)->dtype, u.dtype, args[0]);
+        case Ops::BITCAST:
+          return glsl::bitcast_expr(u.src.at(0)->dtype, u.dtype, args[0]);
         case Ops::VECTORIZE: {
           if (args.size() != u.dtype.count) fail(i, "needs one source per lane");
           std::string list;
@@ -229,7 +272,8 @@ class Renderer {
             if (k < 0 || k >= u.src.at(0)->dtype.count) fail(i, "lane index out of range");
             lanes += "xyzw"[k];
           }
-          return fmt::format("{}.{}", args[0], lanes);  // expressions come parenthesized or as calls
+          return fmt::format("{}.{}", args[0],
+                             lanes);  // expressions come parenthesized or as calls
         }
         default:
           return glsl::alu_expr(u.op, u.dtype, u.src, args, helpers_);
@@ -248,13 +292,14 @@ class Renderer {
     if (buffer.op == Ops::DEFINE_LOCAL) {
       if (d.count == 1) return fmt::format("{}[{}]", b, index);
       std::string lanes;
-      for (int k = 0; k < d.count; ++k) lanes += fmt::format("{}{}[{}+{}]", k ? ", " : "", b, index, k);
+      for (int k = 0; k < d.count; ++k)
+        lanes += fmt::format("{}{}[{}+{}]", k ? ", " : "", b, index, k);
       return fmt::format("{}({})", glsl::type_name(d), lanes);
     }
     if (d.count == 1) return fmt::format("{}.v[{}]", b, index);
     vector_access_ = true;
-    return fmt::format("{}(element_address(uvec2({}), {}, {}u)).v", glsl::pointer_type_name(d), b, index,
-                       d.base().scalar_size());
+    return fmt::format("{}(element_address(uvec2({}), {}, {}u)).v", glsl::pointer_type_name(d), b,
+                       index, d.base().scalar_size());
   }
 
   std::string load_expr(std::size_t i) {
@@ -276,7 +321,8 @@ class Renderer {
     } else {
       v = element(buffer, idx, u.dtype);
     }
-    if (u.dtype.is_bool() && buffer.op == Ops::DEFINE_GLOBAL) v = glsl::bool_from_storage(u.dtype, v);
+    if (u.dtype.is_bool() && buffer.op == Ops::DEFINE_GLOBAL)
+      v = glsl::bool_from_storage(u.dtype, v);
     if (valid) v = fmt::format("({}?{}:{})", name_of(valid), v, expr(u.src[1]));
     return v;
   }
@@ -296,7 +342,8 @@ class Renderer {
     }
     if (buffer.op == Ops::DEFINE_LOCAL && d.count > 1) {
       for (int k = 0; k < d.count; ++k)
-        line(fmt::format("{}{}[{}+{}] = {}.{};", guard, name_of(&buffer), idx, k, value, "xyzw"[k]));
+        line(
+            fmt::format("{}{}[{}+{}] = {}.{};", guard, name_of(&buffer), idx, k, value, "xyzw"[k]));
       return;
     }
     if (d.is_bool() && buffer.op == Ops::DEFINE_GLOBAL) value = glsl::bool_to_storage(d, value);
@@ -305,7 +352,9 @@ class Renderer {
 
   // ---- statements ----
 
-  void line(const std::string& s) { body_ += std::string(2 * std::size_t(indent_), ' ') + s + "\n"; }
+  void line(const std::string& s) {
+    body_ += std::string(2 * std::size_t(indent_), ' ') + s + "\n";
+  }
 
   void declare(std::size_t i, const std::string& value) {
     line(fmt::format("{} {} = {};", glsl::type_name(ops_[i]->dtype), name_of(ops_[i]), value));
@@ -314,8 +363,12 @@ class Renderer {
   void statement(std::size_t i) {
     const UOp& u = *ops_[i];
     switch (u.op) {
-      case Ops::CONST: case Ops::DEFINE_GLOBAL: case Ops::DEFINE_VAR: case Ops::DEFINE_LOCAL:
-      case Ops::SPECIAL: case Ops::INDEX:
+      case Ops::CONST:
+      case Ops::DEFINE_GLOBAL:
+      case Ops::DEFINE_VAR:
+      case Ops::DEFINE_LOCAL:
+      case Ops::SPECIAL:
+      case Ops::INDEX:
         return;
       case Ops::DEFINE_ACC:
         if (u.src.size() == 1) declare(i, expr(u.src[0]));
@@ -325,7 +378,8 @@ class Renderer {
         line(fmt::format("for (int {0} = 0; {0} < {1}; {0}++) {{", name_of(&u), expr(u.src.at(0))));
         ++indent_;
         return;
-      case Ops::ENDRANGE: case Ops::ENDIF:
+      case Ops::ENDRANGE:
+      case Ops::ENDIF:
         --indent_;
         line("}");
         return;
@@ -345,7 +399,8 @@ class Renderer {
         store(i);
         return;
       case Ops::ASSIGN:
-        if (u.src.at(1).get() != u.src[0].get()) line(fmt::format("{} = {};", name_of(&u), expr(u.src[1])));
+        if (u.src.at(1).get() != u.src[0].get())
+          line(fmt::format("{} = {};", name_of(&u), expr(u.src[1])));
         return;
       default:
         if (!is_pure(u.op)) fail(i, "is not part of the linear program form");
@@ -361,7 +416,8 @@ class Renderer {
     auto add = [&](const std::string& s) { out += "  " + s + "\n"; };
     if (layout_.spilled) {
       for (const BufferParam& b : p_.buffers)
-        add(fmt::format("{0} data{1} = args.data{1};", glsl::pointer_type_name(b.dtype.base()), b.slot));
+        add(fmt::format("{0} data{1} = args.data{1};", glsl::pointer_type_name(b.dtype.base()),
+                        b.slot));
       for (const UOp* u : ops_)
         if (u->op == Ops::DEFINE_VAR) add(fmt::format("int {0} = args.{0};", name_of(u)));
     }
@@ -369,8 +425,12 @@ class Renderer {
     const auto& g = p_.global_size;
     const auto& l = p_.local_size;
     if (folded) {
-      add(fmt::format("// {} x {} x {} workgroups exceed the device's grid: the dispatch is one folded line", g[0], g[1], g[2]));
-      add("uint wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);");
+      launch_dims(p_, t_);  // throws if even the folded grid does not fit
+      add(fmt::format(
+          "// {} x {} x {} workgroups exceed the device's grid: the dispatch is one folded line",
+          g[0], g[1], g[2]));
+      add("uint wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + "
+          "gl_NumWorkGroups.y * gl_WorkGroupID.z);");
       add(fmt::format("if (wg >= {}u) return;", g[0] * g[1] * g[2]));
     }
     auto group_id = [&](int d) -> std::string {
@@ -395,13 +455,15 @@ class Renderer {
         value = fmt::format("int(gl_LocalInvocationID.{})", "xyz"[d]);
         capacity = l[d];
       } else if (n.rfind("idx", 0) == 0 && n.size() == 4 && d >= 0 && d < 3) {
-        value = folded ? fmt::format("{}*{}+int(gl_LocalInvocationID.{})", group_id(d), l[d], "xyz"[d])
-                       : fmt::format("int(gl_GlobalInvocationID.{})", "xyz"[d]);
+        value = folded
+                    ? fmt::format("{}*{}+int(gl_LocalInvocationID.{})", group_id(d), l[d], "xyz"[d])
+                    : fmt::format("int(gl_GlobalInvocationID.{})", "xyz"[d]);
         capacity = g[d] * l[d];
       } else {
         fail(i, "SPECIAL '" + n + "' is none of gidx0..2, lidx0..2, idx0..2");
       }
-      if (size > capacity) fail(i, fmt::format("{} of size {} exceeds the launch's {}", n, size, capacity));
+      if (size > capacity)
+        fail(i, fmt::format("{} of size {} exceeds the launch's {}", n, size, capacity));
       add(fmt::format("int {} = {};  /* {} */", name_of(&u), value, size));
       if (size < capacity) add(fmt::format("if ({} >= {}) return;", name_of(&u), size));
     }
@@ -413,26 +475,33 @@ class Renderer {
     if (!p_.buffers.empty()) h += "#extension GL_EXT_buffer_reference : require\n";
     if (vector_access_) h += "#extension GL_EXT_buffer_reference_uvec2 : require\n";
     for (const std::string& e : glsl::extension_lines(needs_)) h += e + "\n";
-    h += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n", p_.local_size[0],
-                     p_.local_size[1], p_.local_size[2]);
+    h += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n",
+                     p_.local_size[0], p_.local_size[1], p_.local_size[2]);
     std::set<std::pair<Scalar, int>> types = pointer_types_;
     for (const BufferParam& b : p_.buffers) types.insert({b.dtype.scalar, 1});
     for (const auto& [scalar, width] : types) {
       const DType d{scalar, uint8_t(width)};
       const std::string member = width == 1 ? fmt::format("{} v[]", glsl::storage_type_name(d))
                                             : fmt::format("{} v", glsl::storage_type_name(d));
-      h += fmt::format("layout(buffer_reference, std430, buffer_reference_align = {}) buffer {} {{ {}; }};\n",
-                       d.base().scalar_size(), glsl::pointer_type_name(d), member);
+      h += fmt::format(
+          "layout(buffer_reference, std430, buffer_reference_align = {}) buffer {} {{ {}; }};\n",
+          d.base().scalar_size(), glsl::pointer_type_name(d), member);
     }
     std::string members;
     for (const BufferParam& b : p_.buffers)
       members += fmt::format(" {} data{};", glsl::pointer_type_name(b.dtype.base()), b.slot);
-    for (std::size_t k = 0; k < p_.vars.size(); ++k) members += fmt::format(" int {};", var_member(k));
+    for (std::size_t k = 0; k < p_.vars.size(); ++k)
+      members += fmt::format(" int {};", var_member(k));
     if (!members.empty()) {
       if (layout_.spilled) {
-        h += fmt::format("// {} bytes of arguments exceed the {} bytes of push constants: they live in a buffer\n",
-                         layout_.arg_bytes, t_.max_push_constants_size);
-        h += fmt::format("layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Args {{{} }};\n", members);
+        h += fmt::format(
+            "// {} bytes of arguments exceed the {} bytes of push constants: they live in a "
+            "buffer\n",
+            layout_.arg_bytes, t_.max_push_constants_size);
+        h += fmt::format(
+            "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Args "
+            "{{{} }};\n",
+            members);
         h += "layout(push_constant) uniform Push { Args args; };\n";
       } else {
         h += fmt::format("layout(push_constant) uniform Args {{{} }};\n", members);
@@ -464,7 +533,8 @@ class Renderer {
   std::map<const UOp*, std::vector<std::size_t>> assigns_;
   std::map<std::size_t, std::vector<std::size_t>> acc_at_range_;  // RANGE -> DEFINE_ACCs it opens
   std::set<const UOp*> forced_;
-  std::vector<std::size_t> landing_;  // where a node's text ends up: itself, or its user's statement
+  std::vector<std::size_t>
+      landing_;  // where a node's text ends up: itself, or its user's statement
   std::vector<bool> inline_;
   glsl::Needs needs_;
   std::set<std::pair<Scalar, int>> pointer_types_;

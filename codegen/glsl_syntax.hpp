@@ -55,8 +55,8 @@ class Helpers {
 };
 
 // Expressions. Arguments are already rendered expressions; results are parenthesized or calls.
-std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<const std::string> args,
-                     Helpers& helpers);
+std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src,
+                     std::span<const std::string> args, Helpers& helpers);
 std::string cast_expr(DType from, DType to, const std::string& x);
 std::string bitcast_expr(DType from, DType to, const std::string& x);
 // bool <-> its one-byte storage, for loads and stores of bool buffers.

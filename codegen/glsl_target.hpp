@@ -19,7 +19,7 @@ struct GlslTarget {
   // storageBuffer16BitAccess). bool lives in buffers as a byte, so it needs storage_8bit.
   bool storage_8bit = false;
   bool storage_16bit = false;
-  uint32_t max_push_constants_size = 128;                      // bytes
+  uint32_t max_push_constants_size = 128;  // bytes
   std::array<uint32_t, 3> max_workgroup_count{65535, 65535, 65535};
   uint32_t subgroup_size = 32;
 

@@ -40,7 +40,9 @@ constexpr std::array<TypeInfo, kScalarCount> kTypes = {{
 const TypeInfo& info(DType d) {
   const TypeInfo& t = kTypes[std::size_t(d.scalar)];
   if (!t.scalar) throw Error("the GLSL renderer has no type for " + d.name());
-  if (d.count < 1 || d.count > 4) throw Error("GLSL has no vector type of " + std::to_string(d.count) + " lanes (" + d.name() + ")");
+  if (d.count < 1 || d.count > 4)
+    throw Error("GLSL has no vector type of " + std::to_string(d.count) + " lanes (" + d.name() +
+                ")");
   return t;
 }
 
@@ -62,13 +64,18 @@ std::string int_literal(DType d, int64_t v) {
     case Scalar::Int32:
       if (v == INT32_MIN) return "(-2147483647-1)";
       return v < 0 ? fmt::format("({})", v) : std::to_string(v);
-    case Scalar::UInt32: return fmt::format("{}u", uint32_t(v));
+    case Scalar::UInt32:
+      return fmt::format("{}u", uint32_t(v));
     case Scalar::Int64:
       if (v == INT64_MIN) return "(-9223372036854775807l-1l)";
       return v < 0 ? fmt::format("({}l)", v) : fmt::format("{}l", v);
-    case Scalar::UInt64: return fmt::format("{}ul", uint64_t(v));
-    case Scalar::Int8: case Scalar::Int16: return fmt::format("{}({})", kTypes[std::size_t(d.scalar)].scalar, v);
-    default: return fmt::format("{}({}u)", kTypes[std::size_t(d.scalar)].scalar, v);  // uint8, uint16
+    case Scalar::UInt64:
+      return fmt::format("{}ul", uint64_t(v));
+    case Scalar::Int8:
+    case Scalar::Int16:
+      return fmt::format("{}({})", kTypes[std::size_t(d.scalar)].scalar, v);
+    default:
+      return fmt::format("{}({}u)", kTypes[std::size_t(d.scalar)].scalar, v);  // uint8, uint16
   }
 }
 
@@ -77,7 +84,8 @@ std::string float_literal(DType d, double v) {
     case Scalar::Float64:
       if (!std::isfinite(v)) {
         const uint64_t b = std::bit_cast<uint64_t>(v);
-        return fmt::format("packDouble2x32(uvec2(0x{:08x}u, 0x{:08x}u))", uint32_t(b), uint32_t(b >> 32));
+        return fmt::format("packDouble2x32(uvec2(0x{:08x}u, 0x{:08x}u))", uint32_t(b),
+                           uint32_t(b >> 32));
       }
       return v < 0 || std::signbit(v) ? "(" + shortest(v) + "lf)" : shortest(v) + "lf";
     case Scalar::Float16:
@@ -105,7 +113,8 @@ std::string storage_type_name(DType d) {
 
 std::string pointer_type_name(DType d) {
   const TypeInfo& t = info(d);
-  return d.count == 1 ? fmt::format("{}Ptr", t.pointer) : fmt::format("{}x{}Ptr", t.pointer, d.count);
+  return d.count == 1 ? fmt::format("{}Ptr", t.pointer)
+                      : fmt::format("{}x{}Ptr", t.pointer, d.count);
 }
 
 std::string number(DType d, double value) {
@@ -118,20 +127,37 @@ std::string number(DType d, double value) {
 std::string literal(const UOp& c) {
   const DType s = c.dtype.base();
   std::string x;
-  if (s.is_bool()) x = c.const_int() ? "true" : "false";
-  else if (s.is_float()) x = float_literal(s, c.const_value());
-  else x = int_literal(s, c.const_int());
+  if (s.is_bool())
+    x = c.const_int() ? "true" : "false";
+  else if (s.is_float())
+    x = float_literal(s, c.const_value());
+  else
+    x = int_literal(s, c.const_int());
   return c.dtype.count == 1 ? x : type_name(c.dtype) + "(" + x + ")";
 }
 
 void Needs::value(DType d) {
   switch (d.scalar) {
-    case Scalar::Int8: case Scalar::UInt8: int8 = true; break;
-    case Scalar::Int16: case Scalar::UInt16: int16 = true; break;
-    case Scalar::Int64: case Scalar::UInt64: int64 = true; break;
-    case Scalar::Float16: float16 = true; break;
-    case Scalar::Float64: float64 = true; break;
-    default: break;
+    case Scalar::Int8:
+    case Scalar::UInt8:
+      int8 = true;
+      break;
+    case Scalar::Int16:
+    case Scalar::UInt16:
+      int16 = true;
+      break;
+    case Scalar::Int64:
+    case Scalar::UInt64:
+      int64 = true;
+      break;
+    case Scalar::Float16:
+      float16 = true;
+      break;
+    case Scalar::Float64:
+      float64 = true;
+      break;
+    default:
+      break;
   }
   if (d.scalar != Scalar::Void) info(d);  // throws for dtypes GLSL cannot hold
 }
@@ -155,12 +181,13 @@ void check_target(const Needs& n, const GlslTarget& t, const std::string& kernel
       {n.int64, t.int64, "int64/uint64", "shaderInt64"},
       {n.float64, t.float64, "float64", "shaderFloat64"},
       {n.storage_8bit, t.storage_8bit, "bool/int8/uint8 buffers", "storageBuffer8BitAccess"},
-      {n.storage_16bit, t.storage_16bit, "float16/int16/uint16 buffers", "storageBuffer16BitAccess"},
+      {n.storage_16bit, t.storage_16bit, "float16/int16/uint16 buffers",
+       "storageBuffer16BitAccess"},
   };
   for (const Rule& r : rules)
     if (r.needed && !r.available)
-      throw Error(fmt::format("kernel '{}' uses {}, which this device cannot do (it lacks {})", kernel,
-                              r.dtype, r.feature));
+      throw Error(fmt::format("kernel '{}' uses {}, which this device cannot do (it lacks {})",
+                              kernel, r.dtype, r.feature));
 }
 
 std::vector<std::string> extension_lines(const Needs& n) {

@@ -18,13 +18,14 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 
 // Runs p and expects a vkg::Error whose message contains every one of `parts`.
-void expect_error(const Program& p, std::vector<Bytes> buffers, std::initializer_list<const char*> parts,
-                  std::vector<int64_t> vars = {}) {
+void expect_error(const Program& p, std::vector<Bytes> buffers,
+                  std::initializer_list<const char*> parts, std::vector<int64_t> vars = {}) {
   try {
     run_on_cpu(p, buffers, vars);
     ADD_FAILURE() << "no error from kernel " << p.name;
   } catch (const Error& e) {
-    for (const char* part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    for (const char* part : parts)
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
   }
 }
 
@@ -49,7 +50,8 @@ TEST(CpuInterpreter, ElementwiseAddFloat16RoundsEveryResult) {
   auto h = [](float f) { return float16_t(f); };
   // 1 + 2^-11 is a tie between 1 and 1 + 2^-10: even wins. 2048 + 1 likewise stays 2048.
   // 65504 + 16 overflows to inf.
-  std::vector<float16_t> a{h(1.0f), h(2048.0f), h(65504.0f), h(0.1f)}, b{h(0x1p-11f), h(1.0f), h(16.0f), h(0.2f)};
+  std::vector<float16_t> a{h(1.0f), h(2048.0f), h(65504.0f), h(0.1f)},
+      b{h(0x1p-11f), h(1.0f), h(16.0f), h(0.2f)};
   std::vector<Bytes> bufs{Bytes(8), to_bytes(a), to_bytes(b)};
   run_on_cpu(elementwise_add(dtypes::float16, 4), bufs);
   const auto out = from_bytes<float16_t>(bufs[0]);
@@ -60,7 +62,8 @@ TEST(CpuInterpreter, ElementwiseAddFloat16RoundsEveryResult) {
 }
 
 TEST(CpuInterpreter, DotProductOfSeed000Prints11) {
-  std::vector<Bytes> bufs{Bytes(4), to_bytes(std::vector<int32_t>{1, 2}), to_bytes(std::vector<int32_t>{3, 4})};
+  std::vector<Bytes> bufs{Bytes(4), to_bytes(std::vector<int32_t>{1, 2}),
+                          to_bytes(std::vector<int32_t>{3, 4})};
   run_on_cpu(dot_product(), bufs);
   EXPECT_EQ(from_bytes<int32_t>(bufs[0])[0], 11);
 }
@@ -75,7 +78,8 @@ TEST(CpuInterpreter, MaskedLoadReadsAltAndNeverTouchesMemoryOutOfBounds) {
 TEST(CpuInterpreter, UnmaskedOutOfBoundsLoadThrowsNamingKernelSlotAndIndex) {
   // elementwise_add over 8 elements, given 5-element inputs.
   std::vector<Bytes> bufs{Bytes(32), Bytes(20), Bytes(32)};
-  expect_error(elementwise_add(dtypes::float32, 8), bufs, {"E_8", "load at index 5", "buffer 1", "[0, 5)"});
+  expect_error(elementwise_add(dtypes::float32, 8), bufs,
+               {"E_8", "load at index 5", "buffer 1", "[0, 5)"});
 }
 
 TEST(CpuInterpreter, OutOfBoundsStoreThrows) {
@@ -84,10 +88,12 @@ TEST(CpuInterpreter, OutOfBoundsStoreThrows) {
 }
 
 TEST(CpuInterpreter, IntDivModTruncateTowardZeroOnEverySignCombination) {
-  std::vector<int32_t> a{7, -7, 7, -7, 6, -6, 0, INT32_MIN, INT32_MAX, 1}, b{2, 2, -2, -2, 3, -3, -5, -1, 10, -7};
+  std::vector<int32_t> a{7, -7, 7, -7, 6, -6, 0, INT32_MIN, INT32_MAX, 1},
+      b{2, 2, -2, -2, 3, -3, -5, -1, 10, -7};
   std::vector<Bytes> bufs{Bytes(40), Bytes(40), to_bytes(a), to_bytes(b)};
   run_on_cpu(int_div_mod(dtypes::int32, 10), bufs);
-  EXPECT_EQ(from_bytes<int32_t>(bufs[0]), (std::vector<int32_t>{3, -3, -3, 3, 2, 2, 0, INT32_MIN, 214748364, 0}));
+  EXPECT_EQ(from_bytes<int32_t>(bufs[0]),
+            (std::vector<int32_t>{3, -3, -3, 3, 2, 2, 0, INT32_MIN, 214748364, 0}));
   EXPECT_EQ(from_bytes<int32_t>(bufs[1]), (std::vector<int32_t>{1, -1, 1, -1, 0, 0, 0, 0, 7, 1}));
 }
 
@@ -151,7 +157,8 @@ TEST(CpuInterpreter, Vec4LoadAddStoreAndLaneShuffle) {
 }
 
 TEST(CpuInterpreter, FloatOpsPropagateNanAndInfinity) {
-  std::vector<float> a{kNan, 1.0f, kInf, -kInf, 0.0f, -0.0f}, b{1.0f, kNan, kInf, 2.0f, -0.0f, 0.0f};
+  std::vector<float> a{kNan, 1.0f, kInf, -kInf, 0.0f, -0.0f},
+      b{1.0f, kNan, kInf, 2.0f, -0.0f, 0.0f};
   auto run = [&](Ops op) {
     Program p = binary_op(op, dtypes::float32, 6);
     std::vector<Bytes> bufs{Bytes(is_comparison(op) ? 6 : 24), to_bytes(a), to_bytes(b)};
@@ -178,7 +185,8 @@ TEST(CpuInterpreter, TranscendentalsAtTheEdges) {
     run_on_cpu(unary_op(op, dtypes::float32, 6), bufs);
     return from_bytes<float>(bufs[0]);
   };
-  const auto e = run(Ops::EXP2), l = run(Ops::LOG2), s = run(Ops::SIN), q = run(Ops::SQRT), r = run(Ops::RECIP);
+  const auto e = run(Ops::EXP2), l = run(Ops::LOG2), s = run(Ops::SIN), q = run(Ops::SQRT),
+             r = run(Ops::RECIP);
   EXPECT_EQ(e[0], 1.0f);
   EXPECT_EQ(e[1], kInf);
   EXPECT_EQ(e[2], 0.0f);
@@ -197,20 +205,24 @@ TEST(CpuInterpreter, CastTruncatesAndSaturatesAndBitcastKeepsBits) {
   std::vector<float> x{2.9f, -2.9f, 3e9f, -3e9f, kNan, 0.5f};
   std::vector<Bytes> bufs{Bytes(24), to_bytes(x)};
   run_on_cpu(convert_op(Ops::CAST, dtypes::float32, dtypes::int32, 6), bufs);
-  EXPECT_EQ(from_bytes<int32_t>(bufs[0]), (std::vector<int32_t>{2, -2, INT32_MAX, INT32_MIN, 0, 0}));
+  EXPECT_EQ(from_bytes<int32_t>(bufs[0]),
+            (std::vector<int32_t>{2, -2, INT32_MAX, INT32_MIN, 0, 0}));
   run_on_cpu(convert_op(Ops::BITCAST, dtypes::float32, dtypes::uint32, 6), bufs);
   EXPECT_EQ(from_bytes<uint32_t>(bufs[0])[5], 0x3f000000u);
   bufs[0].assign(6, std::byte{7});
   run_on_cpu(convert_op(Ops::CAST, dtypes::float32, dtypes::bool_, 6), bufs);
-  EXPECT_EQ(from_bytes<uint8_t>(bufs[0]), (std::vector<uint8_t>{1, 1, 1, 1, 1, 1}));  // nan is not 0
+  EXPECT_EQ(from_bytes<uint8_t>(bufs[0]),
+            (std::vector<uint8_t>{1, 1, 1, 1, 1, 1}));  // nan is not 0
 }
 
 TEST(CpuInterpreter, ThreefryMatchesTheRandom123KnownAnswers) {
-  std::vector<uint64_t> x{0, ~uint64_t(0), 0x85a308d3243f6a88ull}, key{0, ~uint64_t(0), 0x0370734413198a2eull};
+  std::vector<uint64_t> x{0, ~uint64_t(0), 0x85a308d3243f6a88ull},
+      key{0, ~uint64_t(0), 0x0370734413198a2eull};
   std::vector<Bytes> bufs{Bytes(24), to_bytes(x), to_bytes(key)};
   run_on_cpu(binary_op(Ops::THREEFRY, dtypes::uint64, 3), bufs);
-  EXPECT_EQ(from_bytes<uint64_t>(bufs[0]),
-            (std::vector<uint64_t>{0x99ba4efe6b200159ull, 0xbb002be71cb996fcull, 0x483df7a0c4923a9cull}));
+  EXPECT_EQ(
+      from_bytes<uint64_t>(bufs[0]),
+      (std::vector<uint64_t>{0x99ba4efe6b200159ull, 0xbb002be71cb996fcull, 0x483df7a0c4923a9cull}));
 }
 
 TEST(CpuInterpreter, VariableBoundsALoopAndIsChecked) {

@@ -15,10 +15,13 @@
 namespace vkg::test {
 namespace {
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // Renders for `target` and compiles; returns the source.
-std::string render_and_compile(const Program& p, const GlslTarget& target = GlslTarget::everything()) {
+std::string render_and_compile(const Program& p,
+                               const GlslTarget& target = GlslTarget::everything()) {
   std::string glsl = render_glsl(p, target);
   SpirvCompileOptions o;
   o.disk_cache = false;
@@ -42,7 +45,9 @@ TEST(GlslRenderer, SeedDotProductReadsLikeTinygrad) {
   EXPECT_TRUE(has(s, "  int acc0 = 0;\n  for (int ridx0 = 0; ridx0 < 2; ridx0++) {\n")) << s;
   EXPECT_TRUE(has(s, "    int val0 = data1.v[ridx0];\n    int val1 = data2.v[ridx0];\n")) << s;
   EXPECT_TRUE(has(s, "    acc0 = (acc0+(val0*val1));\n  }\n  data0.v[0] = acc0;\n")) << s;
-  EXPECT_TRUE(has(s, "layout(push_constant) uniform Args { Int32Ptr data0; Int32Ptr data1; Int32Ptr data2; };")) << s;
+  EXPECT_TRUE(has(
+      s, "layout(push_constant) uniform Args { Int32Ptr data0; Int32Ptr data1; Int32Ptr data2; };"))
+      << s;
 }
 
 TEST(GlslRenderer, ExtensionsOnlyWhenADtypeNeedsThem) {
@@ -52,7 +57,8 @@ TEST(GlslRenderer, ExtensionsOnlyWhenADtypeNeedsThem) {
   EXPECT_FALSE(has(f32, "uvec2")) << f32;
 
   const std::string f16 = render_and_compile(elementwise_add(dtypes::float16, 64));
-  EXPECT_TRUE(has(f16, "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require")) << f16;
+  EXPECT_TRUE(has(f16, "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require"))
+      << f16;
   EXPECT_TRUE(has(f16, "#extension GL_EXT_shader_16bit_storage : require")) << f16;
   EXPECT_FALSE(has(f16, "int64")) << f16;
 
@@ -75,10 +81,12 @@ TEST(GlslRenderer, ADtypeTheDeviceCannotDoIsAnErrorNamingDtypeAndKernel) {
   EXPECT_TRUE(has(error_of(bool_storage(4), bare), "storageBuffer8BitAccess"));
   EXPECT_TRUE(has(error_of(elementwise_add(dtypes::int64, 8), bare), "int64/uint64"));
   EXPECT_TRUE(has(error_of(elementwise_add(dtypes::float64, 8), bare), "shaderFloat64"));
-  EXPECT_TRUE(has(error_of(elementwise_add(dtypes::bfloat16, 8), GlslTarget::everything()), "bfloat16"));
+  EXPECT_TRUE(
+      has(error_of(elementwise_add(dtypes::bfloat16, 8), GlslTarget::everything()), "bfloat16"));
   GlslTarget arithmetic_only = GlslTarget::everything();
   arithmetic_only.storage_16bit = false;
-  EXPECT_TRUE(has(error_of(elementwise_add(dtypes::float16, 8), arithmetic_only), "storageBuffer16BitAccess"));
+  EXPECT_TRUE(has(error_of(elementwise_add(dtypes::float16, 8), arithmetic_only),
+                  "storageBuffer16BitAccess"));
 }
 
 TEST(GlslRenderer, IntegerModIsCRemainderNotGlslPercent) {
@@ -114,33 +122,46 @@ TEST(GlslRenderer, NanTestsReadTheBits) {
 
 TEST(GlslRenderer, FloatConstantsReadBackExactly) {
   ProgramBuilder b("E_consts");
-  auto f = b.global(dtypes::float32, 8, true), d = b.global(dtypes::float64, 2, true), h = b.global(dtypes::float16, 2, true);
-  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  auto f = b.global(dtypes::float32, 8, true), d = b.global(dtypes::float64, 2, true),
+       h = b.global(dtypes::float16, 2, true);
+  const double inf = std::numeric_limits<double>::infinity(),
+               nan = std::numeric_limits<double>::quiet_NaN();
   const double values[] = {inf, -inf, nan, 0.1, -0.0, 1e-45, 16777217.0, 3.4028234663852886e38};
-  for (int k = 0; k < 8; ++k) b.store(f, ProgramBuilder::i32(k), ProgramBuilder::c(dtypes::float32, values[k]));
+  for (int k = 0; k < 8; ++k)
+    b.store(f, ProgramBuilder::i32(k), ProgramBuilder::c(dtypes::float32, values[k]));
   b.store(d, ProgramBuilder::i32(0), ProgramBuilder::c(dtypes::float64, 0.1));
   b.store(d, ProgramBuilder::i32(1), ProgramBuilder::c(dtypes::float64, -inf));
   b.store(h, ProgramBuilder::i32(0), ProgramBuilder::c(dtypes::float16, 0.1));
   b.store(h, ProgramBuilder::i32(1), ProgramBuilder::c(dtypes::float16, inf));
   const std::string s = render_and_compile(b.build({1, 1, 1}, {1, 1, 1}));
-  for (const char* line : {"data0.v[0] = uintBitsToFloat(0x7f800000u);", "data0.v[1] = uintBitsToFloat(0xff800000u);",
-                           "data0.v[2] = uintBitsToFloat(0x7fc00000u);", "data0.v[3] = 0.1f;",
-                           "data0.v[4] = (-0.0f);", "data0.v[5] = 1e-45f;", "data0.v[6] = 16777216.0f;",
-                           "data0.v[7] = 3.4028235e+38f;", "data1.v[0] = 0.1lf;",
-                           "data1.v[1] = packDouble2x32(uvec2(0x00000000u, 0xfff00000u));",
-                           "data2.v[0] = float16_t(0.099975586f);",
-                           "data2.v[1] = float16_t(uintBitsToFloat(0x7f800000u));"})
+  for (const char* line :
+       {"data0.v[0] = uintBitsToFloat(0x7f800000u);", "data0.v[1] = uintBitsToFloat(0xff800000u);",
+        "data0.v[2] = uintBitsToFloat(0x7fc00000u);", "data0.v[3] = 0.1f;", "data0.v[4] = (-0.0f);",
+        "data0.v[5] = 1e-45f;", "data0.v[6] = 16777216.0f;", "data0.v[7] = 3.4028235e+38f;",
+        "data1.v[0] = 0.1lf;", "data1.v[1] = packDouble2x32(uvec2(0x00000000u, 0xfff00000u));",
+        "data2.v[0] = float16_t(0.099975586f);",
+        "data2.v[1] = float16_t(uintBitsToFloat(0x7f800000u));"})
     EXPECT_TRUE(has(s, line)) << line << "\n" << s;
 }
 
 TEST(GlslRenderer, EverySampleProgramCompiles) {
-  for (const Program& p : {elementwise_add(dtypes::float32, 100), elementwise_add(dtypes::int8, 100),
-                           elementwise_add(dtypes::uint16, 10), elementwise_add(dtypes::float64, 10),
-                           dot_product(), padded_load(), int_div_mod(dtypes::int32, 10),
-                           int_div_mod(dtypes::int64, 3), int_div_mod(dtypes::int8, 3), bool_storage(5),
-                           workgroup_sum(3), vec4_add(12), binary_op(Ops::THREEFRY, dtypes::uint64, 3),
-                           binary_op(Ops::CMPLT, dtypes::float16, 3), binary_op(Ops::MAX, dtypes::float64, 3),
-                           binary_op(Ops::SHR, dtypes::int16, 3), unary_op(Ops::RECIP, dtypes::float16, 3),
+  for (const Program& p : {elementwise_add(dtypes::float32, 100),
+                           elementwise_add(dtypes::int8, 100),
+                           elementwise_add(dtypes::uint16, 10),
+                           elementwise_add(dtypes::float64, 10),
+                           dot_product(),
+                           padded_load(),
+                           int_div_mod(dtypes::int32, 10),
+                           int_div_mod(dtypes::int64, 3),
+                           int_div_mod(dtypes::int8, 3),
+                           bool_storage(5),
+                           workgroup_sum(3),
+                           vec4_add(12),
+                           binary_op(Ops::THREEFRY, dtypes::uint64, 3),
+                           binary_op(Ops::CMPLT, dtypes::float16, 3),
+                           binary_op(Ops::MAX, dtypes::float64, 3),
+                           binary_op(Ops::SHR, dtypes::int16, 3),
+                           unary_op(Ops::RECIP, dtypes::float16, 3),
                            convert_op(Ops::BITCAST, dtypes::float16, dtypes::int16, 3),
                            convert_op(Ops::CAST, dtypes::float32, dtypes::bool_, 3),
                            convert_op(Ops::CAST, dtypes::bool_, dtypes::int8, 3)}) {
@@ -166,7 +187,9 @@ TEST(GlslRenderer, ArgumentsSpillToABufferWhenPushConstantsOverflow) {
   EXPECT_EQ(pushed.push_constant_bytes, 8u);
   const std::string s = render_and_compile(p);
   EXPECT_TRUE(has(s, "readonly buffer Args { Float32Ptr data0;")) << s;
-  EXPECT_TRUE(has(s, " Float32Ptr data16; int n; };\nlayout(push_constant) uniform Push { Args args; };")) << s;
+  EXPECT_TRUE(
+      has(s, " Float32Ptr data16; int n; };\nlayout(push_constant) uniform Push { Args args; };"))
+      << s;
   EXPECT_TRUE(has(s, "  Float32Ptr data16 = args.data16;\n  int n = args.n;\n")) << s;
 
   GlslTarget roomy = GlslTarget::everything();
@@ -174,7 +197,8 @@ TEST(GlslRenderer, ArgumentsSpillToABufferWhenPushConstantsOverflow) {
   const ArgLayout fits = arg_layout(p, roomy);
   EXPECT_FALSE(fits.spilled);
   EXPECT_EQ(fits.push_constant_bytes, 140u);
-  EXPECT_TRUE(has(render_and_compile(p, roomy), "layout(push_constant) uniform Args { Float32Ptr data0;"));
+  EXPECT_TRUE(
+      has(render_and_compile(p, roomy), "layout(push_constant) uniform Args { Float32Ptr data0;"));
 }
 
 TEST(GlslRenderer, PackArgsLaysOutAddressesThenVarsAndChecksBounds) {
@@ -200,7 +224,8 @@ TEST(GlslRenderer, PackArgsLaysOutAddressesThenVarsAndChecksBounds) {
   EXPECT_THROW(pack_args(p, addresses, std::vector<int64_t>{6, 0}), Error);
   EXPECT_THROW(pack_args(p, std::vector<uint64_t>{1}, std::vector<int64_t>{0, 0}), Error);
   EXPECT_EQ(pack_spill_address(0xabcdef00ull).size(), 8u);
-  EXPECT_TRUE(has(render_and_compile(p), "uniform Args { Int32Ptr data0; Int32Ptr data1; int n; int m; };"));
+  EXPECT_TRUE(has(render_and_compile(p),
+                  "uniform Args { Int32Ptr data0; Int32Ptr data1; int n; int m; };"));
 }
 
 TEST(GlslRenderer, GridBeyondTheWorkgroupCountLimitIsFolded) {
@@ -212,7 +237,10 @@ TEST(GlslRenderer, GridBeyondTheWorkgroupCountLimitIsFolded) {
   ASSERT_TRUE(folds_grid(p, t));
   EXPECT_EQ(launch_dims(p, t), (std::array<uint32_t, 3>{65535, 2, 1}));
   const std::string s = render_and_compile(p, t);
-  EXPECT_TRUE(has(s, "uint wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);")) << s;
+  EXPECT_TRUE(has(s,
+                  "uint wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + "
+                  "gl_NumWorkGroups.y * gl_WorkGroupID.z);"))
+      << s;
   EXPECT_TRUE(has(s, "if (wg >= 70001u) return;")) << s;
   EXPECT_TRUE(has(s, "int idx0 = int(wg % 70001u)*4+int(gl_LocalInvocationID.x);")) << s;
 
@@ -229,7 +257,8 @@ TEST(GlslRenderer, GridBeyondTheWorkgroupCountLimitIsFolded) {
 TEST(GlslRenderer, MalformedProgramsAreErrors) {
   Program p = padded_load();
   p.global_size = {4, 1, 1};  // gidx0 of size 10 cannot run on 4 workgroups
-  EXPECT_TRUE(has(error_of(p, GlslTarget::everything()), "gidx0 of size 10 exceeds the launch's 4"));
+  EXPECT_TRUE(
+      has(error_of(p, GlslTarget::everything()), "gidx0 of size 10 exceeds the launch's 4"));
   Program q = dot_product();
   std::swap(q.uops[3], q.uops[6]);
   EXPECT_TRUE(has(error_of(q, GlslTarget::everything()), "not defined before its use"));

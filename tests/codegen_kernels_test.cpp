@@ -46,7 +46,8 @@ class Kernels : public testing::Test {
   GlslTarget target_ = target_of(rt_.device.caps());
 
   // Renders, compiles and runs p on the device; the written buffers come back in place.
-  void run_on_vulkan(const Program& p, std::vector<Bytes>& buffers, const std::vector<int64_t>& vars = {}) {
+  void run_on_vulkan(const Program& p, std::vector<Bytes>& buffers,
+                     const std::vector<int64_t>& vars = {}) {
     SpirvCompileOptions options;
     options.device_key = rt_.device.caps().name;
     options.name = p.name;
@@ -121,13 +122,16 @@ class Kernels : public testing::Test {
   static std::string compare(DType d, const std::byte* cpu, const std::byte* gpu, int ulps) {
     const double a = as_double(d, cpu), b = as_double(d, gpu);
     if (!d.is_float()) {
-      if (std::memcmp(cpu, gpu, std::size_t(d.scalar_size())) == 0 || (d.is_bool() && a == b)) return {};
+      if (std::memcmp(cpu, gpu, std::size_t(d.scalar_size())) == 0 || (d.is_bool() && a == b))
+        return {};
       return describe(a, b);
     }
     if (std::isnan(a) && std::isnan(b)) return {};
     if (a == b && std::signbit(a) == std::signbit(b)) return {};
     const double eps = d == dtypes::float16 ? 0x1p-10 : d == dtypes::float64 ? 0x1p-52 : 0x1p-23;
-    const double tiny = d == dtypes::float16 ? 0x1p-14 : d == dtypes::float64 ? 0x1p-1022 : 0x1p-126;
+    const double tiny = d == dtypes::float16   ? 0x1p-14
+                        : d == dtypes::float64 ? 0x1p-1022
+                                               : 0x1p-126;
     if (std::isfinite(a) && std::isfinite(b) &&
         std::abs(a - b) <= ulps * eps * std::max({std::abs(a), std::abs(b), tiny}))
       return {};
@@ -165,15 +169,18 @@ TEST_F(Kernels, DotProductOfSeed000Prints11OnTheDevice) {
 
 TEST_F(Kernels, MaskedLoadWithOutOfBoundsRawIndexAgrees) {
   auto out = expect_agree(padded_load(), {Bytes(40), to_bytes(std::vector<float>{1, 2, 3, 4, 5})});
-  EXPECT_EQ(from_bytes<float>(out[0]), (std::vector<float>{-1.5f, -1.5f, -1.5f, 1, 2, 3, 4, 5, -1.5f, -1.5f}));
+  EXPECT_EQ(from_bytes<float>(out[0]),
+            (std::vector<float>{-1.5f, -1.5f, -1.5f, 1, 2, 3, 4, 5, -1.5f, -1.5f}));
 }
 
 TEST_F(Kernels, IntDivModWithNegativeOperandsAgree) {
   std::vector<int32_t> a, b;
   for (int32_t x : {7, -7, 6, -6, 0, 1, -1, 13, -13, INT32_MAX, INT32_MIN + 1})
-    for (int32_t y : {1, -1, 2, -2, 3, -3, 5, -5, 7, -7, 1000, -1000}) a.push_back(x), b.push_back(y);
+    for (int32_t y : {1, -1, 2, -2, 3, -3, 5, -5, 7, -7, 1000, -1000})
+      a.push_back(x), b.push_back(y);
   const int64_t n = int64_t(a.size());
-  auto out = expect_agree(int_div_mod(dtypes::int32, n), {Bytes(n * 4), Bytes(n * 4), to_bytes(a), to_bytes(b)});
+  auto out = expect_agree(int_div_mod(dtypes::int32, n),
+                          {Bytes(n * 4), Bytes(n * 4), to_bytes(a), to_bytes(b)});
   const auto q = from_bytes<int32_t>(out[0]), r = from_bytes<int32_t>(out[1]);
   for (int64_t i = 0; i < n; ++i) {
     EXPECT_EQ(q[i], a[i] / b[i]) << a[i] << " / " << b[i];
@@ -188,8 +195,9 @@ TEST_F(Kernels, IntDivModWithNegativeOperandsAgree) {
 }
 
 TEST_F(Kernels, BoolStorageAgrees) {
-  auto out = expect_agree(bool_storage(5), {Bytes(5), Bytes(5), to_bytes(std::vector<uint8_t>{0, 1, 2, 255, 0}),
-                                            to_bytes(std::vector<int32_t>{1, 2, 3, -4, 100})});
+  auto out = expect_agree(bool_storage(5),
+                          {Bytes(5), Bytes(5), to_bytes(std::vector<uint8_t>{0, 1, 2, 255, 0}),
+                           to_bytes(std::vector<int32_t>{1, 2, 3, -4, 100})});
   EXPECT_EQ(from_bytes<uint8_t>(out[0]), (std::vector<uint8_t>{1, 0, 0, 0, 1}));
   EXPECT_EQ(from_bytes<uint8_t>(out[1]), (std::vector<uint8_t>{0, 0, 1, 0, 1}));
 }
@@ -211,16 +219,20 @@ TEST_F(Kernels, Vec4LoadAddStoreAgrees) {
 }
 
 TEST_F(Kernels, ThreefryAgrees) {
-  std::vector<uint64_t> x{0, ~uint64_t(0), 0x85a308d3243f6a88ull, 12345}, key{0, ~uint64_t(0), 0x0370734413198a2eull, 99};
-  auto out = expect_agree(binary_op(Ops::THREEFRY, dtypes::uint64, 4), {Bytes(32), to_bytes(x), to_bytes(key)});
+  std::vector<uint64_t> x{0, ~uint64_t(0), 0x85a308d3243f6a88ull, 12345},
+      key{0, ~uint64_t(0), 0x0370734413198a2eull, 99};
+  auto out = expect_agree(binary_op(Ops::THREEFRY, dtypes::uint64, 4),
+                          {Bytes(32), to_bytes(x), to_bytes(key)});
   EXPECT_EQ(from_bytes<uint64_t>(out[0])[0], 0x99ba4efe6b200159ull);
 }
 
 // Values that take every op to its edges: signed zeros, infinities, nan, subnormals, huge and
 // tiny magnitudes, multiples of pi.
-const std::vector<double> kEdges{0.0, -0.0, 1.0, -1.0, 0.5, kInf, -kInf, kNan, 1e30, -1e30, 3.1415927, 100.0,
-                                 1e-40, 1e6, 12345.678, 1e10, 88.0, 128.0, -150.0, 2.0, 0.1, -33.3, 6e-8};
-const std::vector<double> kPairEdges{0.0, -0.0, 1.0, -1.0, 0.5, kInf, -kInf, kNan, 1e30, 1e-40, 3.5, -7.0};
+const std::vector<double> kEdges{0.0,  -0.0,  1.0,       -1.0,  0.5,   kInf,  -kInf,     kNan,
+                                 1e30, -1e30, 3.1415927, 100.0, 1e-40, 1e6,   12345.678, 1e10,
+                                 88.0, 128.0, -150.0,    2.0,   0.1,   -33.3, 6e-8};
+const std::vector<double> kPairEdges{0.0,   -0.0, 1.0,  -1.0,  0.5, kInf,
+                                     -kInf, kNan, 1e30, 1e-40, 3.5, -7.0};
 
 Bytes pack_floats(DType d, const std::vector<double>& v) {
   Bytes b(v.size() * std::size_t(d.itemsize()));
@@ -243,10 +255,17 @@ Bytes pack_floats(DType d, const std::vector<double>& v) {
 // own exact reduction and polynomial; everything else must match bit for bit (nan for nan).
 int ulps_for(Ops op) {
   switch (op) {
-    case Ops::FDIV: case Ops::RECIP: case Ops::SQRT: return 3;
-    case Ops::EXP2: case Ops::LOG2: return 4;
-    case Ops::SIN: return 2;
-    default: return 0;
+    case Ops::FDIV:
+    case Ops::RECIP:
+    case Ops::SQRT:
+      return 3;
+    case Ops::EXP2:
+    case Ops::LOG2:
+      return 4;
+    case Ops::SIN:
+      return 2;
+    default:
+      return 0;
   }
 }
 
@@ -256,10 +275,12 @@ TEST_P(FloatEdges, UnaryOpsAgreeOnInfNanAndEdgeValues) {
   const DType d = GetParam();
   const int64_t n = int64_t(kEdges.size());
   std::vector<Ops> ops{Ops::SQRT, Ops::RECIP, Ops::NEG, Ops::TRUNC};
-  if (d != dtypes::float64) ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN});  // GLSL has no double ones
+  if (d != dtypes::float64)
+    ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN});  // GLSL has no double ones
   for (Ops op : ops) {
     SCOPED_TRACE(op_name(op));
-    expect_agree(unary_op(op, d, n), {Bytes(n * d.itemsize()), pack_floats(d, kEdges)}, ulps_for(op));
+    expect_agree(unary_op(op, d, n), {Bytes(n * d.itemsize()), pack_floats(d, kEdges)},
+                 ulps_for(op));
   }
 }
 
@@ -272,12 +293,16 @@ TEST_P(FloatEdges, BinaryOpsAgreeOnEveryPairOfEdgeValues) {
   for (Ops op : {Ops::ADD, Ops::SUB, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::CMPLT, Ops::CMPNE}) {
     SCOPED_TRACE(op_name(op));
     const int64_t out = is_comparison(op) ? n : n * d.itemsize();
-    expect_agree(binary_op(op, d, n), {Bytes(out), pack_floats(d, a), pack_floats(d, b)}, ulps_for(op));
+    expect_agree(binary_op(op, d, n), {Bytes(out), pack_floats(d, a), pack_floats(d, b)},
+                 ulps_for(op));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, FloatEdges, testing::Values(dtypes::float32, dtypes::float16, dtypes::float64),
-                         [](const testing::TestParamInfo<DType>& info) { return info.param.name(); });
+INSTANTIATE_TEST_SUITE_P(Kernels, FloatEdges,
+                         testing::Values(dtypes::float32, dtypes::float16, dtypes::float64),
+                         [](const testing::TestParamInfo<DType>& info) {
+                           return info.param.name();
+                         });
 
 // Lavapipe's sin() returns -1 for sin(1e10) and sin(1e30) and is 8 ulp off at sin(128); its log2()
 // gives -127 for log2(1e-40). The renderer reduces sin's argument itself and scales subnormals
@@ -380,7 +405,8 @@ TEST_F(Kernels, VectorAndNarrowTypePathsAgree) {
   auto out_f = b.global(dtypes::float32, n, true), out_i = b.global(dtypes::int32, n, true);
   auto out_b = b.global(dtypes::bool_, n, true), out_h = b.global(dtypes::float16, n, true);
   auto out_s = b.global(dtypes::int16, groups, true), out_u = b.global(dtypes::uint8, groups, true);
-  auto in_f = b.global(dtypes::float32, n), in_i = b.global(dtypes::int32, n), in_h = b.global(dtypes::float16, n);
+  auto in_f = b.global(dtypes::float32, n), in_i = b.global(dtypes::int32, n),
+       in_h = b.global(dtypes::float16, n);
   auto temp = b.local(0, dtypes::float32, 8);
   auto g = b.special("gidx0", groups);
   auto i = g * 4;
@@ -389,7 +415,10 @@ TEST_F(Kernels, VectorAndNarrowTypePathsAgree) {
   auto m = vf->maximum(UOp::const_(f4, 0.5));
   auto w = vf->lt(UOp::const_(f4, -1.0))->where(vi->cast(f4), m);
   b.store(out_f, i, w);
-  b.store(out_i, i, alu(Ops::XOR, alu(Ops::SHR, alu(Ops::SHL, vi, UOp::const_(i4, 3)), UOp::const_(i4, 1)), vi) % UOp::const_(i4, -7));
+  b.store(
+      out_i, i,
+      alu(Ops::XOR, alu(Ops::SHR, alu(Ops::SHL, vi, UOp::const_(i4, 3)), UOp::const_(i4, 1)), vi) %
+          UOp::const_(i4, -7));
   b.store(out_b, i, alu(Ops::OR, vi->lt(UOp::const_(i4, 0)), vf->ne(vf)));
   auto vh = b.load(in_h, i, nullptr, nullptr, 4);
   b.store(out_h, i, UOp::make(Ops::MULACC, vh.get()->dtype, {vh, vh, vh->alu(Ops::RECIP)}));
@@ -405,7 +434,10 @@ TEST_F(Kernels, VectorAndNarrowTypePathsAgree) {
   b.end_if(skip);
   b.end_range(r);
   b.store(out_s, g, acc);
-  auto bytes = (g->cast(dtypes::uint8) * B::c(dtypes::uint8, 100)) + UOp::make(Ops::GEP, dtypes::float32, {hi}, std::vector<int64_t>{1})->cast(dtypes::int32)->cast(dtypes::uint8);
+  auto bytes = (g->cast(dtypes::uint8) * B::c(dtypes::uint8, 100)) +
+               UOp::make(Ops::GEP, dtypes::float32, {hi}, std::vector<int64_t>{1})
+                   ->cast(dtypes::int32)
+                   ->cast(dtypes::uint8);
   b.store(out_u, g, bytes, g->lt(4));
   const Program p = b.build({groups, 1, 1}, {1, 1, 1});
 
@@ -417,8 +449,10 @@ TEST_F(Kernels, VectorAndNarrowTypePathsAgree) {
     k[j] = int32_t(j * 977 - 9000);
     h[j] = float16_t(float(j) * 0.3f + 0.25f);
   }
-  expect_agree(p, {Bytes(n * 4), Bytes(n * 4), Bytes(n), Bytes(n * 2), Bytes(groups * 2), Bytes(groups),
-                   to_bytes(f), to_bytes(k), to_bytes(h)}, 2);
+  expect_agree(p,
+               {Bytes(n * 4), Bytes(n * 4), Bytes(n), Bytes(n * 2), Bytes(groups * 2),
+                Bytes(groups), to_bytes(f), to_bytes(k), to_bytes(h)},
+               2);
 }
 
 }  // namespace

@@ -37,14 +37,19 @@ class ProgramBuilder {
     return emit(UOp::make(Ops::SPECIAL, dtypes::int32, {i32(size)}, name));
   }
   UOpPtr local(int64_t id, DType element, int64_t count) {
-    return emit(UOp::make(Ops::DEFINE_LOCAL, element.ptr(AddrSpace::Local), {}, std::vector<int64_t>{id, count}));
+    return emit(UOp::make(Ops::DEFINE_LOCAL, element.ptr(AddrSpace::Local), {},
+                          std::vector<int64_t>{id, count}));
   }
 
-  UOpPtr range(int64_t id, const UOpPtr& end) { return emit(UOp::make(Ops::RANGE, dtypes::int32, {end}, id)); }
+  UOpPtr range(int64_t id, const UOpPtr& end) {
+    return emit(UOp::make(Ops::RANGE, dtypes::int32, {end}, id));
+  }
   void end_range(const UOpPtr& r) { emit(UOp::make(Ops::ENDRANGE, dtypes::void_, {r})); }
   UOpPtr if_(const UOpPtr& cond) { return emit(UOp::make(Ops::IF, dtypes::void_, {cond})); }
   void end_if(const UOpPtr& i) { emit(UOp::make(Ops::ENDIF, dtypes::void_, {i})); }
-  void barrier(std::vector<UOpPtr> stores) { emit(UOp::make(Ops::BARRIER, dtypes::void_, std::move(stores))); }
+  void barrier(std::vector<UOpPtr> stores) {
+    emit(UOp::make(Ops::BARRIER, dtypes::void_, std::move(stores)));
+  }
 
   UOpPtr acc(int64_t id, const UOpPtr& init, std::vector<UOpPtr> ranges) {
     std::vector<UOpPtr> src{init};
@@ -67,7 +72,8 @@ class ProgramBuilder {
     if (alt) src.push_back(alt);
     return emit(UOp::make(Ops::LOAD, DType{buffer->dtype.scalar, uint8_t(width)}, std::move(src)));
   }
-  UOpPtr store(const UOpPtr& buffer, const UOpPtr& i, const UOpPtr& value, const UOpPtr& valid = nullptr) {
+  UOpPtr store(const UOpPtr& buffer, const UOpPtr& i, const UOpPtr& value,
+               const UOpPtr& valid = nullptr) {
     return emit(UOp::make(Ops::STORE, dtypes::void_, {index(buffer, i, valid), value}));
   }
 
@@ -113,7 +119,8 @@ inline Program elementwise_add(DType d, int64_t n) {
 // The seed-000 dot product, r_2: one invocation, a RANGE loop into an accumulator.
 inline Program dot_product() {
   ProgramBuilder b("r_2");
-  auto out = b.global(dtypes::int32, 1, true), x = b.global(dtypes::int32, 2), y = b.global(dtypes::int32, 2);
+  auto out = b.global(dtypes::int32, 1, true), x = b.global(dtypes::int32, 2),
+       y = b.global(dtypes::int32, 2);
   auto r = b.range(0, ProgramBuilder::i32(2));
   auto acc = b.acc(0, ProgramBuilder::i32(0), {r});
   auto a = b.load(x, r), c = b.load(y, r);
@@ -123,8 +130,8 @@ inline Program dot_product() {
   return b.build({1, 1, 1}, {1, 1, 1});
 }
 
-// E_10: out[i] = (3 <= i < 8) ? in[i - 3] : -1.5, a pad of 3 and 2 around a 5-element input: the raw
-// index i - 3 runs from -3 to 6, out of bounds on both sides where the mask is off.
+// E_10: out[i] = (3 <= i < 8) ? in[i - 3] : -1.5, a pad of 3 and 2 around a 5-element input: the
+// raw index i - 3 runs from -3 to 6, out of bounds on both sides where the mask is off.
 inline Program padded_load() {
   ProgramBuilder b("E_10");
   auto out = b.global(dtypes::float32, 10, true), in = b.global(dtypes::float32, 5);
@@ -186,7 +193,8 @@ inline Program vec4_add(int64_t n) {
   auto s = a + c;
   b.store(sum, i, s);
   std::vector<UOpPtr> lanes;
-  for (int64_t k = 3; k >= 0; --k) lanes.push_back(UOp::make(Ops::GEP, dtypes::float32, {s}, std::vector<int64_t>{k}));
+  for (int64_t k = 3; k >= 0; --k)
+    lanes.push_back(UOp::make(Ops::GEP, dtypes::float32, {s}, std::vector<int64_t>{k}));
   b.store(rev, i, UOp::make(Ops::VECTORIZE, dtypes::float32.vec(4), lanes));
   return b.build({n / 4, 1, 1}, {1, 1, 1});
 }
@@ -203,7 +211,8 @@ inline Program unary_op(Ops op, DType d, int64_t n) {
 
 inline Program binary_op(Ops op, DType d, int64_t n) {
   ProgramBuilder b(fmt_name(op, d, n));
-  auto out = b.global(is_comparison(op) ? dtypes::bool_ : d, n, true), x = b.global(d, n), y = b.global(d, n);
+  auto out = b.global(is_comparison(op) ? dtypes::bool_ : d, n, true), x = b.global(d, n),
+       y = b.global(d, n);
   auto i = b.special("gidx0", n);
   auto a = b.load(x, i), c = b.load(y, i);
   b.store(out, i, a->alu(op, {c}));
@@ -242,7 +251,8 @@ inline std::vector<HostBuffer> host_buffers(std::vector<Bytes>& buffers) {
   return spans;
 }
 
-inline void run_on_cpu(const Program& p, std::vector<Bytes>& buffers, std::vector<int64_t> vars = {}) {
+inline void run_on_cpu(const Program& p, std::vector<Bytes>& buffers,
+                       std::vector<int64_t> vars = {}) {
   std::vector<HostBuffer> spans = host_buffers(buffers);
   run_program(p, spans, vars);
 }
