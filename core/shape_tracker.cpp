@@ -5,19 +5,12 @@
 #include <unordered_map>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/int_math.hpp>
 #include <vkgrad/core/symbolic.hpp>
 
 namespace vkg {
 
 namespace {
-
-size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 12) + (h >> 4)); }
-
-int64_t floor_div(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
 // Position of flat element `flat` in `shape` (floor semantics, so a position off the end still
 // gets digits that differ from a neighbour's by the step taken).
@@ -262,7 +255,7 @@ ShapeTracker ShapeTracker::operator+(const ShapeTracker& top) const {
 
 size_t ShapeTracker::hash() const {
   size_t h = views_.size();
-  for (const View& v : views_) h = mix(h, v.hash());
+  for (const View& v : views_) h = hash_mix(h, v.hash());
   return h;
 }
 

@@ -10,20 +10,17 @@
 
 #include <vkgrad/core/bounds.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/int_math.hpp>
 #include <vkgrad/core/shape_rules.hpp>
 
 namespace vkg {
 
 namespace {
 
-size_t mix(size_t h, size_t v) {  // boost::hash_combine's mixing, widened to 64 bits
-  return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 12) + (h >> 4));
-}
-
 size_t node_hash(Ops op, DType dtype, const std::vector<UOpPtr>& src, const Arg& arg) {
-  size_t h = mix(size_t(op), (size_t(dtype.scalar) << 16) | (size_t(dtype.count) << 8) | size_t(dtype.addr));
-  for (const UOpPtr& s : src) h = mix(h, std::hash<const UOp*>{}(s.get()));
-  return mix(h, arg_hash(arg));
+  size_t h = hash_mix(size_t(op), (size_t(dtype.scalar) << 16) | (size_t(dtype.count) << 8) | size_t(dtype.addr));
+  for (const UOpPtr& s : src) h = hash_mix(h, std::hash<const UOp*>{}(s.get()));
+  return hash_mix(h, arg_hash(arg));
 }
 
 }  // namespace
@@ -53,16 +50,16 @@ size_t arg_hash(const Arg& a) {
         else if constexpr (std::is_same_v<T, std::string>) return std::hash<std::string>{}(v);
         else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
           size_t h = v.size();
-          for (int64_t x : v) h = mix(h, size_t(x));
+          for (int64_t x : v) h = hash_mix(h, size_t(x));
           return h;
         } else if constexpr (std::is_same_v<T, VarArg>)
-          return mix(mix(std::hash<std::string>{}(v.name), size_t(v.min)), size_t(v.max));
+          return hash_mix(hash_mix(std::hash<std::string>{}(v.name), size_t(v.min)), size_t(v.max));
         else if constexpr (std::is_same_v<T, ReduceArg>) {
           size_t h = size_t(v.op);
-          for (int64_t x : v.axes) h = mix(h, size_t(x));
+          for (int64_t x : v.axes) h = hash_mix(h, size_t(x));
           return h;
         } else
-          return v ? mix(typeid(*v).hash_code(), v->hash()) : 0;
+          return v ? hash_mix(typeid(*v).hash_code(), v->hash()) : 0;
       },
       a);
 }

@@ -5,20 +5,11 @@
 #include <ostream>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/int_math.hpp>
 
 namespace vkg {
 
 namespace {
-
-size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 12) + (h >> 4)); }
-
-// Floor division and its ceiling twin: mask arithmetic reasons about positions that may be
-// negative, where C's truncating division would round the wrong way.
-int64_t floor_div(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
 int64_t checked_prod(const Shape& shape, const char* op) {
   int64_t n = 1;
@@ -178,12 +169,12 @@ int64_t View::size() const { return checked_prod(shape, "View"); }
 bool View::all_masked() const { return mask && any_empty(*mask); }
 
 size_t View::hash() const {
-  size_t h = mix(shape.size(), size_t(offset));
+  size_t h = hash_mix(shape.size(), size_t(offset));
   for (size_t i = 0; i < shape.size(); ++i) {
-    h = mix(mix(h, size_t(shape[i])), size_t(strides[i]));
-    if (mask) h = mix(mix(h, size_t((*mask)[i].first)), size_t((*mask)[i].second));
+    h = hash_mix(hash_mix(h, size_t(shape[i])), size_t(strides[i]));
+    if (mask) h = hash_mix(hash_mix(h, size_t((*mask)[i].first)), size_t((*mask)[i].second));
   }
-  return mix(h, (mask ? 2 : 0) | (contiguous ? 1 : 0));
+  return hash_mix(h, (mask ? 2 : 0) | (contiguous ? 1 : 0));
 }
 
 // ---- merging dimensions ----

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <vkgrad/core/shape.hpp>
+#include <vkgrad/core/shape.hpp>
 #include <vkgrad/core/uop.hpp>
 
 namespace vkg {
