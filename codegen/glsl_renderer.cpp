@@ -87,6 +87,7 @@ class Renderer {
         fail(i, e.what());
       }
     }
+    if (!loops.empty()) fail(std::size_t(loops.back()), "is never closed");
     glsl::check_target(needs_, t_, p_.name);
     // A DEFINE_ACC is declared (and set to its init) just before its outermost RANGE opens.
     for (std::size_t i = 0; i < n; ++i) {

@@ -262,6 +262,9 @@ TEST(GlslRenderer, MalformedProgramsAreErrors) {
   Program q = dot_product();
   std::swap(q.uops[3], q.uops[6]);
   EXPECT_TRUE(has(error_of(q, GlslTarget::everything()), "not defined before its use"));
+  Program open = dot_product();
+  std::erase_if(open.uops, [](const UOpPtr& u) { return u->op == Ops::ENDRANGE; });
+  EXPECT_TRUE(has(error_of(open, GlslTarget::everything()), "never closed"));
   Program e = unary_op(Ops::EXP2, dtypes::int32, 2);
   EXPECT_TRUE(has(error_of(e, GlslTarget::everything()), "EXP2 on int32"));
 }
