@@ -83,8 +83,16 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES);
   VkPhysicalDeviceProperties2 props =
       structure<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  VkPhysicalDevicePushDescriptorPropertiesKHR push = structure<VkPhysicalDevicePushDescriptorPropertiesKHR>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR);
+  const auto ext = extension_names(physical);
   props.pNext = &p11;
   p11.pNext = &p12;
+  // Chained first so that it stays in the chain whatever the API version.
+  if (contains(ext, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
+    push.pNext = props.pNext;
+    props.pNext = &push;
+  }
   // The 1.3 struct is only defined for 1.3 devices; older ones are reported unusable below.
   VkPhysicalDeviceProperties plain;
   vkGetPhysicalDeviceProperties(physical, &plain);
@@ -111,6 +119,8 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   l.max_workgroup_invocations = pl.maxComputeWorkGroupInvocations;
   l.max_shared_memory = pl.maxComputeSharedMemorySize;
   l.max_storage_buffer_range = pl.maxStorageBufferRange;
+  l.max_storage_buffers_per_stage = pl.maxPerStageDescriptorStorageBuffers;
+  l.max_push_descriptors = push.maxPushDescriptors;
   l.max_push_constants_size = pl.maxPushConstantsSize;
   l.max_memory_allocation_count = pl.maxMemoryAllocationCount;
   l.max_memory_allocation_size = p11.maxMemoryAllocationSize;
@@ -132,7 +142,6 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
 
   FeatureChain supported;
   if (plain.apiVersion >= VK_API_VERSION_1_3) supported.query(physical);
-  const auto ext = extension_names(physical);
   Features& f = caps.features;
   f.storage_buffer_16bit = supported.v11.storageBuffer16BitAccess;
   f.storage_buffer_8bit = supported.v12.storageBuffer8BitAccess;
@@ -159,6 +168,7 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   f.cooperative_matrix_khr = contains(ext, "VK_KHR_cooperative_matrix");
   f.cooperative_matrix_nv = contains(ext, "VK_NV_cooperative_matrix");
   f.memory_budget = contains(ext, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  f.push_descriptor = contains(ext, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(physical, &mem);
@@ -222,6 +232,8 @@ std::string describe(const Capabilities& c) {
                    bytes_string(l.max_memory_allocation_size), l.max_memory_allocation_count));
   line(fmt::format("  subgroup size {} (min {}, max {})", l.subgroup_size, l.min_subgroup_size,
                    l.max_subgroup_size));
+  line(fmt::format("  storage buffers per stage {}, push descriptors {}",
+                   l.max_storage_buffers_per_stage, l.max_push_descriptors));
   line("features:");
   line(
       fmt::format("  storage 16-bit {}, 8-bit {}; arithmetic float16 {}, int8 {}, int16 {}, "

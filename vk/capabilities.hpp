@@ -16,7 +16,9 @@ struct Limits {
   uint32_t max_workgroup_invocations = 0;
   std::array<uint32_t, 3> max_workgroup_count{};
   uint32_t max_shared_memory = 0;         // bytes of workgroup-shared memory
-  uint32_t max_storage_buffer_range = 0;  // only binds a descriptor window; see queue.hpp
+  uint32_t max_storage_buffer_range = 0;  // the largest buffer a descriptor binds; see queue.hpp
+  uint32_t max_storage_buffers_per_stage = 0;  // maxPerStageDescriptorStorageBuffers
+  uint32_t max_push_descriptors = 0;           // VK_KHR_push_descriptor; 0 without it
   uint32_t max_push_constants_size = 0;
   uint32_t max_memory_allocation_count = 0;
   VkDeviceSize max_memory_allocation_size = 0;
@@ -52,6 +54,7 @@ struct Features {
   bool cooperative_matrix_khr = false;  // extension present
   bool cooperative_matrix_nv = false;
   bool memory_budget = false;  // VK_EXT_memory_budget present
+  bool push_descriptor = false;  // VK_KHR_push_descriptor present (enabled when it is)
 };
 
 struct MemoryHeap {

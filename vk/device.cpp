@@ -127,6 +127,8 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
   // MoltenVK requires this extension to be enabled whenever it is offered.
   if (has_extension(physical_, "VK_KHR_portability_subset"))
     extensions.push_back("VK_KHR_portability_subset");
+  // Kernels whose buffers fit the descriptor limits bind them by push descriptor (queue.hpp).
+  if (caps_.features.push_descriptor) extensions.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue =
@@ -143,6 +145,10 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
   info.ppEnabledExtensionNames = extensions.data();
   check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice");
 
+  if (caps_.features.push_descriptor)
+    push_descriptor_set_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
+        vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
+  if (!push_descriptor_set_) caps_.limits.max_push_descriptors = 0;
   try {
     VkQueue q;
     vkGetDeviceQueue(device_, caps_.compute_family, 0, &q);

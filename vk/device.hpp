@@ -53,6 +53,8 @@ class Device {
   uint32_t queue_family() const { return caps_.compute_family; }
   Timeline& timeline() { return *timeline_; }
   PipelineCache& pipeline_cache() { return *pipeline_cache_; }
+  // vkCmdPushDescriptorSetKHR, or null where the device lacks VK_KHR_push_descriptor.
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_set() const { return push_descriptor_set_; }
 
  private:
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
@@ -60,6 +62,7 @@ class Device {
   VkDevice device_ = VK_NULL_HANDLE;  // destroyed last, by ~Device
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<PipelineCache> pipeline_cache_;
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
 };
 
 }  // namespace vkg::vk

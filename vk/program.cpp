@@ -69,11 +69,12 @@ std::array<uint32_t, 3> spirv_local_size(std::span<const uint32_t> spirv) {
 }
 
 Program::Program(Device& device, std::string name, std::span<const uint32_t> spirv,
-                 uint32_t push_constant_bytes)
+                 uint32_t push_constant_bytes, uint32_t bound_buffers)
     : device_(device),
       name_(std::move(name)),
       spirv_(spirv.begin(), spirv.end()),
-      push_constant_bytes_(push_constant_bytes) {
+      push_constant_bytes_(push_constant_bytes),
+      bound_buffers_(bound_buffers) {
   const Limits& l = device_.caps().limits;
   try {
     local_size_ = spirv_local_size(spirv_);
@@ -97,6 +98,11 @@ Program::Program(Device& device, std::string name, std::span<const uint32_t> spi
         "program '{}': {} bytes of push constants exceed the device's {} (maxPushConstantsSize); "
         "pass the arguments in a buffer from Queue::spill and push its address",
         name_, push_constant_bytes_, l.max_push_constants_size));
+  if (bound_buffers_ > std::min(l.max_push_descriptors, l.max_storage_buffers_per_stage))
+    throw Error(fmt::format(
+        "program '{}': {} buffers bound by push descriptor exceed the device's {} (push "
+        "descriptors) or {} (storage buffers per stage); pass device addresses instead",
+        name_, bound_buffers_, l.max_push_descriptors, l.max_storage_buffers_per_stage));
 }
 
 Program::~Program() {
@@ -109,11 +115,28 @@ Program::~Program() {
 
 void Program::create() const {
   VkDevice dev = device_.get();
+  UniqueDescriptorSetLayout owned_set_layout;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  if (bound_buffers_ > 0) {
+    std::vector<VkDescriptorSetLayoutBinding> bindings(bound_buffers_);
+    for (uint32_t i = 0; i < bound_buffers_; ++i)
+      bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo info = structure<VkDescriptorSetLayoutCreateInfo>(
+        VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+    info.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    info.bindingCount = bound_buffers_;
+    info.pBindings = bindings.data();
+    check(vkCreateDescriptorSetLayout(dev, &info, nullptr, &set_layout),
+          "vkCreateDescriptorSetLayout");
+    owned_set_layout = UniqueDescriptorSetLayout(dev, set_layout);
+  }
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_constant_bytes_};
   VkPipelineLayoutCreateInfo layout =
       structure<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
   layout.pushConstantRangeCount = push_constant_bytes_ ? 1 : 0;
   layout.pPushConstantRanges = &range;
+  layout.setLayoutCount = set_layout ? 1 : 0;
+  layout.pSetLayouts = &set_layout;
   VkPipelineLayout pl;
   check(vkCreatePipelineLayout(dev, &layout, nullptr, &pl), "vkCreatePipelineLayout");
   UniquePipelineLayout owned_layout(dev, pl);
@@ -137,6 +160,7 @@ void Program::create() const {
   VkResult r = vkCreateComputePipelines(dev, device_.pipeline_cache().get(), 1, &info, nullptr, &p);
   if (r < 0)
     throw_result(r, fmt::format("vkCreateComputePipelines for program '{}'", name_).c_str());
+  set_layout_ = std::move(owned_set_layout);
   layout_ = std::move(owned_layout);
   pipeline_ = UniquePipeline(dev, p);
   created_ = true;

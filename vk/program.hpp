@@ -2,8 +2,10 @@
 // compute pipeline made from them. The workgroup size is the one the SPIR-V declares. The pipeline
 // is created on first use (the first dispatch), through the device's pipeline cache.
 //
-// Programs take no descriptor sets: buffers reach kernels as 64-bit device addresses in push
-// constants (see queue.hpp for why), so every pipeline layout is one push-constant range.
+// Buffers reach a kernel in one of two ways (queue.hpp says why there are two): as 64-bit device
+// addresses in push constants (bound_buffers == 0; the layout is one push-constant range), or as
+// storage buffers at set 0, bindings 0..bound_buffers-1 of a push-descriptor set layout, which
+// Queue::dispatch fills from the first bound_buffers BufferUses.
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -42,8 +44,9 @@ class Program {
   // Checks the module and its workgroup size against the device; copies the SPIR-V.
   // push_constant_bytes must be a multiple of 4 and at most maxPushConstantsSize (128 on many
   // devices): larger argument lists go through Queue::spill.
+  // bound_buffers must fit maxPushDescriptors and maxPerStageDescriptorStorageBuffers.
   Program(Device& device, std::string name, std::span<const uint32_t> spirv,
-          uint32_t push_constant_bytes);
+          uint32_t push_constant_bytes, uint32_t bound_buffers = 0);
   // Waits for submitted GPU work before destroying a pipeline that may still be running.
   ~Program();
   Program(const Program&) = delete;
@@ -51,6 +54,7 @@ class Program {
 
   const std::string& name() const { return name_; }
   uint32_t push_constant_bytes() const { return push_constant_bytes_; }
+  uint32_t bound_buffers() const { return bound_buffers_; }
   const std::array<uint32_t, 3>& local_size() const { return local_size_; }
 
   // The compute pipeline and its layout, created on the first call. Thread-safe.
@@ -65,9 +69,11 @@ class Program {
   std::string name_;
   std::vector<uint32_t> spirv_;
   uint32_t push_constant_bytes_;
+  uint32_t bound_buffers_;
   std::array<uint32_t, 3> local_size_{};
   mutable std::once_flag once_;
   mutable bool created_ = false;
+  mutable UniqueDescriptorSetLayout set_layout_;
   mutable UniquePipelineLayout layout_;
   mutable UniquePipeline pipeline_;
 };

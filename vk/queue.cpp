@@ -150,19 +150,49 @@ void Queue::dispatch(const Program& program, Groups groups, std::span<const std:
         fmt::format("program '{}': {} x {} x {} workgroups exceed the device's {} x {} x {}",
                     program.name(), groups.x, groups.y, groups.z, l.max_workgroup_count[0],
                     l.max_workgroup_count[1], l.max_workgroup_count[2]));
+  if (uses.size() < program.bound_buffers())
+    throw Error(fmt::format("program '{}' binds {} buffers, got {}", program.name(),
+                            program.bound_buffers(), uses.size()));
   VkPipeline pipeline = program.pipeline();  // created here on first use
+  prepare_bindings(program, uses);           // throws before anything is recorded
   before_command(uses, label.empty() ? std::string_view(program.name()) : label);
   VkCommandBuffer cmd = recording_->cmd;
   if (pipeline != bound_) {
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     bound_ = pipeline;
   }
+  if (program.bound_buffers() > 0)
+    device_.push_descriptor_set()(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, program.layout(), 0,
+                                  program.bound_buffers(), bound_writes_.data());
   if (!push.empty())
     vkCmdPushConstants(cmd, program.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                        static_cast<uint32_t>(push.size()), push.data());
   vkCmdDispatch(cmd, groups.x, groups.y, groups.z);
   after_command();
   ++stats_.dispatches;
+}
+
+void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> uses) {
+  const uint32_t n = program.bound_buffers();
+  const VkDeviceSize max_range = device_.caps().limits.max_storage_buffer_range;
+  bound_infos_.resize(n);
+  bound_writes_.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Buffer& b = *uses[i].buffer;
+    // An empty buffer still binds a few bytes of its (256-byte) capacity: ranges must be > 0.
+    const VkDeviceSize range = std::max<VkDeviceSize>(b.size(), 4);
+    if (range > max_range)
+      throw Error(fmt::format("program '{}': buffer {} of {} bytes exceeds maxStorageBufferRange "
+                              "({} bytes); bind it by device address",
+                              program.name(), i, b.size(), max_range));
+    bound_infos_[i] = {b.handle(), b.offset(), range};
+    VkWriteDescriptorSet& w = bound_writes_[i];
+    w = structure<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    w.dstBinding = i;
+    w.descriptorCount = 1;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = &bound_infos_[i];
+  }
 }
 
 void Queue::copy(const Buffer& src, const Buffer& dst, VkDeviceSize bytes, VkDeviceSize src_offset,

@@ -3,16 +3,22 @@
 // the host can wait for. Command buffers, argument rings and timestamp pools are reused once their
 // point completes, so recording a dispatch creates no Vulkan object. One thread records at a time.
 //
-// Binding: buffers reach kernels as 64-bit device addresses (GL_EXT_buffer_reference) in push
-// constants; there are no descriptor sets. Why:
-//   - nothing to create, update or bind per dispatch: a dispatch is bind pipeline, push, dispatch;
-//   - no limit on how many buffers a kernel takes (maxPerStageDescriptorStorageBuffers can be 8
-//     to 32), and no VkDescriptorSetLayout per kernel signature;
-//   - no maxStorageBufferRange window (128 MiB on Lavapipe and some mobile GPUs): a kernel
-//     addresses a tensor of any size the allocator can make.
-// When a kernel's arguments exceed maxPushConstantsSize (128 bytes is common: 16 addresses), the
-// generator writes them with spill(), which copies them to a host-visible ring owned by the
-// submission, and pushes only the ring address.
+// Binding has two paths, chosen per kernel by the code generator (codegen/glsl_launch.hpp's
+// ArgLayout is the one place that decides):
+//   - push descriptors (VK_KHR_push_descriptor, Lavapipe and the desktop drivers have it): the
+//     kernel's buffers are storage buffers at set 0, bindings 0..n-1, written into the command
+//     buffer by vkCmdPushDescriptorSetKHR. Nothing is allocated per dispatch: no descriptor pool
+//     or set. Used when every buffer fits maxStorageBufferRange and the count fits
+//     maxPushDescriptors and maxPerStageDescriptorStorageBuffers. Why it exists: drivers see
+//     the binding and its bounds, so they can vectorize; Lavapipe scalarizes every load through a
+//     raw device address per lane, and the same vec4 add runs ~6x faster bound as descriptors
+//     (bench_vk BM_AddF32_16Mi vs BM_AddF32_16Mi_DescriptorsForComparison).
+//   - device addresses (GL_EXT_buffer_reference) in push constants, for everything else: no
+//     limit on how many buffers a kernel takes, and no maxStorageBufferRange window (128 MiB on
+//     Lavapipe and some mobile GPUs), so a kernel addresses a tensor of any size the allocator
+//     can make. When the arguments exceed maxPushConstantsSize (128 bytes is common: 16
+//     addresses), the generator writes them with spill(), which copies them to a host-visible
+//     ring owned by the submission, and pushes only the ring address.
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -66,7 +72,8 @@ class Queue {
 
   // Records program over `groups` workgroups. `push` holds exactly program.push_constant_bytes()
   // bytes (see ArgPack); `uses` declares every buffer the kernel reads or writes, which is what
-  // barrier placement goes by. `label` names the dispatch in timings (default: the program name).
+  // barrier placement goes by. A program with bound_buffers() == n binds uses[0..n-1], whole
+  // buffers, at bindings 0..n-1. `label` names the dispatch in timings (default: the program name).
   void dispatch(const Program& program, Groups groups, std::span<const std::byte> push,
                 std::span<const BufferUse> uses, std::string_view label = {});
   void dispatch(const Program& program, Groups groups, std::span<const std::byte> push,
@@ -104,6 +111,8 @@ class Queue {
   void retire_completed();
   void before_command(std::span<const BufferUse> uses, std::string_view label);
   void after_command();
+  // Fills the push-descriptor writes of a program that binds buffers.
+  void prepare_bindings(const Program& program, std::span<const BufferUse> uses);
 
   Device& device_;
   Allocator& allocator_;
@@ -113,6 +122,8 @@ class Queue {
   std::vector<std::unique_ptr<Batch>> idle_;
   HazardTracker hazards_;
   std::vector<Range> ranges_;  // scratch, reused by every command
+  std::vector<VkDescriptorBufferInfo> bound_infos_;  // scratch for push descriptors
+  std::vector<VkWriteDescriptorSet> bound_writes_;
   VkPipeline bound_ = VK_NULL_HANDLE;
   uint64_t last_point_ = 0;
   std::vector<KernelTime> timings_;

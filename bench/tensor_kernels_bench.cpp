@@ -1,0 +1,185 @@
+// Generated kernels against hand-written references (issue 4's benchmarks): a fused elementwise
+// chain and a sum over 16 Mi floats in GB/s as ratios to the vec4 add, and a 1024 x 1024 matmul
+// through Tensor::matmul in GFLOPS as a ratio to the subgroup-shuffle matmul. Each iteration runs
+// the reference and then the generated kernel, so the ratio counters (vs_*) compare runs seconds
+// apart on a shared, noisy machine. Inputs are realized before timing and every program is
+// compiled in a warm-up run; the timed part is Tensor::realize() of the output (schedule, dispatch,
+// submit, wait) by wall clock.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <vector>
+
+#include <vkgrad/core/tensor.hpp>
+
+#include "tensor_reference_kernels.hpp"
+
+namespace vkg::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class F>
+double seconds(F&& f) {
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+constexpr int64_t kStreamN = int64_t(16) << 20;
+constexpr double kAddBytes = 3.0 * kStreamN * 4;
+
+// The reference add's buffers, made once.
+struct AddBuffers {
+  vk::Buffer x, y, z;
+  AddBuffers() {
+    ReferenceKernels& r = reference_kernels();
+    std::vector<float> host(kStreamN, 1.5f);
+    for (vk::Buffer* b : {&x, &y, &z}) {
+      *b = r.rt.allocator.allocate(kStreamN * 4);
+      r.rt.transfer.upload(*b, std::as_bytes(std::span(host)));
+    }
+  }
+  // One add with buffers bound by push descriptor (by_address: by device address), waited for.
+  void run(bool by_address = false) {
+    ReferenceKernels& r = reference_kernels();
+    const vk::Groups groups = vk::Groups::cover(kStreamN / 4 / 256, r.rt.device.caps().limits);
+    const vk::BufferUse uses[] = {
+        {&x, vk::Access::Read}, {&y, vk::Access::Read}, {&z, vk::Access::Write}};
+    if (by_address)
+      r.queue.dispatch(
+          r.add_by_address, groups,
+          vk::ArgPack().address(x).address(y).address(z).u32(uint32_t(kStreamN)).bytes(), uses);
+    else
+      r.queue.dispatch(r.add_bound, groups, vk::ArgPack().u32(uint32_t(kStreamN)).bytes(), uses);
+    r.queue.finish();
+  }
+};
+
+AddBuffers& add_buffers() {
+  static AddBuffers b;
+  return b;
+}
+
+Tensor filled(Shape shape, float v) {
+  std::vector<float> host(size_t(prod(shape)), v);
+  Tensor t(host, std::move(shape));
+  t.realize();
+  return t;
+}
+
+void BM_Reference_AddF32_16Mi(benchmark::State& state) {
+  const bool by_address = state.range(0) != 0;
+  add_buffers().run(by_address);  // pipeline creation
+  for (auto _ : state) state.SetIterationTime(seconds([&] { add_buffers().run(by_address); }));
+  state.SetLabel(by_address ? "by device address" : "push descriptors");
+  state.counters["GB/s"] = benchmark::Counter(kAddBytes * 1e-9 * double(state.iterations()),
+                                              benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Reference_AddF32_16Mi)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// Runs `make_output` (builds the lazy output and realizes it) against the reference add each
+// iteration; reports the generated kernel's GB/s and its ratio to the add's.
+template <class F>
+void versus_add(benchmark::State& state, double bytes, F&& make_output) {
+  make_output();  // compiles
+  add_buffers().run();
+  double t_ref = 0, t_gen = 0;
+  for (auto _ : state) {
+    t_ref += seconds([] { add_buffers().run(); });
+    const double t = seconds(make_output);
+    t_gen += t;
+    state.SetIterationTime(t);
+  }
+  const double n = double(state.iterations());
+  state.counters["GB/s"] = bytes * n / t_gen * 1e-9;
+  state.counters["add_GB/s"] = kAddBytes * n / t_ref * 1e-9;
+  state.counters["vs_add"] = (bytes / t_gen) / (kAddBytes / t_ref);
+}
+
+// ((a + b) * c).relu(): one fused kernel reading three buffers and writing one.
+void BM_Tensor_FusedChain_16Mi(benchmark::State& state) {
+  const Tensor a = filled({kStreamN}, 1.5f), b = filled({kStreamN}, -0.5f),
+               c = filled({kStreamN}, 2.0f);
+  versus_add(state, 4.0 * kStreamN * 4, [&] { ((a + b) * c).relu().realize(); });
+}
+BENCHMARK(BM_Tensor_FusedChain_16Mi)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// a.sum(): GB/s of the input read once (partial sums are not counted as traffic).
+void BM_Tensor_Sum_16Mi(benchmark::State& state) {
+  const Tensor a = filled({kStreamN}, 1.0f);
+  versus_add(state, 4.0 * kStreamN, [&] { a.sum().realize(); });
+}
+BENCHMARK(BM_Tensor_Sum_16Mi)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// The reference matmul's buffers for one n.
+struct MatmulBuffers {
+  int64_t n;
+  vk::Buffer a, b, c;
+  explicit MatmulBuffers(int64_t size) : n(size) {
+    ReferenceKernels& r = reference_kernels();
+    std::vector<float> host(size_t(n * n), 0.5f);
+    for (vk::Buffer* buf : {&a, &b, &c}) {
+      *buf = r.rt.allocator.allocate(VkDeviceSize(n * n * 4));
+      r.rt.transfer.upload(*buf, std::as_bytes(std::span(host)));
+    }
+  }
+  void run(const vk::Program& p, int rows_per_lane) {
+    ReferenceKernels& r = reference_kernels();
+    const uint64_t subgroups = uint64_t(n / (8 * rows_per_lane)) * uint64_t(n / 32);
+    const vk::BufferUse uses[] = {
+        {&a, vk::Access::Read}, {&b, vk::Access::Read}, {&c, vk::Access::Write}};
+    r.queue.dispatch(p, vk::Groups::cover(subgroups / 8, r.rt.device.caps().limits),
+                     vk::ArgPack().u32(uint32_t(n)).bytes(), uses);
+    r.queue.finish();
+  }
+};
+
+// The register block the reference matmul uses in the ratio: 8 rows per subgroup lane x ... see
+// subgroup_matmul_glsl; BM_Reference_Matmul measures both.
+constexpr int kBestRowsPerLane = 2;
+
+void BM_Reference_Matmul(benchmark::State& state) {
+  ReferenceKernels& r = reference_kernels();
+  if (!r.matmul_fits())
+    return state.SkipWithError("needs 8-wide subgroups with shuffle and push descriptors");
+  const int64_t n = state.range(0);
+  const int rpl = int(state.range(1));
+  MatmulBuffers m(n);
+  auto p = r.matmul(rpl);
+  m.run(*p, rpl);
+  for (auto _ : state) state.SetIterationTime(seconds([&] { m.run(*p, rpl); }));
+  state.counters["GFLOPS"] = benchmark::Counter(
+      2.0 * double(n * n * n) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Reference_Matmul)
+    ->ArgsProduct({{512, 1024}, {1, 2}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_Tensor_Matmul_1024(benchmark::State& state) {
+  ReferenceKernels& r = reference_kernels();
+  if (!r.matmul_fits())
+    return state.SkipWithError("needs 8-wide subgroups with shuffle and push descriptors");
+  constexpr int64_t n = 1024;
+  const Tensor a = filled({n, n}, 0.5f), b = filled({n, n}, 0.25f);
+  MatmulBuffers m(n);
+  auto p = r.matmul(kBestRowsPerLane);
+  m.run(*p, kBestRowsPerLane);
+  a.matmul(b).realize();  // compiles
+  double t_ref = 0, t_gen = 0;
+  for (auto _ : state) {
+    t_ref += seconds([&] { m.run(*p, kBestRowsPerLane); });
+    const double t = seconds([&] { a.matmul(b).realize(); });
+    t_gen += t;
+    state.SetIterationTime(t);
+  }
+  const double flops = 2.0 * double(n * n * n) * double(state.iterations());
+  state.counters["GFLOPS"] = flops / t_gen * 1e-9;
+  state.counters["ref_GFLOPS"] = flops / t_ref * 1e-9;
+  state.counters["vs_ref"] = t_ref / t_gen;
+}
+BENCHMARK(BM_Tensor_Matmul_1024)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace vkg::bench

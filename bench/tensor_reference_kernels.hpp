@@ -1,0 +1,93 @@
+// Hand-written reference kernels that generated kernels are held to, run through vk::Queue
+// directly on their own runtime: the streaming vec4 add (shaders/add_f32*.comp) and the best
+// matmul found for Lavapipe (below). Benchmarks report generated/reference ratios measured in the
+// same run, since the machine is shared and noisy.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <vkgrad/codegen/spirv_compiler.hpp>
+#include <vkgrad/shaders/embedded.hpp>
+#include <vkgrad/vk/args.hpp>
+#include <vkgrad/vk/queue.hpp>
+#include <vkgrad/vk/runtime.hpp>
+
+namespace vkg::bench {
+
+// C = A B for n x n row-major float32 matrices (n a multiple of 32 * rows-per-lane... see below),
+// without shared memory, for CPU-like devices with 8-wide subgroups (Lavapipe). Each subgroup owns
+// a block of 8 * RPL rows by 32 columns. Per 4 steps of k, lane l loads one vec4 of A from each of
+// its RPL rows (row l, l + 8, ...) and one vec4 of B from each of 4 rows of B (columns 4l..4l+3);
+// subgroupShuffle hands every lane's A values to the others, so each invocation keeps an
+// (8 * RPL) x 4 register block and each loaded value feeds 8 * RPL or 4 multiply-adds. On Lavapipe
+// every storage load whose address differs per lane costs a per-lane loop, while a shuffle with a
+// constant lane is one vector permute: trading loads for shuffles is the whole idea. Shared-memory
+// tiling is 5-10x slower there (non-uniform shared accesses and barrier() are per-lane loops and
+// coroutine switches).
+inline std::string subgroup_matmul_glsl(int rows_per_lane) {
+  return "#version 450\n#define RPL " + std::to_string(rows_per_lane) + "\n" + R"(
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 0) readonly buffer A_ { vec4 A[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B_ { vec4 B[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer C_ { vec4 C[]; };
+layout(push_constant) uniform Args { uint n; } args;
+const uint SG = 8u;  // subgroup width the block is laid out for (checked by the host)
+void main() {
+  const uint n4 = args.n / 4u, lane = gl_SubgroupInvocationID;
+  const uint sg = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
+  const uint col_blocks = args.n / (4u * SG);
+  // Neighbouring subgroups share rows of A and sweep columns of B.
+  const uint row0 = (sg / col_blocks) * SG * RPL, col4 = (sg % col_blocks) * SG + lane;
+  vec4 acc[SG * RPL];
+  for (uint i = 0u; i < SG * RPL; ++i) acc[i] = vec4(0.0);
+  for (uint k4 = 0u; k4 < n4; ++k4) {
+    vec4 a[RPL];
+    for (uint j = 0u; j < RPL; ++j) a[j] = A[(row0 + j * SG + lane) * n4 + k4];
+    const uint k = 4u * k4;
+    const vec4 b0 = B[k * n4 + col4], b1 = B[(k + 1u) * n4 + col4];
+    const vec4 b2 = B[(k + 2u) * n4 + col4], b3 = B[(k + 3u) * n4 + col4];
+    for (uint j = 0u; j < RPL; ++j)
+      for (uint r = 0u; r < SG; ++r) {
+        const vec4 ar = subgroupShuffle(a[j], r);
+        acc[j * SG + r] = fma(vec4(ar.x), b0, fma(vec4(ar.y), b1, fma(vec4(ar.z), b2, fma(vec4(ar.w), b3, acc[j * SG + r]))));
+      }
+  }
+  for (uint j = 0u; j < RPL; ++j)
+    for (uint r = 0u; r < SG; ++r) C[(row0 + j * SG + r) * n4 + col4] = acc[j * SG + r];
+}
+)";
+}
+
+struct ReferenceKernels {
+  vk::Runtime rt;
+  vk::Queue queue{rt.device, rt.allocator};
+
+  // The vec4 add, 256-wide workgroups, buffers by device address (the runtime's original path).
+  vk::Program add_by_address{rt.device, "add_f32", shaders::get("add_f32").spirv, 28};
+  // The same add with its buffers bound by push descriptor.
+  vk::Program add_bound{rt.device, "add_f32_ssbo", shaders::get("add_f32_ssbo").spirv, 4, 3};
+
+  std::unique_ptr<vk::Program> matmul(int rows_per_lane) {
+    SpirvCompileOptions o;
+    o.name = "subgroup_matmul";
+    return std::make_unique<vk::Program>(
+        rt.device, o.name, compile_glsl(subgroup_matmul_glsl(rows_per_lane), o), 4, 3);
+  }
+  bool matmul_fits() const {
+    const auto& c = rt.device.caps();
+    return c.limits.subgroup_size == 8 &&
+           (c.features.subgroup_operations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
+           c.limits.max_push_descriptors >= 3;
+  }
+};
+
+inline ReferenceKernels& reference_kernels() {
+  static ReferenceKernels k;
+  return k;
+}
+
+}  // namespace vkg::bench
