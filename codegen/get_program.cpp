@@ -1,5 +1,6 @@
 #include <vkgrad/codegen/get_program.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <unordered_map>
 
@@ -15,7 +16,8 @@ Program get_program(const ScheduleItem& item, const DeviceTraits& traits) {
   if (!setting("NOOPT")) apply_heuristics(k, traits);
   std::vector<int64_t> counts;
   for (const auto& b : item.buffers) counts.push_back(b->count());
-  Program p = lower(k, counts, LowerOptions{traits.default_workgroup});
+  const int64_t wg = k.has_reduce() ? traits.default_workgroup : traits.elementwise_workgroup;
+  Program p = lower(k, counts, LowerOptions{std::min(wg, traits.max_workgroup_invocations)});
   if (debug >= 3) std::printf("%s %s\n", p.name.c_str(), k.describe().c_str());
   if (debug >= 5) std::printf("%s", to_string(p).c_str());
   return p;

@@ -26,7 +26,7 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
   if (!k.has_reduce()) {
     // Elementwise: 4 elements per invocation amortize the per-invocation cost of index math.
     const int axis = last_axis_of(k, AxisKind::Global);
-    if (divides(k, axis, 4) && k.full_shape()[size_t(axis)] >= 4 * traits.default_workgroup) k.apply({OptOp::UPCAST, axis, 4});
+    if (divides(k, axis, 4) && k.full_shape()[size_t(axis)] >= 4 * traits.elementwise_workgroup) k.apply({OptOp::UPCAST, axis, 4});
     return;
   }
   if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_set>
 
+#include <vkgrad/codegen/vectorize.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
 
@@ -72,9 +73,22 @@ class Lowerer {
     std::vector<UOpPtr> stores;
     for (const UOpPtr& store : k_.ast()->src) {
       if (store->op != Ops::STORE) throw Error("Kernel: SINK sources must be STOREs");
-      for (const Combo& c : combos(AxisKind::Upcast, Combo(k_.full_shape().size(), 0))) {
-        auto [index, valid] = address(store->src[1].get(), c);
-        stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {indexed(store->src[0], index, valid), value(store->src[2].get(), c)}));
+      const std::vector<Combo> all = combos(AxisKind::Upcast, Combo(k_.full_shape().size(), 0));
+      // Combos vary the innermost upcast axis fastest: each run of `width` is one vector's lanes.
+      const DType stored = store->src[0]->dtype.base();
+      const size_t width = stored.is_bool() || stored.scalar == Scalar::BFloat16 ? 1 : vector_width();
+      for (size_t g = 0; g < all.size(); g += width) {
+        std::vector<UOpPtr> idx, values;
+        for (size_t k = g; k < g + width; ++k) {
+          auto [index, valid] = address(store->src[1].get(), all[k]);
+          idx.push_back(indexed(store->src[0], index, valid));
+          values.push_back(value(store->src[2].get(), all[k]));
+        }
+        if (width > 1 && LaneVectorizer::consecutive(idx)) {
+          stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[0], vectorizer_.vectorize(values)}));
+          continue;
+        }
+        for (size_t k = 0; k < width; ++k) stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[k], values[k]}));
       }
     }
     program_.name = k_.name();
@@ -101,6 +115,18 @@ class Lowerer {
   std::vector<size_t> expanded_;   // upcast and unroll axes
   std::map<std::pair<const UOp*, Combo>, UOpPtr> memo_;
   int64_t next_acc_ = 0;
+  LaneVectorizer vectorizer_{next_acc_};
+
+  // The lanes of one vector store: the innermost upcast axis when it has 2..4 elements (GLSL's
+  // vector widths).
+  size_t vector_width() const {
+    for (auto it = expanded_.rbegin(); it != expanded_.rend(); ++it)
+      if (k_.kinds()[*it] == AxisKind::Upcast) {
+        const int64_t w = k_.full_shape()[*it];
+        return w >= 2 && w <= 4 ? size_t(w) : 1;
+      }
+    return 1;
+  }
 
   static UOpPtr special(const char* name, int64_t size) {
     return UOp::make(Ops::SPECIAL, dtypes::int32, {int_const(size)}, std::string(name));

@@ -1,0 +1,104 @@
+#include <vkgrad/codegen/vectorize.hpp>
+
+#include <vkgrad/core/symbolic.hpp>
+
+namespace vkg {
+
+namespace {
+
+// Accumulators differ only in their ids; every other op must agree on its arg too.
+bool same_op(const std::vector<UOpPtr>& lanes) {
+  const UOp& a = *lanes[0];
+  for (const UOpPtr& l : lanes)
+    if (l->op != a.op || l->dtype != a.dtype || l->src.size() != a.src.size() ||
+        (a.op != Ops::DEFINE_ACC && !(l->arg == a.arg)))
+      return false;
+  return true;
+}
+
+// Ops that act lane by lane on vectors as on scalars, in the renderer and the interpreter alike.
+bool lanewise(Ops op) { return is_alu(op) || op == Ops::CAST; }
+
+}  // namespace
+
+bool LaneVectorizer::consecutive(const std::vector<UOpPtr>& indexes) {
+  for (const UOpPtr& ix : indexes)
+    if (ix->op != Ops::INDEX || ix->src.size() != 2 || ix->src[0] != indexes[0]->src[0])
+      return false;
+  for (size_t k = 1; k < indexes.size(); ++k) {
+    const UOpPtr diff = simplify(indexes[k]->src[1] - indexes[0]->src[1]);
+    if (diff->op != Ops::CONST || diff->const_int() != int64_t(k)) return false;
+  }
+  return true;
+}
+
+UOpPtr LaneVectorizer::vectorize(const std::vector<UOpPtr>& lanes) {
+  std::vector<const UOp*> key;
+  for (const UOpPtr& l : lanes) key.push_back(l.get());
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  UOpPtr out = vectorize_uncached(lanes);
+  keep_.push_back(lanes);
+  memo_.emplace(std::move(key), out);
+  return out;
+}
+
+UOpPtr LaneVectorizer::vectorize_uncached(const std::vector<UOpPtr>& lanes) {
+  const int w = int(lanes.size());
+  const UOp& a = *lanes[0];
+  const DType vd = a.dtype.vec(w);
+  auto gather = [&] { return UOp::make(Ops::VECTORIZE, vd, lanes); };
+  if (a.dtype.count != 1 || a.dtype.is_ptr() || !same_op(lanes)) return gather();
+  switch (a.op) {
+    case Ops::CONST:
+      for (const UOpPtr& l : lanes)
+        if (l != lanes[0]) return gather();
+      return UOp::make(Ops::CONST, vd, {}, a.arg);
+    case Ops::LOAD: {
+      std::vector<UOpPtr> idx;
+      for (const UOpPtr& l : lanes) {
+        if (l->src.size() != 1) return gather();  // masked: lanes may read their alt value
+        idx.push_back(l->src[0]);
+      }
+      if (!consecutive(idx)) return gather();
+      return UOp::make(Ops::LOAD, vd, {idx[0]});
+    }
+    case Ops::DEFINE_ACC: {
+      // Per-lane accumulators over the same loops become one vector accumulator.
+      for (const UOpPtr& l : lanes)
+        for (size_t s = 1; s < l->src.size(); ++s)
+          if (l->src[s] != a.src[s]) return gather();
+      std::vector<UOpPtr> src{vectorize([&] {
+        std::vector<UOpPtr> init;
+        for (const UOpPtr& l : lanes) init.push_back(l->src[0]);
+        return init;
+      }())};
+      if (src[0]->op != Ops::CONST) return gather();
+      src.insert(src.end(), a.src.begin() + 1, a.src.end());
+      return UOp::make(Ops::DEFINE_ACC, vd, std::move(src), next_acc_++);
+    }
+    case Ops::ASSIGN: {
+      std::vector<UOpPtr> accs, values;
+      for (const UOpPtr& l : lanes) accs.push_back(l->src[0]), values.push_back(l->src[1]);
+      const UOpPtr acc = vectorize(accs);
+      if (acc->op != Ops::DEFINE_ACC) return gather();
+      return UOp::make(Ops::ASSIGN, vd, {acc, vectorize(values)});
+    }
+    default:
+      break;
+  }
+  if (!lanewise(a.op)) return gather();
+  std::vector<UOpPtr> src;
+  for (size_t s = 0; s < a.src.size(); ++s) {
+    std::vector<UOpPtr> operand;
+    for (const UOpPtr& l : lanes) operand.push_back(l->src[s]);
+    // The same scalar in every lane (a row of A in a matmul tile) is broadcast.
+    bool same = true;
+    for (const UOpPtr& o : operand) same = same && o == operand[0];
+    src.push_back(same && operand[0]->op != Ops::CONST
+                      ? UOp::make(Ops::VECTORIZE, operand[0]->dtype.vec(w), operand)
+                      : vectorize(operand));
+  }
+  return UOp::make(a.op, vd, std::move(src), a.arg);
+}
+
+}  // namespace vkg
