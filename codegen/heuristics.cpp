@@ -30,11 +30,14 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     return;
   }
   if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2) {
-    // Matmul-shaped: a 4x4 tile of outputs per invocation reuses each loaded element 4 times.
+    // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.
+    // n (the output's contiguous axis) is upcast first so that it is the innermost upcast axis,
+    // whose lanes the lowerer stores, loads and accumulates as vec4s.
     const int n = last_axis_of(k, AxisKind::Global);
     const int m = n - 1;
-    if (divides(k, m, 4) && k.full_shape()[size_t(m)] >= 16) k.apply({OptOp::UPCAST, m, 4});
     if (divides(k, n, 4) && k.full_shape()[size_t(n)] >= 16) k.apply({OptOp::UPCAST, n, 4});
+    const int64_t rows = traits.tile_rows;
+    if (divides(k, m, rows) && k.full_shape()[size_t(m)] >= 4 * rows) k.apply({OptOp::UPCAST, m, rows});
   }
   // Unrolling the reduce by 4 cuts loop overhead and lets loads of one tile share addresses.
   const int r = last_axis_of(k, AxisKind::Reduce);

@@ -17,6 +17,8 @@ struct DeviceTraits {
   // Register tiles for matmul-shaped kernels (upcast the outputs, unroll the reduce): what a
   // CPU-like device such as Lavapipe wants, and a good start on GPUs.
   bool register_tiles = true;
+  // Rows of a matmul register tile (its columns are one vec4).
+  int64_t tile_rows = 4;
 };
 
 void apply_heuristics(Kernel& kernel, const DeviceTraits& traits);

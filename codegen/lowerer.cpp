@@ -84,10 +84,11 @@ class Lowerer {
           idx.push_back(indexed(store->src[0], index, valid));
           values.push_back(value(store->src[2].get(), all[k]));
         }
-        if (width > 1 && LaneVectorizer::consecutive(idx)) {
-          stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[0], vectorizer_.vectorize(values)}));
-          continue;
-        }
+        if (width > 1 && LaneVectorizer::consecutive(idx))
+          if (UOpPtr v = vectorizer_.vectorize(values)) {
+            stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[0], v}));
+            continue;
+          }
         for (size_t k = 0; k < width; ++k) stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[k], values[k]}));
       }
     }

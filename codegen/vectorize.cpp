@@ -46,47 +46,47 @@ UOpPtr LaneVectorizer::vectorize_uncached(const std::vector<UOpPtr>& lanes) {
   const int w = int(lanes.size());
   const UOp& a = *lanes[0];
   const DType vd = a.dtype.vec(w);
-  auto gather = [&] { return UOp::make(Ops::VECTORIZE, vd, lanes); };
-  if (a.dtype.count != 1 || a.dtype.is_ptr() || !same_op(lanes)) return gather();
+  auto keep_scalar = [] { return UOpPtr(); };  // the lanes do not line up
+  if (a.dtype.count != 1 || a.dtype.is_ptr() || !same_op(lanes)) return keep_scalar();
   switch (a.op) {
     case Ops::CONST:
       for (const UOpPtr& l : lanes)
-        if (l != lanes[0]) return gather();
+        if (l != lanes[0]) return keep_scalar();
       return UOp::make(Ops::CONST, vd, {}, a.arg);
     case Ops::LOAD: {
       std::vector<UOpPtr> idx;
       for (const UOpPtr& l : lanes) {
-        if (l->src.size() != 1) return gather();  // masked: lanes may read their alt value
+        if (l->src.size() != 1) return keep_scalar();  // masked: lanes may read their alt value
         idx.push_back(l->src[0]);
       }
-      if (!consecutive(idx)) return gather();
+      if (!consecutive(idx)) return keep_scalar();
       return UOp::make(Ops::LOAD, vd, {idx[0]});
     }
     case Ops::DEFINE_ACC: {
       // Per-lane accumulators over the same loops become one vector accumulator.
       for (const UOpPtr& l : lanes)
         for (size_t s = 1; s < l->src.size(); ++s)
-          if (l->src[s] != a.src[s]) return gather();
+          if (l->src[s] != a.src[s]) return keep_scalar();
       std::vector<UOpPtr> src{vectorize([&] {
         std::vector<UOpPtr> init;
         for (const UOpPtr& l : lanes) init.push_back(l->src[0]);
         return init;
       }())};
-      if (src[0]->op != Ops::CONST) return gather();
+      if (!src[0] || src[0]->op != Ops::CONST) return keep_scalar();
       src.insert(src.end(), a.src.begin() + 1, a.src.end());
       return UOp::make(Ops::DEFINE_ACC, vd, std::move(src), next_acc_++);
     }
     case Ops::ASSIGN: {
       std::vector<UOpPtr> accs, values;
       for (const UOpPtr& l : lanes) accs.push_back(l->src[0]), values.push_back(l->src[1]);
-      const UOpPtr acc = vectorize(accs);
-      if (acc->op != Ops::DEFINE_ACC) return gather();
-      return UOp::make(Ops::ASSIGN, vd, {acc, vectorize(values)});
+      const UOpPtr acc = vectorize(accs), value = vectorize(values);
+      if (!acc || acc->op != Ops::DEFINE_ACC || !value) return keep_scalar();
+      return UOp::make(Ops::ASSIGN, vd, {acc, value});
     }
     default:
       break;
   }
-  if (!lanewise(a.op)) return gather();
+  if (!lanewise(a.op)) return keep_scalar();
   std::vector<UOpPtr> src;
   for (size_t s = 0; s < a.src.size(); ++s) {
     std::vector<UOpPtr> operand;
@@ -97,6 +97,7 @@ UOpPtr LaneVectorizer::vectorize_uncached(const std::vector<UOpPtr>& lanes) {
     src.push_back(same && operand[0]->op != Ops::CONST
                       ? UOp::make(Ops::VECTORIZE, operand[0]->dtype.vec(w), operand)
                       : vectorize(operand));
+    if (!src.back()) return keep_scalar();
   }
   return UOp::make(a.op, vd, std::move(src), a.arg);
 }

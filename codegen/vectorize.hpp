@@ -2,8 +2,10 @@
 // expression, one per lane; this turns a group of such lanes (2..4, the innermost upcast axis)
 // back into one expression of vector dtype where the lanes line up: the same ALU op in every lane
 // becomes one vector op, loads of consecutive elements one vector LOAD, equal constants a vector
-// CONST, per-lane accumulators one vector accumulator. What does not line up stays scalar under a
-// VECTORIZE. Vector loads and stores are what let a device move 16 bytes per access (Lavapipe
+// CONST, per-lane accumulators one vector accumulator, and a scalar every lane shares a VECTORIZE
+// broadcast. Lanes that do not line up (loads of scattered elements, different ops) make the
+// whole group stay scalar: gathering scalars into a vector would cost more than it saves. Vector
+// loads and stores are what let a device move 16 bytes per access (Lavapipe
 // pays per access and lane, not per byte).
 #pragma once
 #include <cstdint>
@@ -19,7 +21,8 @@ class LaneVectorizer {
   // `next_acc` numbers new accumulators; it is advanced past the ids used.
   explicit LaneVectorizer(int64_t& next_acc) : next_acc_(next_acc) {}
 
-  // One value of dtype T.vec(lanes.size()) equal, lane by lane, to `lanes` (scalars of one dtype).
+  // One value of dtype T.vec(lanes.size()) equal, lane by lane, to `lanes` (scalars of one dtype),
+  // or nullptr when they do not line up.
   UOpPtr vectorize(const std::vector<UOpPtr>& lanes);
 
   // Whether lane k's index is lane 0's plus k, and no lane is masked: then a vector LOAD or STORE
