@@ -51,6 +51,13 @@ std::vector<std::byte> bytes_of(std::initializer_list<T> values) {
   return out;
 }
 
+// bool is one byte per element in buffers (0 or 1).
+std::vector<std::byte> bool_bytes(const std::vector<bool>& values) {
+  std::vector<std::byte> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = std::byte(values[i] ? 1 : 0);
+  return out;
+}
+
 }  // namespace
 
 Tensor::Tensor(std::span<const std::byte> bytes, size_t count, DType dtype, Shape shape, std::string device) {
@@ -66,6 +73,9 @@ Tensor::Tensor(std::span<const std::byte> bytes, size_t count, DType dtype, Shap
   UOpPtr b = UOp::make(Ops::BUFFER, dtype, {device_node(buffer->device())}, std::shared_ptr<const ArgPayload>(buffer));
   node_ = Tensor(b).reshape(std::move(shape)).node_;
 }
+
+Tensor::Tensor(const std::vector<bool>& data, Shape shape, std::string device)
+    : Tensor(bool_bytes(data), data.size(), dtypes::bool_, std::move(shape), std::move(device)) {}
 
 Tensor::Tensor(std::initializer_list<int> v)
     : Tensor(bytes_of(v), v.size(), dtypes::int32, Shape{int64_t(v.size())}) {}

@@ -40,6 +40,8 @@ class Tensor {
   template <class T>
   Tensor(const std::vector<T>& data, Shape shape, std::string device = "")
       : Tensor(std::as_bytes(std::span(data)), data.size(), dtype_of<T>(), std::move(shape), std::move(device)) {}
+  // std::vector<bool> packs bits and has no data(): its elements are copied to bytes.
+  Tensor(const std::vector<bool>& data, Shape shape, std::string device = "");
   template <class T>
   explicit Tensor(const std::vector<T>& data) : Tensor(data, Shape{int64_t(data.size())}) {}
   // From raw bytes holding `count` elements of `dtype`.
@@ -126,9 +128,15 @@ class Tensor {
   std::vector<T> to_vector() const {
     check_host_type(dtype_of<T>(), "to_vector");
     const std::vector<std::byte> raw = bytes();
-    std::vector<T> out(raw.size() / sizeof(T));
-    std::memcpy(out.data(), raw.data(), out.size() * sizeof(T));
-    return out;
+    if constexpr (std::is_same_v<T, bool>) {  // a byte per element; vector<bool> packs bits
+      std::vector<bool> out(raw.size());
+      for (size_t i = 0; i < raw.size(); ++i) out[i] = raw[i] != std::byte{0};
+      return out;
+    } else {
+      std::vector<T> out(raw.size() / sizeof(T));
+      std::memcpy(out.data(), raw.data(), out.size() * sizeof(T));
+      return out;
+    }
   }
   // The one element of a tensor with one element (any shape).
   template <class T>
