@@ -1,5 +1,6 @@
 // Reductions and the ops composed from them (mean, var, dot, matmul).
 #include <algorithm>
+#include <limits>
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -29,8 +30,58 @@ Shape without_axes(const Shape& shape, const std::vector<int64_t>& axes) {
 
 }  // namespace
 
+// The most elements one output of a reduce kernel sums (or maxes) in its loop. Larger reduces
+// run in two steps. Lavapipe needs it: llvmpipe ends loops after 65535 iterations per invocation
+// (LP_MAX_TGSI_LOOP_ITERATIONS, counted over nested loops too) without a word, so a sum over
+// 100000 elements read only the first 65535. GPUs want it as well: one invocation looping over a
+// large reduce leaves the device idle (tinygrad's split_reduceop, same threshold).
+constexpr int64_t kMaxReducePerOutput = 32768;
+
 Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view name) const {
   const std::vector<int64_t> axes = reduce_axes(which, shape(), name);
+  int64_t count = 1;
+  for (int64_t a : axes) count *= shape()[size_t(a)];
+  if (count > kMaxReducePerOutput) {
+    // The reduced axes go last, as one axis of `count` elements, padded with the op's identity
+    // to `rows` x `split`: split partial results per output, partial s over elements
+    // s, s + split, ... (adjacent partials read adjacent elements), then a reduce of those.
+    std::vector<int64_t> order;
+    Shape kept;
+    for (size_t i = 0; i < shape().size(); ++i)
+      if (!std::binary_search(axes.begin(), axes.end(), int64_t(i)))
+        order.push_back(int64_t(i)), kept.push_back(shape()[i]);
+    order.insert(order.end(), axes.begin(), axes.end());
+    int64_t split = 256;
+    for (int64_t d = 256; d >= 8; --d)
+      if (count % d == 0) {
+        split = d;
+        break;
+      }
+    const int64_t rows = (count + split - 1) / split;
+    Shape flat_shape = kept;
+    flat_shape.push_back(count);
+    Tensor flat = permute(order).reshape(flat_shape);
+    if (rows * split != count) {
+      std::vector<std::pair<int64_t, int64_t>> pads(kept.size(), {0, 0});
+      pads.emplace_back(0, rows * split - count);
+      Scalarish identity = int64_t(0);
+      if (op == Ops::MAX && dtype().is_float())
+        identity = -std::numeric_limits<double>::infinity();
+      else if (op == Ops::MAX && dtype().is_int())
+        identity = int64_t(dtypes::min_value(dtype()));
+      flat = flat.pad(pads, identity);
+    }
+    Shape split_shape = kept;
+    split_shape.push_back(rows);
+    split_shape.push_back(split);
+    const int64_t last = int64_t(kept.size());
+    const Tensor partial = flat.reshape(split_shape).reduce(op, Axes{last}, false, name);
+    const Tensor out = partial.reduce(op, Axes{last}, false, name);
+    if (!keepdim) return out;
+    Shape with_ones = shape();
+    for (int64_t a : axes) with_ones[size_t(a)] = 1;
+    return out.reshape(with_ones);
+  }
   Tensor out = *this;
   if (!axes.empty()) out = Tensor(UOp::make(Ops::REDUCE_AXIS, dtype(), {node_}, ReduceArg{op, axes}));
   return keepdim ? out : out.reshape(without_axes(shape(), axes));
