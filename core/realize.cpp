@@ -111,18 +111,32 @@ void realize(std::span<Tensor* const> tensors) {
   const Schedule sched = create_schedule(nodes);
   for (const auto& b : sched.uploads) ensure_allocated(*b);
   std::vector<Device*> used;
-  for (const ScheduleItem& item : sched.items) {
-    const std::string& dev_name = item.buffers[0]->device();
-    std::vector<Allocation*> memory;
-    for (const auto& b : item.buffers) {
-      if (upper(b->device()) != upper(dev_name))
-        throw Error("a kernel reads " + b->device() + " and " + dev_name + " buffers: copy tensors to one device first");
-      memory.push_back(&ensure_allocated(*b));
+  try {
+    for (const ScheduleItem& item : sched.items) {
+      const std::string& dev_name = item.buffers[0]->device();
+      std::vector<Allocation*> memory;
+      for (const auto& b : item.buffers) {
+        if (upper(b->device()) != upper(dev_name))
+          throw Error("a kernel reads " + b->device() + " and " + dev_name +
+                      " buffers: copy tensors to one device first");
+        memory.push_back(&ensure_allocated(*b));
+      }
+      if (item.buffers[0]->count() == 0) continue;  // nothing to compute into
+      Device& dev = device(dev_name);
+      dev.run(item, memory);
+      if (std::find(used.begin(), used.end(), &dev) == used.end()) used.push_back(&dev);
     }
-    if (item.buffers[0]->count() == 0) continue;  // nothing to compute into
-    Device& dev = device(dev_name);
-    dev.run(item, memory);
-    if (std::find(used.begin(), used.end(), &dev) == used.end()) used.push_back(&dev);
+  } catch (...) {
+    // Kernels queued before the one that failed (a dtype the device cannot do, say) write this
+    // schedule's buffers, which die with it: let them finish first, or they write into memory
+    // the allocator hands out next (a later upload read back the stale kernel's result).
+    for (Device* dev : used) {
+      try {
+        dev->synchronize();
+      } catch (...) {
+      }
+    }
+    throw;
   }
   for (Device* dev : used) print_stats(dev->name(), dev->synchronize());
   commit_realized(sched);
