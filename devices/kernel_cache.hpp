@@ -1,6 +1,7 @@
 // Compiled kernels by scheduled AST: the AST is hash-consed, so an equal kernel built again is
 // the same node and finds its compiled form here. Buffer sizes are part of the key because the
-// program records them.
+// program records them, and so are the settings that change which opts get_program applies
+// (a kernel compiled under NOOPT=1 must not be reused once it is unset, and the reverse).
 #pragma once
 #include <map>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/schedule.hpp>
 
 namespace vkg {
@@ -17,10 +19,10 @@ class KernelCache {
  public:
   template <class Make>
   Compiled& get(const ScheduleItem& item, Make&& make) {
-    std::vector<int64_t> counts;
-    for (const auto& b : item.buffers) counts.push_back(b->count());
+    std::vector<int64_t> variant{setting("NOOPT")};  // then the buffer sizes
+    for (const auto& b : item.buffers) variant.push_back(b->count());
     std::lock_guard lock(mu_);
-    auto key = std::pair{item.ast.get(), std::move(counts)};
+    auto key = std::pair{item.ast.get(), std::move(variant)};
     auto it = entries_.find(key);
     if (it == entries_.end())
       it = entries_.emplace(std::move(key), Entry{item.ast, std::make_unique<Compiled>(make())}).first;
