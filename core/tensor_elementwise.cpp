@@ -68,7 +68,12 @@ Tensor Tensor::relu() const { return gt(scalar_like(*this, 0)).where(*this, scal
 Tensor Tensor::abs() const { return lt(scalar_like(*this, 0)).where(-*this, *this); }
 
 Tensor Tensor::add(const Tensor& b) const { return binary(Ops::ADD, b, "add"); }
-Tensor Tensor::sub(const Tensor& b) const { return binary(Ops::SUB, b, "sub"); }
+Tensor Tensor::sub(const Tensor& b) const {
+  // Said here, in the user's terms, rather than by the device that cannot render it.
+  if (dtype().is_bool() && b.dtype().is_bool())
+    throw Error("sub: not defined for bool tensors (use ne for xor)");
+  return binary(Ops::SUB, b, "sub");
+}
 Tensor Tensor::mul(const Tensor& b) const { return binary(Ops::MUL, b, "mul"); }
 Tensor Tensor::maximum(const Tensor& b) const { return binary(Ops::MAX, b, "maximum"); }
 Tensor Tensor::minimum(const Tensor& b) const { return lt(b).where(*this, b); }
