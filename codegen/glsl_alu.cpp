@@ -114,12 +114,22 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
     if (d.is_bool()) bad(op, d);
     if (op == Ops::NEG) return fmt::format("(-{})", x[0]);
     if (!d.is_float()) bad(op, d);
-    if (op == Ops::RECIP) return fmt::format("({}/{})", number(d.base(), 1), x[0]);
+    if (op == Ops::RECIP) {
+      const std::string one =
+          d.count == 1 ? number(d, 1) : fmt::format("{}({})", type_name(d), number(d, 1));
+      return fmt::format("{}({}, {})", helpers.use("fdiv_exact", d), one, x[0]);
+    }
     // GLSL has no double exp2, log2 or sin.
     if (d.scalar == Scalar::Float64 && (op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN))
       bad(op, d);
     if (op == Ops::SIN) return fmt::format("{}({})", helpers.use("sin_exact", d), x[0]);
     if (op == Ops::LOG2) return fmt::format("{}({})", helpers.use("log2_exact", d), x[0]);
+    if (op == Ops::EXP2) return fmt::format("{}({})", helpers.use("exp2_exact", d), x[0]);
+    // float16 sqrt in float32, rounded once, as the CPU computes it (and glslang declares no
+    // Float16 capability for a float16 built-in call alone, which validation rejects).
+    if (op == Ops::SQRT && d.scalar == Scalar::Float16)
+      return fmt::format("{}(sqrt({}({})))", type_name(d),
+                         type_name(DType{Scalar::Float32, d.count}), x[0]);
     if (const char* f = function(op)) return fmt::format("{}({})", f, x[0]);
     bad(op, d);
   }
@@ -142,7 +152,7 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
       return fmt::format("{}({}, {})", helpers.use("threefry2x32", d), x[0], x[1]);
     case Ops::FDIV:
       if (!d.is_float()) bad(op, d);
-      break;
+      return fmt::format("{}({}, {})", helpers.use("fdiv_exact", d), x[0], x[1]);
     case Ops::IDIV:
     case Ops::XOR:
     case Ops::OR:

@@ -50,10 +50,119 @@ std::string mod_body(DType) {
 
 std::string log2_body(DType d) {
   if (d.scalar != Scalar::Float32) no_helper("log2_exact", d);
-  // Lavapipe's log2() reads a subnormal's exponent field as is (log2(1e-40) gives -127, not
-  // -132.9): scale subnormals into the normal range first.
-  return "return (a > 0.0f && a < 1.17549435e-38f) ? log2(a * 18446744073709551616.0f) - 64.0f : "
-         "log2(a);";
+  // Lavapipe's log2() has an absolute error of about 1e-7 on [0.5, 2] (as Vulkan allows), dozens
+  // of ulps near 1, and reads a subnormal's exponent field as is (log2(1e-40) gave -127). Here
+  // a = m * 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^64 first); ln(m) = f + y
+  // with f = m - 1 exact and y from Cephes' logf polynomial; f * log2(e) kept exact as hi + lo
+  // (Dekker's product, log2(e) split offline: fma may be unfused in Vulkan, and is on
+  // Lavapipe), and e added in two-sum form: within 1.1 ulp of libm everywhere (checked
+  // exhaustively on the host). Specials are decided by the bits.
+  return R"(uint b = floatBitsToUint(a);
+  if ((b & 0x7fffffffu) > 0x7f800000u || b > 0x80000000u) return uintBitsToFloat(0x7fc00000u);
+  if ((b & 0x7fffffffu) == 0u) return uintBitsToFloat(0xff800000u);
+  if (b == 0x7f800000u) return a;
+  int e = 0;
+  if (b < 0x00800000u) {
+    b = floatBitsToUint(a * 18446744073709551616.0f);
+    e = -64;
+  }
+  e += int(b >> 23) - 127;
+  float m = uintBitsToFloat((b & 0x7fffffu) | 0x3f800000u);
+  if (m > 1.41421356f) {
+    m *= 0.5f;
+    e += 1;
+  }
+  float f = m - 1.0f, z = f * f;
+  float p = ((((((((7.0376836292e-2f * f - 1.1514610310e-1f) * f + 1.1676998740e-1f) * f -
+              1.2420140846e-1f) * f + 1.4249322787e-1f) * f - 1.6668057665e-1f) * f +
+              2.0000714765e-1f) * f - 2.4999993993e-1f) * f + 3.3333331174e-1f);
+  float y = p * f * z - 0.5f * z;
+  precise float c = 4097.0f * f, fh = c - (c - f), fl = f - fh;
+  precise float hi = f * 1.4426950216293335f;
+  precise float lo = ((fh * 1.4423828125f - hi) + fh * 3.122091293334961e-4f + fl * 1.4423828125f) +
+                     fl * 3.122091293334961e-4f;
+  lo = lo + (f * 1.92596298909109e-8f + y * 1.4426950216293335f);
+  if (e == 0) return hi + lo;
+  precise float s = float(e) + hi;
+  precise float t = (float(e) - s) + hi;
+  return s + (t + lo);)";
+}
+
+std::string exp2_body(DType d) {
+  if (d.scalar != Scalar::Float32) no_helper("exp2_exact", d);
+  // Lavapipe's exp2() flushes results below 2^-126 to 0: those are computed 64 binades higher
+  // and scaled back, so that the product rounds once into the subnormal range.
+  return "return a < -126.0f ? exp2(a + 64.0f) * 5.42101086e-20f : exp2(a);";
+}
+
+std::string fdiv_body(DType d) {
+  // Vulkan allows 2.5 ulp for a / b, and Lavapipe computes x / c for a constant c as x * (1 / c)
+  // (var() of 1..4 gave 1.6666667). Here a and b are scaled by powers of two to [1, 2); their
+  // quotient q is corrected once by the remainder ma - q * mb, computed exactly with Dekker's
+  // product (not fma: Vulkan lets a driver split fma into a multiply and an add, and Lavapipe
+  // does), which makes a q within 1.5 ulp correctly rounded; then scaled back exactly. Zeros,
+  // infinities, nan, and quotients outside the normal range keep the device's a / b. `precise`
+  // keeps the compiler from reassociating or contracting the steps.
+  if (d.scalar != Scalar::Float32 && d.scalar != Scalar::Float64) no_helper("fdiv_exact", d);
+  const bool dbl = d.scalar == Scalar::Float64;
+  const char* t = dbl ? "double" : "float";
+  const char* split = dbl ? "134217729.0lf" : "4097.0f";  // 2^27 + 1, 2^12 + 1: Veltkamp's split
+  const char* min_normal = dbl ? "2.2250738585072014e-308lf" : "1.17549435e-38f";
+  const int max_exp = dbl ? 1023 : 127;
+  // a = ma * 2^ea and b = mb * 2^eb with ma, mb in [1, 2) keeping the signs; k = ea - eb.
+  const std::string classify = dbl ? R"(uvec2 ua = unpackDouble2x32(a), ub = unpackDouble2x32(b);
+  uint xa = ua.y & 0x7fffffffu, xb = ub.y & 0x7fffffffu;
+  if ((xa | ua.x) == 0u || (xb | ub.x) == 0u || xa >= 0x7ff00000u || xb >= 0x7ff00000u) return plain;
+  int k = 0;
+  if (xa < 0x00100000u) {
+    ua = unpackDouble2x32(a * 18014398509481984.0lf);
+    k -= 54;
+  }
+  if (xb < 0x00100000u) {
+    ub = unpackDouble2x32(b * 18014398509481984.0lf);
+    k += 54;
+  }
+  // A device that flushes subnormals made them 0: nothing to scale.
+  if ((ua.y & 0x7ff00000u) == 0u || (ub.y & 0x7ff00000u) == 0u) return plain;
+  k += int((ua.y >> 20) & 0x7ffu) - int((ub.y >> 20) & 0x7ffu);
+  double ma = packDouble2x32(uvec2(ua.x, (ua.y & 0x800fffffu) | 0x3ff00000u));
+  double mb = packDouble2x32(uvec2(ub.x, (ub.y & 0x800fffffu) | 0x3ff00000u));)"
+                                   : R"(uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+  uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu;
+  if (xa == 0u || xb == 0u || xa >= 0x7f800000u || xb >= 0x7f800000u) return plain;
+  int k = 0;
+  if (xa < 0x00800000u) {
+    ua = floatBitsToUint(a * 16777216.0f);
+    k -= 24;
+  }
+  if (xb < 0x00800000u) {
+    ub = floatBitsToUint(b * 16777216.0f);
+    k += 24;
+  }
+  // A device that flushes subnormals made them 0: nothing to scale.
+  if ((ua & 0x7f800000u) == 0u || (ub & 0x7f800000u) == 0u) return plain;
+  k += int((ua >> 23) & 0xffu) - int((ub >> 23) & 0xffu);
+  float ma = uintBitsToFloat((ua & 0x807fffffu) | 0x3f800000u);
+  float mb = uintBitsToFloat((ub & 0x807fffffu) | 0x3f800000u);)";
+  const std::string pow2 = dbl ? "packDouble2x32(uvec2(0u, uint(k + 1023) << 20))"
+                               : "uintBitsToFloat(uint(k + 127) << 23)";
+  return fmt::format(R"(precise {0} plain = a / b;
+  {1}
+  precise {0} q = ma / mb;
+  precise {0} cq = {2} * q, qh = cq - (cq - q), ql = q - qh;
+  precise {0} cb = {2} * mb, bh = cb - (cb - mb), bl = mb - bh;
+  precise {0} p = q * mb;
+  precise {0} e = ((qh * bh - p) + qh * bl + ql * bh) + ql * bl;
+  precise {0} r = (ma - p) - e;
+  q = q + r * ({0}(1) / mb);
+  if (k == {4}) {{
+    q *= {0}(2);
+    k = {5};
+  }}
+  if (k < {6} || k > {5}) return plain;
+  precise {0} scaled = q * {3};
+  return abs(scaled) >= {7} ? scaled : plain;)",
+                     t, classify, split, pow2, max_exp + 1, max_exp, 1 - max_exp, min_normal);
 }
 
 std::string sin_body(DType d) {
@@ -134,6 +243,8 @@ constexpr HelperSpec kHelpers[] = {
     {"max_nan", 2, false, max_nan_body, false, "isnan_bits"},
     {"mod_c", 2, false, mod_body, false, ""},
     {"log2_exact", 1, false, log2_body, true, ""},
+    {"exp2_exact", 1, false, exp2_body, true, ""},
+    {"fdiv_exact", 2, false, fdiv_body, true, ""},
     {"sin_exact", 1, false, sin_body, true, ""},
     {"threefry2x32", 2, false, threefry_body, false, ""},
 };
@@ -148,8 +259,9 @@ bool via_f32(const HelperSpec& s, DType d) { return s.f16_via_f32 && d.scalar ==
 
 std::string scalar_body(const HelperSpec& s, DType d) {
   if (!via_f32(s, d)) return s.body(d);
-  return s.returns_bool ? fmt::format("return {}(float(a));", s.name)
-                        : fmt::format("return float16_t({}(float(a)));", s.name);
+  const char* args = s.arity == 1 ? "float(a)" : "float(a), float(b)";
+  return s.returns_bool ? fmt::format("return {}({});", s.name, args)
+                        : fmt::format("return float16_t({}({}));", s.name, args);
 }
 
 }  // namespace
