@@ -124,19 +124,19 @@ struct MatmulBuffers {
       r.rt.transfer.upload(*buf, std::as_bytes(std::span(host)));
     }
   }
-  void run(const vk::Program& p, int rows_per_lane) {
+  void run(const vk::Program& p, int rows_per_lane, int workgroup = 64) {
     ReferenceKernels& r = reference_kernels();
     const uint64_t subgroups = uint64_t(n / (8 * rows_per_lane)) * uint64_t(n / 32);
     const vk::BufferUse uses[] = {
         {&a, vk::Access::Read}, {&b, vk::Access::Read}, {&c, vk::Access::Write}};
-    r.queue.dispatch(p, vk::Groups::cover(subgroups / 8, r.rt.device.caps().limits),
+    r.queue.dispatch(p, vk::Groups::cover(subgroups / uint64_t(workgroup / 8), r.rt.device.caps().limits),
                      vk::ArgPack().u32(uint32_t(n)).bytes(), uses);
     r.queue.finish();
   }
 };
 
 // The register block the reference matmul uses in the ratio: 8 rows per subgroup lane x ... see
-// subgroup_matmul_glsl; BM_Reference_Matmul measures both.
+// subgroup_matmul_glsl; BM_Reference_Matmul measures the variants (n, rows per lane, workgroup).
 constexpr int kBestRowsPerLane = 2;
 
 void BM_Reference_Matmul(benchmark::State& state) {
@@ -144,16 +144,16 @@ void BM_Reference_Matmul(benchmark::State& state) {
   if (!r.matmul_fits())
     return state.SkipWithError("needs 8-wide subgroups with shuffle and push descriptors");
   const int64_t n = state.range(0);
-  const int rpl = int(state.range(1));
+  const int rpl = int(state.range(1)), wg = int(state.range(2));
   MatmulBuffers m(n);
-  auto p = r.matmul(rpl);
-  m.run(*p, rpl);
-  for (auto _ : state) state.SetIterationTime(seconds([&] { m.run(*p, rpl); }));
+  auto p = r.matmul(rpl, wg);
+  m.run(*p, rpl, wg);
+  for (auto _ : state) state.SetIterationTime(seconds([&] { m.run(*p, rpl, wg); }));
   state.counters["GFLOPS"] = benchmark::Counter(
       2.0 * double(n * n * n) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Reference_Matmul)
-    ->ArgsProduct({{512, 1024}, {1, 2}})
+    ->ArgsProduct({{512, 1024}, {1, 2}, {8, 64}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

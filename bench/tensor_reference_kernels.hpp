@@ -26,14 +26,15 @@ namespace vkg::bench {
 // constant lane is one vector permute: trading loads for shuffles is the whole idea. Shared-memory
 // tiling is 5-10x slower there (non-uniform shared accesses and barrier() are per-lane loops and
 // coroutine switches).
-inline std::string subgroup_matmul_glsl(int rows_per_lane) {
-  return "#version 450\n#define RPL " + std::to_string(rows_per_lane) + "\n" + R"(
+inline std::string subgroup_matmul_glsl(int rows_per_lane, int workgroup = 64) {
+  return "#version 450\n#define RPL " + std::to_string(rows_per_lane) + "\n#define WG " +
+         std::to_string(workgroup) + "\n" + R"(
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
-layout(local_size_x = 64) in;
-layout(std430, set = 0, binding = 0) readonly buffer A_ { vec4 A[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B_ { vec4 B[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer C_ { vec4 C[]; };
+layout(local_size_x = WG) in;
+layout(std430, set = 0, binding = 0) restrict readonly buffer A_ { vec4 A[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer B_ { vec4 B[]; };
+layout(std430, set = 0, binding = 2) restrict writeonly buffer C_ { vec4 C[]; };
 layout(push_constant) uniform Args { uint n; } args;
 const uint SG = 8u;  // subgroup width the block is laid out for (checked by the host)
 void main() {
@@ -71,11 +72,11 @@ struct ReferenceKernels {
   // The same add with its buffers bound by push descriptor.
   vk::Program add_bound{rt.device, "add_f32_ssbo", shaders::get("add_f32_ssbo").spirv, 4, 3};
 
-  std::unique_ptr<vk::Program> matmul(int rows_per_lane) {
+  std::unique_ptr<vk::Program> matmul(int rows_per_lane, int workgroup = 64) {
     SpirvCompileOptions o;
     o.name = "subgroup_matmul";
     return std::make_unique<vk::Program>(
-        rt.device, o.name, compile_glsl(subgroup_matmul_glsl(rows_per_lane), o), 4, 3);
+        rt.device, o.name, compile_glsl(subgroup_matmul_glsl(rows_per_lane, workgroup), o), 4, 3);
   }
   bool matmul_fits() const {
     const auto& c = rt.device.caps();

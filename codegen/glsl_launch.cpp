@@ -25,8 +25,12 @@ void put(std::vector<std::byte>& out, T v) {
 
 ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
   ArgLayout l;
-  l.arg_bytes =
-      uint32_t(program.buffers.size()) * kAddressBytes + uint32_t(program.vars.size()) * kVarBytes;
+  l.bound = !program.buffers.empty() && program.buffers.size() <= target.max_bound_buffers;
+  for (const BufferParam& b : program.buffers)
+    l.bound = l.bound &&
+              uint64_t(b.count) * uint64_t(b.dtype.itemsize()) <= target.max_storage_buffer_range;
+  l.arg_bytes = (l.bound ? 0 : uint32_t(program.buffers.size()) * kAddressBytes) +
+                uint32_t(program.vars.size()) * kVarBytes;
   l.spilled = l.arg_bytes > target.max_push_constants_size;
   l.push_constant_bytes = l.spilled ? kAddressBytes : l.arg_bytes;
   return l;
@@ -47,6 +51,16 @@ std::vector<std::byte> pack_args(const Program& program, std::span<const uint64_
                               v.name, var_values[i], v.min, v.max));
     put(out, int32_t(var_values[i]));
   }
+  return out;
+}
+
+std::vector<std::byte> pack_args(const Program& program, const ArgLayout& layout,
+                                 std::span<const uint64_t> addresses,
+                                 std::span<const int64_t> var_values) {
+  std::vector<std::byte> out = pack_args(program, addresses, var_values);
+  // Bound buffers reach the kernel by descriptor: only the variables follow.
+  if (layout.bound)
+    out.erase(out.begin(), out.begin() + std::ptrdiff_t(addresses.size() * kAddressBytes));
   return out;
 }
 

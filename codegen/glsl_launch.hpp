@@ -4,8 +4,9 @@
 //
 //   std::string glsl = render_glsl(program, target);
 //   ArgLayout layout = arg_layout(program, target);
-//   vk::Program kernel(device, program.name, compile_glsl(glsl), layout.push_constant_bytes);
-//   std::vector<std::byte> args = pack_args(program, addresses, var_values);
+//   vk::Program kernel(device, program.name, compile_glsl(glsl), layout.push_constant_bytes,
+//                      layout.bound ? program.buffers.size() : 0);
+//   std::vector<std::byte> args = pack_args(program, layout, addresses, var_values);
 //   if (layout.spilled) args = pack_spill_address(queue.spill(args));
 //   auto [x, y, z] = launch_dims(program, target);
 //   queue.dispatch(kernel, {x, y, z}, args, uses);
@@ -21,12 +22,16 @@
 
 namespace vkg {
 
-// The arguments of a kernel, in std430 layout: the 64-bit device address of each buffer in slot
-// order, then each DEFINE_VAR as an int32 in Program::vars order (every offset is aligned to its
+// How a kernel's buffers are bound, decided here and nowhere else: by push descriptor ("bound":
+// storage buffers at set 0, binding = slot) when the target can bind them all (count and
+// maxStorageBufferRange, see vk/queue.hpp for why both paths exist), else by device address.
+// The arguments of a kernel, in std430 layout: unless bound, the 64-bit device address of each
+// buffer in slot order; then each DEFINE_VAR as an int32 in Program::vars order (every offset is aligned to its
 // size, as vk::ArgPack packs). They are the push constants when they fit maxPushConstantsSize;
 // otherwise they are "spilled": the caller copies them to an argument buffer (vk::Queue::spill)
 // and the only push constant is that buffer's 64-bit address.
 struct ArgLayout {
+  bool bound = false;                // buffers by push descriptor; no addresses in the block
   bool spilled = false;
   uint32_t arg_bytes = 0;            // the argument block (what pack_args returns)
   uint32_t push_constant_bytes = 0;  // arg_bytes, or 8 when spilled
@@ -38,6 +43,11 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target);
 // value per Program::vars entry; throws vkg::Error when the counts differ or a value is outside
 // its variable's bounds.
 std::vector<std::byte> pack_args(const Program& program, std::span<const uint64_t> addresses,
+                                 std::span<const int64_t> var_values = {});
+
+// The same for a launch of this layout: the addresses are left out when its buffers are bound.
+std::vector<std::byte> pack_args(const Program& program, const ArgLayout& layout,
+                                 std::span<const uint64_t> addresses,
                                  std::span<const int64_t> var_values = {});
 
 // The push constants of a spilled launch: the argument buffer's address.

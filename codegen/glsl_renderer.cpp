@@ -11,6 +11,7 @@
 
 #include <vkgrad/codegen/glsl_syntax.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/symbolic.hpp>
 
 namespace vkg {
 
@@ -125,6 +126,8 @@ class Renderer {
       if (value.scalar != buffer.dtype.scalar)
         fail(i, fmt::format("{} access to a {} buffer", value.name(), buffer.dtype.name()));
       if (buffer.op == Ops::DEFINE_GLOBAL) pointer_types_.insert({value.scalar, value.count});
+      if (buffer.op == Ops::DEFINE_GLOBAL && value.count > 1)
+        bound_vectors_.insert({buffer.arg_as<int64_t>(), value.count});
     }
   }
 
@@ -217,7 +220,7 @@ class Renderer {
         n = fresh("gep");
         break;
       case Ops::VECTORIZE:
-        n = fresh("vec");
+        n = fresh("vecz");
         break;
       default:
         n = fresh("alu");
@@ -287,9 +290,26 @@ class Renderer {
 
   // ---- memory ----
 
-  // The element(s) at `index` of `buffer`, as an lvalue-ish expression of dtype d.
-  std::string element(const UOp& buffer, const std::string& index, DType d) {
+  // Whether a vector of d at `index` of a bound buffer can be read as one element of an aliased
+  // vector array: std430 arrays of 2- and 4-wide vectors have no padding, and the index must be
+  // a multiple of the width (3-wide vectors are 16 bytes apart in std430: never).
+  static bool aligned_vector(const UOp* index, DType d) {
+    if (!index || (d.count != 2 && d.count != 4)) return false;
+    const UOpPtr rem = simplify(index->ptr() % int64_t(d.count));
+    return rem->op == Ops::CONST && rem->const_int() == 0;
+  }
+
+  // The element(s) at `index` of `buffer`, as an lvalue-ish expression of dtype d. `index_node`
+  // is the index's UOp where the text is that index (bound buffers read vectors by it).
+  std::string element(const UOp& buffer, const std::string& index, DType d,
+                      const UOp* index_node = nullptr) {
     const std::string& b = name_of(&buffer);
+    if (layout_.bound && buffer.op == Ops::DEFINE_GLOBAL && d.count > 1) {
+      if (aligned_vector(index_node, d)) return fmt::format("{}x{}.v[({})/{}]", b, d.count, index, d.count);
+      std::string lanes;
+      for (int k = 0; k < d.count; ++k) lanes += fmt::format("{}{}.v[{}+{}]", k ? ", " : "", b, index, k);
+      return fmt::format("{}({})", glsl::storage_type_name(d), lanes);
+    }
     if (buffer.op == Ops::DEFINE_LOCAL) {
       if (d.count == 1) return fmt::format("{}[{}]", b, index);
       std::string lanes;
@@ -318,9 +338,9 @@ class Renderer {
       if (u.src.size() < 2) fail(i, "a masked LOAD needs an alt value");
       // Clamped, because a compiler may turn the select below into a load on every lane.
       const std::string& ok = name_of(valid);
-      v = element(buffer, fmt::format("({}?{}:0)", ok, idx), u.dtype);
+      v = element(buffer, fmt::format("({}?{}:0)", ok, idx), u.dtype, index.src[1].get());
     } else {
-      v = element(buffer, idx, u.dtype);
+      v = element(buffer, idx, u.dtype, index.src[1].get());
     }
     if (u.dtype.is_bool() && buffer.op == Ops::DEFINE_GLOBAL)
       v = glsl::bool_from_storage(u.dtype, v);
@@ -341,14 +361,18 @@ class Renderer {
       if (valid.op == Ops::CONST && !valid.const_int()) return;
       if (valid.op != Ops::CONST) guard = fmt::format("if ({}) ", name_of(&valid));
     }
-    if (buffer.op == Ops::DEFINE_LOCAL && d.count > 1) {
+    const bool lanes = buffer.op == Ops::DEFINE_LOCAL ||
+                       (layout_.bound && !aligned_vector(index.src[1].get(), d));
+    if (lanes && d.count > 1) {
+      if (buffer.op == Ops::DEFINE_GLOBAL && d.is_bool()) value = glsl::bool_to_storage(d, value);
+      const std::string array = name_of(&buffer) + (buffer.op == Ops::DEFINE_GLOBAL ? ".v" : "");
       for (int k = 0; k < d.count; ++k)
         line(
-            fmt::format("{}{}[{}+{}] = {}.{};", guard, name_of(&buffer), idx, k, value, "xyzw"[k]));
+            fmt::format("{}{}[{}+{}] = {}.{};", guard, array, idx, k, value, "xyzw"[k]));
       return;
     }
     if (d.is_bool() && buffer.op == Ops::DEFINE_GLOBAL) value = glsl::bool_to_storage(d, value);
-    line(fmt::format("{}{} = {};", guard, element(buffer, idx, d), value));
+    line(fmt::format("{}{} = {};", guard, element(buffer, idx, d, index.src[1].get()), value));
   }
 
   // ---- statements ----
@@ -415,7 +439,7 @@ class Renderer {
   std::string prologue() {
     std::string out;
     auto add = [&](const std::string& s) { out += "  " + s + "\n"; };
-    if (layout_.spilled) {
+    if (layout_.spilled && !layout_.bound) {
       for (const BufferParam& b : p_.buffers)
         add(fmt::format("{0} data{1} = args.data{1};", glsl::pointer_type_name(b.dtype.base()),
                         b.slot));
@@ -473,13 +497,18 @@ class Renderer {
 
   std::string header() {
     std::string h = "#version 450\n";
-    if (!p_.buffers.empty()) h += "#extension GL_EXT_buffer_reference : require\n";
+    if (!p_.buffers.empty() && (!layout_.bound || layout_.spilled))
+      h += "#extension GL_EXT_buffer_reference : require\n";
     if (vector_access_) h += "#extension GL_EXT_buffer_reference_uvec2 : require\n";
     for (const std::string& e : glsl::extension_lines(needs_)) h += e + "\n";
     h += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n",
                      p_.local_size[0], p_.local_size[1], p_.local_size[2]);
     std::set<std::pair<Scalar, int>> types = pointer_types_;
     for (const BufferParam& b : p_.buffers) types.insert({b.dtype.scalar, 1});
+    if (layout_.bound) {
+      h += bound_buffers();
+      types.clear();
+    }
     for (const auto& [scalar, width] : types) {
       const DType d{scalar, uint8_t(width)};
       const std::string member = width == 1 ? fmt::format("{} v[]", glsl::storage_type_name(d))
@@ -490,7 +519,8 @@ class Renderer {
     }
     std::string members;
     for (const BufferParam& b : p_.buffers)
-      members += fmt::format(" {} data{};", glsl::pointer_type_name(b.dtype.base()), b.slot);
+      if (!layout_.bound)
+        members += fmt::format(" {} data{};", glsl::pointer_type_name(b.dtype.base()), b.slot);
     for (std::size_t k = 0; k < p_.vars.size(); ++k)
       members += fmt::format(" int {};", var_member(k));
     if (!members.empty()) {
@@ -524,6 +554,23 @@ class Renderer {
     return h;
   }
 
+  // Storage buffers bound by push descriptor (set 0, binding = slot), each also declared as an
+  // array of each vector width the kernel reads or writes it in (descriptor aliasing).
+  std::string bound_buffers() {
+    std::string h;
+    for (const BufferParam& b : p_.buffers) {
+      const std::string access = b.written ? "" : "readonly ";
+      h += fmt::format("layout(std430, set = 0, binding = {0}) {1}buffer Data{0} {{ {2} v[]; }} data{0};\n",
+                       b.slot, access, glsl::storage_type_name(b.dtype.base()));
+      for (const auto& [slot, width] : bound_vectors_)
+        if (slot == b.slot && (width == 2 || width == 4))
+          h += fmt::format(
+              "layout(std430, set = 0, binding = {0}) {1}buffer Data{0}x{2} {{ {3} v[]; }} data{0}x{2};\n",
+              b.slot, access, width, glsl::storage_type_name(b.dtype.base().vec(width)));
+    }
+    return h;
+  }
+
   const Program& p_;
   const GlslTarget& t_;
   const ArgLayout layout_;
@@ -539,6 +586,7 @@ class Renderer {
   std::vector<bool> inline_;
   glsl::Needs needs_;
   std::set<std::pair<Scalar, int>> pointer_types_;
+  std::set<std::pair<int64_t, int>> bound_vectors_;  // (slot, width) of vector accesses
   glsl::Helpers helpers_;
   bool vector_access_ = false;
   std::unordered_map<const UOp*, std::string> names_;

@@ -22,6 +22,12 @@ struct GlslTarget {
   uint32_t max_push_constants_size = 128;  // bytes
   std::array<uint32_t, 3> max_workgroup_count{65535, 65535, 65535};
   uint32_t subgroup_size = 32;
+  // Storage buffers bound by push descriptor (glsl_launch.hpp's ArgLayout decides per kernel):
+  // at most this many in one kernel (the smaller of maxPushDescriptors and
+  // maxPerStageDescriptorStorageBuffers; 0: never, buffers go by device address), each at most
+  // max_storage_buffer_range bytes.
+  uint32_t max_bound_buffers = 0;
+  uint64_t max_storage_buffer_range = 0;
 
   // Every optional feature on, with the minimum limits (tests render for it without a device).
   static GlslTarget everything() {

@@ -1,6 +1,7 @@
 // DEVICE=VK: kernels rendered as GLSL, compiled to SPIR-V, and run through the Vulkan runtime.
 // The adapter fills codegen's GlslTarget and DeviceTraits from the device's capabilities, keeps
 // compiled kernels by AST, and records every kernel of a realize into one queue submission.
+#include <algorithm>
 #include <cstdio>
 
 #include <vkgrad/codegen/get_program.hpp>
@@ -35,12 +36,16 @@ GlslTarget target_of(const vk::Capabilities& caps) {
   t.max_push_constants_size = caps.limits.max_push_constants_size;
   t.max_workgroup_count = caps.limits.max_workgroup_count;
   t.subgroup_size = caps.limits.subgroup_size;
+  t.max_bound_buffers =
+      std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
+  t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;
   return t;
 }
 
 vk::RuntimeOptions options_for(const std::string& name) {
   vk::RuntimeOptions o;
-  if (auto colon = name.find(':'); colon != std::string::npos) o.device.select = name.substr(colon + 1);
+  if (auto colon = name.find(':'); colon != std::string::npos)
+    o.device.select = name.substr(colon + 1);
   return o;
 }
 
@@ -92,10 +97,12 @@ class VkDevice final : public Device {
       const bool written = slot < k.program.buffers.size() && k.program.buffers[slot].written;
       uses.push_back({&b, written ? vk::Access::ReadWrite : vk::Access::Read});
     }
-    std::vector<std::byte> args = pack_args(k.program, addresses);
+    std::vector<std::byte> args = pack_args(k.program, k.layout, addresses);
     if (k.layout.spilled) args = pack_spill_address(queue_.spill(args));
-    queue_.dispatch(*k.pipeline, vk::Groups{k.dims[0], k.dims[1], k.dims[2]}, args, uses, k.program.name);
-    pending_.push_back(RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0});
+    queue_.dispatch(*k.pipeline, vk::Groups{k.dims[0], k.dims[1], k.dims[2]}, args, uses,
+                    k.program.name);
+    pending_.push_back(
+        RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0});
   }
 
   std::vector<RunStat> synchronize() override {
@@ -120,7 +127,9 @@ class VkDevice final : public Device {
     opts.device_key = device_key_;
     opts.name = k.program.name;
     const std::vector<uint32_t> spirv = compile_glsl(glsl, opts);
-    k.pipeline = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv, k.layout.push_constant_bytes);
+    const uint32_t bound = k.layout.bound ? uint32_t(k.program.buffers.size()) : 0;
+    k.pipeline = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv,
+                                               k.layout.push_constant_bytes, bound);
     return k;
   }
 
@@ -134,7 +143,8 @@ class VkDevice final : public Device {
   std::vector<RunStat> pending_;
 };
 
-const bool registered = register_device("VK", [](const std::string& name) { return std::make_unique<VkDevice>(name); });
+const bool registered =
+    register_device("VK", [](const std::string& name) { return std::make_unique<VkDevice>(name); });
 
 }  // namespace
 
