@@ -1,5 +1,7 @@
 #include <vkgrad/codegen/heuristics.hpp>
 
+#include <optional>
+
 namespace vkg {
 
 namespace {
@@ -14,6 +16,32 @@ int count_axes(const Kernel& k, AxisKind kind) {
   int n = 0;
   for (AxisKind a : k.kinds()) n += a == kind;
   return n;
+}
+
+// The stride of a load's elements along `axis` (nullopt where it is not affine there).
+std::optional<int64_t> load_stride(const Kernel& k, const UOp* load, int axis) {
+  return k.view(load->src[1].get()).real_strides(true)[size_t(axis)];
+}
+
+// Some input is the same for every element along a global axis (a matmul's A along n, B along
+// m): a register tile reuses each load across it. Without that, tiles only add registers.
+bool reuses_loads(const Kernel& k) {
+  for (const UOp* load : k.loads())
+    for (size_t a = 0; a < k.kinds().size(); ++a)
+      if (k.kinds()[a] == AxisKind::Global && k.full_shape()[a] > 1 &&
+          load_stride(k, load, int(a)) == 0)
+        return true;
+  return false;
+}
+
+// The global axis along which the first input is contiguous (its lanes load as one vector), else
+// the last global axis.
+int contiguous_global_axis(const Kernel& k) {
+  const std::vector<const UOp*> loads = k.loads();
+  if (!loads.empty())
+    for (int a = int(k.kinds().size()) - 1; a >= 0; --a)
+      if (k.kinds()[size_t(a)] == AxisKind::Global && load_stride(k, loads[0], a) == 1) return a;
+  return last_axis_of(k, AxisKind::Global);
 }
 
 bool divides(const Kernel& k, int axis, int64_t amount) {
@@ -31,7 +59,7 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
       k.apply({OptOp::UPCAST, axis, 4});
     return;
   }
-  if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2) {
+  if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
     // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.
     // n (the output's contiguous axis) is upcast first so that it is the innermost upcast axis,
     // whose lanes the lowerer stores, loads and accumulates as vec4s.
@@ -41,12 +69,15 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     const int64_t rows = traits.tile_rows;
     if (divides(k, m, rows) && k.full_shape()[size_t(m)] >= 4 * rows)
       k.apply({OptOp::UPCAST, m, rows});
-  } else if (count_axes(k, AxisKind::Global) == 1) {
-    // Many outputs of one axis (the first step of a split sum): 4 neighbouring outputs per
-    // invocation read neighbouring inputs as one vec4 and keep a vec4 accumulator. Only where
+  } else if (count_axes(k, AxisKind::Global) >= 1) {
+    // Many outputs without reuse (the first step of a split sum): 4 outputs per invocation that
+    // read neighbouring inputs load them as one vec4 and keep a vec4 accumulator. Only where
     // enough invocations remain to fill the device.
-    const int axis = last_axis_of(k, AxisKind::Global);
-    if (divides(k, axis, 4) && k.full_shape()[size_t(axis)] >= 16 * traits.default_workgroup)
+    const int axis = contiguous_global_axis(k);
+    int64_t outputs = 1;
+    for (size_t a = 0; a < k.kinds().size(); ++a)
+      if (k.kinds()[a] == AxisKind::Global) outputs *= k.full_shape()[a];
+    if (divides(k, axis, 4) && outputs >= 16 * traits.default_workgroup)
       k.apply({OptOp::UPCAST, axis, 4});
   }
   // Unrolling the reduce by 4 cuts loop overhead and lets loads of one tile share addresses.

@@ -84,9 +84,17 @@ class Lowerer {
           idx.push_back(indexed(store->src[0], index, valid));
           values.push_back(value(store->src[2].get(), all[k]));
         }
-        if (width > 1 && LaneVectorizer::consecutive(idx))
+        if (width > 1)
           if (UOpPtr v = vectorizer_.vectorize(values)) {
-            stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[0], v}));
+            if (LaneVectorizer::consecutive(idx)) {
+              stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[0], v}));
+              continue;
+            }
+            // Computed as a vector (its loads and accumulators line up), stored lane by lane.
+            for (size_t k = 0; k < width; ++k) {
+              const UOpPtr lane = UOp::make(Ops::GEP, v->dtype.base(), {v}, std::vector<int64_t>{int64_t(k)});
+              stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[k], lane}));
+            }
             continue;
           }
         for (size_t k = 0; k < width; ++k) stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[k], values[k]}));
