@@ -125,6 +125,7 @@ class Lowerer {
   std::map<std::pair<const UOp*, Combo>, UOpPtr> memo_;
   int64_t next_acc_ = 0;
   LaneVectorizer vectorizer_{next_acc_};
+  std::map<std::pair<const UOp*, Combo>, UOpPtr> unrolled_loads_;  // vector loads by first lane
 
   // The lanes of one vector store: the innermost upcast axis when it has 2..4 elements (GLSL's
   // vector widths).
@@ -197,6 +198,7 @@ class Lowerer {
   UOpPtr value_uncached(const UOp* n, const Combo& c) {
     switch (n->op) {
       case Ops::LOAD: {
+        if (UOpPtr lane = unrolled_vector_lane(n, c)) return lane;
         auto [index, valid] = address(n->src[1].get(), c);
         UOpPtr idx = indexed(n->src[0], index, valid);
         if (is_true(valid)) return UOp::make(Ops::LOAD, n->dtype, {idx});
@@ -223,6 +225,38 @@ class Lowerer {
         return UOp::make(n->op, n->dtype, std::move(src), n->arg);
       }
     }
+  }
+
+  // A load whose elements are consecutive along the innermost unroll axis (a row of A in a
+  // matmul's reduce) is read once as a vector for all of that axis' values, and each unrolled
+  // copy takes its lane: one vector access instead of 2..4 scalar ones. nullptr where it does
+  // not apply.
+  UOpPtr unrolled_vector_lane(const UOp* load, const Combo& c) {
+    size_t axis = 0;
+    bool found = false;
+    for (size_t a : expanded_)
+      if (k_.kinds()[a] == AxisKind::Unroll) axis = a, found = true;
+    if (!found) return nullptr;
+    const int64_t w = k_.full_shape()[axis];
+    const DType d = load->dtype;
+    if (w < 2 || w > 4 || d.count != 1 || d.is_bool() || d.scalar == Scalar::BFloat16) return nullptr;
+    Combo base = c;
+    base[axis] = 0;
+    auto key = std::pair{load, base};
+    auto it = unrolled_loads_.find(key);
+    if (it == unrolled_loads_.end()) {
+      std::vector<UOpPtr> idx;
+      for (int64_t j = 0; j < w; ++j) {
+        Combo lane = base;
+        lane[axis] = j;
+        auto [index, valid] = address(load->src[1].get(), lane);
+        idx.push_back(indexed(load->src[0], index, valid));
+      }
+      UOpPtr v = LaneVectorizer::consecutive(idx) ? UOp::make(Ops::LOAD, d.vec(int(w)), {idx[0]}) : nullptr;
+      it = unrolled_loads_.emplace(std::move(key), v).first;
+    }
+    if (!it->second) return nullptr;
+    return UOp::make(Ops::GEP, d, {it->second}, std::vector<int64_t>{c[axis]});
   }
 
   // Arithmetic of one launch, as the AST counts it: each op once per element it is computed
