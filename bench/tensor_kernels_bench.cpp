@@ -137,7 +137,7 @@ struct MatmulBuffers {
 
 // The register block the reference matmul uses in the ratio: 8 rows per subgroup lane x ... see
 // subgroup_matmul_glsl; BM_Reference_Matmul measures the variants (n, rows per lane, workgroup).
-constexpr int kBestRowsPerLane = 2;
+constexpr int kBestRowsPerLane = 2, kBestWorkgroup = 8;
 
 void BM_Reference_Matmul(benchmark::State& state) {
   ReferenceKernels& r = reference_kernels();
@@ -164,12 +164,12 @@ void BM_Tensor_Matmul_1024(benchmark::State& state) {
   constexpr int64_t n = 1024;
   const Tensor a = filled({n, n}, 0.5f), b = filled({n, n}, 0.25f);
   MatmulBuffers m(n);
-  auto p = r.matmul(kBestRowsPerLane);
-  m.run(*p, kBestRowsPerLane);
+  auto p = r.matmul(kBestRowsPerLane, kBestWorkgroup);
+  m.run(*p, kBestRowsPerLane, kBestWorkgroup);
   a.matmul(b).realize();  // compiles
   double t_ref = 0, t_gen = 0;
   for (auto _ : state) {
-    t_ref += seconds([&] { m.run(*p, kBestRowsPerLane); });
+    t_ref += seconds([&] { m.run(*p, kBestRowsPerLane, kBestWorkgroup); });
     const double t = seconds([&] { a.matmul(b).realize(); });
     t_gen += t;
     state.SetIterationTime(t);

@@ -66,6 +66,9 @@ class VkDevice final : public Device {
         target_(target_of(rt_.device.caps())) {
     const auto& caps = rt_.device.caps();
     traits_.max_workgroup_invocations = caps.limits.max_workgroup_invocations;
+    // CPU devices (Lavapipe) pay per load and lane, not per register: a taller matmul tile
+    // (8 rows x vec4) halves the loads per multiply-add (bench_tensor BM_Tensor_Matmul_1024).
+    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) traits_.tile_rows = 8;
     // Identifies the device in the SPIR-V cache: the same source may be specialized by #defines
     // for a device, so entries of different devices are kept apart.
     device_key_ = caps.name + "/" + std::to_string(caps.driver_version);
