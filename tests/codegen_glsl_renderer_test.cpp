@@ -201,6 +201,35 @@ TEST(GlslRenderer, ArgumentsSpillToABufferWhenPushConstantsOverflow) {
       has(render_and_compile(p, roomy), "layout(push_constant) uniform Args { Float32Ptr data0;"));
 }
 
+// A target that binds up to 4 buffers of at most 64 bytes by push descriptor: one program on
+// each side of both limits.
+TEST(GlslRenderer, BuffersAreBoundByDescriptorOnlyWhereTheyFitTheLimits) {
+  GlslTarget t = GlslTarget::everything();
+  t.max_bound_buffers = 4;
+  t.max_storage_buffer_range = 64;
+  auto program = [](int inputs, int64_t count) {
+    ProgramBuilder b("E_bind");
+    auto out = b.global(dtypes::float32, count, true);
+    auto n = b.var("n", 0, 10);
+    UOpPtr sum = n->cast(dtypes::float32);
+    for (int k = 0; k < inputs; ++k) sum = sum + b.load(b.global(dtypes::float32, count), ProgramBuilder::i32(0));
+    b.store(out, ProgramBuilder::i32(0), sum);
+    return b.build({1, 1, 1}, {1, 1, 1});
+  };
+  const Program fits = program(3, 16);  // 4 buffers of 64 bytes
+  const ArgLayout bound = arg_layout(fits, t);
+  EXPECT_TRUE(bound.bound);
+  EXPECT_EQ(bound.push_constant_bytes, 4u);  // only n
+  const std::vector<uint64_t> addresses(4, 0x100);
+  EXPECT_EQ(pack_args(fits, bound, addresses, std::vector<int64_t>{7}).size(), 4u);
+  const std::string s = render_and_compile(fits, t);
+  EXPECT_TRUE(has(s, "layout(std430, set = 0, binding = 3) readonly buffer Data3 { float v[]; } data3;")) << s;
+  EXPECT_FALSE(has(s, "buffer_reference")) << s;
+  EXPECT_FALSE(arg_layout(program(4, 16), t).bound);  // 5 buffers
+  EXPECT_FALSE(arg_layout(program(3, 17), t).bound);  // 68 bytes each
+  EXPECT_FALSE(arg_layout(fits, GlslTarget::everything()).bound);
+}
+
 TEST(GlslRenderer, PackArgsLaysOutAddressesThenVarsAndChecksBounds) {
   ProgramBuilder b("E_args");
   auto out = b.global(dtypes::int32, 1, true);
