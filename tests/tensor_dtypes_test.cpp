@@ -1,0 +1,251 @@
+// Each dtype end to end on the CPU reference device and on Vulkan: storage round trips, creation,
+// integer wraparound, float16 rounding, casts and bitcasts against closed forms; and the dtypes
+// and ops a device cannot do, which are a clear vkg::Error that leaves the library usable.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "support/device_compare.hpp"
+
+using namespace vkg;
+using namespace vkg::test;
+
+namespace {
+
+const std::vector<std::string> kDevices{"CPU", "VK"};
+
+template <class T>
+std::vector<T> cast_to(const Tensor& t) {
+  return t.cast(dtype_of<T>()).template to_vector<T>();
+}
+
+// The message of the vkg::Error that f throws ("" if it throws none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Dtypes, EveryDtypeRoundTripsThroughStorageBitForBit) {
+  for (const std::string& dev : kDevices)
+    for (DType d : vk_dtypes()) {
+      SCOPED_TRACE(dev + " " + d.name());
+      const std::vector<std::byte> raw = sample_bytes(d, 37, 5);
+      Tensor t(raw, 37, d, {37}, dev);
+      if (d.is_bool()) {
+        EXPECT_TRUE(same_elements(d, raw, t.bytes()));
+        continue;
+      }
+      EXPECT_EQ(t.bytes(), raw);
+      // Through a kernel (a permuted copy), still bit for bit: nan payloads and -0 included.
+      EXPECT_EQ(t.reshape({1, 37}).permute({1, 0}).contiguous().bytes(), raw);
+    }
+}
+
+TEST(Dtypes, CreationFillsEveryDtype) {
+  for (const std::string& dev : kDevices)
+    for (DType d : vk_dtypes()) {
+      SCOPED_TRACE(dev + " " + d.name());
+      EXPECT_EQ(values(Tensor::full({2, 3}, 1, d, dev)), std::vector<double>(6, 1));
+      EXPECT_EQ(values(Tensor::zeros({5}, d, dev)), std::vector<double>(5, 0));
+      EXPECT_EQ(values(Tensor::ones({}, d, dev)), std::vector<double>(1, 1));
+      if (!d.is_bool()) {
+        EXPECT_EQ(values(Tensor::full({3}, 100, d, dev)), std::vector<double>(3, 100));
+      }
+    }
+  for (const std::string& dev : kDevices) {
+    EXPECT_EQ(Tensor::arange(-3, 3, 2, dev).to_vector<int32_t>(),
+              (std::vector<int32_t>{-3, -1, 1}));
+    EXPECT_EQ(Tensor::arange(0.5, 2.0, 0.5, dev).to_vector<float>(),
+              (std::vector<float>{0.5f, 1.0f, 1.5f}));
+  }
+}
+
+TEST(Dtypes, IntegersWrapAtTheirWidth) {
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    EXPECT_EQ((Tensor(std::vector<int8_t>{127, -128}, {2}, dev) +
+               Tensor(std::vector<int8_t>{1, -1}, {2}, dev))
+                  .to_vector<int8_t>(),
+              (std::vector<int8_t>{-128, 127}));
+    EXPECT_EQ((Tensor(std::vector<uint8_t>{255, 0}, {2}, dev) +
+               Tensor(std::vector<uint8_t>{1, 0}, {2}, dev) -
+               Tensor(std::vector<uint8_t>{0, 1}, {2}, dev))
+                  .to_vector<uint8_t>(),
+              (std::vector<uint8_t>{0, 255}));
+    EXPECT_EQ(
+        (Tensor(std::vector<int16_t>{300}, {1}, dev) * Tensor(std::vector<int16_t>{300}, {1}, dev))
+            .item<int16_t>(),
+        int16_t(90000 - 65536));
+    EXPECT_EQ((Tensor(std::vector<uint16_t>{65535}, {1}, dev) *
+               Tensor(std::vector<uint16_t>{65535}, {1}, dev))
+                  .item<uint16_t>(),
+              uint16_t(1));
+    EXPECT_EQ((Tensor(std::vector<int32_t>{INT32_MAX}, {1}, dev) + 1).item<int32_t>(), INT32_MIN);
+    EXPECT_EQ((-Tensor(std::vector<uint32_t>{1}, {1}, dev)).item<uint32_t>(), UINT32_MAX);
+    EXPECT_EQ((Tensor(std::vector<int64_t>{INT64_MIN}, {1}, dev) -
+               Tensor(std::vector<int64_t>{1}, {1}, dev))
+                  .item<int64_t>(),
+              INT64_MAX);
+    EXPECT_EQ((Tensor(std::vector<uint64_t>{UINT64_MAX}, {1}, dev) +
+               Tensor(std::vector<uint64_t>{2}, {1}, dev))
+                  .item<uint64_t>(),
+              1u);
+    // 64-bit values beyond 2^53 stay exact (no trip through double).
+    EXPECT_EQ((Tensor(std::vector<int64_t>{(int64_t(1) << 62) + 1}, {1}, dev) *
+               Tensor(std::vector<int64_t>{-1}, {1}, dev))
+                  .item<int64_t>(),
+              -(int64_t(1) << 62) - 1);
+    EXPECT_EQ(
+        Tensor(std::vector<uint64_t>{(uint64_t(1) << 63) + 7, 3}, {2}, dev).max().item<uint64_t>(),
+        (uint64_t(1) << 63) + 7);
+  }
+}
+
+TEST(Dtypes, Float16RoundsAfterEveryOp) {
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    auto h = [&](std::vector<float> v) {
+      std::vector<float16_t> out;
+      for (float f : v) out.push_back(float16_t(f));
+      return Tensor(out, {int64_t(out.size())}, dev);
+    };
+    // 1 + 2^-11 is a tie: it rounds to even (1); 2048 + 1 likewise; 65504 * 2 overflows to inf.
+    EXPECT_EQ(cast_to<float>(h({1.0f, 2048.0f, 65504.0f}) + h({0.00048828125f, 1.0f, 65504.0f})),
+              (std::vector<float>{1.0f, 2048.0f, std::numeric_limits<float>::infinity()}));
+    EXPECT_EQ(cast_to<float>(h({1.0f}) / h({3.0f}))[0], float(float16_t(1.0f / 3.0f)));
+    EXPECT_EQ(cast_to<float>(h({2.0f}).sqrt())[0], float(float16_t(std::sqrt(2.0f))));
+    // A float16 sum accumulates in float32: 4096 ones give 4096, not float16's stuck 2048.
+    EXPECT_EQ(cast_to<float>(Tensor::ones({4096}, dtypes::float16, dev).sum())[0], 4096.0f);
+    EXPECT_EQ(Tensor::ones({4096}, dtypes::float16, dev).sum().dtype(), dtypes::float16);
+  }
+}
+
+TEST(Dtypes, CastsFollowCAndIeee) {
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    Tensor f(std::vector<float>{-2.7f, 2.7f, -0.0f, 0.5f, 100.9f}, {5}, dev);
+    EXPECT_EQ(cast_to<int32_t>(f), (std::vector<int32_t>{-2, 2, 0, 0, 100}));  // toward zero
+    EXPECT_EQ(cast_to<uint8_t>(f.abs()), (std::vector<uint8_t>{2, 2, 0, 0, 100}));
+    EXPECT_EQ(cast_to<int8_t>(f), (std::vector<int8_t>{-2, 2, 0, 0, 100}));
+    EXPECT_EQ(cast_to<bool>(f), (std::vector<bool>{true, true, false, true, true}));
+    EXPECT_EQ(cast_to<bool>(Tensor(std::vector<float>{std::nanf(""), 0.0f}, {2}, dev)),
+              (std::vector<bool>{true, false}));
+    // Integers to floats round to nearest even.
+    EXPECT_EQ(cast_to<float>(Tensor(std::vector<int32_t>{16777217, 16777219, -16777217}, {3}, dev)),
+              (std::vector<float>{16777216.0f, 16777220.0f, -16777216.0f}));
+    EXPECT_EQ(cast_to<float>(Tensor(std::vector<uint32_t>{4000000000u}, {1}, dev))[0],
+              4000000000.0f);
+    EXPECT_EQ(cast_to<double>(Tensor(std::vector<int64_t>{(int64_t(1) << 53) + 1}, {1}, dev))[0],
+              double(int64_t(1) << 53));
+    EXPECT_EQ(cast_to<double>(Tensor(std::vector<uint64_t>{UINT64_MAX}, {1}, dev))[0],
+              18446744073709551616.0);
+    // Narrowing integers keeps the low bits; widening signed ones extends the sign.
+    Tensor i(std::vector<int32_t>{-1, 256 + 7, -129, 70000}, {4}, dev);
+    EXPECT_EQ(cast_to<uint8_t>(i), (std::vector<uint8_t>{255, 7, 127, 112}));
+    EXPECT_EQ(cast_to<int16_t>(i), (std::vector<int16_t>{-1, 263, -129, 4464}));
+    EXPECT_EQ(cast_to<uint64_t>(i)[0], UINT64_MAX);
+    EXPECT_EQ(cast_to<int64_t>(i.cast(dtypes::uint32))[0], int64_t(UINT32_MAX));  // zero-extends
+    EXPECT_EQ(cast_to<int32_t>(Tensor(std::vector<bool>{true, false}, {2}, dev)),
+              (std::vector<int32_t>{1, 0}));
+    // float64 -> float32 rounds, float32 -> float16 rounds to even and overflows to inf.
+    EXPECT_EQ(cast_to<float>(Tensor(std::vector<double>{0.1, 1e300}, {2}, dev)),
+              (std::vector<float>{0.1f, std::numeric_limits<float>::infinity()}));
+    EXPECT_EQ(cast_to<float>(Tensor(std::vector<float>{65520.0f, 1.0009765625f, 1e-8f}, {3}, dev)
+                                 .cast(dtypes::float16)),
+              (std::vector<float>{std::numeric_limits<float>::infinity(), 1.0009765625f,
+                                  float(float16_t(1e-8f))}));
+  }
+}
+
+TEST(Dtypes, BitcastsKeepTheBits) {
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    EXPECT_EQ(Tensor(std::vector<float>{1.0f, -0.0f}, {2}, dev)
+                  .bitcast(dtypes::uint32)
+                  .to_vector<uint32_t>(),
+              (std::vector<uint32_t>{0x3f800000u, 0x80000000u}));
+    EXPECT_EQ(Tensor(std::vector<int32_t>{0x7fc00000}, {1}, dev)
+                  .bitcast(dtypes::float32)
+                  .bitcast(dtypes::int32)
+                  .item<int32_t>(),
+              0x7fc00000);
+    EXPECT_EQ(Tensor(std::vector<float16_t>{float16_t(-2.0f)}, {1}, dev)
+                  .bitcast(dtypes::uint16)
+                  .item<uint16_t>(),
+              0xc000);
+    EXPECT_EQ(Tensor(std::vector<int16_t>{-1}, {1}, dev).bitcast(dtypes::uint16).item<uint16_t>(),
+              0xffff);
+    EXPECT_EQ(Tensor(std::vector<uint8_t>{200}, {1}, dev).bitcast(dtypes::int8).item<int8_t>(),
+              int8_t(-56));
+    EXPECT_EQ(Tensor(std::vector<double>{-1.5}, {1}, dev).bitcast(dtypes::int64).item<int64_t>(),
+              std::bit_cast<int64_t>(-1.5));
+    EXPECT_EQ(Tensor(std::vector<uint64_t>{0x4000000000000000ull}, {1}, dev)
+                  .bitcast(dtypes::float64)
+                  .item<double>(),
+              2.0);
+    // Bitcast after arithmetic and before it, in one kernel.
+    EXPECT_EQ(((Tensor(std::vector<float>{1.0f}, {1}, dev) * 2).bitcast(dtypes::int32) + 1)
+                  .item<int32_t>(),
+              0x40000001);
+  }
+  EXPECT_THROW(Tensor(std::vector<float>{1.0f}, {1}).bitcast(dtypes::float16), Error);
+}
+
+// bfloat16 has no GLSL type; GLSL has no float64 exp2, log2 or sin. Those are errors naming the
+// dtype and op, raised before anything runs, and the library stays usable (and right) after.
+TEST(Dtypes, WhatTheDeviceCannotDoIsAClearError) {
+  const std::vector<bfloat16_t> bv{bfloat16_t(1.5f), bfloat16_t(-2.0f)};
+  std::string e = error_of([&] { (Tensor(bv, {2}, "VK") * 2).realize(); });
+  EXPECT_NE(e.find("bfloat16"), std::string::npos) << e;
+  // The CPU reference device does compute in bfloat16 (rounding after every op).
+  EXPECT_EQ(cast_to<float>(Tensor(bv, {2}, "CPU") * Tensor(bv, {2}, "CPU")),
+            (std::vector<float>{2.25f, 4.0f}));
+  // Storage alone is bytes: a bfloat16 tensor still uploads and reads back.
+  EXPECT_EQ(Tensor(bv, {2}, "VK").to_vector<bfloat16_t>()[1].bits, bv[1].bits);
+
+  Tensor d(std::vector<double>{1.0, 2.0}, {2}, "VK");
+  for (auto op :
+       {+[](const Tensor& t) { return t.exp2(); }, +[](const Tensor& t) { return t.log2(); },
+        +[](const Tensor& t) { return t.sin(); }, +[](const Tensor& t) { return t.exp(); }}) {
+    e = error_of([&] { op(d).realize(); });
+    EXPECT_NE(e.find("float64"), std::string::npos) << e;
+    EXPECT_TRUE(e.find("EXP2") != std::string::npos || e.find("LOG2") != std::string::npos ||
+                e.find("SIN") != std::string::npos)
+        << e;
+  }
+  EXPECT_EQ(d.sqrt().to_vector<double>()[1], std::sqrt(2.0));  // what GLSL has for doubles works
+  EXPECT_EQ(Tensor(std::vector<double>{2.0}, {1}, "CPU").exp2().item<double>(), 4.0);
+
+  // Ops a dtype has no meaning for are refused when the tensor is built, on every device.
+  for (const std::string& dev : kDevices) {
+    Tensor b(std::vector<bool>{true, false}, {2}, dev);
+    EXPECT_NE(error_of([&] { b - b; }).find("sub"), std::string::npos);
+    EXPECT_NE(error_of([&] { -b; }).find("neg"), std::string::npos);
+    EXPECT_NE(
+        error_of([&] {
+          Tensor(std::vector<float>{1}, {1}, dev).mod(Tensor(std::vector<float>{1}, {1}, dev));
+        }).find("mod"),
+        std::string::npos);
+  }
+}
+
+// A schedule whose first kernel was queued and whose second could not be compiled: the queued
+// kernel must not write into memory that later tensors get (it once overwrote the next upload).
+TEST(Dtypes, AKernelThatFailsToCompileLeavesNoStaleWorkBehind) {
+  Tensor x(std::vector<double>(1000, 2.0), {1000}, "VK");
+  EXPECT_THROW((x - x.mean()).exp2().realize(), Error);
+  for (int i = 0; i < 4; ++i) {
+    Tensor z(std::vector<double>{5.0 + i}, {1}, "VK");
+    EXPECT_EQ(z.to_vector<double>()[0], 5.0 + i);
+  }
+  EXPECT_EQ((x - x.mean()).sum().item<double>(), 0.0);
+}
