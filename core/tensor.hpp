@@ -99,6 +99,8 @@ class Tensor {
   Tensor bitcast(DType dtype) const;
 
   // ---- reductions (axes may be negative; none given means all) ----
+  // One kernel each, except where one output reduces more than 32768 elements: that is two
+  // kernels (partial results, then theirs), as one invocation must not loop that long.
   Tensor sum(Axes axes = {}, bool keepdim = false) const;
   Tensor max(Axes axes = {}, bool keepdim = false) const;
   Tensor mean(Axes axes = {}, bool keepdim = false) const;
