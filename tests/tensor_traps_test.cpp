@@ -337,6 +337,28 @@ TEST(Traps, ReducesLongerThanLavapipesLoopLimitSeeEveryElement) {
   }
 }
 
+// Long reduces over some axes only: the kept axes stay in place, keepdim included, and a reduce
+// with more outputs than one grid axis holds workgroups.
+TEST(Traps, LongReducesOverSomeAxesAgreeWithTheCpu) {
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
+    return random_tensor(dtypes::int32, {40000, 3}, dev, 1).sum(0);
+  }));
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
+    return random_tensor(dtypes::float32, {3, 190, 190}, dev, 2).max({1, 2}, true);
+  }));
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
+    return random_tensor(dtypes::int16, {2, 181, 3, 191}, dev, 3).permute({1, 0, 3, 2}).sum({0, 2});
+  }));
+  EXPECT_TRUE(cpu_vk_agree(
+      [](const std::string& dev) {
+        return random_tensor(dtypes::float32, {33000, 2}, dev, 4, true).var(0);
+      },
+      4));
+  const std::vector<int32_t> rows =
+      Tensor::ones({4194319, 3}, dtypes::int32, "VK").sum(1).to_vector<int32_t>();
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), 3), 4194319);
+}
+
 // 41M int32 is 164 MB: past maxStorageBufferRange (128 MiB on Lavapipe), which device addresses
 // do not have. The values are made on the device (index = row * 4096 + column) so the host only
 // reads them back.
