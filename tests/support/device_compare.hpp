@@ -139,36 +139,18 @@ inline std::vector<std::byte> sample_bytes(DType d, size_t n, uint32_t seed, boo
           v = T(int64_t(rng() % 41) - (std::is_signed_v<T> ? 20 : 0));
       } else {
         using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        F f;
+        // Huge and tiny (subnormal) for the type: float16 holds neither 3e38 nor 1e-40.
         const F big = std::is_same_v<T, float16_t> ? F(60000)
                       : std::is_same_v<T, double>  ? F(1e300)
                                                    : F(3e38);
         const F tiny = std::is_same_v<T, float16_t> ? F(1e-7)
                        : std::is_same_v<T, double>  ? F(1e-310)
                                                     : F(1e-40);
-        switch (finite ? 15 : pick) {
-          case 0:
-            f = std::numeric_limits<F>::infinity();
-            break;
-          case 1:
-            f = -std::numeric_limits<F>::infinity();
-            break;
-          case 2:
-            f = std::numeric_limits<F>::quiet_NaN();
-            break;
-          case 3:
-            f = F(-0.0);
-            break;
-          case 4:
-            f = (rng() & 1) ? big : -big;
-            break;
-          case 5:
-            f = (rng() & 1) ? tiny : -tiny;
-            break;
-          default:
-            f = F(std::uniform_real_distribution<double>(-8, 8)(rng));
-            break;
-        }
+        const F inf = std::numeric_limits<F>::infinity(), sign = (rng() & 1) ? F(1) : F(-1);
+        const F edge[] = {inf,     -inf,       std::numeric_limits<F>::quiet_NaN(),
+                          F(-0.0), sign * big, sign * tiny};
+        const F f = !finite && pick < 6 ? edge[pick]
+                                        : F(std::uniform_real_distribution<double>(-8, 8)(rng));
         if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
           v = T(float(f));
         else
