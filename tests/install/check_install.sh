@@ -32,8 +32,11 @@ cmake -S "$here" -B "$tmp/consumer" "${generator[@]}" -DCMAKE_PREFIX_PATH="$tmp/
 cmake --build "$tmp/consumer" > "$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
 
 # The app must load the installed library, not the one in the build tree.
-if ! ldd "$tmp/consumer/app" | grep -q "$tmp/prefix/lib/libvkgrad.so"; then
-  ldd "$tmp/consumer/app" >&2
+# (ldd's output is captured first: `ldd | grep -q` fails under pipefail whenever grep exits
+# before ldd has written everything and ldd dies of SIGPIPE.)
+libs=$(ldd "$tmp/consumer/app")
+if [[ "$libs" != *"$tmp/prefix/lib/libvkgrad.so"* ]]; then
+  echo "$libs" >&2
   echo "the consumer did not link the installed libvkgrad.so" >&2
   exit 1
 fi
