@@ -136,7 +136,7 @@ class Tensor {
       return out;
     } else {
       std::vector<T> out(raw.size() / sizeof(T));
-      std::memcpy(out.data(), raw.data(), out.size() * sizeof(T));
+      if (!out.empty()) std::memcpy(out.data(), raw.data(), out.size() * sizeof(T));  // not null
       return out;
     }
   }

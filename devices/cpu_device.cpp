@@ -32,13 +32,16 @@ class CpuDevice final : public Device {
     }
     return a;
   }
+  // Empty tensors have null data pointers, which memcpy must not be given even for 0 bytes.
   void copy_in(Allocation& dst, std::span<const std::byte> src) override {
     auto& h = static_cast<HostAllocation&>(dst);
-    std::memcpy(h.bytes.data(), src.data(), std::min(src.size(), h.bytes.size()));
+    if (const size_t n = std::min(src.size(), h.bytes.size()))
+      std::memcpy(h.bytes.data(), src.data(), n);
   }
   void copy_out(Allocation& src, std::span<std::byte> dst) override {
     auto& h = static_cast<HostAllocation&>(src);
-    std::memcpy(dst.data(), h.bytes.data(), std::min(dst.size(), h.bytes.size()));
+    if (const size_t n = std::min(dst.size(), h.bytes.size()))
+      std::memcpy(dst.data(), h.bytes.data(), n);
   }
 
   void run(const ScheduleItem& item, std::span<Allocation* const> memory) override {
