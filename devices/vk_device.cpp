@@ -12,6 +12,7 @@
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/devices/kernel_cache.hpp>
+#include <vkgrad/devices/vk_target.hpp>
 #include <vkgrad/vk/program.hpp>
 #include <vkgrad/vk/queue.hpp>
 #include <vkgrad/vk/runtime.hpp>
@@ -23,24 +24,6 @@ namespace {
 struct VkAllocation final : Allocation {
   vk::Buffer buffer;
 };
-
-GlslTarget target_of(const vk::Capabilities& caps) {
-  GlslTarget t;
-  t.float16 = caps.features.float16;
-  t.int8 = caps.features.int8;
-  t.int16 = caps.features.int16;
-  t.int64 = caps.features.int64;
-  t.float64 = caps.features.float64;
-  t.storage_8bit = caps.features.storage_buffer_8bit;
-  t.storage_16bit = caps.features.storage_buffer_16bit;
-  t.max_push_constants_size = caps.limits.max_push_constants_size;
-  t.max_workgroup_count = caps.limits.max_workgroup_count;
-  t.subgroup_size = caps.limits.subgroup_size;
-  t.max_bound_buffers =
-      std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
-  t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;
-  return t;
-}
 
 vk::RuntimeOptions options_for(const std::string& name) {
   vk::RuntimeOptions o;
@@ -63,7 +46,7 @@ class VkDevice final : public Device {
       : name_(std::move(name)),
         rt_(options_for(name_)),
         queue_(rt_.device, rt_.allocator, vk::QueueOptions{setting("DEBUG") >= 2}),
-        target_(target_of(rt_.device.caps())) {
+        target_(glsl_target_of(rt_.device.caps())) {
     const auto& caps = rt_.device.caps();
     traits_.max_workgroup_invocations = caps.limits.max_workgroup_invocations;
     // CPU devices (Lavapipe) pay per load and lane, not per register: a taller matmul tile

@@ -10,6 +10,7 @@
 
 #include <vkgrad/codegen/glsl_renderer.hpp>
 #include <vkgrad/codegen/spirv_compiler.hpp>
+#include <vkgrad/devices/vk_target.hpp>
 #include <vkgrad/vk/args.hpp>
 #include <vkgrad/vk/queue.hpp>
 #include <vkgrad/vk/runtime.hpp>
@@ -23,27 +24,10 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 
-// What the device adapter will fill in: the renderer's view of the device.
-GlslTarget target_of(const vk::Capabilities& caps) {
-  GlslTarget t;
-  const vk::Features& f = caps.features;
-  t.float16 = f.float16;
-  t.int8 = f.int8;
-  t.int16 = f.int16;
-  t.int64 = f.int64;
-  t.float64 = f.float64;
-  t.storage_8bit = f.storage_buffer_8bit;
-  t.storage_16bit = f.storage_buffer_16bit;
-  t.max_push_constants_size = caps.limits.max_push_constants_size;
-  t.max_workgroup_count = caps.limits.max_workgroup_count;
-  t.subgroup_size = caps.limits.subgroup_size;
-  return t;
-}
-
 class Kernels : public testing::Test {
  protected:
   vk::Runtime& rt_ = vk_runtime();
-  GlslTarget target_ = target_of(rt_.device.caps());
+  GlslTarget target_ = glsl_target_of(rt_.device.caps());
 
   // Renders, compiles and runs p on the device; the written buffers come back in place.
   void run_on_vulkan(const Program& p, std::vector<Bytes>& buffers,
@@ -53,7 +37,8 @@ class Kernels : public testing::Test {
     options.name = p.name;
     const std::vector<uint32_t> spirv = compile_glsl(render_glsl(p, target_), options);
     const ArgLayout layout = arg_layout(p, target_);
-    vk::Program kernel(rt_.device, p.name, spirv, layout.push_constant_bytes);
+    vk::Program kernel(rt_.device, p.name, spirv, layout.push_constant_bytes,
+                       layout.bound ? uint32_t(p.buffers.size()) : 0);
     std::vector<vk::Buffer> device;
     std::vector<uint64_t> addresses;
     for (const Bytes& b : buffers) {
@@ -65,7 +50,7 @@ class Kernels : public testing::Test {
     for (std::size_t k = 0; k < device.size(); ++k)
       uses.push_back({&device[k], p.buffers[k].written ? vk::Access::ReadWrite : vk::Access::Read});
     vk::Queue queue(rt_.device, rt_.allocator);
-    std::vector<std::byte> args = pack_args(p, addresses, vars);
+    std::vector<std::byte> args = pack_args(p, layout, addresses, vars);
     if (layout.spilled) args = pack_spill_address(queue.spill(args));
     const auto [x, y, z] = launch_dims(p, target_);
     queue.dispatch(kernel, vk::Groups{x, y, z}, args, uses);

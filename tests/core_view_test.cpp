@@ -2,6 +2,8 @@
 // dimensions, the printer, and the errors for invalid arguments.
 #include <gtest/gtest.h>
 
+#include "support/error_of.hpp"
+
 #include <unordered_set>
 
 #include <vkgrad/core/error.hpp>
@@ -16,16 +18,7 @@ View make(Shape shape, std::vector<int64_t> strides, int64_t offset, std::option
   return View::create(std::move(shape), std::move(strides), offset, std::move(mask));
 }
 
-// The message of the vkg::Error that f throws, or "" if it throws none.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using vkg::test::error_of;
 
 }  // namespace
 

@@ -3,6 +3,8 @@
 // and ops a device cannot do, which are a clear vkg::Error that leaves the library usable.
 #include <gtest/gtest.h>
 
+#include "support/error_of.hpp"
+
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -21,16 +23,7 @@ std::vector<T> cast_to(const Tensor& t) {
   return t.cast(dtype_of<T>()).template to_vector<T>();
 }
 
-// The message of the vkg::Error that f throws ("" if it throws none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using vkg::test::error_of;
 
 }  // namespace
 

@@ -2,23 +2,15 @@
 // Nothing here runs a kernel.
 #include <gtest/gtest.h>
 
+#include "support/error_of.hpp"
+
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 using namespace vkg;
 
 namespace {
-// The message of the vkg::Error that f throws (fails the test if it throws nothing).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a vkg::Error";
-  return "";
-}
+using vkg::test::error_of;
 
 int count_ops(const Tensor& t, Ops op) {
   int n = 0;

@@ -1,0 +1,30 @@
+// What the GLSL renderer may assume about a Vulkan device, read off its capabilities record.
+// The one place where vk/'s view of a device becomes codegen's: the VK device adapter and the
+// codegen tests that run on Vulkan both use it, so they render for the same target.
+#pragma once
+#include <algorithm>
+
+#include <vkgrad/codegen/glsl_target.hpp>
+#include <vkgrad/vk/capabilities.hpp>
+
+namespace vkg {
+
+inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
+  GlslTarget t;
+  t.float16 = caps.features.float16;
+  t.int8 = caps.features.int8;
+  t.int16 = caps.features.int16;
+  t.int64 = caps.features.int64;
+  t.float64 = caps.features.float64;
+  t.storage_8bit = caps.features.storage_buffer_8bit;
+  t.storage_16bit = caps.features.storage_buffer_16bit;
+  t.max_push_constants_size = caps.limits.max_push_constants_size;
+  t.max_workgroup_count = caps.limits.max_workgroup_count;
+  t.subgroup_size = caps.limits.subgroup_size;
+  t.max_bound_buffers =
+      std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
+  t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;
+  return t;
+}
+
+}  // namespace vkg
