@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include <vkgrad/core/int_math.hpp>  // floor_div, ceil_div
 #include <vkgrad/core/symbolic.hpp>
 
 namespace vkg::symbolic_detail {
@@ -20,8 +21,6 @@ bool is_intlike_scalar(DType d);  // an integer or bool
 bool has_bounds(DType d);
 
 bool fits(int64_t v, DType d);
-int64_t floor_div(int64_t a, int64_t b);  // b > 0
-int64_t ceil_div(int64_t a, int64_t b);   // b > 0
 
 // linear_form without the dtype check: `u` must be a signed integer scalar. After `max_sums`
 // ADD/SUB nodes the rest of a sum is read as one opaque term, which also bounds the reading of

@@ -24,15 +24,6 @@ bool fits(int64_t v, DType d) {
   return lo <= v && v <= hi;
 }
 
-int64_t floor_div(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-int64_t ceil_div(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && a > 0) ? q + 1 : q;
-}
-
 namespace {
 
 // The value `v` takes in dtype d (its bit pattern narrowed to d's width, sign-extended).

@@ -57,6 +57,10 @@ std::string bytes_string(VkDeviceSize b) {
 
 }  // namespace
 
+bool has_device_extension(VkPhysicalDevice physical, const char* name) {
+  return contains(extension_names(physical), name);
+}
+
 const char* device_type_name(VkPhysicalDeviceType type) {
   switch (type) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:

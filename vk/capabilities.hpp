@@ -91,6 +91,9 @@ struct Capabilities {
 
 Capabilities read_capabilities(VkPhysicalDevice physical);
 
+// Whether the physical device offers the device extension `name`.
+bool has_device_extension(VkPhysicalDevice physical, const char* name);
+
 // "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other".
 const char* device_type_name(VkPhysicalDeviceType type);
 

@@ -47,18 +47,6 @@ std::string device_list(std::span<const PhysicalDevice> devices) {
   return s.empty() ? "\n  (none)" : s;
 }
 
-bool has_extension(VkPhysicalDevice physical, const char* name) {
-  uint32_t n = 0;
-  check(vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr),
-        "vkEnumerateDeviceExtensionProperties");
-  std::vector<VkExtensionProperties> exts(n);
-  check(vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, exts.data()),
-        "vkEnumerateDeviceExtensionProperties");
-  for (const auto& e : exts)
-    if (std::string_view(e.extensionName) == name) return true;
-  return false;
-}
-
 }  // namespace
 
 std::vector<PhysicalDevice> list_physical_devices(const Instance& instance) {
@@ -125,7 +113,7 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
 
   std::vector<const char*> extensions;
   // MoltenVK requires this extension to be enabled whenever it is offered.
-  if (has_extension(physical_, "VK_KHR_portability_subset"))
+  if (has_device_extension(physical_, "VK_KHR_portability_subset"))
     extensions.push_back("VK_KHR_portability_subset");
   // Kernels whose buffers fit the descriptor limits bind them by push descriptor (queue.hpp).
   if (caps_.features.push_descriptor) extensions.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
