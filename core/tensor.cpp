@@ -11,6 +11,8 @@
 
 namespace vkg {
 
+bool Tensor::training = false;
+
 std::string default_device() {
   const char* env = std::getenv("DEVICE");
   return (env && *env) ? std::string(env) : std::string("VK");
@@ -62,9 +64,9 @@ std::vector<std::byte> bool_bytes(const std::vector<bool>& values) {
 
 Tensor::Tensor(std::span<const std::byte> bytes, size_t count, DType dtype, Shape shape, std::string device) {
   check_shape(shape, "Tensor");
-  if (prod(shape) != int64_t(count))
+  if (vkg::prod(shape) != int64_t(count))
     throw Error("Tensor: " + std::to_string(count) + " elements of data do not fill shape " + shape_str(shape) +
-                " (" + std::to_string(prod(shape)) + " elements)");
+                " (" + std::to_string(vkg::prod(shape)) + " elements)");
   if (bytes.size() != count * size_t(dtype.itemsize()))
     throw Error("Tensor: " + std::to_string(bytes.size()) + " bytes do not hold " + std::to_string(count) +
                 " elements of " + dtype.name());
@@ -89,7 +91,7 @@ Tensor::Tensor(Scalarish value) : Tensor(const_tensor(value, literal_dtype(value
 
 Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
   check_shape(shape, "empty");
-  auto buffer = std::make_shared<Buffer>(device.empty() ? default_device() : device, dtype, prod(shape));
+  auto buffer = std::make_shared<Buffer>(device.empty() ? default_device() : device, dtype, vkg::prod(shape));
   UOpPtr b = UOp::make(Ops::BUFFER, dtype, {device_node(buffer->device())}, std::shared_ptr<const ArgPayload>(buffer));
   return Tensor(b).reshape(std::move(shape));
 }

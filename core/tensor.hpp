@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <iosfwd>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <vkgrad/core/dtype.hpp>
@@ -24,6 +26,44 @@
 #include <vkgrad/core/uop.hpp>
 
 namespace vkg {
+
+// One entry of a slicing index: an integer (removes its dimension; negative counts from the end),
+// a Slice (start, stop and step as Python's, any may be negative), `ellipsis` (as many full
+// dimensions as needed) or `newaxis` (a new dimension of size 1).
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+};
+struct Ellipsis {};
+struct NewAxis {};
+inline constexpr Ellipsis ellipsis{};
+inline constexpr NewAxis newaxis{};
+using Index = std::variant<int64_t, Slice, Ellipsis, NewAxis>;
+
+// A 2-D size (height, width) that a single number also spells: `.stride = 2` or `.padding = {1, 2}`.
+struct Size2 {
+  int64_t h = 0, w = 0;
+  Size2(int64_t v) : h(v), w(v) {}
+  Size2(int64_t h_, int64_t w_) : h(h_), w(w_) {}
+};
+
+struct Conv2dOptions {
+  Size2 stride = 1, padding = 0, dilation = 1;
+  int64_t groups = 1;
+};
+struct ConvTranspose2dOptions {
+  Size2 stride = 1, padding = 0, output_padding = 0, dilation = 1;
+  int64_t groups = 1;
+};
+struct Pool2dOptions {
+  Size2 kernel = 2;
+  std::optional<Size2> stride;  // the kernel size when not given, as torch
+  Size2 padding = 0, dilation = 1;
+};
+
+enum class PadMode { Constant, Reflect };
+// How a loss folds its per-element values: their mean (the default), their sum, or none.
+enum class Reduction { Mean, Sum, None };
 
 class Tensor {
  public:
@@ -57,12 +97,42 @@ class Tensor {
   // [start, stop) in steps of `step`, int32 for integer arguments, the default float otherwise.
   static Tensor arange(Scalarish start, Scalarish stop, Scalarish step = 1, std::string device = "");
   static Tensor arange(Scalarish stop) { return arange(0, stop); }
+  // `steps` values evenly from start to stop, both included.
+  static Tensor linspace(Scalarish start, Scalarish stop, int64_t steps, DType dtype = dtypes::default_float,
+                         std::string device = "");
+  // An n x m identity matrix (m = n when m < 0).
+  static Tensor eye(int64_t n, int64_t m = -1, DType dtype = dtypes::default_float, std::string device = "");
+  static Tensor zeros_like(const Tensor& t);
+  static Tensor ones_like(const Tensor& t);
+  static Tensor full_like(const Tensor& t, Scalarish value);
+  static Tensor empty_like(const Tensor& t);
+
+  // ---- random (counter-based: the same seed gives the same values on every device) ----
+  // Sets the seed of the global generator; every random tensor after it is reproducible.
+  static void manual_seed(uint64_t seed);
+  // Uniform in [0, 1).
+  static Tensor rand(Shape shape, DType dtype = dtypes::default_float, std::string device = "");
+  // Standard normal.
+  static Tensor randn(Shape shape, DType dtype = dtypes::default_float, std::string device = "");
+  // Integers uniform in [low, high).
+  static Tensor randint(int64_t low, int64_t high, Shape shape, DType dtype = dtypes::int32, std::string device = "");
+  static Tensor uniform(Shape shape, double low = 0.0, double high = 1.0, DType dtype = dtypes::default_float,
+                        std::string device = "");
+  static Tensor normal(Shape shape, double mean = 0.0, double std = 1.0, DType dtype = dtypes::default_float,
+                       std::string device = "");
+  static Tensor rand_like(const Tensor& t);
+  static Tensor randn_like(const Tensor& t);
+  // Initializers for a weight of `shape` = (fan_out, fan_in, *receptive field), as torch.nn.init:
+  // kaiming (He) with leaky-relu slope `a`, glorot (Xavier) uniform.
+  static Tensor kaiming_uniform(Shape shape, double a = 0.0, std::string device = "");
+  static Tensor kaiming_normal(Shape shape, double a = 0.0, std::string device = "");
+  static Tensor glorot_uniform(Shape shape, std::string device = "");
 
   // ---- what it is ----
   const Shape& shape() const;
   DType dtype() const { return node_->dtype; }
   int ndim() const { return int(shape().size()); }
-  int64_t numel() const { return prod(shape()); }
+  int64_t numel() const { return vkg::prod(shape()); }
   const std::string& device() const;
   const UOpPtr& node() const { return node_; }
 
@@ -77,6 +147,28 @@ class Tensor {
   Tensor log() const;
   Tensor relu() const;
   Tensor abs() const;
+  Tensor rsqrt() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor sign() const;
+  Tensor square() const;
+  Tensor trunc() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;  // half to even, as torch
+  Tensor leaky_relu(double negative_slope = 0.01) const;
+  Tensor elu(double alpha = 1.0) const;
+  Tensor gelu() const;  // tanh approximation, as tinygrad
+  Tensor silu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor softplus(double beta = 1.0) const;
+  Tensor hardswish() const;
+  Tensor clip(Scalarish min, Scalarish max) const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor logical_not() const;
 
   Tensor add(const Tensor& b) const;
   Tensor sub(const Tensor& b) const;
@@ -84,16 +176,42 @@ class Tensor {
   Tensor div(const Tensor& b) const;       // true division: integers divide as floats
   Tensor idiv(const Tensor& b) const;      // integer division, truncating toward zero (C)
   Tensor mod(const Tensor& b) const;       // remainder with the dividend's sign (C)
+  Tensor floordiv(const Tensor& b) const;  // floor(a / b): floats and integers (rounds down, as Python)
+  Tensor pow(const Tensor& b) const;
+  Tensor pow(Scalarish b) const;
   Tensor maximum(const Tensor& b) const;
+  Tensor maximum(Scalarish b) const;
   Tensor minimum(const Tensor& b) const;
+  Tensor minimum(Scalarish b) const;
+  // Logical ops on bool tensors, bitwise ones on integer tensors (the same ops).
+  Tensor bitwise_and(const Tensor& b) const;
+  Tensor bitwise_or(const Tensor& b) const;
+  Tensor bitwise_xor(const Tensor& b) const;
+  Tensor bitwise_not() const;
+  Tensor logical_and(const Tensor& b) const;
+  Tensor logical_or(const Tensor& b) const;
+  Tensor logical_xor(const Tensor& b) const;
+  Tensor lshift(int64_t bits) const;
+  Tensor rshift(int64_t bits) const;
   Tensor lt(const Tensor& b) const;
   Tensor gt(const Tensor& b) const;
   Tensor le(const Tensor& b) const;
   Tensor ge(const Tensor& b) const;
   Tensor eq(const Tensor& b) const;
   Tensor ne(const Tensor& b) const;
+  Tensor lt(Scalarish b) const;
+  Tensor gt(Scalarish b) const;
+  Tensor le(Scalarish b) const;
+  Tensor ge(Scalarish b) const;
+  Tensor eq(Scalarish b) const;
+  Tensor ne(Scalarish b) const;
   // cond ? a : b, broadcasting all three; cond is cast to bool.
   Tensor where(const Tensor& a, const Tensor& b) const;
+  Tensor where(const Tensor& a, Scalarish b) const;
+  Tensor where(Scalarish a, const Tensor& b) const;
+  Tensor where(Scalarish a, Scalarish b) const;
+  // A 0-d tensor holding v, in the dtype this tensor and a C++ literal v combine to.
+  Tensor scalar_like(Scalarish v) const;
   Tensor cast(DType dtype) const;
   // The same bits read as another dtype of the same size.
   Tensor bitcast(DType dtype) const;
@@ -106,6 +224,21 @@ class Tensor {
   Tensor mean(Axes axes = {}, bool keepdim = false) const;
   // Variance with Bessel's correction by default (correction = 1), as torch and tinygrad.
   Tensor var(Axes axes = {}, bool keepdim = false, int64_t correction = 1) const;
+  Tensor std(Axes axes = {}, bool keepdim = false, int64_t correction = 1) const;
+  Tensor min(Axes axes = {}, bool keepdim = false) const;
+  Tensor prod(Axes axes = {}, bool keepdim = false) const;
+  Tensor any(Axes axes = {}, bool keepdim = false) const;  // bool
+  Tensor all(Axes axes = {}, bool keepdim = false) const;  // bool
+  // The index of the first largest (smallest) element along `axis` (over the flattened tensor when
+  // none), int32.
+  Tensor argmax(std::optional<int64_t> axis = {}, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> axis = {}, bool keepdim = false) const;
+  Tensor softmax(int64_t axis = -1) const;
+  Tensor log_softmax(int64_t axis = -1) const;
+  Tensor logsumexp(Axes axes = {}, bool keepdim = false) const;
+  Tensor cumsum(int64_t axis = 0) const;
+  // Inner product over the last axis of this and the second-to-last of b (the last for a 1-D b);
+  // leading (batch) axes broadcast, as numpy's matmul.
   Tensor dot(const Tensor& b) const;
   Tensor matmul(const Tensor& b) const;
 
@@ -117,6 +250,63 @@ class Tensor {
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> begin_end) const;
   Tensor flip(std::vector<int64_t> axes) const;
   Tensor transpose(int64_t a = -2, int64_t b = -1) const;
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> before_after, PadMode mode, Scalarish value = 0) const;
+  Tensor squeeze(std::optional<int64_t> axis = {}) const;  // all size-1 dimensions when none
+  Tensor unsqueeze(int64_t axis) const;
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;
+  Tensor unflatten(int64_t axis, Shape sizes) const;
+  // Tiles the tensor `repeats[i]` times along dimension i (torch's repeat).
+  Tensor repeat(std::vector<int64_t> repeats) const;
+  static Tensor cat(std::span<const Tensor> tensors, int64_t axis = 0);
+  static Tensor stack(std::span<const Tensor> tensors, int64_t axis = 0);
+  // Pieces of `size` along axis (the last may be smaller), or of the given sizes.
+  std::vector<Tensor> split(int64_t size, int64_t axis = 0) const;
+  std::vector<Tensor> split(std::vector<int64_t> sizes, int64_t axis = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t axis = 0) const;
+  // Basic indexing: t[{0, Slice{1, std::nullopt, 2}, ellipsis}], t[{newaxis}], t[-1].
+  Tensor operator[](std::vector<Index> index) const;
+  Tensor operator[](int64_t index) const;
+  // out[i][j][k] = this[index[i][j][k]][j][k] for axis 0 (torch.gather); index is an integer tensor.
+  Tensor gather(int64_t axis, const Tensor& index) const;
+  // Integer class indices to one-hot rows of num_classes (a new last axis), in dtype.
+  Tensor one_hot(int64_t num_classes, DType dtype = dtypes::default_float) const;
+
+  // ---- nn functional (NCHW layouts, weights as torch's) ----
+  // x @ weight^T + bias; weight is (out, in).
+  Tensor linear(const Tensor& weight, const std::optional<Tensor>& bias = {}) const;
+  // x (N, Cin, H, W) with weight (Cout, Cin/groups, KH, KW).
+  Tensor conv2d(const Tensor& weight, const std::optional<Tensor>& bias = {}, Conv2dOptions options = {}) const;
+  // x (N, Cin, H, W) with weight (Cin, Cout/groups, KH, KW).
+  Tensor conv_transpose2d(const Tensor& weight, const std::optional<Tensor>& bias = {},
+                          ConvTranspose2dOptions options = {}) const;
+  Tensor max_pool2d(Pool2dOptions options = {}) const;
+  Tensor avg_pool2d(Pool2dOptions options = {}) const;  // padding counts as zeros, as torch's default
+  // Normalizes over the last `axes.size()` ... the given axes (default: the last), no affine part.
+  Tensor layernorm(Axes axes = {-1}, double eps = 1e-5) const;
+  // (x - mean) * invstd * weight + bias along `axis` (the channel axis), each of shape (C,).
+  Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
+                   const Tensor& invstd, int64_t axis = 1) const;
+  // Zeroes elements with probability p and scales the rest by 1/(1-p), only while training
+  // (Tensor::training); the identity otherwise.
+  Tensor dropout(double p = 0.5) const;
+  // Rows of `weight` (V, D) picked by this integer tensor of indices: shape (*this.shape, D).
+  Tensor embedding(const Tensor& weight) const;
+
+  // ---- losses: this holds predictions (logits where said), target the truth ----
+  // Class indices (integer, shape N or N,...) or class probabilities (the logits' shape).
+  Tensor cross_entropy(const Tensor& target, Reduction reduction = Reduction::Mean,
+                       double label_smoothing = 0.0) const;
+  // Integer class indices; targets equal to ignore_index count for nothing.
+  Tensor sparse_categorical_crossentropy(const Tensor& target, int64_t ignore_index = -1,
+                                         double label_smoothing = 0.0,
+                                         Reduction reduction = Reduction::Mean) const;
+  Tensor binary_crossentropy(const Tensor& target, Reduction reduction = Reduction::Mean) const;
+  Tensor binary_crossentropy_logits(const Tensor& target, Reduction reduction = Reduction::Mean) const;
+  Tensor mse_loss(const Tensor& target, Reduction reduction = Reduction::Mean) const;
+  Tensor l1_loss(const Tensor& target, Reduction reduction = Reduction::Mean) const;
+
+  // Whether dropout (and layers such as BatchNorm) behave as in training; off by default.
+  static bool training;
 
   // A tensor that is materialized in its own buffer when realized (a fusion boundary).
   Tensor contiguous() const;
@@ -177,6 +367,18 @@ Tensor operator+(Scalarish a, const Tensor& b);
 Tensor operator-(Scalarish a, const Tensor& b);
 Tensor operator*(Scalarish a, const Tensor& b);
 Tensor operator/(Scalarish a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, Scalarish b);
+Tensor operator>(const Tensor& a, Scalarish b);
+Tensor operator<=(const Tensor& a, Scalarish b);
+Tensor operator>=(const Tensor& a, Scalarish b);
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+Tensor operator~(const Tensor& a);
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 

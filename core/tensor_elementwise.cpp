@@ -9,12 +9,8 @@ namespace vkg {
 
 namespace {
 
-Tensor scalar_like(const Tensor& t, Scalarish v) {
-  return Tensor::full({}, v, promote_with_scalar(t.dtype(), v.kind()), t.device());
-}
+Tensor scalar_like(const Tensor& t, Scalarish v) { return t.scalar_like(v); }
 
-// not b, for a bool tensor: b != true.
-Tensor logical_not(const Tensor& b) { return b.ne(scalar_like(b, true)); }
 
 void check_same_device(const Tensor& a, const Tensor& b, std::string_view op) {
   if (a.device() != b.device())
@@ -22,6 +18,13 @@ void check_same_device(const Tensor& a, const Tensor& b, std::string_view op) {
 }
 
 }  // namespace
+
+Tensor Tensor::scalar_like(Scalarish v) const {
+  return Tensor::full({}, v, promote_with_scalar(dtype(), v.kind()), device());
+}
+
+// not b, for a bool tensor: b != true (other dtypes are cast to bool first).
+Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor::full({}, true, dtypes::bool_, device())); }
 
 Tensor Tensor::broadcast_to(const Shape& target) const {
   if (shape() == target) return *this;
@@ -64,8 +67,8 @@ Tensor Tensor::exp() const {
   return (x * (1.0 / std::numbers::ln2)).exp2();
 }
 Tensor Tensor::log() const { return log2() * std::numbers::ln2; }
-Tensor Tensor::relu() const { return gt(scalar_like(*this, 0)).where(*this, scalar_like(*this, 0)); }
-Tensor Tensor::abs() const { return lt(scalar_like(*this, 0)).where(-*this, *this); }
+Tensor Tensor::relu() const { return gt(scalar_like(0)).where(*this, scalar_like(0)); }
+Tensor Tensor::abs() const { return lt(scalar_like(0)).where(-*this, *this); }
 
 Tensor Tensor::add(const Tensor& b) const { return binary(Ops::ADD, b, "add"); }
 Tensor Tensor::sub(const Tensor& b) const {
@@ -80,9 +83,9 @@ Tensor Tensor::minimum(const Tensor& b) const { return lt(b).where(*this, b); }
 Tensor Tensor::lt(const Tensor& b) const { return binary(Ops::CMPLT, b, "lt"); }
 Tensor Tensor::gt(const Tensor& b) const { return b.lt(*this); }
 Tensor Tensor::ne(const Tensor& b) const { return binary(Ops::CMPNE, b, "ne"); }
-Tensor Tensor::le(const Tensor& b) const { return logical_not(gt(b)); }
-Tensor Tensor::ge(const Tensor& b) const { return logical_not(lt(b)); }
-Tensor Tensor::eq(const Tensor& b) const { return logical_not(ne(b)); }
+Tensor Tensor::le(const Tensor& b) const { return gt(b).logical_not(); }
+Tensor Tensor::ge(const Tensor& b) const { return lt(b).logical_not(); }
+Tensor Tensor::eq(const Tensor& b) const { return ne(b).logical_not(); }
 
 Tensor Tensor::div(const Tensor& b) const {
   const bool floats = promote(dtype(), b.dtype()).is_float();

@@ -32,13 +32,13 @@ Tensor Tensor::reshape(Shape target) const {
     int64_t known = 1;
     for (int64_t d : target)
       if (d != -1) known *= d;
-    if (known == 0 || prod(in) % known != 0)
-      fail("reshape", in, "cannot infer the -1 in " + shape_str(target) + " for " + std::to_string(prod(in)) + " elements");
-    *std::find(target.begin(), target.end(), -1) = prod(in) / known;
+    if (known == 0 || vkg::prod(in) % known != 0)
+      fail("reshape", in, "cannot infer the -1 in " + shape_str(target) + " for " + std::to_string(vkg::prod(in)) + " elements");
+    *std::find(target.begin(), target.end(), -1) = vkg::prod(in) / known;
   }
-  if (prod(target) != prod(in))
-    fail("reshape", in, "cannot reshape " + std::to_string(prod(in)) + " elements to " + shape_str(target) + " (" +
-                            std::to_string(prod(target)) + " elements)");
+  if (vkg::prod(target) != vkg::prod(in))
+    fail("reshape", in, "cannot reshape " + std::to_string(vkg::prod(in)) + " elements to " + shape_str(target) + " (" +
+                            std::to_string(vkg::prod(target)) + " elements)");
   if (target == in) return *this;
   return movement(Ops::RESHAPE, std::move(target));
 }
