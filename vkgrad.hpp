@@ -7,3 +7,8 @@
 #include <vkgrad/core/shape.hpp>
 #include <vkgrad/core/tensor.hpp>
 #include <vkgrad/core/uop.hpp>
+#include <vkgrad/nn/datasets.hpp>
+#include <vkgrad/nn/layers.hpp>
+#include <vkgrad/nn/module.hpp>
+#include <vkgrad/nn/optim.hpp>
+#include <vkgrad/nn/safetensors.hpp>

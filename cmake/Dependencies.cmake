@@ -2,6 +2,9 @@
 find_package(Threads REQUIRED)
 find_package(Vulkan 1.3 REQUIRED)
 find_package(fmt REQUIRED)
+# nn/: zlib gunzips datasets; nlohmann-json reads and writes safetensors headers.
+find_package(ZLIB REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
 
 # shaderc: Debian's libshaderc_combined.a still leaves glslang and SPIRV-Tools symbols undefined,
 # and mixing libshaderc.so with static glslang crashed. Linking the combined archive together with

@@ -2,12 +2,14 @@
 // kernels on their devices, and points the tensors at the buffers that now hold them. Also the
 // device registry and the DEBUG=1/2 output.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <map>
 #include <mutex>
 
 #include <vkgrad/core/context.hpp>
+#include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -63,6 +65,10 @@ void print_stats(const std::string& device, const std::vector<RunStat>& stats) {
 }
 
 std::mutex engine_mu;  // one realize at a time: allocation state lives in shared Buffers
+// Atomic: uploads also happen outside realize (reading a tensor's bytes allocates it).
+struct {
+  std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0};
+} counters;
 
 }  // namespace
 
@@ -97,6 +103,7 @@ Allocation& ensure_allocated(const Buffer& buffer) {
     buffer.allocation = dev.allocate(buffer);
     if (buffer.initial_data) {
       dev.copy_in(*buffer.allocation, *buffer.initial_data);
+      ++counters.uploads;
       print_stats(dev.name(), {RunStat{"copy " + std::to_string(buffer.nbytes()) + ", " + dev.name() + " <- HOST", 1,
                                        int64_t(buffer.nbytes()), 0, 0}});
     }
@@ -104,11 +111,16 @@ Allocation& ensure_allocated(const Buffer& buffer) {
   return *buffer.allocation;
 }
 
+GlobalCounters global_counters() {
+  return GlobalCounters{counters.schedules.load(), counters.kernels.load(), counters.uploads.load()};
+}
+
 void realize(std::span<Tensor* const> tensors) {
   std::lock_guard lock(engine_mu);
   std::vector<UOpPtr> nodes;
   for (Tensor* t : tensors) nodes.push_back(t->node());
   const Schedule sched = create_schedule(nodes);
+  ++counters.schedules;
   for (const auto& b : sched.uploads) ensure_allocated(*b);
   std::vector<Device*> used;
   try {
@@ -124,6 +136,7 @@ void realize(std::span<Tensor* const> tensors) {
       if (item.buffers[0]->count() == 0) continue;  // nothing to compute into
       Device& dev = device(dev_name);
       dev.run(item, memory);
+      ++counters.kernels;
       if (std::find(used.begin(), used.end(), &dev) == used.end()) used.push_back(&dev);
     }
   } catch (...) {

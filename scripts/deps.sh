@@ -11,7 +11,9 @@ VKG_PACKAGES=(
   libfmt-dev                                # string formatting
   libgtest-dev                              # the test suites
   libbenchmark-dev                          # bench/
-  zlib1g-dev                                # gunzipping datasets
+  zlib1g-dev                                # gunzipping datasets (nn/datasets)
+  nlohmann-json3-dev                        # safetensors headers (nn/safetensors)
+  dataset-fashion-mnist                     # the demo trains on it; a test reads it
 )
 
 vkg_ensure_packages() {

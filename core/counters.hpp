@@ -1,0 +1,16 @@
+// Running totals of what the realize engine has done, as tinygrad's GlobalCounters: read them
+// before and after a step to see how many kernels it ran.
+#pragma once
+#include <cstdint>
+
+namespace vkg {
+
+struct GlobalCounters {
+  int64_t schedules = 0;  // calls of realize that ran a schedule
+  int64_t kernels = 0;    // kernels run
+  int64_t uploads = 0;    // host buffers copied to a device
+};
+
+GlobalCounters global_counters();
+
+}  // namespace vkg

@@ -1,0 +1,169 @@
+#include <vkgrad/nn/optim.hpp>
+
+#include <cmath>
+#include <numbers>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/nn/module.hpp>
+
+namespace vkg::nn {
+
+namespace {
+
+void check_params(const std::vector<Tensor>& params, std::string_view who) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].dtype().is_float())
+      throw Error(std::string(who) + ": parameter " + std::to_string(i) + " " + shape_str(params[i].shape()) + " is " +
+                  params[i].dtype().name() + ", not a float tensor");
+    if (!params[i].requires_grad())
+      throw Error(std::string(who) + ": parameter " + std::to_string(i) + " " + shape_str(params[i].shape()) +
+                  " does not require grad");
+  }
+}
+
+void check_range(double v, double lo, double hi, std::string_view who, std::string_view what) {
+  if (!(v >= lo && v <= hi))
+    throw Error(std::string(who) + ": " + std::string(what) + " must be in [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + "], got " + std::to_string(v));
+}
+
+Tensor zeros_state(const Tensor& p) { return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); }
+
+std::string device_of(const std::vector<Tensor>& params) {
+  return params.empty() ? default_device() : params[0].device();
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr)
+    : params_(std::move(params)),
+      device_(device_of(params_)),
+      lr_(lr),
+      lr_tensor_(std::vector<float>{float(lr)}, Shape{}, device_) {
+  check_params(params_, "Optimizer");
+  check_range(lr, 0.0, INFINITY, "Optimizer", "lr");
+}
+
+Tensor Optimizer::scalar(double v) const { return Tensor(std::vector<float>{float(v)}, Shape{}, device_); }
+
+void Optimizer::set_lr(double lr) {
+  check_range(lr, 0.0, INFINITY, "set_lr", "lr");
+  lr_ = lr;
+  lr_tensor_ = scalar(lr);
+}
+
+void Optimizer::zero_grad() {
+  for (Tensor& p : params_) p.set_grad(std::nullopt);
+}
+
+void Optimizer::step(std::vector<Tensor> also_realize) {
+  ++steps_;
+  begin_step();
+  std::vector<Tensor> out = std::move(also_realize);
+  {
+    NoGrad no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const std::optional<Tensor> g = params_[i].grad();
+      if (!g) continue;
+      Tensor next = update(i, g->detach(), out).cast(params_[i].dtype());
+      params_[i].assign(next);
+      out.push_back(params_[i]);
+    }
+  }
+  realize_all(std::move(out));
+}
+
+SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool nesterov, double dampening)
+    : Optimizer(std::move(params), lr),
+      momentum_(momentum),
+      weight_decay_(weight_decay),
+      dampening_(dampening),
+      nesterov_(nesterov),
+      velocity_(this->params().size()) {
+  check_range(momentum, 0.0, INFINITY, "SGD", "momentum");
+  check_range(weight_decay, 0.0, INFINITY, "SGD", "weight_decay");
+  if (nesterov && (momentum <= 0 || dampening != 0))
+    throw Error("SGD: nesterov momentum needs momentum > 0 and dampening 0");
+}
+
+Tensor SGD::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {
+  const Tensor& p = params()[i];
+  Tensor g = weight_decay_ != 0 ? grad + p * weight_decay_ : grad;
+  if (momentum_ != 0) {
+    if (!velocity_[i]) {
+      velocity_[i] = g;  // torch starts the buffer at the first gradient
+    } else {
+      velocity_[i] = *velocity_[i] * momentum_ + g * (1.0 - dampening_);
+    }
+    velocity_[i] = velocity_[i]->contiguous();
+    states.push_back(*velocity_[i]);
+    g = nesterov_ ? g + *velocity_[i] * momentum_ : *velocity_[i];
+  }
+  return p - lr_tensor() * g;
+}
+
+Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, double eps, double weight_decay,
+           bool decoupled)
+    : Optimizer(std::move(params), lr),
+      beta1_(beta1),
+      beta2_(beta2),
+      eps_(eps),
+      weight_decay_(weight_decay),
+      decoupled_(decoupled) {
+  const char* who = decoupled ? "AdamW" : "Adam";
+  check_range(beta1, 0.0, 1.0 - 1e-12, who, "beta1");
+  check_range(beta2, 0.0, 1.0 - 1e-12, who, "beta2");
+  check_range(eps, 0.0, INFINITY, who, "eps");
+  check_range(weight_decay, 0.0, INFINITY, who, "weight_decay");
+  for (const Tensor& p : this->params()) {
+    m_.push_back(zeros_state(p));
+    v_.push_back(zeros_state(p));
+  }
+}
+
+void Adam::begin_step() {
+  const double t = double(steps_taken());
+  step_size_ = scalar(lr() / (1.0 - std::pow(beta1_, t)));
+  bias_correction2_sqrt_ = scalar(std::sqrt(1.0 - std::pow(beta2_, t)));
+}
+
+Tensor Adam::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {
+  const Tensor& p = params()[i];
+  Tensor g = grad;
+  Tensor base = p;
+  if (weight_decay_ != 0) {
+    if (decoupled_)
+      base = p - lr_tensor() * p * weight_decay_;
+    else
+      g = g + p * weight_decay_;
+  }
+  m_[i].assign(m_[i] * beta1_ + g * (1.0 - beta1_));
+  v_[i].assign(v_[i] * beta2_ + g * g * (1.0 - beta2_));
+  states.push_back(m_[i]);
+  states.push_back(v_[i]);
+  // torch's form: p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
+  return base - *step_size_ * m_[i] / (v_[i].sqrt() / *bias_correction2_sqrt_ + eps_);
+}
+
+StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma)
+    : opt_(opt), step_size_(step_size), gamma_(gamma), base_(opt.lr()) {
+  if (step_size <= 0) throw Error("StepLR: step_size must be positive, got " + std::to_string(step_size));
+}
+
+void StepLR::step() {
+  ++steps_;
+  opt_.set_lr(base_ * std::pow(gamma_, double(steps_ / step_size_)));
+}
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min)
+    : opt_(opt), t_max_(t_max), eta_min_(eta_min), base_(opt.lr()) {
+  if (t_max <= 0) throw Error("CosineAnnealingLR: t_max must be positive, got " + std::to_string(t_max));
+}
+
+void CosineAnnealingLR::step() {
+  ++steps_;
+  const double t = double(std::min(steps_, t_max_));
+  opt_.set_lr(eta_min_ + (base_ - eta_min_) * (1.0 + std::cos(std::numbers::pi * t / double(t_max_))) / 2.0);
+}
+
+}  // namespace vkg::nn

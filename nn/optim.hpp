@@ -1,0 +1,121 @@
+// Optimizers as torch.optim has them (same hyper-parameters and update rules).
+//
+//   nn::Adam opt(model.parameters(), 1e-3);
+//   opt.zero_grad();
+//   loss.backward();
+//   opt.step({loss});   // one schedule: forward, backward, the update, and the loss
+//
+// step() builds each parameter's new value lazily, assigns it, and realizes every parameter and
+// optimizer state (and the extra tensors given) in one schedule. The learning rate and the
+// per-step factors are tensors uploaded each step, not constants in the kernels, so a schedule
+// of learning rates does not compile new kernels.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg::nn {
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<Tensor> params, double lr);
+  virtual ~Optimizer() = default;
+  // Clears the gradient of every parameter.
+  void zero_grad();
+  // Updates the parameters from their gradients (parameters without one are left alone), and
+  // computes `also_realize` in the same schedule.
+  void step(std::vector<Tensor> also_realize = {});
+  double lr() const { return lr_; }
+  void set_lr(double lr);
+  const std::vector<Tensor>& params() const { return params_; }
+  int64_t steps_taken() const { return steps_; }
+
+ protected:
+  // The new value of params_[i] given its gradient (lazy), assigning the optimizer's own states as
+  // needed; the states to realize go into `states`.
+  virtual Tensor update(size_t i, const Tensor& grad, std::vector<Tensor>& states) = 0;
+  // Called once per step before the updates, with steps_ already counted.
+  virtual void begin_step() {}
+  // A 0-d float tensor holding v on the parameters' device.
+  Tensor scalar(double v) const;
+  // The learning rate as such a tensor.
+  const Tensor& lr_tensor() const { return lr_tensor_; }
+
+ private:
+  std::vector<Tensor> params_;
+  std::string device_;
+  double lr_;
+  Tensor lr_tensor_;
+  int64_t steps_ = 0;
+};
+
+// Stochastic gradient descent with momentum (torch's form: v = momentum * v + (1 - dampening) * g,
+// nesterov uses g + momentum * v) and L2 weight decay.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, double lr, double momentum = 0.0, double weight_decay = 0.0, bool nesterov = false,
+      double dampening = 0.0);
+
+ protected:
+  Tensor update(size_t i, const Tensor& grad, std::vector<Tensor>& states) override;
+
+ private:
+  double momentum_, weight_decay_, dampening_;
+  bool nesterov_;
+  std::vector<std::optional<Tensor>> velocity_;
+};
+
+// Adam (L2 weight decay added to the gradient) and, with decoupled = true, AdamW (the weights
+// shrink by lr * weight_decay directly).
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8,
+       double weight_decay = 0.0, bool decoupled = false);
+
+ protected:
+  Tensor update(size_t i, const Tensor& grad, std::vector<Tensor>& states) override;
+  void begin_step() override;
+
+ private:
+  double beta1_, beta2_, eps_, weight_decay_;
+  bool decoupled_;
+  std::vector<Tensor> m_, v_;
+  std::optional<Tensor> step_size_, bias_correction2_sqrt_;  // lr / (1 - beta1^t), sqrt(1 - beta2^t)
+};
+
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8,
+        double weight_decay = 1e-2)
+      : Adam(std::move(params), lr, beta1, beta2, eps, weight_decay, true) {}
+};
+
+// Learning-rate schedules: call step() once per epoch (or per iteration, as you count).
+// StepLR: lr = base * gamma^(floor(steps / step_size)).
+class StepLR {
+ public:
+  StepLR(Optimizer& opt, int64_t step_size, double gamma = 0.1);
+  void step();
+  double lr() const { return opt_.lr(); }
+
+ private:
+  Optimizer& opt_;
+  int64_t step_size_, steps_ = 0;
+  double gamma_, base_;
+};
+
+// CosineAnnealingLR: lr = eta_min + (base - eta_min) * (1 + cos(pi * steps / t_max)) / 2.
+class CosineAnnealingLR {
+ public:
+  CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0.0);
+  void step();
+  double lr() const { return opt_.lr(); }
+
+ private:
+  Optimizer& opt_;
+  int64_t t_max_, steps_ = 0;
+  double eta_min_, base_;
+};
+
+}  // namespace vkg::nn

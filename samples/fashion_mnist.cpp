@@ -1,0 +1,206 @@
+// Trains a small convolutional network on Fashion-MNIST through Vulkan: the main job of vkgrad's
+// demo. The network is tinygrad's beautiful MNIST example made smaller for a 2-core CPU device
+// (two conv blocks with batchnorm and max pooling, then a linear layer); every step is one lazy
+// graph (forward, backward and the Adam update) realized as one schedule of fused kernels.
+//
+//   fashion_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S] [--quick]
+//                 [--eval-every N] [--save model.safetensors] [--time-limit SECONDS]
+//
+// Data: Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist), or --data.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <unistd.h>
+
+#include <vkgrad/vkgrad.hpp>
+
+using namespace vkg;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  int64_t steps = 1500;
+  int64_t batch = 128;
+  double lr = 3e-3;
+  std::string data = nn::kFashionMnistDir;
+  uint64_t seed = 42;
+  int64_t eval_every = 0;   // evaluate on the test set every N steps (0: only at the end)
+  int64_t test_limit = 0;   // evaluate on the first N test images only (0: all 10000)
+  double time_limit = 0;    // stop training after this many seconds (0: no limit)
+  std::string save;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "%s\nusage: fashion_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S] [--quick]\n"
+               "                     [--eval-every N] [--test-limit N] [--time-limit SECONDS] [--save FILE]\n",
+               why);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+      return argv[++i];
+    };
+    try {
+      if (a == "--steps") o.steps = std::stoll(value());
+      else if (a == "--batch") o.batch = std::stoll(value());
+      else if (a == "--lr") o.lr = std::stod(value());
+      else if (a == "--data") o.data = value();
+      else if (a == "--seed") o.seed = std::stoull(value());
+      else if (a == "--eval-every") o.eval_every = std::stoll(value());
+      else if (a == "--test-limit") o.test_limit = std::stoll(value());
+      else if (a == "--time-limit") o.time_limit = std::stod(value());
+      else if (a == "--save") o.save = value();
+      else if (a == "--quick") o.steps = 30, o.batch = 32, o.test_limit = 1000;  // CI: a minute, no accuracy goal
+      else if (a == "--help" || a == "-h") usage("Trains a CNN on Fashion-MNIST.");
+      else usage(("unknown option " + a).c_str());
+    } catch (const std::logic_error&) {
+      usage(("bad value for " + a).c_str());
+    }
+  }
+  if (o.steps < 0 || o.batch <= 0 || o.lr <= 0) usage("steps must be >= 0, batch and lr > 0");
+  return o;
+}
+
+// conv 5x5 -> relu -> batchnorm -> max pool, twice, then a linear layer: 28x28 -> 14x14 -> 7x7.
+struct Net : nn::Module {
+  nn::Conv2d conv1{1, 16, 5, {.padding = 2}};
+  nn::BatchNorm2d bn1{16};
+  nn::Conv2d conv2{16, 32, 5, {.padding = 2}};
+  nn::BatchNorm2d bn2{32};
+  nn::Linear fc{32 * 7 * 7, 10};
+
+  Tensor operator()(const Tensor& x) const {
+    Tensor h = bn1(conv1(x).relu()).max_pool2d();
+    h = bn2(conv2(h).relu()).max_pool2d();
+    return fc(h.flatten(1));
+  }
+  nn::StateDict state_dict() const override {
+    return nn::named({{"conv1", &conv1}, {"bn1", &bn1}, {"conv2", &conv2}, {"bn2", &bn2}, {"fc", &fc}});
+  }
+  std::vector<Tensor> running_stats() const {
+    return {bn1.running_mean, bn1.running_var, bn2.running_mean, bn2.running_var};
+  }
+};
+
+// Images `idx` of `images` as (n, 1, 28, 28) floats in [0, 1), centered on the data's mean.
+Tensor image_batch(const nn::IdxArray& images, const std::vector<int64_t>& idx) {
+  const int64_t pixels = images.shape[1] * images.shape[2];
+  std::vector<float> out(idx.size() * size_t(pixels));
+  for (size_t i = 0; i < idx.size(); ++i) {
+    const uint8_t* src = images.data.data() + idx[i] * pixels;
+    for (int64_t p = 0; p < pixels; ++p) out[i * size_t(pixels) + size_t(p)] = (float(src[p]) / 255.0f - 0.286f) / 0.353f;
+  }
+  return Tensor(out, {int64_t(idx.size()), 1, images.shape[1], images.shape[2]});
+}
+
+Tensor label_batch(const nn::IdxArray& labels, const std::vector<int64_t>& idx) {
+  std::vector<int32_t> out(idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) out[i] = labels.data[size_t(idx[i])];
+  return Tensor(out, {int64_t(idx.size())});
+}
+
+double evaluate(const Net& net, const nn::ImageDataset& d, int64_t limit) {
+  const bool was_training = Tensor::training;
+  Tensor::training = false;
+  NoGrad no_grad;
+  const int64_t n = limit > 0 ? std::min<int64_t>(limit, d.test_images.shape[0]) : d.test_images.shape[0];
+  int64_t correct = 0;
+  for (int64_t start = 0; start < n; start += 1000) {
+    std::vector<int64_t> idx;
+    for (int64_t i = start; i < std::min(n, start + 1000); ++i) idx.push_back(i);
+    Tensor pred = net(image_batch(d.test_images, idx)).argmax(1);
+    correct += pred.eq(label_batch(d.test_labels, idx)).cast(dtypes::int32).sum().item<int32_t>();
+  }
+  Tensor::training = was_training;
+  return double(correct) / double(n);
+}
+
+void progress(int64_t step, int64_t steps, float loss, double steps_per_s, bool tty) {
+  const int width = 30;
+  const int filled = steps ? int(width * step / steps) : width;
+  std::string bar(size_t(filled), '#');
+  bar.resize(width, '.');
+  std::printf("%s[%s] step %lld/%lld  loss %.4f  %.2f steps/s%s", tty ? "\r" : "", bar.c_str(), (long long)step,
+              (long long)steps, loss, steps_per_s, tty ? "" : "\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  try {
+    const auto t0 = Clock::now();
+    const nn::ImageDataset data = nn::fashion_mnist(opt.data);
+    std::printf("Fashion-MNIST: %lld training and %lld test images from %s\n", (long long)data.train_images.shape[0],
+                (long long)data.test_images.shape[0], opt.data.c_str());
+
+    Tensor::manual_seed(opt.seed);
+    Net net;
+    nn::Adam adam(net.parameters(), opt.lr);
+    nn::CosineAnnealingLR schedule(adam, std::max<int64_t>(opt.steps, 1), opt.lr * 0.05);
+    std::mt19937_64 rng(opt.seed);
+    std::uniform_int_distribution<int64_t> pick(0, data.train_images.shape[0] - 1);
+
+    const bool tty = isatty(STDOUT_FILENO);
+    const int64_t report_every = tty ? 1 : 50;
+    Tensor::training = true;
+    const auto train_start = Clock::now();
+    int64_t step = 0;
+    float last_loss = 0;
+    for (; step < opt.steps; ++step) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - train_start).count();
+      if (opt.time_limit > 0 && elapsed > opt.time_limit) {
+        std::printf("\nstopping at the time limit of %.0f s\n", opt.time_limit);
+        break;
+      }
+      std::vector<int64_t> idx(size_t(opt.batch));
+      for (int64_t& i : idx) i = pick(rng);
+      Tensor x = image_batch(data.train_images, idx), y = label_batch(data.train_labels, idx);
+
+      adam.zero_grad();
+      Tensor loss = net(x).sparse_categorical_crossentropy(y);
+      loss.backward();
+      std::vector<Tensor> extra = net.running_stats();
+      extra.push_back(loss);
+      adam.step(extra);  // forward, backward, the update and the running statistics: one schedule
+      schedule.step();
+      last_loss = loss.item<float>();
+
+      const double secs = std::chrono::duration<double>(Clock::now() - train_start).count();
+      if ((step + 1) % report_every == 0 || step + 1 == opt.steps)
+        progress(step + 1, opt.steps, last_loss, double(step + 1) / secs, tty);
+      if (opt.eval_every > 0 && (step + 1) % opt.eval_every == 0 && step + 1 < opt.steps)
+        std::printf("%stest accuracy after %lld steps: %.2f%%\n", tty ? "\n" : "", (long long)(step + 1),
+                    100.0 * evaluate(net, data, opt.test_limit));
+    }
+    const double train_secs = std::chrono::duration<double>(Clock::now() - train_start).count();
+    std::printf("%strained %lld steps of %lld images in %.1f s (%.1f images/s)\n", tty ? "\n" : "", (long long)step,
+                (long long)opt.batch, train_secs, double(step * opt.batch) / std::max(train_secs, 1e-9));
+
+    const double acc = evaluate(net, data, opt.test_limit);
+    const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::printf("test accuracy: %.2f%% (%s test images)\ntime taken: %.1f s\n", 100.0 * acc,
+                opt.test_limit > 0 ? std::to_string(opt.test_limit).c_str() : "10000", total);
+    if (!opt.save.empty()) {
+      nn::save_safetensors(opt.save, net.state_dict(), {{"accuracy", std::to_string(acc)}});
+      std::printf("saved the model to %s\n", opt.save.c_str());
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

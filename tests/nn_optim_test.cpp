@@ -1,0 +1,201 @@
+// Optimizers and schedules against their closed forms, and small training runs that must learn.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <vkgrad/core/context.hpp>
+#include <vkgrad/core/counters.hpp>
+#include <vkgrad/vkgrad.hpp>
+
+#include "support/error_of.hpp"
+
+using namespace vkg;
+using vkg::test::error_of;
+
+namespace {
+
+// A parameter holding `values`, and a loss whose gradient with respect to it is `grad`:
+// loss = sum(p * grad).
+struct Linearized {
+  Tensor p;
+  std::vector<float> grad;
+  Linearized(std::vector<float> values, std::vector<float> g)
+      : p(Tensor(values, {int64_t(values.size())}).requires_grad_()), grad(std::move(g)) {}
+  void backward() const { (p * Tensor(grad, {int64_t(grad.size())})).sum().backward(); }
+};
+
+void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-6) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << i;
+}
+
+}  // namespace
+
+TEST(Optim, SgdPlainMomentumNesterovWeightDecay) {
+  {
+    Linearized f({1.0f, -2.0f}, {0.5f, 4.0f});
+    nn::SGD sgd({f.p}, 0.1);
+    sgd.zero_grad();
+    f.backward();
+    sgd.step();
+    expect_near_all(f.p.to_vector<float>(), {1.0 - 0.05, -2.0 - 0.4});
+  }
+  {
+    // momentum 0.9: v1 = g, p1 = p0 - lr g; v2 = 0.9 g + g, p2 = p1 - lr * 1.9 g
+    Linearized f({1.0f}, {2.0f});
+    nn::SGD sgd({f.p}, 0.1, 0.9);
+    for (int i = 0; i < 2; ++i) {
+      sgd.zero_grad();
+      f.backward();
+      sgd.step();
+    }
+    expect_near_all(f.p.to_vector<float>(), {1.0 - 0.2 - 0.1 * 1.9 * 2.0});
+  }
+  {
+    // nesterov: step uses g + m v: v1 = g -> p1 = p0 - lr (g + 0.9 g)
+    Linearized f({1.0f}, {2.0f});
+    nn::SGD sgd({f.p}, 0.1, 0.9, 0.0, true);
+    sgd.zero_grad();
+    f.backward();
+    sgd.step();
+    expect_near_all(f.p.to_vector<float>(), {1.0 - 0.1 * 1.9 * 2.0});
+  }
+  {
+    // weight decay 0.5: g' = g + 0.5 p
+    Linearized f({2.0f}, {1.0f});
+    nn::SGD sgd({f.p}, 0.1, 0.0, 0.5);
+    sgd.zero_grad();
+    f.backward();
+    sgd.step();
+    expect_near_all(f.p.to_vector<float>(), {2.0 - 0.1 * (1.0 + 1.0)});
+  }
+}
+
+TEST(Optim, AdamAndAdamWMatchTorchFormulas) {
+  // Two steps of Adam by hand, gradient constant g.
+  const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, g = 3.0;
+  double p = 1.0, m = 0, v = 0;
+  for (int t = 1; t <= 2; ++t) {
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g * g;
+    p -= lr / (1 - std::pow(b1, t)) * m / (std::sqrt(v) / std::sqrt(1 - std::pow(b2, t)) + eps);
+  }
+  Linearized f({1.0f}, {float(g)});
+  nn::Adam adam({f.p}, lr);
+  for (int i = 0; i < 2; ++i) {
+    adam.zero_grad();
+    f.backward();
+    adam.step();
+  }
+  expect_near_all(f.p.to_vector<float>(), {p}, 1e-6);
+
+  // AdamW: the weight shrinks by lr * wd * p before the Adam step (one step: m/sqrt(v) = 1).
+  Linearized h({2.0f}, {float(g)});
+  nn::AdamW adamw({h.p}, lr, b1, b2, eps, 0.1);
+  adamw.zero_grad();
+  h.backward();
+  adamw.step();
+  expect_near_all(h.p.to_vector<float>(), {2.0 - lr * 0.1 * 2.0 - lr * g / (g + eps)}, 1e-6);
+}
+
+TEST(Optim, ParametersWithoutGradientAreLeftAlone) {
+  Tensor a = Tensor(std::vector<float>{1, 2}, {2}).requires_grad_();
+  Tensor b = Tensor(std::vector<float>{5}, {1}).requires_grad_();
+  nn::SGD sgd({a, b}, 1.0);
+  sgd.zero_grad();
+  a.sum().backward();
+  sgd.step();
+  expect_near_all(a.to_vector<float>(), {0, 1});
+  expect_near_all(b.to_vector<float>(), {5});
+}
+
+TEST(Optim, SchedulesFollowTheirFormulas) {
+  Tensor p = Tensor(std::vector<float>{0}, {1}).requires_grad_();
+  nn::SGD sgd({p}, 1.0);
+  nn::StepLR step(sgd, 2, 0.5);
+  std::vector<double> lrs;
+  for (int i = 0; i < 5; ++i) {
+    step.step();
+    lrs.push_back(sgd.lr());
+  }
+  EXPECT_EQ(lrs, (std::vector<double>{1.0, 0.5, 0.5, 0.25, 0.25}));
+
+  nn::SGD sgd2({p}, 1.0);
+  nn::CosineAnnealingLR cosine(sgd2, 4, 0.0);
+  cosine.step();
+  EXPECT_NEAR(sgd2.lr(), (1 + std::cos(M_PI / 4)) / 2, 1e-12);
+  cosine.step();
+  EXPECT_NEAR(sgd2.lr(), 0.5, 1e-12);
+  for (int i = 0; i < 3; ++i) cosine.step();
+  EXPECT_NEAR(sgd2.lr(), 0.0, 1e-12);
+}
+
+TEST(Optim, MisuseErrors) {
+  Tensor ints = Tensor({1, 2});
+  EXPECT_NE(error_of([&] { nn::SGD({ints}, 0.1); }).find("int32"), std::string::npos);
+  Tensor no_grad = Tensor(std::vector<float>{1}, {1});
+  EXPECT_NE(error_of([&] { nn::Adam({no_grad}); }).find("does not require grad"), std::string::npos);
+  Tensor p = Tensor(std::vector<float>{1}, {1}).requires_grad_();
+  EXPECT_NE(error_of([&] { nn::SGD({p}, -1.0); }).find("lr"), std::string::npos);
+  EXPECT_NE(error_of([&] { nn::Adam({p}, 1e-3, 1.5); }).find("beta1"), std::string::npos);
+}
+
+namespace {
+
+// A 2-layer MLP on a fixed toy problem (y = class of the larger of two features); returns the
+// loss before and after `steps` Adam steps.
+std::pair<float, float> train_toy(const std::string& device, int steps) {
+  Tensor::manual_seed(7);
+  nn::Linear l1(2, 16, true, device), l2(16, 2, true, device);
+  std::vector<float> xs;
+  std::vector<int32_t> ys;
+  for (int i = 0; i < 32; ++i) {
+    const float a = float((i * 37) % 17) / 17.0f - 0.5f, b = float((i * 11) % 13) / 13.0f - 0.5f;
+    xs.push_back(a), xs.push_back(b), ys.push_back(a > b ? 1 : 0);
+  }
+  Tensor x(xs, {32, 2}, device), y(ys, {32}, device);
+  nn::Adam adam(nn::parameters(l1, l2), 0.05);
+  float first = 0, last = 0;
+  for (int s = 0; s < steps; ++s) {
+    adam.zero_grad();
+    Tensor loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y);
+    loss.backward();
+    adam.step({loss});
+    last = loss.item<float>();
+    if (s == 0) first = last;
+  }
+  return {first, last};
+}
+
+}  // namespace
+
+TEST(Optim, TinyTrainingRunLowersTheLossOnVulkanAndCpu) {
+  for (const char* dev : {"VK", "CPU"}) {
+    auto [first, last] = train_toy(dev, 40);
+    EXPECT_GT(first, 0.5f) << dev;           // near log 2 at the start
+    EXPECT_LT(last, first * 0.5f) << dev;    // halved at least
+  }
+}
+
+TEST(Optim, KernelCountOfOneMlpTrainingStepIsPinned) {
+  // Fusion stays true: one SGD step of a 2-layer MLP (forward, backward, update, loss) is one
+  // schedule of a fixed number of kernels.
+  Tensor::manual_seed(1);
+  nn::Linear l1(8, 16), l2(16, 4);
+  Tensor x = Tensor::randn({32, 8}).realize();
+  Tensor y = Tensor::randint(0, 4, {32}).realize();
+  nn::SGD sgd(nn::parameters(l1, l2), 0.1);
+  auto step = [&] {
+    sgd.zero_grad();
+    Tensor loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y);
+    loss.backward();
+    sgd.step({loss});
+    return loss.item<float>();
+  };
+  step();  // uploads the learning rate once
+  const GlobalCounters before = global_counters();
+  step();
+  const GlobalCounters after = global_counters();
+  EXPECT_EQ(after.schedules - before.schedules, 1);
+  EXPECT_EQ(after.kernels - before.kernels, kMlpStepKernels);
+}
