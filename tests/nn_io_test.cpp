@@ -2,6 +2,7 @@
 // libraries write them, and clear errors for missing, truncated and corrupt files.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
