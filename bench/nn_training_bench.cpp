@@ -1,4 +1,4 @@
-// Training-step speed of the Fashion-MNIST CNN (samples/fashion_mnist.cpp's network) at batch 128:
+// Training-step speed of the Fashion-MNIST CNN (samples/fashion_mnist_net.hpp) at batch 128:
 // time per step (forward, backward and the Adam update, one schedule), images per second, and the
 // kernels per step, forward alone and whole. Random data of the right shapes: the speed does not
 // depend on the pixels. Kernels are compiled in a warm-up step before timing.
@@ -7,25 +7,12 @@
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/vkgrad.hpp>
 
+#include "../samples/fashion_mnist_net.hpp"
+
 namespace vkg::bench {
 namespace {
 
-// The sample's network (kept equal to samples/fashion_mnist.cpp by hand).
-struct Net : nn::Module {
-  nn::Conv2d conv1{1, 16, 5, {.padding = 2}};
-  nn::BatchNorm2d bn1{16};
-  nn::Conv2d conv2{16, 32, 5, {.padding = 2}};
-  nn::BatchNorm2d bn2{32};
-  nn::Linear fc{32 * 7 * 7, 10};
-  Tensor operator()(const Tensor& x) const {
-    Tensor h = bn1(conv1(x).relu()).max_pool2d();
-    h = bn2(conv2(h).relu()).max_pool2d();
-    return fc(h.flatten(1));
-  }
-  nn::StateDict state_dict() const override {
-    return nn::named({{"conv1", &conv1}, {"bn1", &bn1}, {"conv2", &conv2}, {"bn2", &bn2}, {"fc", &fc}});
-  }
-};
+using Net = samples::FashionNet;
 
 void BM_FashionMnistCnnTrainStep(benchmark::State& state) {
   const int64_t batch = state.range(0);
@@ -39,7 +26,8 @@ void BM_FashionMnistCnnTrainStep(benchmark::State& state) {
     adam.zero_grad();
     Tensor loss = net(x).sparse_categorical_crossentropy(y);
     loss.backward();
-    std::vector<Tensor> extra{net.bn1.running_mean, net.bn1.running_var, net.bn2.running_mean, net.bn2.running_var, loss};
+    std::vector<Tensor> extra = net.running_stats();
+    extra.push_back(loss);
     adam.step(extra);
     return loss.item<float>();
   };

@@ -1,7 +1,7 @@
 // Trains a small convolutional network on Fashion-MNIST through Vulkan: the main job of vkgrad's
-// demo. The network is tinygrad's beautiful MNIST example made smaller for a 2-core CPU device
-// (two conv blocks with batchnorm and max pooling, then a linear layer); every step is one lazy
-// graph (forward, backward and the Adam update) realized as one schedule of fused kernels.
+// demo. The network (fashion_mnist_net.hpp) is tinygrad's beautiful MNIST example made smaller for
+// a 2-core CPU device; every step is one lazy graph (forward, backward and the Adam update)
+// realized as one schedule of fused kernels.
 //
 //   fashion_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S] [--quick]
 //                 [--eval-every N] [--save model.safetensors] [--time-limit SECONDS]
@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include <vkgrad/vkgrad.hpp>
+
+#include "fashion_mnist_net.hpp"
 
 using namespace vkg;
 using Clock = std::chrono::steady_clock;
@@ -73,26 +75,7 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// conv 5x5 -> relu -> batchnorm -> max pool, twice, then a linear layer: 28x28 -> 14x14 -> 7x7.
-struct Net : nn::Module {
-  nn::Conv2d conv1{1, 16, 5, {.padding = 2}};
-  nn::BatchNorm2d bn1{16};
-  nn::Conv2d conv2{16, 32, 5, {.padding = 2}};
-  nn::BatchNorm2d bn2{32};
-  nn::Linear fc{32 * 7 * 7, 10};
-
-  Tensor operator()(const Tensor& x) const {
-    Tensor h = bn1(conv1(x).relu()).max_pool2d();
-    h = bn2(conv2(h).relu()).max_pool2d();
-    return fc(h.flatten(1));
-  }
-  nn::StateDict state_dict() const override {
-    return nn::named({{"conv1", &conv1}, {"bn1", &bn1}, {"conv2", &conv2}, {"bn2", &bn2}, {"fc", &fc}});
-  }
-  std::vector<Tensor> running_stats() const {
-    return {bn1.running_mean, bn1.running_var, bn2.running_mean, bn2.running_var};
-  }
-};
+using Net = samples::FashionNet;
 
 // Images `idx` of `images` as (n, 1, 28, 28) floats in [0, 1), centered on the data's mean.
 Tensor image_batch(const nn::IdxArray& images, const std::vector<int64_t>& idx) {

@@ -1,0 +1,32 @@
+// The network samples/fashion_mnist.cpp trains (and bench/nn_training_bench.cpp times): tinygrad's
+// beautiful MNIST example made smaller for a 2-core CPU device. Two conv blocks (5x5 convolution,
+// relu, batchnorm, 2x2 max pool: 28x28 -> 14x14 -> 7x7), then a linear layer to 10 classes.
+#pragma once
+#include <vector>
+
+#include <vkgrad/vkgrad.hpp>
+
+namespace vkg::samples {
+
+struct FashionNet : nn::Module {
+  nn::Conv2d conv1{1, 16, 5, {.padding = 2}};
+  nn::BatchNorm2d bn1{16};
+  nn::Conv2d conv2{16, 32, 5, {.padding = 2}};
+  nn::BatchNorm2d bn2{32};
+  nn::Linear fc{32 * 7 * 7, 10};
+
+  Tensor operator()(const Tensor& x) const {
+    Tensor h = bn1(conv1(x).relu()).max_pool2d();
+    h = bn2(conv2(h).relu()).max_pool2d();
+    return fc(h.flatten(1));
+  }
+  nn::StateDict state_dict() const override {
+    return nn::named({{"conv1", &conv1}, {"bn1", &bn1}, {"conv2", &conv2}, {"bn2", &bn2}, {"fc", &fc}});
+  }
+  // BatchNorm's running statistics: realize them with each training step.
+  std::vector<Tensor> running_stats() const {
+    return {bn1.running_mean, bn1.running_var, bn2.running_mean, bn2.running_var};
+  }
+};
+
+}  // namespace vkg::samples
