@@ -15,7 +15,9 @@ namespace {
 
 std::string describe(const Tensor& t) { return t.dtype().name() + " " + shape_str(t.shape()); }
 
-Tensor as_float(const Tensor& t) { return t.dtype().is_float() ? t : t.cast(dtypes::default_float); }
+Tensor as_float(const Tensor& t) {
+  return t.dtype().is_float() ? t : t.cast(dtypes::default_float);
+}
 
 // Bitwise ops take integers or bools (the result's dtype), never floats.
 void check_bitwise(const Tensor& a, const Tensor& b, std::string_view op) {
@@ -26,14 +28,18 @@ void check_bitwise(const Tensor& a, const Tensor& b, std::string_view op) {
     throw Error(std::string(op) + ": cannot combine " + describe(a) + " and " + describe(b));
   }
   if (out.is_float())
-    throw Error(std::string(op) + ": needs integer or bool tensors, got " + describe(a) + " and " + describe(b));
+    throw Error(std::string(op) + ": needs integer or bool tensors, got " + describe(a) + " and " +
+                describe(b));
 }
 
 DType literal_dtype(Scalarish v) {
   switch (v.kind()) {
-    case ScalarKind::Bool: return dtypes::bool_;
-    case ScalarKind::Int: return dtypes::default_int;
-    case ScalarKind::Float: return dtypes::default_float;
+    case ScalarKind::Bool:
+      return dtypes::bool_;
+    case ScalarKind::Int:
+      return dtypes::default_int;
+    case ScalarKind::Float:
+      return dtypes::default_float;
   }
   return dtypes::default_float;
 }
@@ -93,7 +99,9 @@ Tensor Tensor::round() const {
 
 // ---- activations ----
 
-Tensor Tensor::leaky_relu(double negative_slope) const { return lt(0).where(*this * negative_slope, *this); }
+Tensor Tensor::leaky_relu(double negative_slope) const {
+  return lt(0).where(*this * negative_slope, *this);
+}
 
 // exp of min(x, 0): the branch that where drops never overflows, so its gradient stays finite.
 Tensor Tensor::elu(double alpha) const {
@@ -124,7 +132,8 @@ Tensor Tensor::softplus(double beta) const {
 
 Tensor Tensor::hardswish() const {
   const Tensor x = as_float(*this);
-  return x * ((x + 3.0).clip(0.0, 6.0) * (1.0 / 6.0));  // 6 * (1/6) rounds to 1: hardswish(x) = x past 3
+  return x * ((x + 3.0).clip(0.0, 6.0) *
+              (1.0 / 6.0));  // 6 * (1/6) rounds to 1: hardswish(x) = x past 3
 }
 
 Tensor Tensor::clip(Scalarish lo, Scalarish hi) const { return maximum(lo).minimum(hi); }
@@ -155,7 +164,9 @@ Tensor Tensor::floordiv(const Tensor& b) const {
   } catch (const Error&) {
     throw Error("floordiv: cannot combine " + describe(*this) + " and " + describe(b));
   }
-  if (out.is_bool()) throw Error("floordiv: not defined for bool tensors, got " + describe(*this) + " and " + describe(b));
+  if (out.is_bool())
+    throw Error("floordiv: not defined for bool tensors, got " + describe(*this) + " and " +
+                describe(b));
   if (out.is_float()) return div(b).floor();
   const Tensor q = idiv(b);
   if (out.is_unsigned()) return q;
@@ -173,12 +184,15 @@ Tensor int_pow(const Tensor& base, const Tensor& e) {
   Tensor result = one, b = base, bits = e;
   const int width = e.dtype().scalar_size() * 8 - (e.dtype().is_unsigned() ? 0 : 1);
   for (int i = 0; i < width; ++i) {
-    result = bits.bitwise_and(Tensor::full({}, 1, bits.dtype(), bits.device())).ne(0).where(result * b, result);
+    result = bits.bitwise_and(Tensor::full({}, 1, bits.dtype(), bits.device()))
+                 .ne(0)
+                 .where(result * b, result);
     if (i + 1 < width) b = b * b, bits = bits.rshift(1);
   }
   if (e.dtype().is_unsigned()) return result;
   const Tensor odd = e.bitwise_and(Tensor::full({}, 1, e.dtype(), e.device())).ne(0);
-  const Tensor negative_power = base.eq(1).where(one, base.eq(-1).where(odd.where(-one, one), one * 0));
+  const Tensor negative_power =
+      base.eq(1).where(one, base.eq(-1).where(odd.where(-one, one), one * 0));
   return e.lt(0).where(negative_power, result);
 }
 
@@ -193,7 +207,9 @@ Tensor Tensor::pow(const Tensor& e) const {
   } catch (const Error&) {
     throw Error("pow: cannot combine " + describe(*this) + " and " + describe(e));
   }
-  if (out.is_bool()) throw Error("pow: not defined for bool tensors, got " + describe(*this) + " and " + describe(e));
+  if (out.is_bool())
+    throw Error("pow: not defined for bool tensors, got " + describe(*this) + " and " +
+                describe(e));
   const Shape s = broadcast_shape(shape(), e.shape(), "pow");
   if (out.is_int()) return int_pow(cast(out).broadcast_to(s), e.cast(out).broadcast_to(s));
   const Tensor b = cast(out), x = e.cast(out);
@@ -201,7 +217,10 @@ Tensor Tensor::pow(const Tensor& e) const {
   const Tensor is_int = x.trunc().eq(x);
   const Tensor odd = (x - (x * 0.5).trunc() * 2.0).ne(0.0);
   const Tensor negative = b.lt(0.0);
-  const Tensor signed_ = negative.where(is_int.where(odd.where(-magnitude, magnitude), magnitude * std::numeric_limits<double>::quiet_NaN()), magnitude);
+  const Tensor signed_ =
+      negative.where(is_int.where(odd.where(-magnitude, magnitude),
+                                  magnitude * std::numeric_limits<double>::quiet_NaN()),
+                     magnitude);
   return x.eq(0.0).where(b.scalar_like(1.0), signed_).broadcast_to(s);
 }
 
@@ -210,10 +229,12 @@ Tensor Tensor::pow(const Tensor& e) const {
 Tensor Tensor::pow(Scalarish e) const {
   const double v = e.as_double();
   const bool whole = v == std::trunc(v) && std::abs(v) <= 64;
-  if (dtype().is_bool() && e.kind() != ScalarKind::Float) return pow(Tensor::full({}, e, dtypes::int32, device()));
+  if (dtype().is_bool() && e.kind() != ScalarKind::Float)
+    return pow(Tensor::full({}, e, dtypes::int32, device()));
   if (!whole || (!dtype().is_float() && e.kind() == ScalarKind::Float)) return pow(scalar_like(e));
   if (v < 0 && !dtype().is_float())
-    throw Error("pow: integer tensor " + describe(*this) + " to the negative power " + std::to_string(int64_t(v)));
+    throw Error("pow: integer tensor " + describe(*this) + " to the negative power " +
+                std::to_string(int64_t(v)));
   int64_t n = int64_t(std::abs(v));
   Tensor result = ones_like(*this), b = *this;
   bool first = true;
@@ -243,21 +264,29 @@ Tensor Tensor::bitwise_xor(const Tensor& b) const {
 }
 // x ^ all-ones: -1 in a signed dtype, the largest value in an unsigned one.
 Tensor Tensor::bitwise_not() const {
-  if (dtype().is_float()) throw Error("bitwise_not: needs an integer or bool tensor, got " + describe(*this));
+  if (dtype().is_float())
+    throw Error("bitwise_not: needs an integer or bool tensor, got " + describe(*this));
   if (dtype().is_bool()) return logical_not();
   return bitwise_xor(Tensor::full({}, -1, dtype(), device()));  // the constant wraps to the width
 }
 
-Tensor Tensor::logical_and(const Tensor& b) const { return cast(dtypes::bool_).binary(Ops::AND, b.cast(dtypes::bool_), "logical_and"); }
-Tensor Tensor::logical_or(const Tensor& b) const { return cast(dtypes::bool_).binary(Ops::OR, b.cast(dtypes::bool_), "logical_or"); }
-Tensor Tensor::logical_xor(const Tensor& b) const { return cast(dtypes::bool_).binary(Ops::XOR, b.cast(dtypes::bool_), "logical_xor"); }
+Tensor Tensor::logical_and(const Tensor& b) const {
+  return cast(dtypes::bool_).binary(Ops::AND, b.cast(dtypes::bool_), "logical_and");
+}
+Tensor Tensor::logical_or(const Tensor& b) const {
+  return cast(dtypes::bool_).binary(Ops::OR, b.cast(dtypes::bool_), "logical_or");
+}
+Tensor Tensor::logical_xor(const Tensor& b) const {
+  return cast(dtypes::bool_).binary(Ops::XOR, b.cast(dtypes::bool_), "logical_xor");
+}
 
 namespace {
 
 // Devices leave shifts by the width or more undefined: refused here. rshift of a signed value is
 // arithmetic (rounds down), as Python's >>.
 Tensor shift(const Tensor& x, Ops op, int64_t bits, std::string_view name) {
-  if (!x.dtype().is_int()) throw Error(std::string(name) + ": needs an integer tensor, got " + describe(x));
+  if (!x.dtype().is_int())
+    throw Error(std::string(name) + ": needs an integer tensor, got " + describe(x));
   const int width = x.dtype().scalar_size() * 8;
   if (bits < 0 || bits >= width)
     throw Error(std::string(name) + ": shift by " + std::to_string(bits) + " is outside [0, " +

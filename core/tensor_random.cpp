@@ -27,12 +27,14 @@ Generator& generator() {
 
 void check_shape(const Shape& shape, std::string_view op) {
   for (int64_t d : shape)
-    if (d < 0) throw Error(std::string(op) + ": shape " + shape_str(shape) + " has a negative dimension");
+    if (d < 0)
+      throw Error(std::string(op) + ": shape " + shape_str(shape) + " has a negative dimension");
 }
 
 void check_float(DType d, const Shape& shape, std::string_view op) {
   if (!d.is_float())
-    throw Error(std::string(op) + ": needs a float dtype, got " + d.name() + " for shape " + shape_str(shape));
+    throw Error(std::string(op) + ": needs a float dtype, got " + d.name() + " for shape " +
+                shape_str(shape));
 }
 
 Tensor broadcast_scalar(const Tensor& one_element, const Shape& shape) {
@@ -48,7 +50,8 @@ Tensor element_index(const Shape& shape, const std::string& device) {
     if (shape[d] > 1) {
       Shape along(shape.size(), 1);
       along[d] = shape[d];
-      const Tensor a = Tensor::arange(0, shape[d], 1, device).cast(dtypes::uint64).reshape(along).expand(shape);
+      const Tensor a =
+          Tensor::arange(0, shape[d], 1, device).cast(dtypes::uint64).reshape(along).expand(shape);
       index = index + a * stride;
     }
     stride *= shape[d];
@@ -69,7 +72,8 @@ Tensor random_bits(const Shape& shape, const std::string& device_or_default) {
   }
   // One buffer for both words, so that a new counter or seed is new data, never a new kernel.
   const Tensor words(std::vector<uint64_t>{base, seed}, {2}, device);
-  const Tensor counter = element_index(shape, device) + broadcast_scalar(words.shrink({{0, 1}}), shape);
+  const Tensor counter =
+      element_index(shape, device) + broadcast_scalar(words.shrink({{0, 1}}), shape);
   const Tensor key = broadcast_scalar(words.shrink({{1, 2}}), shape);
   return Tensor(UOp::make(Ops::THREEFRY, dtypes::uint64, {counter.node(), key.node()}));
 }
@@ -81,17 +85,21 @@ Tensor uniform_from_bits(const Tensor& bits64, DType d) {
   if (d == dtypes::float64)
     return (bits64.rshift(12) | word(0x3FF0000000000000, dtypes::uint64)).bitcast(d) - 1.0;
   const Tensor bits32 = bits64.cast(dtypes::uint32);  // the low word
-  if (d == dtypes::float32) return (bits32.rshift(9) | word(0x3F800000, dtypes::uint32)).bitcast(d) - 1.0;
+  if (d == dtypes::float32)
+    return (bits32.rshift(9) | word(0x3F800000, dtypes::uint32)).bitcast(d) - 1.0;
   const int mantissa = d == dtypes::float16 ? 10 : 7;  // float16, bfloat16
   const int64_t one = d == dtypes::float16 ? 0x3C00 : 0x3F80;
-  return (bits32.rshift(32 - mantissa).cast(dtypes::uint16) | word(one, dtypes::uint16)).bitcast(d) - 1.0;
+  return (bits32.rshift(32 - mantissa).cast(dtypes::uint16) | word(one, dtypes::uint16))
+             .bitcast(d) -
+         1.0;
 }
 
 // fan_in = shape[1] * receptive field, fan_out = shape[0] * receptive field, as torch.nn.init.
 std::pair<double, double> fans(const Shape& shape, std::string_view op) {
   check_shape(shape, op);
   if (shape.size() < 2)
-    throw Error(std::string(op) + ": needs a weight shape of at least 2 dimensions (out, in, ...), got " +
+    throw Error(std::string(op) +
+                ": needs a weight shape of at least 2 dimensions (out, in, ...), got " +
                 shape_str(shape));
   const int64_t field = vkg::prod(Shape(shape.begin() + 2, shape.end()));
   const double fan_in = double(shape[1] * field), fan_out = double(shape[0] * field);
@@ -114,8 +122,8 @@ Tensor Tensor::rand(Shape shape, DType dtype, std::string device) {
   return uniform_from_bits(random_bits(shape, device), dtype);
 }
 
-// Box-Muller on the two 32-bit halves of one draw: u1 from the low word, u2 from the high one; 1 - u1
-// is in (0, 1], so the log is finite. Computed in float32 and cast.
+// Box-Muller on the two 32-bit halves of one draw: u1 from the low word, u2 from the high one; 1 -
+// u1 is in (0, 1], so the log is finite. Computed in float32 and cast.
 Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
   check_shape(shape, "randn");
   check_float(dtype, shape, "randn");
@@ -130,16 +138,21 @@ Tensor Tensor::randn(Shape shape, DType dtype, std::string device) {
 Tensor Tensor::randint(int64_t low, int64_t high, Shape shape, DType dtype, std::string device) {
   check_shape(shape, "randint");
   if (!dtype.is_int())
-    throw Error("randint: needs an integer dtype, got " + dtype.name() + " for shape " + shape_str(shape));
+    throw Error("randint: needs an integer dtype, got " + dtype.name() + " for shape " +
+                shape_str(shape));
   if (high <= low)
-    throw Error("randint: high (" + std::to_string(high) + ") must be greater than low (" + std::to_string(low) + ")");
+    throw Error("randint: high (" + std::to_string(high) + ") must be greater than low (" +
+                std::to_string(low) + ")");
   if (double(low) < dtypes::min_value(dtype) || double(high - 1) > dtypes::max_value(dtype))
-    throw Error("randint: [" + std::to_string(low) + ", " + std::to_string(high) + ") does not fit " + dtype.name());
+    throw Error("randint: [" + std::to_string(low) + ", " + std::to_string(high) +
+                ") does not fit " + dtype.name());
   const uint64_t range = uint64_t(high) - uint64_t(low);
   if (range > (uint64_t(1) << 32))
-    throw Error("randint: range [" + std::to_string(low) + ", " + std::to_string(high) + ") is wider than 2^32");
+    throw Error("randint: range [" + std::to_string(low) + ", " + std::to_string(high) +
+                ") is wider than 2^32");
   const Tensor u32 = random_bits(shape, device).cast(dtypes::uint32).cast(dtypes::uint64);
-  const Tensor offset = (u32 * Tensor::full({}, int64_t(range), dtypes::uint64, u32.device())).rshift(32);
+  const Tensor offset =
+      (u32 * Tensor::full({}, int64_t(range), dtypes::uint64, u32.device())).rshift(32);
   return (offset.cast(dtypes::int64) + low).cast(dtype);
 }
 
@@ -178,8 +191,8 @@ Tensor Tensor::glorot_uniform(Shape shape, std::string device) {
 // 1 / (1 - p) so that the expectation is unchanged. p = 1 keeps nothing (no 1/0 anywhere).
 Tensor Tensor::dropout(double p) const {
   if (!(p >= 0.0 && p <= 1.0))
-    throw Error("dropout: p must be in [0, 1], got " + std::to_string(p) + " for " + dtype().name() + " " +
-                shape_str(shape()));
+    throw Error("dropout: p must be in [0, 1], got " + std::to_string(p) + " for " +
+                dtype().name() + " " + shape_str(shape()));
   if (!training || p == 0.0) return *this;
   const Tensor keep = rand(shape(), dtypes::default_float, device()).ge(p);
   if (p == 1.0) return keep.where(*this * 0, 0);

@@ -10,7 +10,8 @@ namespace {
 // tinygrad's trick: where x equals its max, put n - i (a descending arange), else 0; the largest
 // of those is the first position of the max, read back as n - it. A nan counts as the largest
 // value (the max propagates it), as torch's argmax.
-Tensor first_max_index(const Tensor& x, std::optional<int64_t> axis, bool keepdim, std::string_view op) {
+Tensor first_max_index(const Tensor& x, std::optional<int64_t> axis, bool keepdim,
+                       std::string_view op) {
   if (!axis || x.ndim() == 0) {
     const Tensor flat = first_max_index(x.reshape({x.numel()}), 0, false, op);
     return keepdim ? flat.reshape(Shape(size_t(x.ndim()), 1)) : flat;
@@ -18,8 +19,8 @@ Tensor first_max_index(const Tensor& x, std::optional<int64_t> axis, bool keepdi
   const int ax = normalize_axis(*axis, x.shape(), op);
   const int64_t n = x.shape()[size_t(ax)];
   if (n == 0)
-    throw Error(std::string(op) + ": cannot reduce an axis with no elements (axis " + std::to_string(*axis) +
-                " of shape " + shape_str(x.shape()) + ")");
+    throw Error(std::string(op) + ": cannot reduce an axis with no elements (axis " +
+                std::to_string(*axis) + " of shape " + shape_str(x.shape()) + ")");
   const Tensor hit = x.eq(x.max(ax, true)).logical_or(x.isnan());
   Shape along(size_t(x.ndim() - ax), 1);
   along[0] = n;

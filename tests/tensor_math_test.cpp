@@ -24,14 +24,15 @@ const std::vector<std::string> kDevices = {"CPU", "VK"};
 
 // Specials and the rounding cases: ties on both sides of 0, -0.4 (rounds to -0), a value past 2^23
 // where x + 0.5 would round, large values that overflow exp.
-const std::vector<float> kInputs = {-float(kInf), -100.0f, -3.5f, -2.5f, -1.5f, -0.5f, -0.4f, 0.0f,
-                                    0.3f,  0.5f,    1.5f,  2.5f,  2.7f,  8388609.0f, 100.0f, float(kInf), float(kNan)};
+const std::vector<float> kInputs = {
+    -float(kInf), -100.0f, -3.5f, -2.5f, -1.5f,      -0.5f,  -0.4f,       0.0f,       0.3f,
+    0.5f,         1.5f,    2.5f,  2.7f,  8388609.0f, 100.0f, float(kInf), float(kNan)};
 
 Tensor inputs(const std::string& dev) { return Tensor(kInputs, {int64_t(kInputs.size())}, dev); }
 
 // Closed forms in double; a float result within rel (or abs near 0); nan where nan is expected.
-void expect_close(const std::vector<double>& got, const std::function<double(double)>& want, double tol,
-                  const std::string& what) {
+void expect_close(const std::vector<double>& got, const std::function<double(double)>& want,
+                  double tol, const std::string& what) {
   ASSERT_EQ(got.size(), kInputs.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
     const double x = double(kInputs[i]), w = want(x);
@@ -58,19 +59,24 @@ struct UnaryCase {
 
 const std::vector<UnaryCase>& unary_cases() {
   static const std::vector<UnaryCase> cases = {
-      {"trunc", [](const Tensor& x) { return x.trunc(); }, [](double x) { return std::trunc(x); }, 0},
-      {"floor", [](const Tensor& x) { return x.floor(); }, [](double x) { return std::floor(x); }, 0},
+      {"trunc", [](const Tensor& x) { return x.trunc(); }, [](double x) { return std::trunc(x); },
+       0},
+      {"floor", [](const Tensor& x) { return x.floor(); }, [](double x) { return std::floor(x); },
+       0},
       {"ceil", [](const Tensor& x) { return x.ceil(); }, [](double x) { return std::ceil(x); }, 0},
       {"round", [](const Tensor& x) { return x.round(); }, round_half_even, 0},
       {"sign", [](const Tensor& x) { return x.sign(); },
        [](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); }, 0},
-      {"square", [](const Tensor& x) { return x.square(); }, [](double x) { return double(float(x) * float(x)); }, 0},
+      {"square", [](const Tensor& x) { return x.square(); },
+       [](double x) { return double(float(x) * float(x)); }, 0},
       {"sigmoid", [](const Tensor& x) { return x.sigmoid(); }, sigmoid, 2e-6},
-      {"tanh", [](const Tensor& x) { return x.tanh(); }, [](double x) { return std::tanh(x); }, 2e-6},
+      {"tanh", [](const Tensor& x) { return x.tanh(); }, [](double x) { return std::tanh(x); },
+       2e-6},
       {"silu", [](const Tensor& x) { return x.silu(); },
        [](double x) { return std::isinf(x) && x < 0 ? kNan : x * sigmoid(x); }, 2e-6},
       {"softplus", [](const Tensor& x) { return x.softplus(); }, softplus, 2e-6},
-      {"elu", [](const Tensor& x) { return x.elu(); }, [](double x) { return x > 0 ? x : std::expm1(x); }, 2e-6},
+      {"elu", [](const Tensor& x) { return x.elu(); },
+       [](double x) { return x > 0 ? x : std::expm1(x); }, 2e-6},
       {"leaky_relu", [](const Tensor& x) { return x.leaky_relu(0.1); },
        [](double x) { return x < 0 ? x * 0.1 : x; }, 1e-7},
       {"gelu", [](const Tensor& x) { return x.gelu(); },
@@ -80,18 +86,29 @@ const std::vector<UnaryCase>& unary_cases() {
        },
        2e-6},
       {"hardswish", [](const Tensor& x) { return x.hardswish(); },
-       [](double x) { return std::isinf(x) && x < 0 ? kNan : x * std::clamp(x + 3, 0.0, 6.0) / 6; }, 2e-7},
-      {"clip", [](const Tensor& x) { return x.clip(-1.5, 2); }, [](double x) { return std::isnan(x) ? x : std::clamp(x, -1.5, 2.0); }, 0},
-      {"rsqrt", [](const Tensor& x) { return x.abs().rsqrt(); }, [](double x) { return 1 / std::sqrt(std::abs(x)); }, 2e-7},
-      {"cos", [](const Tensor& x) { return x.clip(-4, 4).cos(); }, [](double x) { return std::cos(std::clamp(x, -4.0, 4.0)); }, 1e-6},
-      {"tan", [](const Tensor& x) { return x.clip(-1.2, 1.2).tan(); }, [](double x) { return std::tan(std::clamp(x, -1.2, 1.2)); }, 2e-6},
-      {"isnan", [](const Tensor& x) { return x.isnan().cast(dtypes::float32); }, [](double x) { return double(std::isnan(x)); }, 0},
-      {"isinf", [](const Tensor& x) { return x.isinf().cast(dtypes::float32); }, [](double x) { return double(std::isinf(x)); }, 0},
-      {"isfinite", [](const Tensor& x) { return x.isfinite().cast(dtypes::float32); }, [](double x) { return double(std::isfinite(x)); }, 0},
-      {"pow2", [](const Tensor& x) { return x.pow(2); }, [](double x) { return double(float(x) * float(x)); }, 0},
-      {"pow-3", [](const Tensor& x) { return x.pow(-3); }, [](double x) { return 1.0 / (x * x * x); }, 2e-7},
+       [](double x) { return std::isinf(x) && x < 0 ? kNan : x * std::clamp(x + 3, 0.0, 6.0) / 6; },
+       2e-7},
+      {"clip", [](const Tensor& x) { return x.clip(-1.5, 2); },
+       [](double x) { return std::isnan(x) ? x : std::clamp(x, -1.5, 2.0); }, 0},
+      {"rsqrt", [](const Tensor& x) { return x.abs().rsqrt(); },
+       [](double x) { return 1 / std::sqrt(std::abs(x)); }, 2e-7},
+      {"cos", [](const Tensor& x) { return x.clip(-4, 4).cos(); },
+       [](double x) { return std::cos(std::clamp(x, -4.0, 4.0)); }, 1e-6},
+      {"tan", [](const Tensor& x) { return x.clip(-1.2, 1.2).tan(); },
+       [](double x) { return std::tan(std::clamp(x, -1.2, 1.2)); }, 2e-6},
+      {"isnan", [](const Tensor& x) { return x.isnan().cast(dtypes::float32); },
+       [](double x) { return double(std::isnan(x)); }, 0},
+      {"isinf", [](const Tensor& x) { return x.isinf().cast(dtypes::float32); },
+       [](double x) { return double(std::isinf(x)); }, 0},
+      {"isfinite", [](const Tensor& x) { return x.isfinite().cast(dtypes::float32); },
+       [](double x) { return double(std::isfinite(x)); }, 0},
+      {"pow2", [](const Tensor& x) { return x.pow(2); },
+       [](double x) { return double(float(x) * float(x)); }, 0},
+      {"pow-3", [](const Tensor& x) { return x.pow(-3); },
+       [](double x) { return 1.0 / (x * x * x); }, 2e-7},
       {"pow0", [](const Tensor& x) { return x.pow(0); }, [](double) { return 1.0; }, 0},
-      {"pow0.5", [](const Tensor& x) { return x.abs().pow(0.5); }, [](double x) { return std::pow(std::abs(x), 0.5); }, 2e-6},
+      {"pow0.5", [](const Tensor& x) { return x.abs().pow(0.5); },
+       [](double x) { return std::pow(std::abs(x), 0.5); }, 2e-6},
       {"pow1.5", [](const Tensor& x) { return x.clip(-4, 4).pow(1.5); },
        [](double x) { return std::pow(std::clamp(x, -4.0, 4.0), 1.5); }, 2e-6},
   };
@@ -113,7 +130,8 @@ TEST(TensorMath, UnaryClosedFormsWithInfAndNan) {
 
 // Both devices within rel (relative, or absolute below 1): fused multiply-adds that the shader
 // compiler may form move results near 0 by many ulps and by nothing that matters.
-testing::AssertionResult close_on_both(const std::function<Tensor(const std::string&)>& make, double rel) {
+testing::AssertionResult close_on_both(const std::function<Tensor(const std::string&)>& make,
+                                       double rel) {
   const std::vector<double> cpu = values(make("CPU")), vk = values(make("VK"));
   if (cpu.size() != vk.size()) return testing::AssertionFailure() << "sizes differ";
   for (size_t i = 0; i < cpu.size(); ++i) {
@@ -143,12 +161,18 @@ TEST(TensorMath, VulkanMatchesCpuOnSampledData) {
       {"softplus", [](const Tensor& x) { return x.softplus(); }, 1e-6, false},
       {"gelu", [](const Tensor& x) { return x.gelu(); }, 1e-6, false},
   };
-  for (DType d : {dtypes::float32, dtypes::float16, dtypes::float64, dtypes::int8, dtypes::uint16, dtypes::int64})
+  for (DType d : {dtypes::float32, dtypes::float16, dtypes::float64, dtypes::int8, dtypes::uint16,
+                  dtypes::int64})
     for (const Case& c : cases) {
-      if (d == dtypes::float64 && c.rel != 0) continue;  // GLSL has no float64 exp2 (tensor_dtypes_test)
+      if (d == dtypes::float64 && c.rel != 0)
+        continue;  // GLSL has no float64 exp2 (tensor_dtypes_test)
       if (!d.is_float() && !c.on_int) continue;
       const double rel = d == dtypes::float16 ? c.rel * 2000 : c.rel;
-      EXPECT_TRUE(close_on_both([&](const std::string& dev) { return c.op(random_tensor(d, {7, 3}, dev, 11)); }, rel))
+      EXPECT_TRUE(close_on_both(
+          [&](const std::string& dev) {
+            return c.op(random_tensor(d, {7, 3}, dev, 11));
+          },
+          rel))
           << c.name << " " << d.name();
     }
 }
@@ -160,11 +184,12 @@ TEST(TensorMath, IntegerOpsOnEveryIntegerDtype) {
     if (d.is_float()) continue;
     EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
       const Tensor a = random_tensor(d, {5, 7}, dev, 31), b = random_tensor(d, {7}, dev, 32);
-      Tensor r = (a & b) ^ (a | b) ^ (~a) ^ a.logical_xor(b).cast(d) ^ (a >= b).cast(d) ^ a.eq(1).cast(d);
+      Tensor r =
+          (a & b) ^ (a | b) ^ (~a) ^ a.logical_xor(b).cast(d) ^ (a >= b).cast(d) ^ a.eq(1).cast(d);
       if (d.is_bool()) return r;
       const Tensor positive = (b & Tensor::full({}, 7, d, dev)) | Tensor::full({}, 1, d, dev);
-      return r ^ a.lshift(3) ^ a.rshift(1) ^ a.floordiv(positive) ^ a.pow(3) ^ a.sign() ^ a.maximum(b) ^
-             a.minimum(b) ^ (a > b).where(a, 7) ^ a.clip(2, 9);
+      return r ^ a.lshift(3) ^ a.rshift(1) ^ a.floordiv(positive) ^ a.pow(3) ^ a.sign() ^
+             a.maximum(b) ^ a.minimum(b) ^ (a > b).where(a, 7) ^ a.clip(2, 9);
     })) << d.name();
   }
 }
@@ -191,7 +216,8 @@ TEST(TensorMath, FloordivRoundsDown) {
   for (const std::string& dev : kDevices) {
     const Tensor a(std::vector<int32_t>{7, -7, 7, -7, 6, -6, 0}, {7}, dev);
     const Tensor b(std::vector<int32_t>{2, 2, -2, -2, 3, 3, -5}, {7}, dev);
-    EXPECT_EQ(a.floordiv(b).to_vector<int32_t>(), (std::vector<int32_t>{3, -4, -4, 3, 2, -2, 0})) << dev;
+    EXPECT_EQ(a.floordiv(b).to_vector<int32_t>(), (std::vector<int32_t>{3, -4, -4, 3, 2, -2, 0}))
+        << dev;
     EXPECT_EQ(a.cast(dtypes::float32).floordiv(b.cast(dtypes::float32)).to_vector<float>(),
               (std::vector<float>{3, -4, -4, 3, 2, -2, -0.0f}))
         << dev;
@@ -199,8 +225,10 @@ TEST(TensorMath, FloordivRoundsDown) {
     EXPECT_EQ(u.floordiv(Tensor(std::vector<uint8_t>{7, 2}, {2}, dev)).to_vector<uint8_t>(),
               (std::vector<uint8_t>{35, 3}));
     // int8 with a broadcast (3, 1) x (1, 2) divisor.
-    const Tensor c(std::vector<int8_t>{-128, 5, -1}, {3, 1}, dev), e(std::vector<int8_t>{3, -4}, {1, 2}, dev);
-    EXPECT_EQ(c.floordiv(e).to_vector<int8_t>(), (std::vector<int8_t>{-43, 32, 1, -2, -1, 0})) << dev;
+    const Tensor c(std::vector<int8_t>{-128, 5, -1}, {3, 1}, dev),
+        e(std::vector<int8_t>{3, -4}, {1, 2}, dev);
+    EXPECT_EQ(c.floordiv(e).to_vector<int8_t>(), (std::vector<int8_t>{-43, 32, 1, -2, -1, 0}))
+        << dev;
   }
 }
 
@@ -222,27 +250,36 @@ TEST(TensorMath, PowSignsZerosAndIntegers) {
     }
     const Tensor ib(std::vector<int32_t>{-3, 2, 7, 1, -1, -1, 5, 0}, {8}, dev);
     const Tensor ie(std::vector<int32_t>{3, 31, 0, -4, -3, -2, -1, 0}, {8}, dev);
-    EXPECT_EQ(ib.pow(ie).to_vector<int32_t>(), (std::vector<int32_t>{-27, int32_t(0x80000000u), 1, 1, -1, 1, 0, 1})) << dev;
+    EXPECT_EQ(ib.pow(ie).to_vector<int32_t>(),
+              (std::vector<int32_t>{-27, int32_t(0x80000000u), 1, 1, -1, 1, 0, 1}))
+        << dev;
     // int64 wraps as C does: 3^41 mod 2^64.
     uint64_t p = 1;
     for (int k = 0; k < 41; ++k) p *= 3;
-    EXPECT_EQ(Tensor(std::vector<int64_t>{3}, {1}, dev).pow(Tensor(std::vector<int64_t>{41}, {1}, dev)).to_vector<int64_t>()[0],
+    EXPECT_EQ(Tensor(std::vector<int64_t>{3}, {1}, dev)
+                  .pow(Tensor(std::vector<int64_t>{41}, {1}, dev))
+                  .to_vector<int64_t>()[0],
               int64_t(p));
     // Scalar exponents: ints stay ints, a float exponent makes floats.
-    EXPECT_EQ(ib.pow(3).to_vector<int32_t>(), (std::vector<int32_t>{-27, 8, 343, 1, -1, -1, 125, 0}));
+    EXPECT_EQ(ib.pow(3).to_vector<int32_t>(),
+              (std::vector<int32_t>{-27, 8, 343, 1, -1, -1, 125, 0}));
     EXPECT_EQ(ib.pow(2.0).dtype(), dtypes::float32);
     EXPECT_EQ(Tensor(std::vector<float>{-3}, {1}, dev).pow(2).to_vector<float>()[0], 9.0f);
   }
-  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
-    // Finite bases: exp2(e log2|b|) magnifies a 1-ulp log2 difference by e log2|b|.
-    return random_tensor(dtypes::float32, {5, 3}, dev, 3, true).pow(random_tensor(dtypes::float32, {3}, dev, 4, true));
-  }, 64));
+  EXPECT_TRUE(cpu_vk_agree(
+      [](const std::string& dev) {
+        // Finite bases: exp2(e log2|b|) magnifies a 1-ulp log2 difference by e log2|b|.
+        return random_tensor(dtypes::float32, {5, 3}, dev, 3, true)
+            .pow(random_tensor(dtypes::float32, {3}, dev, 4, true));
+      },
+      64));
 }
 
 TEST(TensorMath, MaximumMinimumWithScalarsPropagateNan) {
   for (const std::string& dev : kDevices) {
     const Tensor x(std::vector<float>{-1, 2, float(kNan)}, {3}, dev);
-    const std::vector<float> mx = x.maximum(0).to_vector<float>(), mn = x.minimum(0).to_vector<float>();
+    const std::vector<float> mx = x.maximum(0).to_vector<float>(),
+                             mn = x.minimum(0).to_vector<float>();
     EXPECT_EQ(mx[0], 0.0f);
     EXPECT_EQ(mx[1], 2.0f);
     EXPECT_TRUE(std::isnan(mx[2]));
@@ -264,7 +301,8 @@ TEST(TensorMath, MaximumMinimumWithScalarsPropagateNan) {
 // Bitwise ops on every integer width and bool, shifts, and the logical ops on any dtype.
 TEST(TensorMath, BitwiseLogicalAndShifts) {
   for (const std::string& dev : kDevices) {
-    const Tensor a(std::vector<uint8_t>{0xF0, 0x0F, 0xFF}, {3}, dev), b(std::vector<uint8_t>{0xCC, 0xCC, 0x01}, {3}, dev);
+    const Tensor a(std::vector<uint8_t>{0xF0, 0x0F, 0xFF}, {3}, dev),
+        b(std::vector<uint8_t>{0xCC, 0xCC, 0x01}, {3}, dev);
     EXPECT_EQ((a & b).to_vector<uint8_t>(), (std::vector<uint8_t>{0xC0, 0x0C, 0x01}));
     EXPECT_EQ((a | b).to_vector<uint8_t>(), (std::vector<uint8_t>{0xFC, 0xCF, 0xFF}));
     EXPECT_EQ((a ^ b).to_vector<uint8_t>(), (std::vector<uint8_t>{0x3C, 0xC3, 0xFE}));
@@ -272,7 +310,8 @@ TEST(TensorMath, BitwiseLogicalAndShifts) {
     const Tensor s(std::vector<int16_t>{-8, 3, 0x4000}, {3}, dev);
     EXPECT_EQ((~s).to_vector<int16_t>(), (std::vector<int16_t>{7, -4, -0x4001}));
     EXPECT_EQ(s.lshift(1).to_vector<int16_t>(), (std::vector<int16_t>{-16, 6, int16_t(0x8000)}));
-    EXPECT_EQ(s.rshift(2).to_vector<int16_t>(), (std::vector<int16_t>{-2, 0, 0x1000}));  // arithmetic
+    EXPECT_EQ(s.rshift(2).to_vector<int16_t>(),
+              (std::vector<int16_t>{-2, 0, 0x1000}));  // arithmetic
     const Tensor l(std::vector<int64_t>{1}, {1}, dev);
     EXPECT_EQ(l.lshift(62).to_vector<int64_t>()[0], int64_t(1) << 62);
     const Tensor pd = Tensor(std::vector<bool>{true, true, false, false}, {4}, dev);
@@ -289,7 +328,8 @@ TEST(TensorMath, BitwiseLogicalAndShifts) {
     EXPECT_EQ(f.logical_xor(pd).to_vector<bool>(), (std::vector<bool>{true, false, true, false}));
   }
   EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
-    const Tensor x = random_tensor(dtypes::int32, {4, 5}, dev, 8), y = random_tensor(dtypes::int32, {5}, dev, 9);
+    const Tensor x = random_tensor(dtypes::int32, {4, 5}, dev, 8),
+                 y = random_tensor(dtypes::int32, {5}, dev, 9);
     return ((x & y) ^ (~x | y.lshift(3))).rshift(1);
   }));
 }
@@ -303,7 +343,8 @@ TEST(TensorMath, ScalarComparisonsAndWhereWithScalars) {
     EXPECT_EQ((x >= 2).to_vector<bool>(), (std::vector<bool>{false, true, true}));
     EXPECT_EQ(x.eq(2).to_vector<bool>(), (std::vector<bool>{false, true, false}));
     EXPECT_EQ(x.ne(2).to_vector<bool>(), (std::vector<bool>{true, false, true}));
-    EXPECT_EQ(x.lt(2.5).to_vector<bool>(), (std::vector<bool>{true, true, false}));  // compared as floats
+    EXPECT_EQ(x.lt(2.5).to_vector<bool>(),
+              (std::vector<bool>{true, true, false}));  // compared as floats
     const Tensor y(std::vector<float>{10, 20, 30}, {3}, dev);
     EXPECT_EQ((x < y).to_vector<bool>(), (std::vector<bool>{true, true, true}));
     const Tensor c = x > 1;
@@ -315,7 +356,9 @@ TEST(TensorMath, ScalarComparisonsAndWhereWithScalars) {
     EXPECT_EQ(c.where(2, 3).to_vector<int32_t>(), (std::vector<int32_t>{3, 2, 2}));
     // nan compares false except with ne.
     const Tensor n(std::vector<float>{float(kNan)}, {1}, dev);
-    EXPECT_EQ((n < 1).to_vector<bool>()[0] || (n >= 1).to_vector<bool>()[0] || n.eq(n).to_vector<bool>()[0], false);
+    EXPECT_EQ((n < 1).to_vector<bool>()[0] || (n >= 1).to_vector<bool>()[0] ||
+                  n.eq(n).to_vector<bool>()[0],
+              false);
   }
 }
 

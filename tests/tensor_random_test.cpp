@@ -20,7 +20,8 @@ const std::vector<std::string> kDevices = {"CPU", "VK"};
 
 // The host model: threefry2x32, 20 rounds (Salmon et al., Random123).
 uint64_t threefry(uint64_t x, uint64_t key) {
-  const uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32), ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  const uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32),
+                 ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
   const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
   uint32_t x0 = uint32_t(x) + ks[0], x1 = uint32_t(x >> 32) + ks[1];
   for (int i = 0; i < 5; ++i) {
@@ -47,11 +48,15 @@ struct Training {
 TEST(TensorRandom, ThreefryOpMatchesKnownVectors) {
   const std::vector<uint64_t> x = {0, ~0ull, 0x85a308d3243f6a88ull};
   const std::vector<uint64_t> key = {0, ~0ull, 0x0370734413198a2eull};
-  const std::vector<uint64_t> want = {0x99ba4efe6b200159ull, 0xbb002be71cb996fcull, 0x483df7a0c4923a9cull};
+  const std::vector<uint64_t> want = {0x99ba4efe6b200159ull, 0xbb002be71cb996fcull,
+                                      0x483df7a0c4923a9cull};
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(threefry(x[i], key[i]), want[i]) << i;
   for (const std::string& dev : kDevices) {
     const Tensor a(x, {3}, dev), k(key, {3}, dev);
-    EXPECT_EQ(Tensor(UOp::make(Ops::THREEFRY, dtypes::uint64, {a.node(), k.node()})).to_vector<uint64_t>(), want) << dev;
+    EXPECT_EQ(Tensor(UOp::make(Ops::THREEFRY, dtypes::uint64, {a.node(), k.node()}))
+                  .to_vector<uint64_t>(),
+              want)
+        << dev;
   }
 }
 
@@ -60,7 +65,8 @@ TEST(TensorRandom, ThreefryOpMatchesKnownVectors) {
 TEST(TensorRandom, RandIsTheCounterSchemeOnEveryDevice) {
   for (const std::string& dev : kDevices) {
     Tensor::manual_seed(1234);
-    const std::vector<float> first = Tensor::rand({3, 5, 7}, dtypes::float32, dev).to_vector<float>();
+    const std::vector<float> first =
+        Tensor::rand({3, 5, 7}, dtypes::float32, dev).to_vector<float>();
     const std::vector<float> second = Tensor::rand({4}, dtypes::float32, dev).to_vector<float>();
     for (size_t i = 0; i < first.size(); ++i)
       ASSERT_EQ(first[i], uniform_of(uint32_t(threefry(i, 1234)))) << dev << " " << i;
@@ -73,13 +79,16 @@ TEST(TensorRandom, RandIsTheCounterSchemeOnEveryDevice) {
       return Tensor::rand({33, 3}, d, dev);
     })) << d.name();
     Tensor::manual_seed(7);
-    for (double v : values(Tensor::rand({1000}, d))) ASSERT_TRUE(v >= 0.0 && v < 1.0) << d.name() << " " << v;
+    for (double v : values(Tensor::rand({1000}, d)))
+      ASSERT_TRUE(v >= 0.0 && v < 1.0) << d.name() << " " << v;
   }
   // randn: Box-Muller through log, sqrt and cos, which may differ by an ulp between devices.
-  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
-    Tensor::manual_seed(99);
-    return Tensor::randn({257}, dtypes::float32, dev);
-  }, 16));
+  EXPECT_TRUE(cpu_vk_agree(
+      [](const std::string& dev) {
+        Tensor::manual_seed(99);
+        return Tensor::randn({257}, dtypes::float32, dev);
+      },
+      4));  // measured: at most 2 on Lavapipe
   EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
     Tensor::manual_seed(5);
     return Tensor::randint(-3, 1000, {2, 50}, dtypes::int16, dev);
@@ -130,7 +139,8 @@ TEST(TensorRandom, Statistics) {
   EXPECT_EQ(r.max().item<int8_t>(), 3);
   for (int v = -3; v < 4; ++v)
     EXPECT_NEAR(r.eq(v).cast(dtypes::float32).mean().item<float>(), 1.0f / 7, 0.005f) << v;
-  EXPECT_EQ(Tensor::randint(5, 6, {3}, dtypes::uint64).to_vector<uint64_t>(), (std::vector<uint64_t>{5, 5, 5}));
+  EXPECT_EQ(Tensor::randint(5, 6, {3}, dtypes::uint64).to_vector<uint64_t>(),
+            (std::vector<uint64_t>{5, 5, 5}));
   const Tensor big = Tensor::randint(-(int64_t(1) << 31), int64_t(1) << 31, {1000}, dtypes::int64);
   EXPECT_LT(big.min().item<int64_t>(), -(int64_t(1) << 29));
   EXPECT_GT(big.max().item<int64_t>(), int64_t(1) << 29);
@@ -164,8 +174,10 @@ TEST(TensorRandom, DropoutScalesSurvivorsAndIsReproducible) {
   const std::vector<float> v = y.to_vector<float>();
   size_t zeros = 0;
   for (float f : v) {
-    if (f == 0.0f) ++zeros;
-    else ASSERT_EQ(f, 1.0f / 0.75f);
+    if (f == 0.0f)
+      ++zeros;
+    else
+      ASSERT_EQ(f, 1.0f / 0.75f);
   }
   EXPECT_NEAR(double(zeros) / double(v.size()), 0.25, 0.005);
   EXPECT_NEAR(y.mean().item<float>(), 1.0f, 0.01f);

@@ -31,7 +31,8 @@ TEST(TensorReductions, StdMinProdOnHandComputedValues) {
     const std::vector<float> s = x.std(1).to_vector<float>();
     EXPECT_FLOAT_EQ(s[0], 1.0f);
     EXPECT_FLOAT_EQ(s[1], float(std::sqrt(103.0 / 3)));
-    EXPECT_FLOAT_EQ(x.std({}, false, 0).item<float>(), float(std::sqrt((1 + 4 + 9 + 16 + 25 + 36) / 6.0 - 121.0 / 36)));
+    EXPECT_FLOAT_EQ(x.std({}, false, 0).item<float>(),
+                    float(std::sqrt((1 + 4 + 9 + 16 + 25 + 36) / 6.0 - 121.0 / 36)));
     EXPECT_EQ(x.min(0).to_vector<float>(), (std::vector<float>{1, -5, 3}));
     EXPECT_EQ(x.min().item<float>(), -5.0f);
     EXPECT_EQ(x.min(1, true).shape(), (Shape{2, 1}));
@@ -40,19 +41,25 @@ TEST(TensorReductions, StdMinProdOnHandComputedValues) {
     // min of the extremes of each integer width (bitwise not, no overflow) and of bools.
     EXPECT_EQ(Tensor(std::vector<int8_t>{5, -128, 127}, {3}, dev).min().item<int8_t>(), -128);
     EXPECT_EQ(Tensor(std::vector<uint64_t>{~0ull, 3, 9}, {3}, dev).min().item<uint64_t>(), 3u);
-    EXPECT_EQ(Tensor(std::vector<int64_t>{INT64_MIN, 0}, {2}, dev).min().item<int64_t>(), INT64_MIN);
+    EXPECT_EQ(Tensor(std::vector<int64_t>{INT64_MIN, 0}, {2}, dev).min().item<int64_t>(),
+              INT64_MIN);
     EXPECT_EQ(Tensor(std::vector<bool>{true, false}, {2}, dev).min().item<bool>(), false);
     // nan propagates through min.
-    EXPECT_TRUE(std::isnan(Tensor(std::vector<float>{1, float(kNan), -2}, {3}, dev).min().item<float>()));
+    EXPECT_TRUE(
+        std::isnan(Tensor(std::vector<float>{1, float(kNan), -2}, {3}, dev).min().item<float>()));
     // prod: small ints accumulate in 32 bits (as sum), products of nothing are 1, int64 wraps.
     const Tensor i8(std::vector<int8_t>{-4, 8, 16}, {3}, dev);
     EXPECT_EQ(i8.prod().dtype(), dtypes::int32);
     EXPECT_EQ(i8.prod().item<int32_t>(), -512);
-    EXPECT_EQ(Tensor::zeros({2, 0}, dtypes::float32, dev).prod(1).to_vector<float>(), (std::vector<float>{1, 1}));
-    EXPECT_EQ(Tensor(std::vector<int64_t>{int64_t(1) << 40, int64_t(1) << 30}, {2}, dev).prod().item<int64_t>(),
+    EXPECT_EQ(Tensor::zeros({2, 0}, dtypes::float32, dev).prod(1).to_vector<float>(),
+              (std::vector<float>{1, 1}));
+    EXPECT_EQ(Tensor(std::vector<int64_t>{int64_t(1) << 40, int64_t(1) << 30}, {2}, dev)
+                  .prod()
+                  .item<int64_t>(),
               0);  // 2^70 wraps to 0
     // float16 multiplies in float32 and comes back: 300 * 300 = 90000 would overflow float16.
-    const Tensor h(std::vector<float16_t>{float16_t(300.0f), float16_t(300.0f), float16_t(0.001f)}, {3}, dev);
+    const Tensor h(std::vector<float16_t>{float16_t(300.0f), float16_t(300.0f), float16_t(0.001f)},
+                   {3}, dev);
     EXPECT_EQ(h.prod().dtype(), dtypes::float16);
     EXPECT_NEAR(float(h.prod().item<float16_t>()), 90.0f, 0.1f);
     // 0-d
@@ -92,7 +99,10 @@ TEST(TensorReductions, ArgmaxArgminFirstIndex) {
     EXPECT_EQ(x.argmax().item<int32_t>(), 1);
     EXPECT_EQ(x.argmin().item<int32_t>(), 3);
     EXPECT_EQ(x.argmax({}, true).shape(), (Shape{1, 1}));
-    EXPECT_EQ(Tensor(std::vector<float>{1, float(kNan), 5, float(kNan)}, {4}, dev).argmax().item<int32_t>(), 1);
+    EXPECT_EQ(Tensor(std::vector<float>{1, float(kNan), 5, float(kNan)}, {4}, dev)
+                  .argmax()
+                  .item<int32_t>(),
+              1);
     EXPECT_EQ(Tensor(std::vector<uint8_t>{9, 0, 255, 0}, {4}, dev).argmin().item<int32_t>(), 1);
     EXPECT_EQ(Tensor(std::vector<int8_t>{9, -128, 127, 127}, {4}, dev).argmax().item<int32_t>(), 2);
     EXPECT_EQ(Tensor(std::vector<bool>{false, true, true}, {3}, dev).argmax().item<int32_t>(), 1);
@@ -128,10 +138,14 @@ TEST(TensorReductions, CumsumShortAndPastTheSplit) {
     ASSERT_EQ(c[size_t(i)], i + 1) << i;
     ASSERT_EQ(c[size_t(40000 + i)], i + 1) << i;
   }
-  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) { return random_tensor(dtypes::int32, {1000, 3}, dev, 5).cumsum(0); }));
   EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
-    return random_tensor(dtypes::float32, {3, 300}, dev, 6, true).cumsum(1);
-  }, 0));
+    return random_tensor(dtypes::int32, {1000, 3}, dev, 5).cumsum(0);
+  }));
+  EXPECT_TRUE(cpu_vk_agree(
+      [](const std::string& dev) {
+        return random_tensor(dtypes::float32, {3, 300}, dev, 6, true).cumsum(1);
+      },
+      0));
 }
 
 TEST(TensorReductions, MulReducesPastTheSplitPadWithOne) {
@@ -149,11 +163,16 @@ TEST(TensorReductions, MulReducesPastTheSplitPadWithOne) {
 
 TEST(TensorReductions, VulkanMatchesCpuOnEveryDtype) {
   for (DType d : vk_dtypes()) {
-    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) { return random_tensor(d, {5, 7}, dev, 21).min(1); })) << d.name();
-    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) { return random_tensor(d, {5, 7}, dev, 22).argmax(0); }))
-        << d.name();
+    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
+      return random_tensor(d, {5, 7}, dev, 21).min(1);
+    })) << d.name();
+    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
+      return random_tensor(d, {5, 7}, dev, 22).argmax(0);
+    })) << d.name();
     if (d.is_float() || d == dtypes::bool_) continue;
-    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) { return random_tensor(d, {3, 4}, dev, 23).prod(1); })) << d.name();
+    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
+      return random_tensor(d, {3, 4}, dev, 23).prod(1);
+    })) << d.name();
   }
 }
 
