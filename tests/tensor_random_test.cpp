@@ -8,6 +8,8 @@
 #include <cmath>
 #include <numeric>
 
+#include <vkgrad/core/schedule.hpp>
+
 #include "support/device_compare.hpp"
 #include "support/error_of.hpp"
 
@@ -82,6 +84,8 @@ TEST(TensorRandom, RandIsTheCounterSchemeOnEveryDevice) {
     for (double v : values(Tensor::rand({1000}, d)))
       ASSERT_TRUE(v >= 0.0 && v < 1.0) << d.name() << " " << v;
   }
+  // bfloat16 (the CPU device computes in it; GLSL has no bfloat16 type).
+  for (double v : values(Tensor::rand({1000}, dtypes::bfloat16, "CPU"))) ASSERT_TRUE(v >= 0.0 && v < 1.0) << v;
   // randn: Box-Muller through log, sqrt and cos, which may differ by an ulp between devices.
   EXPECT_TRUE(cpu_vk_agree(
       [](const std::string& dev) {
@@ -108,6 +112,24 @@ TEST(TensorRandom, ManualSeedReproducesAndTheCounterAdvances) {
   // 0-d and 0-size shapes.
   EXPECT_EQ(Tensor::rand({}).shape(), Shape{});
   EXPECT_EQ(Tensor::randn({0, 4}).numel(), 0);
+}
+
+// A new seed or counter is new data in a buffer, not a new constant: every draw of one shape is
+// the same kernel (compiled once), and a dropout fuses into its consumer.
+TEST(TensorRandom, EveryDrawOfAShapeIsOneKernel) {
+  const auto kernel_of = [](const Tensor& t) {
+    const Schedule s = create_schedule({t.node()});
+    EXPECT_EQ(s.items.size(), 1u);
+    return s.items.empty() ? nullptr : s.items.back().ast;
+  };
+  Tensor::manual_seed(1);
+  const UOpPtr first = kernel_of(Tensor::rand({8, 16}));
+  const UOpPtr second = kernel_of(Tensor::rand({8, 16}));
+  Tensor::manual_seed(2);
+  EXPECT_EQ(kernel_of(Tensor::rand({8, 16})), first);
+  EXPECT_EQ(second, first);
+  Training on;
+  (void)kernel_of((Tensor::ones({8, 16}) * 3).dropout(0.1) + 1);
 }
 
 // Means and spreads on 2^17 samples, reduced on the device: tolerances are several standard
