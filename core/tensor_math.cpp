@@ -116,10 +116,14 @@ Tensor Tensor::gelu() const {
 
 Tensor Tensor::silu() const { return as_float(*this) * sigmoid(); }
 
-// 1 / (1 + 2^(-x / ln 2)): for x -> -inf the power overflows to inf and the result is 0, for
-// x -> +inf it is 1; never inf / inf.
+// With e = exp(-|x|) in [0, 1]: 1 / (1 + e) for x >= 0, e / (1 + e) below. Nothing overflows in
+// either branch, so neither the value (sigmoid(-inf) = 0, sigmoid(inf) = 1) nor a gradient
+// derived through the where (1 / (1 + exp(-x)) has inf * 0 in it for x < -88) sees inf.
 Tensor Tensor::sigmoid() const {
-  return ((as_float(*this) * (-1.0 / std::numbers::ln2)).exp2() + 1.0).reciprocal();
+  const Tensor x = as_float(*this);
+  const Tensor e = (x.abs() * (-1.0 / std::numbers::ln2)).exp2();
+  const Tensor r = (e + 1.0).reciprocal();
+  return x.ge(0).where(r, e * r);
 }
 
 Tensor Tensor::tanh() const { return (as_float(*this) * 2.0).sigmoid() * 2.0 - 1.0; }
