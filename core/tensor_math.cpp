@@ -203,7 +203,8 @@ Tensor int_pow(const Tensor& base, const Tensor& e) {
 }  // namespace
 
 // Floats: 2^(e log2 |b|) with the sign of a negative base from an integer exponent's parity, nan
-// for a negative base and a fractional exponent, and x^0 = 1 for every x (nan included), as torch.
+// for a negative base and a fractional exponent, and x^0 = 1 and 1^x = 1 for every x (nan
+// included), as torch and C's pow.
 Tensor Tensor::pow(const Tensor& e) const {
   DType out;
   try {
@@ -225,7 +226,7 @@ Tensor Tensor::pow(const Tensor& e) const {
       negative.where(is_int.where(odd.where(-magnitude, magnitude),
                                   magnitude * std::numeric_limits<double>::quiet_NaN()),
                      magnitude);
-  return x.eq(0.0).where(b.scalar_like(1.0), signed_).broadcast_to(s);
+  return x.eq(0.0).logical_or(b.eq(1.0)).where(b.scalar_like(1.0), signed_).broadcast_to(s);
 }
 
 // A whole exponent is computed by multiplying (exact, and right for negative bases: pow(x, 2) is
