@@ -147,8 +147,8 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
       return fmt::format("max({}, {})", x[0], x[1]);
     case Ops::MULACC:
       return fmt::format("(({}*{})+{})", x[0], x[1], x[2]);
-    case Ops::THREEFRY:
-      if (d != dtypes::uint64) bad(op, d);
+    case Ops::THREEFRY:  // a vector (upcast) THREEFRY calls the scalar helper per lane
+      if (d.scalar != Scalar::UInt64) bad(op, d);
       return fmt::format("{}({}, {})", helpers.use("threefry2x32", d), x[0], x[1]);
     case Ops::FDIV:
       if (!d.is_float()) bad(op, d);

@@ -108,13 +108,14 @@ class Tensor {
   static Tensor empty_like(const Tensor& t);
 
   // ---- random (counter-based: the same seed gives the same values on every device) ----
-  // Sets the seed of the global generator; every random tensor after it is reproducible.
+  // Sets the seed of the global generator (0 until set) and restarts its counter; every random
+  // tensor after it is reproducible. Needs a device with 64-bit integers (threefry2x32 on uint64).
   static void manual_seed(uint64_t seed);
   // Uniform in [0, 1).
   static Tensor rand(Shape shape, DType dtype = dtypes::default_float, std::string device = "");
   // Standard normal.
   static Tensor randn(Shape shape, DType dtype = dtypes::default_float, std::string device = "");
-  // Integers uniform in [low, high).
+  // Integers uniform in [low, high); high - low is at most 2^32.
   static Tensor randint(int64_t low, int64_t high, Shape shape, DType dtype = dtypes::int32, std::string device = "");
   static Tensor uniform(Shape shape, double low = 0.0, double high = 1.0, DType dtype = dtypes::default_float,
                         std::string device = "");
@@ -236,6 +237,7 @@ class Tensor {
   Tensor softmax(int64_t axis = -1) const;
   Tensor log_softmax(int64_t axis = -1) const;
   Tensor logsumexp(Axes axes = {}, bool keepdim = false) const;
+  // Running sums along axis, in sum's dtype (small integers and bools accumulate in 32 bits).
   Tensor cumsum(int64_t axis = 0) const;
   // Inner product over the last axis of this and the second-to-last of b (the last for a 1-D b);
   // leading (batch) axes broadcast, as numpy's matmul.

@@ -79,12 +79,31 @@ Tensor Tensor::sub(const Tensor& b) const {
 }
 Tensor Tensor::mul(const Tensor& b) const { return binary(Ops::MUL, b, "mul"); }
 Tensor Tensor::maximum(const Tensor& b) const { return binary(Ops::MAX, b, "maximum"); }
-Tensor Tensor::minimum(const Tensor& b) const { return lt(b).where(*this, b); }
+// Through MAX, so that a nan propagates as it does there (a where on a < b would drop a nan a):
+// negation reverses the order of floats, bitwise not that of every integer dtype (no overflow).
+Tensor Tensor::minimum(const Tensor& b) const {
+  DType out;
+  try {
+    out = promote(dtype(), b.dtype());
+  } catch (const Error&) {
+    throw Error("minimum: cannot combine " + dtype().name() + " and " + b.dtype().name());
+  }
+  if (out.is_bool()) return logical_and(b);
+  if (out.is_float()) return -(-cast(out)).maximum(-b.cast(out));
+  return cast(out).bitwise_not().maximum(b.cast(out).bitwise_not()).bitwise_not();
+}
 Tensor Tensor::lt(const Tensor& b) const { return binary(Ops::CMPLT, b, "lt"); }
 Tensor Tensor::gt(const Tensor& b) const { return b.lt(*this); }
 Tensor Tensor::ne(const Tensor& b) const { return binary(Ops::CMPNE, b, "ne"); }
-Tensor Tensor::le(const Tensor& b) const { return gt(b).logical_not(); }
-Tensor Tensor::ge(const Tensor& b) const { return lt(b).logical_not(); }
+// not (a > b) is a <= b only without nan: for floats, nan <= x and nan >= x are false.
+Tensor Tensor::le(const Tensor& b) const {
+  if (promote(dtype(), b.dtype()).is_float()) return lt(b).logical_or(eq(b));
+  return gt(b).logical_not();
+}
+Tensor Tensor::ge(const Tensor& b) const {
+  if (promote(dtype(), b.dtype()).is_float()) return gt(b).logical_or(eq(b));
+  return lt(b).logical_not();
+}
 Tensor Tensor::eq(const Tensor& b) const { return ne(b).logical_not(); }
 
 Tensor Tensor::div(const Tensor& b) const {

@@ -64,7 +64,7 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
     if (rows * split != count) {
       std::vector<std::pair<int64_t, int64_t>> pads(kept.size(), {0, 0});
       pads.emplace_back(0, rows * split - count);
-      Scalarish identity = int64_t(0);
+      Scalarish identity = int64_t(op == Ops::MUL ? 1 : 0);
       if (op == Ops::MAX && dtype().is_float())
         identity = -std::numeric_limits<double>::infinity();
       else if (op == Ops::MAX && dtype().is_int())
@@ -114,6 +114,36 @@ Tensor Tensor::var(Axes axes, bool keepdim, int64_t correction) const {
   for (int64_t a : ax) n *= shape()[size_t(a)];
   const Tensor centered = *this - mean(ax, true);
   return (centered * centered).sum(ax, keepdim) / double(std::max<int64_t>(0, n - correction));
+}
+
+Tensor Tensor::std(Axes axes, bool keepdim, int64_t correction) const {
+  return var(std::move(axes), keepdim, correction).sqrt();
+}
+
+// Order-reversing maps turn min into max: negation for floats (nan still propagates), bitwise not
+// for integers (a bijection, so the smallest int8 -128 needs no -(-128)), logical not for bools.
+Tensor Tensor::min(Axes axes, bool keepdim) const {
+  for (int64_t d : shape())
+    if (d == 0) throw Error("min: cannot reduce a tensor with no elements (shape " + shape_str(shape()) + ")");
+  if (dtype().is_float()) return -(-*this).max(std::move(axes), keepdim);
+  return bitwise_not().max(std::move(axes), keepdim).bitwise_not();
+}
+
+// Accumulates as sum does (small integers and bools in 32 bits, half floats in float32); the
+// product of nothing is 1.
+Tensor Tensor::prod(Axes axes, bool keepdim) const {
+  const DType acc = sum_acc_dtype(dtype());
+  Tensor out = cast(acc).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
+  return dtype().is_float() ? out.cast(dtype()) : out;
+}
+
+// MAX over bools is or; nothing is false.
+Tensor Tensor::any(Axes axes, bool keepdim) const {
+  return cast(dtypes::bool_).reduce(Ops::MAX, std::move(axes), keepdim, "any");
+}
+
+Tensor Tensor::all(Axes axes, bool keepdim) const {
+  return logical_not().any(std::move(axes), keepdim).logical_not();
 }
 
 Tensor Tensor::dot(const Tensor& w) const {

@@ -1,0 +1,337 @@
+// Elementwise math composed from the ALU ops: rounding, activations, predicates, integer
+// division and powers, bitwise and logical ops, and the scalar forms of comparisons and where.
+// Everything here is built from other Tensor ops, so it fuses and differentiates as they do; the
+// forms are chosen to stay finite where a textbook formula overflows (sigmoid, tanh, softplus).
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg {
+
+namespace {
+
+std::string describe(const Tensor& t) { return t.dtype().name() + " " + shape_str(t.shape()); }
+
+Tensor as_float(const Tensor& t) {
+  return t.dtype().is_float() ? t : t.cast(dtypes::default_float);
+}
+
+// Bitwise ops take integers or bools (the result's dtype), never floats.
+void check_bitwise(const Tensor& a, const Tensor& b, std::string_view op) {
+  DType out;
+  try {
+    out = promote(a.dtype(), b.dtype());
+  } catch (const Error&) {
+    throw Error(std::string(op) + ": cannot combine " + describe(a) + " and " + describe(b));
+  }
+  if (out.is_float())
+    throw Error(std::string(op) + ": needs integer or bool tensors, got " + describe(a) + " and " +
+                describe(b));
+}
+
+DType literal_dtype(Scalarish v) {
+  switch (v.kind()) {
+    case ScalarKind::Bool:
+      return dtypes::bool_;
+    case ScalarKind::Int:
+      return dtypes::default_int;
+    case ScalarKind::Float:
+      return dtypes::default_float;
+  }
+  return dtypes::default_float;
+}
+
+// log(1 + e) for e in [0, 1] without losing a small e to the rounding of 1 + e: below 0.1 a
+// Taylor series (its first dropped term, e^8 / 8, is under 2e-8 of e), above it the plain log.
+// The shader compiler may rewrite (1 + e) - 1 as e, so no cancellation trick is safe here.
+Tensor log1p_unit(const Tensor& e) {
+  Tensor series = e * (1.0 / 7) - 1.0 / 6;
+  for (double c : {1.0 / 5, -1.0 / 4, 1.0 / 3, -1.0 / 2, 1.0}) series = series * e + c;
+  return e.lt(0.1).where(series * e, (e + 1.0).log());
+}
+
+}  // namespace
+
+// ---- rounding and simple unary ops ----
+
+Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
+Tensor Tensor::cos() const { return (std::numbers::pi / 2 - as_float(*this)).sin(); }
+Tensor Tensor::tan() const { return sin() / cos(); }
+Tensor Tensor::square() const { return *this * *this; }
+
+// sign(nan) is nan (x * 0 would carry it, but makes sign(inf) nan too).
+Tensor Tensor::sign() const {
+  if (dtype().is_bool()) return *this;
+  const Tensor zero = scalar_like(0);
+  const Tensor s = ne(zero).where(lt(zero).where(scalar_like(-1), scalar_like(1)), zero);
+  return dtype().is_float() ? isnan().where(*this, s) : s;
+}
+
+Tensor Tensor::trunc() const {
+  if (!dtype().is_float()) return *this;
+  return Tensor(UOp::make(Ops::TRUNC, dtype(), {node()}));
+}
+
+Tensor Tensor::floor() const {
+  if (!dtype().is_float()) return *this;
+  const Tensor t = trunc();
+  return t.gt(*this).where(t - 1, t);
+}
+
+Tensor Tensor::ceil() const {
+  if (!dtype().is_float()) return *this;
+  const Tensor t = trunc();
+  return t.lt(*this).where(t + 1, t);
+}
+
+// Half to even from exact pieces: t = trunc(x) and d = x - t are exact in floating point, so no
+// x + 0.5 rounding (wrong past 2^23) is needed. A tie moves away from t only when t is odd.
+Tensor Tensor::round() const {
+  if (!dtype().is_float()) return *this;
+  const Tensor t = trunc(), d = *this - t, ad = d.abs();
+  const Tensor t_odd = (t - (t * 0.5).trunc() * 2.0).ne(0.0);
+  const Tensor away = ad.gt(0.5).logical_or(ad.eq(0.5).logical_and(t_odd));
+  return away.where(t + d.sign(), t);
+}
+
+// ---- activations ----
+
+Tensor Tensor::leaky_relu(double negative_slope) const {
+  return lt(0).where(*this * negative_slope, *this);
+}
+
+// exp of min(x, 0): the branch that where drops never overflows, so its gradient stays finite.
+Tensor Tensor::elu(double alpha) const {
+  const Tensor x = as_float(*this);
+  return x.gt(0).where(x, (x.minimum(0.0).exp() - 1.0) * alpha);
+}
+
+Tensor Tensor::gelu() const {
+  const Tensor x = as_float(*this);
+  return x * 0.5 * (((x + x * x * x * 0.044715) * std::sqrt(2.0 / std::numbers::pi)).tanh() + 1.0);
+}
+
+Tensor Tensor::silu() const { return as_float(*this) * sigmoid(); }
+
+// With e = exp(-|x|) in [0, 1]: 1 / (1 + e) for x >= 0, e / (1 + e) below. Nothing overflows in
+// either branch, so neither the value (sigmoid(-inf) = 0, sigmoid(inf) = 1) nor a gradient
+// derived through the where (1 / (1 + exp(-x)) has inf * 0 in it for x < -88) sees inf.
+Tensor Tensor::sigmoid() const {
+  const Tensor x = as_float(*this);
+  const Tensor e = (x.abs() * (-1.0 / std::numbers::ln2)).exp2();
+  const Tensor r = (e + 1.0).reciprocal();
+  return x.ge(0).where(r, e * r);
+}
+
+Tensor Tensor::tanh() const { return (as_float(*this) * 2.0).sigmoid() * 2.0 - 1.0; }
+
+// (max(bx, 0) + log(1 + exp(-|bx|))) / b: the exp never overflows, and a large x gives x.
+Tensor Tensor::softplus(double beta) const {
+  const Tensor bx = as_float(*this) * beta;
+  return (bx.relu() + log1p_unit((-bx.abs()).exp())) * (1.0 / beta);
+}
+
+Tensor Tensor::hardswish() const {
+  const Tensor x = as_float(*this);
+  return x * ((x + 3.0).clip(0.0, 6.0) *
+              (1.0 / 6.0));  // 6 * (1/6) rounds to 1: hardswish(x) = x past 3
+}
+
+Tensor Tensor::clip(Scalarish lo, Scalarish hi) const { return maximum(lo).minimum(hi); }
+
+// ---- predicates ----
+
+Tensor Tensor::isnan() const { return ne(*this); }
+
+Tensor Tensor::isinf() const {
+  if (!dtype().is_float()) return Tensor::full(shape(), false, dtypes::bool_, device());
+  return abs().eq(std::numeric_limits<double>::infinity());
+}
+
+// |x| < inf is false for inf and nan. (Not x - x == 0: shader compilers fold x - x to 0.)
+Tensor Tensor::isfinite() const {
+  if (!dtype().is_float()) return Tensor::full(shape(), true, dtypes::bool_, device());
+  return abs().lt(std::numeric_limits<double>::infinity());
+}
+
+// ---- division and powers ----
+
+// Python's //: rounds down. For integers, C's truncating quotient moves down by one when there is
+// a remainder and the operands' signs differ.
+Tensor Tensor::floordiv(const Tensor& b) const {
+  DType out;
+  try {
+    out = promote(dtype(), b.dtype());
+  } catch (const Error&) {
+    throw Error("floordiv: cannot combine " + describe(*this) + " and " + describe(b));
+  }
+  if (out.is_bool())
+    throw Error("floordiv: not defined for bool tensors, got " + describe(*this) + " and " +
+                describe(b));
+  if (out.is_float()) return div(b).floor();
+  const Tensor q = idiv(b);
+  if (out.is_unsigned()) return q;
+  const Tensor zero = Tensor::full({}, 0, out, device());
+  const Tensor inexact = (q * b).ne(*this).logical_and(lt(zero).ne(b.lt(zero)));
+  return inexact.where(q - 1, q);
+}
+
+namespace {
+
+// Integer powers by squaring over every bit of the exponent: exact (wrapping as the dtype does).
+// Negative exponents give the truncated 1 / base^|e|: 1 for base 1, +-1 for base -1, else 0.
+Tensor int_pow(const Tensor& base, const Tensor& e) {
+  const Tensor one = Tensor::ones_like(base);
+  Tensor result = one, b = base, bits = e;
+  const int width = e.dtype().scalar_size() * 8 - (e.dtype().is_unsigned() ? 0 : 1);
+  for (int i = 0; i < width; ++i) {
+    result = bits.bitwise_and(Tensor::full({}, 1, bits.dtype(), bits.device()))
+                 .ne(0)
+                 .where(result * b, result);
+    if (i + 1 < width) b = b * b, bits = bits.rshift(1);
+  }
+  if (e.dtype().is_unsigned()) return result;
+  const Tensor odd = e.bitwise_and(Tensor::full({}, 1, e.dtype(), e.device())).ne(0);
+  const Tensor negative_power =
+      base.eq(1).where(one, base.eq(-1).where(odd.where(-one, one), one * 0));
+  return e.lt(0).where(negative_power, result);
+}
+
+}  // namespace
+
+// Floats: 2^(e log2 |b|) with the sign of a negative base from an integer exponent's parity, nan
+// for a negative base and a fractional exponent, and x^0 = 1 and 1^x = 1 for every x (nan
+// included), as torch and C's pow.
+Tensor Tensor::pow(const Tensor& e) const {
+  DType out;
+  try {
+    out = promote(dtype(), e.dtype());
+  } catch (const Error&) {
+    throw Error("pow: cannot combine " + describe(*this) + " and " + describe(e));
+  }
+  if (out.is_bool())
+    throw Error("pow: not defined for bool tensors, got " + describe(*this) + " and " +
+                describe(e));
+  const Shape s = broadcast_shape(shape(), e.shape(), "pow");
+  if (out.is_int()) return int_pow(cast(out).broadcast_to(s), e.cast(out).broadcast_to(s));
+  const Tensor b = cast(out), x = e.cast(out);
+  const Tensor magnitude = (b.abs().log2() * x).exp2();
+  const Tensor is_int = x.trunc().eq(x);
+  const Tensor odd = (x - (x * 0.5).trunc() * 2.0).ne(0.0);
+  const Tensor negative = b.lt(0.0);
+  const Tensor signed_ =
+      negative.where(is_int.where(odd.where(-magnitude, magnitude),
+                                  magnitude * std::numeric_limits<double>::quiet_NaN()),
+                     magnitude);
+  return x.eq(0.0).logical_or(b.eq(1.0)).where(b.scalar_like(1.0), signed_).broadcast_to(s);
+}
+
+// A whole exponent is computed by multiplying (exact, and right for negative bases: pow(x, 2) is
+// x*x); others go through the tensor form.
+Tensor Tensor::pow(Scalarish e) const {
+  const double v = e.as_double();
+  const bool whole = v == std::trunc(v) && std::abs(v) <= 64;
+  if (dtype().is_bool() && e.kind() != ScalarKind::Float)
+    return pow(Tensor::full({}, e, dtypes::int32, device()));
+  if (!whole || (!dtype().is_float() && e.kind() == ScalarKind::Float)) return pow(scalar_like(e));
+  if (v < 0 && !dtype().is_float())
+    throw Error("pow: integer tensor " + describe(*this) + " to the negative power " +
+                std::to_string(int64_t(v)));
+  int64_t n = int64_t(std::abs(v));
+  Tensor result = ones_like(*this), b = *this;
+  bool first = true;
+  for (; n > 0; n >>= 1) {
+    if (n & 1) result = first ? b : result * b, first = false;
+    if (n > 1) b = b * b;
+  }
+  return v < 0 ? result.reciprocal() : result;
+}
+
+Tensor Tensor::maximum(Scalarish b) const { return maximum(scalar_like(b)); }
+Tensor Tensor::minimum(Scalarish b) const { return minimum(scalar_like(b)); }
+
+// ---- bitwise and logical ----
+
+Tensor Tensor::bitwise_and(const Tensor& b) const {
+  check_bitwise(*this, b, "bitwise_and");
+  return binary(Ops::AND, b, "bitwise_and");
+}
+Tensor Tensor::bitwise_or(const Tensor& b) const {
+  check_bitwise(*this, b, "bitwise_or");
+  return binary(Ops::OR, b, "bitwise_or");
+}
+Tensor Tensor::bitwise_xor(const Tensor& b) const {
+  check_bitwise(*this, b, "bitwise_xor");
+  return binary(Ops::XOR, b, "bitwise_xor");
+}
+// x ^ all-ones: -1 in a signed dtype, the largest value in an unsigned one.
+Tensor Tensor::bitwise_not() const {
+  if (dtype().is_float())
+    throw Error("bitwise_not: needs an integer or bool tensor, got " + describe(*this));
+  if (dtype().is_bool()) return logical_not();
+  return bitwise_xor(Tensor::full({}, -1, dtype(), device()));  // the constant wraps to the width
+}
+
+Tensor Tensor::logical_and(const Tensor& b) const {
+  return cast(dtypes::bool_).binary(Ops::AND, b.cast(dtypes::bool_), "logical_and");
+}
+Tensor Tensor::logical_or(const Tensor& b) const {
+  return cast(dtypes::bool_).binary(Ops::OR, b.cast(dtypes::bool_), "logical_or");
+}
+Tensor Tensor::logical_xor(const Tensor& b) const {
+  return cast(dtypes::bool_).binary(Ops::XOR, b.cast(dtypes::bool_), "logical_xor");
+}
+
+namespace {
+
+// Devices leave shifts by the width or more undefined: refused here. rshift of a signed value is
+// arithmetic (rounds down), as Python's >>.
+Tensor shift(const Tensor& x, Ops op, int64_t bits, std::string_view name) {
+  if (!x.dtype().is_int())
+    throw Error(std::string(name) + ": needs an integer tensor, got " + describe(x));
+  const int width = x.dtype().scalar_size() * 8;
+  if (bits < 0 || bits >= width)
+    throw Error(std::string(name) + ": shift by " + std::to_string(bits) + " is outside [0, " +
+                std::to_string(width) + ") for " + describe(x));
+  const Tensor amount = Tensor::full(x.shape(), bits, x.dtype(), x.device());
+  return Tensor(UOp::make(op, x.dtype(), {x.node(), amount.node()}));
+}
+
+}  // namespace
+
+Tensor Tensor::lshift(int64_t bits) const { return shift(*this, Ops::SHL, bits, "lshift"); }
+Tensor Tensor::rshift(int64_t bits) const { return shift(*this, Ops::SHR, bits, "rshift"); }
+
+// ---- comparisons and where with scalars ----
+
+Tensor Tensor::lt(Scalarish b) const { return lt(scalar_like(b)); }
+Tensor Tensor::gt(Scalarish b) const { return gt(scalar_like(b)); }
+Tensor Tensor::le(Scalarish b) const { return le(scalar_like(b)); }
+Tensor Tensor::ge(Scalarish b) const { return ge(scalar_like(b)); }
+Tensor Tensor::eq(Scalarish b) const { return eq(scalar_like(b)); }
+Tensor Tensor::ne(Scalarish b) const { return ne(scalar_like(b)); }
+
+Tensor Tensor::where(const Tensor& a, Scalarish b) const { return where(a, a.scalar_like(b)); }
+Tensor Tensor::where(Scalarish a, const Tensor& b) const { return where(b.scalar_like(a), b); }
+Tensor Tensor::where(Scalarish a, Scalarish b) const {
+  const DType d = promote(literal_dtype(a), literal_dtype(b));
+  return where(Tensor::full({}, a, d, device()), Tensor::full({}, b, d, device()));
+}
+
+Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+Tensor operator<(const Tensor& a, Scalarish b) { return a.lt(b); }
+Tensor operator>(const Tensor& a, Scalarish b) { return a.gt(b); }
+Tensor operator<=(const Tensor& a, Scalarish b) { return a.le(b); }
+Tensor operator>=(const Tensor& a, Scalarish b) { return a.ge(b); }
+Tensor operator&(const Tensor& a, const Tensor& b) { return a.bitwise_and(b); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return a.bitwise_or(b); }
+Tensor operator^(const Tensor& a, const Tensor& b) { return a.bitwise_xor(b); }
+Tensor operator~(const Tensor& a) { return a.bitwise_not(); }
+
+}  // namespace vkg
