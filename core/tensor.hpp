@@ -57,7 +57,7 @@ struct ConvTranspose2dOptions {
 };
 struct Pool2dOptions {
   Size2 kernel = 2;
-  std::optional<Size2> stride;  // the kernel size when not given, as torch
+  std::optional<Size2> stride = std::nullopt;  // the kernel size when not given, as torch
   Size2 padding = 0, dilation = 1;
 };
 
