@@ -9,6 +9,7 @@
 #include "support/device_compare.hpp"
 #include "support/error_of.hpp"
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/schedule.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -162,6 +163,29 @@ TEST(TensorConv2d, WithBiasAndReluIsOneKernelAndAgreesAcrossDevices) {
   };
   EXPECT_EQ(kernels(make("VK")), 1u);
   EXPECT_TRUE(cpu_vk_agree(make));
+}
+
+// The forward conv is a reduce over (cin, ky, kx) whose output width (14) is no multiple of 4: its
+// register tile goes along the output channels (the input is reused there) and the batch (the
+// weight is), not along the last axis. Without it Lavapipe ran this shape 4x slower.
+TEST(TensorConv2d, ForwardKernelIsRegisterTiled) {
+  const Tensor x = data({32, 4, 14, 14}, 1).tensor(), w = data({16, 4, 3, 3}, 2).tensor();
+  ScopedSetting debug("DEBUG", 3);
+  testing::internal::CaptureStdout();
+  x.conv2d(w, {}, {.padding = 1}).realize();
+  const std::string log = testing::internal::GetCapturedStdout();
+  EXPECT_NE(log.find("opts=[UPCAST(axis=1, amount=4), UPCAST(axis=0, amount="), std::string::npos) << log;
+}
+
+TEST(TensorConv2d, TransposeAndPoolsAgreeAcrossDevices) {
+  const Array4 x = data({2, 4, 5, 6}, 7), w = data({4, 3, 3, 2}, 8);
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
+    return x.tensor(dev).conv_transpose2d(w.tensor(dev), {}, {.stride = 2, .padding = 1, .groups = 2});
+  }));
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
+    return x.tensor(dev).max_pool2d({.kernel = 3, .stride = Size2(2), .padding = 1});
+  }));
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) { return x.tensor(dev).avg_pool2d({.kernel = 2}); }));
 }
 
 TEST(TensorConv2d, MisuseNamesTheShapes) {
