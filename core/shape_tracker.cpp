@@ -263,7 +263,9 @@ size_t ShapeTracker::hash() const {
 
 namespace {
 
-bool is_variable(const UOp& u) { return u.op == Ops::DEFINE_VAR || u.op == Ops::SPECIAL || u.op == Ops::RANGE; }
+bool is_variable(const UOp& u) {
+  return u.op == Ops::DEFINE_VAR || u.op == Ops::SPECIAL || u.op == Ops::RANGE;
+}
 
 // Stand-ins for the compound indexes of masked dimensions. A padded view's index is read only
 // where its mask holds, so in the address (not in the validity) such an index may be replaced by
@@ -299,8 +301,8 @@ class StandIns {
 
 // The address and validity of views[top] at `idxs`, carried down through the views below it.
 // With stand-ins, each view's validity reads the true indexes and its address the stand-ins.
-IndexExpr compose(const std::vector<View>& views, size_t top, const std::vector<UOpPtr>& idxs, bool simplified,
-                  StandIns* stand_ins) {
+IndexExpr compose(const std::vector<View>& views, size_t top, const std::vector<UOpPtr>& idxs,
+                  bool simplified, StandIns* stand_ins) {
   auto view_expr = [&](const View& v, const std::vector<UOpPtr>& at, const UOpPtr& valid) {
     IndexExpr e = v.expr(at, valid);
     if (stand_ins) e.index = v.expr(stand_ins->replace(v, at), valid).index;
@@ -329,7 +331,8 @@ int64_t divmod_count(const IndexExpr& e) {
 
 // The plain composition, or the one with stand-ins where that leaves fewer divisions and
 // remainders (they cost the most in a kernel's index math).
-IndexExpr compose_best(const std::vector<View>& views, size_t top, const std::vector<UOpPtr>& idxs, bool simplified) {
+IndexExpr compose_best(const std::vector<View>& views, size_t top, const std::vector<UOpPtr>& idxs,
+                       bool simplified) {
   IndexExpr plain = compose(views, top, idxs, simplified, nullptr);
   bool masked = false;
   for (const View& v : views) masked |= v.mask.has_value();

@@ -228,7 +228,8 @@ UOpPtr fold_mod(const UOp& n) {
   }
   if (x.vmin() >= 0)
     for (SmallRemainder& r : small_remainders(f, c)) {
-      if (r.g < c) r.s.terms.insert(r.s.terms.begin(), {build_linear(r.y, d) % konst(d, c / r.g), r.g});
+      if (r.g < c)
+        r.s.terms.insert(r.s.terms.begin(), {build_linear(r.y, d) % konst(d, c / r.g), r.g});
       if (UOpPtr out = build_linear(r.s, d); size.ok(out)) return out;
     }
   // (g*y + k) % (g*c') = ((y + k') % c')*g + (k - g*k'), k' rounded toward x's sign as in

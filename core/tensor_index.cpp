@@ -34,7 +34,8 @@ Tensor arange_along(int64_t n, int axis, int ndim, const std::string& device) {
 Tensor sum_of_pieces(const std::vector<Tensor>& pieces, DType dtype) {
   const bool as_bytes = dtype.is_bool();
   Tensor out = as_bytes ? pieces[0].cast(dtypes::uint8) : pieces[0];
-  for (size_t i = 1; i < pieces.size(); ++i) out = out + (as_bytes ? pieces[i].cast(dtypes::uint8) : pieces[i]);
+  for (size_t i = 1; i < pieces.size(); ++i)
+    out = out + (as_bytes ? pieces[i].cast(dtypes::uint8) : pieces[i]);
   return as_bytes ? out.cast(dtypes::bool_) : out;
 }
 
@@ -42,11 +43,14 @@ Tensor sum_of_pieces(const std::vector<Tensor>& pieces, DType dtype) {
 
 // ---- padding ----
 
-Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, PadMode mode, Scalarish value) const {
+Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, PadMode mode,
+                   Scalarish value) const {
   if (mode == PadMode::Constant) return pad(std::move(before_after), value);
   const Shape& in = shape();
   if (before_after.size() != in.size())
-    fail("pad", in, "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
+    fail(
+        "pad", in,
+        "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
   // Reflect mirrors without repeating the edge, as torch: x[b..1] ++ x ++ x[n-2..n-1-a]. The
   // mirrored pieces are flipped shrinks, joined by cat: all views, one fused kernel.
   Tensor out = *this;
@@ -56,8 +60,10 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, PadMod
     if (b < 0 || a < 0) fail("pad", in, "pads must not be negative");
     if (b == 0 && a == 0) continue;
     if (b >= n || a >= n)
-      fail("pad", in, "reflect padding (" + std::to_string(b) + ", " + std::to_string(a) +
-                          ") must be smaller than dimension " + std::to_string(d) + " of size " + std::to_string(n));
+      fail("pad", in,
+           "reflect padding (" + std::to_string(b) + ", " + std::to_string(a) +
+               ") must be smaller than dimension " + std::to_string(d) + " of size " +
+               std::to_string(n));
     std::vector<Tensor> pieces;
     auto ranges = full_ranges(out.shape());
     if (b > 0) {
@@ -81,7 +87,8 @@ Tensor Tensor::squeeze(std::optional<int64_t> axis) const {
   Shape out;
   if (axis) {
     if (in.empty()) {  // torch allows dims 0 and -1 on a 0-d tensor
-      if (*axis != 0 && *axis != -1) fail("squeeze", in, "axis " + std::to_string(*axis) + " is out of range");
+      if (*axis != 0 && *axis != -1)
+        fail("squeeze", in, "axis " + std::to_string(*axis) + " is out of range");
       return *this;
     }
     const int a = normalize_axis(*axis, in, "squeeze");
@@ -99,8 +106,9 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
   const Shape& in = shape();
   const int64_t n = int64_t(in.size()) + 1;
   if (axis < -n || axis >= n)
-    fail("unsqueeze", in, "axis " + std::to_string(axis) + " is out of range [" + std::to_string(-n) + ", " +
-                              std::to_string(n - 1) + "]");
+    fail("unsqueeze", in,
+         "axis " + std::to_string(axis) + " is out of range [" + std::to_string(-n) + ", " +
+             std::to_string(n - 1) + "]");
   if (axis < 0) axis += n;
   Shape out = in;
   out.insert(out.begin() + axis, 1);
@@ -111,14 +119,17 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   const Shape& in = shape();
   if (in.empty()) {  // a 0-d tensor flattens to one element, as torch
     if ((start != 0 && start != -1) || (end != 0 && end != -1))
-      fail("flatten", in, "axes (" + std::to_string(start) + ", " + std::to_string(end) + ") are out of range");
+      fail("flatten", in,
+           "axes (" + std::to_string(start) + ", " + std::to_string(end) + ") are out of range");
     return reshape({1});
   }
   const int s = normalize_axis(start, in, "flatten"), e = normalize_axis(end, in, "flatten");
   if (s > e)
-    fail("flatten", in, "start axis " + std::to_string(start) + " comes after end axis " + std::to_string(end));
+    fail("flatten", in,
+         "start axis " + std::to_string(start) + " comes after end axis " + std::to_string(end));
   Shape out(in.begin(), in.begin() + s);
-  out.push_back(std::accumulate(in.begin() + s, in.begin() + e + 1, int64_t(1), std::multiplies<>()));
+  out.push_back(
+      std::accumulate(in.begin() + s, in.begin() + e + 1, int64_t(1), std::multiplies<>()));
   out.insert(out.end(), in.begin() + e + 1, in.end());
   return reshape(out);
 }
@@ -129,18 +140,23 @@ Tensor Tensor::unflatten(int64_t axis, Shape sizes) const {
   if (sizes.empty()) fail("unflatten", in, "needs at least one size");
   int64_t known = 1, wild = 0;
   for (int64_t s : sizes) {
-    if (s == -1) ++wild;
-    else if (s < 0) fail("unflatten", in, "sizes " + shape_str(sizes) + " have a negative size");
-    else known *= s;
+    if (s == -1)
+      ++wild;
+    else if (s < 0)
+      fail("unflatten", in, "sizes " + shape_str(sizes) + " have a negative size");
+    else
+      known *= s;
   }
   if (wild > 1) fail("unflatten", in, "only one of the sizes " + shape_str(sizes) + " may be -1");
   if (wild == 1) {
     if (known == 0 || in[size_t(a)] % known != 0)
-      fail("unflatten", in, "sizes " + shape_str(sizes) + " cannot split dimension " + std::to_string(a));
+      fail("unflatten", in,
+           "sizes " + shape_str(sizes) + " cannot split dimension " + std::to_string(a));
     *std::find(sizes.begin(), sizes.end(), -1) = in[size_t(a)] / known;
   } else if (known != in[size_t(a)]) {
-    fail("unflatten", in, "sizes " + shape_str(sizes) + " do not multiply to dimension " + std::to_string(a) +
-                              " of size " + std::to_string(in[size_t(a)]));
+    fail("unflatten", in,
+         "sizes " + shape_str(sizes) + " do not multiply to dimension " + std::to_string(a) +
+             " of size " + std::to_string(in[size_t(a)]));
   }
   Shape out(in.begin(), in.begin() + a);
   out.insert(out.end(), sizes.begin(), sizes.end());
@@ -177,15 +193,18 @@ Tensor Tensor::cat(std::span<const Tensor> tensors, int64_t axis) {
   DType dtype = tensors[0].dtype();
   int64_t total = 0;
   std::string shapes;
-  for (const Tensor& t : tensors) shapes += (shapes.empty() ? "" : ", ") + shape_str(t.shape()) + " " + t.dtype().name();
+  for (const Tensor& t : tensors)
+    shapes += (shapes.empty() ? "" : ", ") + shape_str(t.shape()) + " " + t.dtype().name();
   for (const Tensor& t : tensors) {
     const Shape& s = t.shape();
     bool same = s.size() == first.size();
     for (size_t d = 0; same && d < s.size(); ++d) same = int(d) == a || s[d] == first[d];
     if (!same)
-      throw Error("cat: shapes must match except along axis " + std::to_string(axis) + ", got " + shapes);
+      throw Error("cat: shapes must match except along axis " + std::to_string(axis) + ", got " +
+                  shapes);
     if (t.device() != tensors[0].device())
-      throw Error("cat: tensors are on different devices (" + tensors[0].device() + " and " + t.device() + ")");
+      throw Error("cat: tensors are on different devices (" + tensors[0].device() + " and " +
+                  t.device() + ")");
     try {
       dtype = promote(dtype, t.dtype());
     } catch (const Error&) {
@@ -213,11 +232,12 @@ Tensor Tensor::stack(std::span<const Tensor> tensors, int64_t axis) {
   const Shape& first = tensors[0].shape();
   for (const Tensor& t : tensors)
     if (t.shape() != first)
-      throw Error("stack: every tensor needs the same shape, got " + shape_str(first) + " and " + shape_str(t.shape()));
+      throw Error("stack: every tensor needs the same shape, got " + shape_str(first) + " and " +
+                  shape_str(t.shape()));
   const int64_t n = int64_t(first.size()) + 1;
   if (axis < -n || axis >= n)
-    throw Error("stack: axis " + std::to_string(axis) + " is out of range for " + std::to_string(tensors.size()) +
-                " tensors of shape " + shape_str(first));
+    throw Error("stack: axis " + std::to_string(axis) + " is out of range for " +
+                std::to_string(tensors.size()) + " tensors of shape " + shape_str(first));
   std::vector<Tensor> lifted;
   for (const Tensor& t : tensors) lifted.push_back(t.unsqueeze(axis));
   return cat(lifted, axis);
@@ -228,7 +248,8 @@ std::vector<Tensor> Tensor::split(int64_t size, int64_t axis) const {
   const int a = normalize_axis(axis, in, "split");
   if (size <= 0) fail("split", in, "piece size must be positive, got " + std::to_string(size));
   std::vector<int64_t> sizes;
-  for (int64_t at = 0; at < in[size_t(a)]; at += size) sizes.push_back(std::min(size, in[size_t(a)] - at));
+  for (int64_t at = 0; at < in[size_t(a)]; at += size)
+    sizes.push_back(std::min(size, in[size_t(a)] - at));
   if (sizes.empty()) sizes.push_back(0);  // torch gives one empty piece for an empty dimension
   return split(sizes, a);
 }
@@ -242,8 +263,9 @@ std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int64_t axis) cons
     total += s;
   }
   if (total != in[size_t(a)])
-    fail("split", in, "sizes " + shape_str(sizes) + " add up to " + std::to_string(total) + ", not dimension " +
-                          std::to_string(a) + " of size " + std::to_string(in[size_t(a)]));
+    fail("split", in,
+         "sizes " + shape_str(sizes) + " add up to " + std::to_string(total) + ", not dimension " +
+             std::to_string(a) + " of size " + std::to_string(in[size_t(a)]));
   std::vector<Tensor> out;
   auto ranges = full_ranges(in);
   int64_t at = 0;
@@ -259,7 +281,8 @@ std::vector<Tensor> Tensor::split(std::vector<int64_t> sizes, int64_t axis) cons
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t axis) const {
   const Shape& in = shape();
   const int a = normalize_axis(axis, in, "chunk");
-  if (chunks <= 0) fail("chunk", in, "needs a positive number of chunks, got " + std::to_string(chunks));
+  if (chunks <= 0)
+    fail("chunk", in, "needs a positive number of chunks, got " + std::to_string(chunks));
   const int64_t n = in[size_t(a)];
   return split(std::max<int64_t>(1, (n + chunks - 1) / chunks), a);
 }
@@ -272,12 +295,16 @@ Tensor Tensor::operator[](std::vector<Index> index) const {
   const Shape& in = shape();
   int64_t consumed = 0, ellipses = 0;
   for (const Index& i : index) {
-    if (std::holds_alternative<Ellipsis>(i)) ++ellipses;
-    else if (!std::holds_alternative<NewAxis>(i)) ++consumed;
+    if (std::holds_alternative<Ellipsis>(i))
+      ++ellipses;
+    else if (!std::holds_alternative<NewAxis>(i))
+      ++consumed;
   }
   if (ellipses > 1) fail("index", in, "at most one ellipsis is allowed");
   if (consumed > int64_t(in.size()))
-    fail("index", in, "too many indices: " + std::to_string(consumed) + " for " + std::to_string(in.size()) + " dimensions");
+    fail("index", in,
+         "too many indices: " + std::to_string(consumed) + " for " + std::to_string(in.size()) +
+             " dimensions");
   // Per input dimension: the slice to take (an integer is a slice of one that is then dropped).
   // Out of the loop come the shrinks, flips and strides, then one reshape that drops the integer
   // dimensions and inserts the new ones.
@@ -289,19 +316,22 @@ Tensor Tensor::operator[](std::vector<Index> index) const {
     if (std::holds_alternative<NewAxis>(i)) {
       out_shape.push_back(1);
     } else if (std::holds_alternative<Ellipsis>(i)) {
-      for (int64_t k = 0; k < int64_t(in.size()) - consumed; ++k, ++dim) out_shape.push_back(in[dim]);
+      for (int64_t k = 0; k < int64_t(in.size()) - consumed; ++k, ++dim)
+        out_shape.push_back(in[dim]);
     } else if (const int64_t* at = std::get_if<int64_t>(&i)) {
       const int64_t n = in[dim];
       if (*at < -n || *at >= n)
-        fail("index", in, "index " + std::to_string(*at) + " is out of bounds for dimension " + std::to_string(dim) +
-                              " of size " + std::to_string(n));
+        fail("index", in,
+             "index " + std::to_string(*at) + " is out of bounds for dimension " +
+                 std::to_string(dim) + " of size " + std::to_string(n));
       const int64_t k = *at < 0 ? *at + n : *at;
       ranges[dim] = {k, k + 1};
       ++dim;
     } else {
       const Slice& s = std::get<Slice>(i);
       const int64_t n = in[dim];
-      if (s.step == 0) fail("index", in, "slice step cannot be zero (dimension " + std::to_string(dim) + ")");
+      if (s.step == 0)
+        fail("index", in, "slice step cannot be zero (dimension " + std::to_string(dim) + ")");
       // Python's slice.indices: negative values count from the end, then clamp; a negative step
       // walks down from the end, so its bounds clamp to [-1, n-1].
       auto resolve = [&](std::optional<int64_t> v, int64_t fallback) {
@@ -351,11 +381,11 @@ Tensor Tensor::operator[](std::vector<Index> index) const {
 
 Tensor Tensor::one_hot(int64_t num_classes, DType dtype) const {
   if (!this->dtype().is_int())
-    throw Error("one_hot: needs an integer tensor of class indices, got " + this->dtype().name() + " of shape " +
-                shape_str(shape()));
+    throw Error("one_hot: needs an integer tensor of class indices, got " + this->dtype().name() +
+                " of shape " + shape_str(shape()));
   if (num_classes <= 0)
-    throw Error("one_hot: num_classes must be positive, got " + std::to_string(num_classes) + " (shape " +
-                shape_str(shape()) + ")");
+    throw Error("one_hot: num_classes must be positive, got " + std::to_string(num_classes) +
+                " (shape " + shape_str(shape()) + ")");
   const Tensor idx = unsqueeze(-1);
   return idx.eq(arange_along(num_classes, ndim(), ndim() + 1, device())).cast(dtype);
 }
@@ -371,22 +401,28 @@ Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
     return " (tensor " + shape_str(in) + " " + dtype().name() + ", index " + shape_str(is) + " " +
            index.dtype().name() + ")";
   };
-  if (!index.dtype().is_int()) throw Error("gather: the index must be an integer tensor" + describe());
-  if (is.size() != in.size()) throw Error("gather: the index needs as many dimensions as the tensor" + describe());
+  if (!index.dtype().is_int())
+    throw Error("gather: the index must be an integer tensor" + describe());
+  if (is.size() != in.size())
+    throw Error("gather: the index needs as many dimensions as the tensor" + describe());
   if (in.empty()) throw Error("gather: cannot gather from a 0-d tensor" + describe());
   if (index.device() != device())
-    throw Error("gather: tensor and index are on different devices (" + device() + " and " + index.device() + ")");
+    throw Error("gather: tensor and index are on different devices (" + device() + " and " +
+                index.device() + ")");
   const int a = normalize_axis(axis, in, "gather");
   auto ranges = full_ranges(in);
   for (size_t d = 0; d < in.size(); ++d) {
     if (int(d) == a) continue;
     if (is[d] > in[d])
-      throw Error("gather: index dimension " + std::to_string(d) + " is larger than the tensor's" + describe());
+      throw Error("gather: index dimension " + std::to_string(d) + " is larger than the tensor's" +
+                  describe());
     ranges[d] = {0, is[d]};
   }
-  // x: (..., 1 at axis, ..., n) with the gathered dimension moved last; mask: (..., index.shape, n).
+  // x: (..., 1 at axis, ..., n) with the gathered dimension moved last; mask: (..., index.shape,
+  // n).
   const Tensor x = shrink(ranges).unsqueeze(-1).transpose(-1, a);
-  const Tensor mask = index.unsqueeze(-1).eq(arange_along(in[size_t(a)], int(in.size()), int(in.size()) + 1, device()));
+  const Tensor mask = index.unsqueeze(-1).eq(
+      arange_along(in[size_t(a)], int(in.size()), int(in.size()) + 1, device()));
   const Tensor picked = mask.where(x, Tensor::full({}, 0, dtype(), device())).sum(-1);
   return picked.cast(dtype());
 }

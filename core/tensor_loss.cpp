@@ -12,29 +12,38 @@ namespace {
 
 std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
 
-Tensor as_float(const Tensor& t) { return t.dtype().is_float() ? t : t.cast(dtypes::default_float); }
+Tensor as_float(const Tensor& t) {
+  return t.dtype().is_float() ? t : t.cast(dtypes::default_float);
+}
 
 Tensor reduce_loss(const Tensor& per_element, Reduction reduction) {
   switch (reduction) {
-    case Reduction::Mean: return per_element.mean();
-    case Reduction::Sum: return per_element.sum();
-    case Reduction::None: return per_element;
+    case Reduction::Mean:
+      return per_element.mean();
+    case Reduction::Sum:
+      return per_element.sum();
+    case Reduction::None:
+      return per_element;
   }
   return per_element;
 }
 
-void check_smoothing(double label_smoothing, const Tensor& x, const Tensor& target, std::string_view op) {
+void check_smoothing(double label_smoothing, const Tensor& x, const Tensor& target,
+                     std::string_view op) {
   if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
-    throw Error(std::string(op) + ": label_smoothing must be in [0, 1], got " + std::to_string(label_smoothing) +
-                " (input " + desc(x) + ", target " + desc(target) + ")");
+    throw Error(std::string(op) + ": label_smoothing must be in [0, 1], got " +
+                std::to_string(label_smoothing) + " (input " + desc(x) + ", target " +
+                desc(target) + ")");
 }
 
 // Predictions and targets of one shape, on one device, for the elementwise losses.
 void check_pair(const Tensor& x, const Tensor& target, std::string_view op) {
   if (x.device() != target.device())
-    throw Error(std::string(op) + ": tensors are on different devices (" + x.device() + " and " + target.device() + ")");
+    throw Error(std::string(op) + ": tensors are on different devices (" + x.device() + " and " +
+                target.device() + ")");
   if (x.shape() != target.shape())
-    throw Error(std::string(op) + ": input " + desc(x) + " and target " + desc(target) + " must have the same shape");
+    throw Error(std::string(op) + ": input " + desc(x) + " and target " + desc(target) +
+                " must have the same shape");
 }
 
 Tensor zero_like(const Tensor& t) { return Tensor::full({}, 0, t.dtype(), t.device()); }
@@ -54,7 +63,8 @@ Tensor index_loss(const Tensor& logp, const Tensor& target, int64_t classes, int
 }
 
 // -sum over classes of q * log p, with q = (1 - eps) * target + eps / C.
-Tensor probability_loss(const Tensor& logp, const Tensor& target, int64_t classes, int axis, double eps) {
+Tensor probability_loss(const Tensor& logp, const Tensor& target, int64_t classes, int axis,
+                        double eps) {
   const Tensor q = eps > 0 ? target * (1 - eps) + eps / double(classes) : target;
   return -(logp * q).sum(axis);
 }
@@ -65,26 +75,31 @@ Tensor probability_loss(const Tensor& logp, const Tensor& target, int64_t classe
 // class indices (the input's shape without the class axis); a float target holds probabilities
 // (the input's shape). Label smoothing mixes the target with the uniform distribution:
 // (1 - eps) * target + eps / C.
-Tensor Tensor::cross_entropy(const Tensor& target, Reduction reduction, double label_smoothing) const {
+Tensor Tensor::cross_entropy(const Tensor& target, Reduction reduction,
+                             double label_smoothing) const {
   check_smoothing(label_smoothing, *this, target, "cross_entropy");
   if (target.device() != device())
-    throw Error("cross_entropy: tensors are on different devices (" + device() + " and " + target.device() + ")");
-  if (ndim() < 1) throw Error("cross_entropy: needs at least a class axis, got input " + desc(*this));
+    throw Error("cross_entropy: tensors are on different devices (" + device() + " and " +
+                target.device() + ")");
+  if (ndim() < 1)
+    throw Error("cross_entropy: needs at least a class axis, got input " + desc(*this));
   const int axis = ndim() == 1 ? 0 : 1;
   const int64_t classes = shape()[size_t(axis)];
   const Tensor logp = log_softmax(axis);
   const bool indices = target.dtype().is_int();
   if (!indices && !target.dtype().is_float())
-    throw Error("cross_entropy: the target must hold integer class indices or float probabilities, got input " +
-                desc(*this) + " and target " + desc(target));
+    throw Error(
+        "cross_entropy: the target must hold integer class indices or float probabilities, got "
+        "input " +
+        desc(*this) + " and target " + desc(target));
   Shape want = shape();
   if (indices) want.erase(want.begin() + axis);
   if (target.shape() != want)
     throw Error(std::string("cross_entropy: ") +
-                (indices ? "integer class indices need shape " + shape_str(want) + " for input " + desc(*this) +
-                               ", got target " + desc(target)
-                         : "class probabilities need the input's shape, got input " + desc(*this) + " and target " +
-                               desc(target)));
+                (indices ? "integer class indices need shape " + shape_str(want) + " for input " +
+                               desc(*this) + ", got target " + desc(target)
+                         : "class probabilities need the input's shape, got input " + desc(*this) +
+                               " and target " + desc(target)));
   const Tensor per = indices ? index_loss(logp, target, classes, axis, label_smoothing)
                              : probability_loss(logp, target, classes, axis, label_smoothing);
   return reduce_loss(per, reduction);
@@ -93,17 +108,18 @@ Tensor Tensor::cross_entropy(const Tensor& target, Reduction reduction, double l
 // tinygrad's sparse_categorical_crossentropy: classes along the last axis, target of the logits'
 // shape without it. Targets equal to ignore_index contribute nothing, and the mean is over the
 // others only.
-Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ignore_index, double label_smoothing,
-                                               Reduction reduction) const {
+Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ignore_index,
+                                               double label_smoothing, Reduction reduction) const {
   const std::string_view op = "sparse_categorical_crossentropy";
   check_smoothing(label_smoothing, *this, target, op);
   if (target.device() != device())
-    throw Error(std::string(op) + ": tensors are on different devices (" + device() + " and " + target.device() + ")");
+    throw Error(std::string(op) + ": tensors are on different devices (" + device() + " and " +
+                target.device() + ")");
   Shape want = shape();
   if (!want.empty()) want.pop_back();
   if (ndim() < 1 || !target.dtype().is_int() || target.shape() != want)
-    throw Error(std::string(op) + ": needs logits (..., C) and integer class indices of shape " + shape_str(want) +
-                ", got logits " + desc(*this) + " and target " + desc(target));
+    throw Error(std::string(op) + ": needs logits (..., C) and integer class indices of shape " +
+                shape_str(want) + ", got logits " + desc(*this) + " and target " + desc(target));
   const int64_t classes = shape().back();
   const Tensor logp = log_softmax(-1);
   const Tensor counted = target.ne(Tensor::full({}, ignore_index, target.dtype(), device()));

@@ -121,8 +121,12 @@ Tensor Tensor::var(Axes axes, bool keepdim, int64_t correction) const {
 // (2, 5, 3, 6).
 Tensor Tensor::dot(const Tensor& w) const {
   const int dx = ndim(), dw = w.ndim();
-  auto operands = [&] { return shape_str(shape()) + " " + dtype().name() + " and " + shape_str(w.shape()) + " " + w.dtype().name(); };
-  if (dx == 0 || dw == 0) throw Error("dot: both tensors need at least one dimension, got " + operands());
+  auto operands = [&] {
+    return shape_str(shape()) + " " + dtype().name() + " and " + shape_str(w.shape()) + " " +
+           w.dtype().name();
+  };
+  if (dx == 0 || dw == 0)
+    throw Error("dot: both tensors need at least one dimension, got " + operands());
   if (device() != w.device())
     throw Error("dot: tensors are on different devices (" + device() + " and " + w.device() + ")");
   try {
@@ -132,8 +136,8 @@ Tensor Tensor::dot(const Tensor& w) const {
   }
   const int64_t inner_w = w.shape()[size_t(dw >= 2 ? dw - 2 : 0)];
   if (shape().back() != inner_w)
-    throw Error("dot: inner dimensions differ: " + operands() + " (" + std::to_string(shape().back()) +
-                " != " + std::to_string(inner_w) + ")");
+    throw Error("dot: inner dimensions differ: " + operands() + " (" +
+                std::to_string(shape().back()) + " != " + std::to_string(inner_w) + ")");
   const Shape batch_x(shape().begin(), shape().end() - std::min(dx, 2));
   const Shape batch_w(w.shape().begin(), w.shape().end() - std::min(dw, 2));
   try {

@@ -11,7 +11,9 @@ namespace vkg {
 
 namespace {
 
-Tensor as_float(const Tensor& t) { return t.dtype().is_float() ? t : t.cast(dtypes::default_float); }
+Tensor as_float(const Tensor& t) {
+  return t.dtype().is_float() ? t : t.cast(dtypes::default_float);
+}
 
 Tensor detached(const Tensor& t) { return Tensor(UOp::make(Ops::DETACH, t.dtype(), {t.node()})); }
 
@@ -35,7 +37,8 @@ Tensor Tensor::log_softmax(int64_t axis) const {
 Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
   const Tensor x = as_float(*this);
   const Tensor m = detached(x.max(axes, true));
-  const Tensor inf = Tensor::full({}, std::numeric_limits<double>::infinity(), x.dtype(), x.device());
+  const Tensor inf =
+      Tensor::full({}, std::numeric_limits<double>::infinity(), x.dtype(), x.device());
   const Tensor safe = m.abs().eq(inf).where(Tensor::full({}, 0, x.dtype(), x.device()), m);
   const Tensor lse = (x - safe).exp().sum(axes, true).log() + safe;
   if (keepdim) return lse;

@@ -46,8 +46,8 @@ struct ConvCase {
 
 // out[n, co, oy, ox] = sum over the group's input channels and the kernel of
 // x[n, ci, oy*s - p + ky*d, ox*s - p + kx*d] * w[co, ci - group start, ky, kx] (zero outside).
-std::vector<float> direct_conv2d(const Array4& x, const Array4& w, const std::vector<float>& bias, Conv2dOptions o,
-                                 Shape& out_shape) {
+std::vector<float> direct_conv2d(const Array4& x, const Array4& w, const std::vector<float>& bias,
+                                 Conv2dOptions o, Shape& out_shape) {
   const int64_t n = x.shape[0], cin = x.shape[1], h = x.shape[2], wd = x.shape[3];
   const int64_t cout = w.shape[0], cg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
   const int64_t oh = (h + 2 * o.padding.h - o.dilation.h * (kh - 1) - 1) / o.stride.h + 1;
@@ -76,12 +76,14 @@ std::vector<float> direct_conv2d(const Array4& x, const Array4& w, const std::ve
 
 // The transpose's definition: every input element scatters x * w[ci, co] to
 // out[iy*s - p + ky*d, ix*s - p + kx*d].
-std::vector<float> direct_conv_transpose2d(const Array4& x, const Array4& w, ConvTranspose2dOptions o,
-                                           Shape& out_shape) {
+std::vector<float> direct_conv_transpose2d(const Array4& x, const Array4& w,
+                                           ConvTranspose2dOptions o, Shape& out_shape) {
   const int64_t n = x.shape[0], cin = x.shape[1], h = x.shape[2], wd = x.shape[3];
   const int64_t rcout = w.shape[1], kh = w.shape[2], kw = w.shape[3], cout = rcout * o.groups;
-  const int64_t oh = (h - 1) * o.stride.h - 2 * o.padding.h + o.dilation.h * (kh - 1) + o.output_padding.h + 1;
-  const int64_t ow = (wd - 1) * o.stride.w - 2 * o.padding.w + o.dilation.w * (kw - 1) + o.output_padding.w + 1;
+  const int64_t oh =
+      (h - 1) * o.stride.h - 2 * o.padding.h + o.dilation.h * (kh - 1) + o.output_padding.h + 1;
+  const int64_t ow =
+      (wd - 1) * o.stride.w - 2 * o.padding.w + o.dilation.w * (kw - 1) + o.output_padding.w + 1;
   out_shape = {n, cout, oh, ow};
   std::vector<double> out(size_t(n * cout * oh * ow), 0.0);
   for (int64_t b = 0; b < n; ++b)
@@ -128,7 +130,9 @@ std::vector<float> direct_pool2d(const Array4& x, Pool2dOptions o, bool is_max, 
   return out;
 }
 
-std::string case_name(const Shape& x, const Shape& w) { return "x " + shape_str(x) + " w " + shape_str(w); }
+std::string case_name(const Shape& x, const Shape& w) {
+  return "x " + shape_str(x) + " w " + shape_str(w);
+}
 
 }  // namespace
 
@@ -138,8 +142,8 @@ TEST(TensorConv2d, MatchesTheDirectLoopForStridesPaddingDilationGroups) {
       {{1, 4, 9, 8}, {6, 2, 3, 2}, {.stride = 2, .padding = {1, 0}, .groups = 2}},
       {{1, 3, 10, 9}, {3, 1, 3, 3}, {.stride = {1, 2}, .padding = 2, .dilation = 2, .groups = 3}},
       {{2, 2, 5, 5}, {2, 2, 5, 5}, {.stride = 1, .padding = 2}},
-      {{1, 2, 6, 7}, {4, 2, 1, 1}, {.stride = 3}},                     // windows that do not overlap
-      {{1, 3, 5, 7}, {2, 3, 2, 2}, {.stride = 2, .padding = 1}},       // k == s: the reshape path
+      {{1, 2, 6, 7}, {4, 2, 1, 1}, {.stride = 3}},                // windows that do not overlap
+      {{1, 3, 5, 7}, {2, 3, 2, 2}, {.stride = 2, .padding = 1}},  // k == s: the reshape path
       {{1, 2, 8, 5}, {3, 2, 3, 1}, {.stride = {3, 1}, .dilation = {2, 1}}},
   };
   int seed = 0;
@@ -174,40 +178,51 @@ TEST(TensorConv2d, ForwardKernelIsRegisterTiled) {
   testing::internal::CaptureStdout();
   x.conv2d(w, {}, {.padding = 1}).realize();
   const std::string log = testing::internal::GetCapturedStdout();
-  EXPECT_NE(log.find("opts=[UPCAST(axis=1, amount=4), UPCAST(axis=0, amount="), std::string::npos) << log;
+  EXPECT_NE(log.find("opts=[UPCAST(axis=1, amount=4), UPCAST(axis=0, amount="), std::string::npos)
+      << log;
 }
 
 TEST(TensorConv2d, TransposeAndPoolsAgreeAcrossDevices) {
   const Array4 x = data({2, 4, 5, 6}, 7), w = data({4, 3, 3, 2}, 8);
   EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
-    return x.tensor(dev).conv_transpose2d(w.tensor(dev), {}, {.stride = 2, .padding = 1, .groups = 2});
+    return x.tensor(dev).conv_transpose2d(w.tensor(dev), {},
+                                          {.stride = 2, .padding = 1, .groups = 2});
   }));
   EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
     return x.tensor(dev).max_pool2d({.kernel = 3, .stride = Size2(2), .padding = 1});
   }));
-  EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) { return x.tensor(dev).avg_pool2d({.kernel = 2}); }));
+  EXPECT_TRUE(cpu_vk_agree(
+      [&](const std::string& dev) { return x.tensor(dev).avg_pool2d({.kernel = 2}); }));
 }
 
 TEST(TensorConv2d, MisuseNamesTheShapes) {
   const Tensor x = Tensor::zeros({1, 3, 5, 5}), w = Tensor::zeros({4, 2, 3, 3});
   const std::string channels = error_of([&] { (void)x.conv2d(w); });
-  EXPECT_NE(channels.find("conv2d: input channels 3 and weight (4, 2, 3, 3) float32 do not match for 1 group(s)"),
-            std::string::npos)
+  EXPECT_NE(
+      channels.find(
+          "conv2d: input channels 3 and weight (4, 2, 3, 3) float32 do not match for 1 group(s)"),
+      std::string::npos)
       << channels;
   EXPECT_NE(channels.find("input (1, 3, 5, 5) float32"), std::string::npos) << channels;
-  EXPECT_NE(error_of([&] { (void)x.conv2d(Tensor::zeros({4, 3, 3})); }).find("conv2d: needs a 4-D input"),
+  EXPECT_NE(error_of([&] {
+              (void)x.conv2d(Tensor::zeros({4, 3, 3}));
+            }).find("conv2d: needs a 4-D input"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)x.conv2d(Tensor::zeros({4, 3, 7, 3})); })
-                .find("conv2d: the padded input (5, 5) is smaller than the dilated kernel"),
+  EXPECT_NE(error_of([&] {
+              (void)x.conv2d(Tensor::zeros({4, 3, 7, 3}));
+            }).find("conv2d: the padded input (5, 5) is smaller than the dilated kernel"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)x.conv2d(Tensor::zeros({4, 3, 3, 3}), Tensor::zeros({3})); })
-                .find("conv2d: bias (3,) float32 must have shape (4,)"),
+  EXPECT_NE(error_of([&] {
+              (void)x.conv2d(Tensor::zeros({4, 3, 3, 3}), Tensor::zeros({3}));
+            }).find("conv2d: bias (3,) float32 must have shape (4,)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)x.conv2d(Tensor::zeros({4, 3, 3, 3}), {}, {.stride = 0}); })
-                .find("conv2d: stride (0, 0) must be positive"),
+  EXPECT_NE(error_of([&] {
+              (void)x.conv2d(Tensor::zeros({4, 3, 3, 3}), {}, {.stride = 0});
+            }).find("conv2d: stride (0, 0) must be positive"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)x.conv2d(Tensor::zeros({4, 1, 3, 3}), {}, {.groups = 2}); })
-                .find("for 2 group(s)"),
+  EXPECT_NE(error_of([&] {
+              (void)x.conv2d(Tensor::zeros({4, 1, 3, 3}), {}, {.groups = 2});
+            }).find("for 2 group(s)"),
             std::string::npos);
 }
 
@@ -218,7 +233,9 @@ TEST(TensorConvTranspose2d, MatchesItsDefinition) {
   };
   const Case cases[] = {
       {{1, 2, 3, 4}, {2, 3, 3, 3}, {.stride = 2, .padding = 1, .output_padding = 1}},
-      {{2, 4, 4, 3}, {4, 1, 2, 3}, {.stride = {1, 2}, .padding = {0, 1}, .dilation = {2, 1}, .groups = 2}},
+      {{2, 4, 4, 3},
+       {4, 1, 2, 3},
+       {.stride = {1, 2}, .padding = {0, 1}, .dilation = {2, 1}, .groups = 2}},
       {{1, 1, 4, 4}, {1, 2, 2, 2}, {.stride = 3, .padding = 2}},  // (k-1)*d - p < 0: a trim
   };
   int seed = 10;
@@ -231,12 +248,17 @@ TEST(TensorConvTranspose2d, MatchesItsDefinition) {
     EXPECT_EQ(y.to_vector<float>(), want) << case_name(c.x, c.w);
   }
   const Tensor x = Tensor::zeros({1, 2, 3, 3});
-  EXPECT_NE(error_of([&] { (void)x.conv_transpose2d(Tensor::zeros({3, 2, 3, 3})); })
-                .find("conv_transpose2d: input channels 2 and weight (3, 2, 3, 3) float32 do not match"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { (void)x.conv_transpose2d(Tensor::zeros({2, 2, 3, 3}), {}, {.stride = 2, .output_padding = 2}); })
-                .find("conv_transpose2d: output_padding (2, 2) must be smaller than the stride (2, 2)"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        (void)x.conv_transpose2d(Tensor::zeros({3, 2, 3, 3}));
+      }).find("conv_transpose2d: input channels 2 and weight (3, 2, 3, 3) float32 do not match"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        (void)x.conv_transpose2d(Tensor::zeros({2, 2, 3, 3}), {},
+                                 {.stride = 2, .output_padding = 2});
+      }).find("conv_transpose2d: output_padding (2, 2) must be smaller than the stride (2, 2)"),
+      std::string::npos);
 }
 
 TEST(TensorPool2d, MaxAndAverageMatchTheDirectLoop) {
@@ -262,53 +284,68 @@ TEST(TensorPool2d, MaxAndAverageMatchTheDirectLoop) {
       EXPECT_EQ(kernels(y), 1u) << shape_str(c.x);
       const std::vector<float> got = y.to_vector<float>();
       for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-6) << (is_max ? "max " : "avg ") << shape_str(c.x) << " [" << i << "]";
+        ASSERT_NEAR(got[i], want[i], 1e-6)
+            << (is_max ? "max " : "avg ") << shape_str(c.x) << " [" << i << "]";
     }
   }
   // Integers pool too; a 3-D (C, H, W) input is accepted as torch does.
   const Tensor t = Tensor({1, 5, 2, 0, 3, 4, 9, 8, 7}).reshape({1, 3, 3});
-  EXPECT_EQ(t.max_pool2d({.kernel = 2, .stride = Size2(1)}).to_vector<int32_t>(), (std::vector<int32_t>{5, 5, 9, 8}));
+  EXPECT_EQ(t.max_pool2d({.kernel = 2, .stride = Size2(1)}).to_vector<int32_t>(),
+            (std::vector<int32_t>{5, 5, 9, 8}));
 
   const Tensor x = Tensor::zeros({1, 1, 4, 4});
-  EXPECT_NE(error_of([&] { (void)x.max_pool2d({.kernel = 2, .padding = 2}); })
-                .find("max_pool2d: padding (2, 2) must be at most half the kernel (2, 2)"),
+  EXPECT_NE(error_of([&] {
+              (void)x.max_pool2d({.kernel = 2, .padding = 2});
+            }).find("max_pool2d: padding (2, 2) must be at most half the kernel (2, 2)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)x.avg_pool2d({.kernel = 5}); }).find("avg_pool2d: the kernel (5, 5)"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { (void)Tensor::zeros({4, 4}).max_pool2d(); }).find("needs a 3-D (C, H, W) or 4-D"),
+  EXPECT_NE(
+      error_of([&] { (void)x.avg_pool2d({.kernel = 5}); }).find("avg_pool2d: the kernel (5, 5)"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] {
+              (void)Tensor::zeros({4, 4}).max_pool2d();
+            }).find("needs a 3-D (C, H, W) or 4-D"),
             std::string::npos);
 }
 
 TEST(TensorNn, LinearLayernormBatchnormEmbedding) {
   const Tensor x = Tensor({1.0f, 2.0f, 3.0f, -1.0f, 0.0f, 2.0f}).reshape({2, 3});
   const Tensor w = Tensor({1.0f, 0.0f, -1.0f, 2.0f, 1.0f, 0.5f}).reshape({2, 3});
-  EXPECT_EQ(x.linear(w, Tensor({10.0f, 20.0f})).to_vector<float>(), (std::vector<float>{8, 25.5f, 7, 19}));
-  EXPECT_NE(error_of([&] { (void)x.linear(w.transpose()); }).find("linear: weight (3, 2) float32 must be (out, in)"),
+  EXPECT_EQ(x.linear(w, Tensor({10.0f, 20.0f})).to_vector<float>(),
+            (std::vector<float>{8, 25.5f, 7, 19}));
+  EXPECT_NE(error_of([&] {
+              (void)x.linear(w.transpose());
+            }).find("linear: weight (3, 2) float32 must be (out, in)"),
             std::string::npos);
 
   // layernorm([1, 2, 3, 4]): mean 2.5, biased variance 1.25.
   const std::vector<float> ln = Tensor({1.0f, 2.0f, 3.0f, 4.0f}).layernorm().to_vector<float>();
-  for (int i = 0; i < 4; ++i) EXPECT_NEAR(ln[size_t(i)], (i + 1 - 2.5) / std::sqrt(1.25 + 1e-5), 1e-6);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(ln[size_t(i)], (i + 1 - 2.5) / std::sqrt(1.25 + 1e-5), 1e-6);
   const Tensor rows = Tensor({1.0f, 3.0f, 10.0f, 30.0f}).reshape({2, 2}).layernorm({0, 1}, 0.0);
   EXPECT_NEAR(rows.sum().item<float>(), 0.0f, 1e-5);
   EXPECT_NEAR((rows * rows).mean().item<float>(), 1.0f, 1e-5);
 
   // batchnorm along axis 1 of (2, 2, 1): (x - mean) * invstd * weight + bias per channel.
   const Tensor b = Tensor({1.0f, 2.0f, 3.0f, 4.0f}).reshape({2, 2, 1});
-  const Tensor bn = b.batchnorm(Tensor({2.0f, 3.0f}), Tensor({0.5f, -1.0f}), Tensor({1.0f, 2.0f}), Tensor({0.5f, 0.25f}));
+  const Tensor bn = b.batchnorm(Tensor({2.0f, 3.0f}), Tensor({0.5f, -1.0f}), Tensor({1.0f, 2.0f}),
+                                Tensor({0.5f, 0.25f}));
   EXPECT_EQ(bn.to_vector<float>(), (std::vector<float>{0.5f, -1.0f, 2.5f, 0.5f}));
   EXPECT_EQ(b.batchnorm({}, {}, Tensor({1.0f, 2.0f}), Tensor({0.5f, 0.25f})).to_vector<float>(),
             (std::vector<float>{0, 0, 1, 0.5f}));
-  EXPECT_NE(error_of([&] { (void)b.batchnorm({}, {}, Tensor({1.0f}), Tensor({1.0f, 1.0f})); })
-                .find("batchnorm: mean (1,) float32 must have shape (2,)"),
+  EXPECT_NE(error_of([&] {
+              (void)b.batchnorm({}, {}, Tensor({1.0f}), Tensor({1.0f, 1.0f}));
+            }).find("batchnorm: mean (1,) float32 must have shape (2,)"),
             std::string::npos);
 
-  const Tensor table = Tensor({0.0f, 1.0f, 10.0f, 11.0f, 20.0f, 21.0f, 30.0f, 31.0f}).reshape({4, 2});
+  const Tensor table =
+      Tensor({0.0f, 1.0f, 10.0f, 11.0f, 20.0f, 21.0f, 30.0f, 31.0f}).reshape({4, 2});
   const Tensor e = Tensor({3, 0, 1, 1}).reshape({2, 2}).embedding(table);
   EXPECT_EQ(e.shape(), (Shape{2, 2, 2}));
   EXPECT_EQ(kernels(e), 1u);
   EXPECT_EQ(e.to_vector<float>(), (std::vector<float>{30, 31, 0, 1, 10, 11, 10, 11}));
-  EXPECT_NE(error_of([&] { (void)Tensor({0.5f}).embedding(table); }).find("embedding: needs integer indices"),
+  EXPECT_NE(error_of([&] {
+              (void)Tensor({0.5f}).embedding(table);
+            }).find("embedding: needs integer indices"),
             std::string::npos);
 }
 
