@@ -243,6 +243,9 @@ TEST(TensorGather, PicksAlongAnAxisInOneKernel) {
   const Tensor x = iota({3, 4}).cast(dtypes::float32);
   const Tensor idx = Tensor({2, 0, 1}).reshape({1, 3});
   EXPECT_EQ(x.gather(0, idx).to_vector<float>(), (std::vector<float>{8, 1, 6}));
+  // Out of range matches no row: 0, as documented (not checked on the host).
+  EXPECT_EQ(x.gather(0, Tensor({5, -1, 1}).reshape({1, 3})).to_vector<float>(),
+            (std::vector<float>{0, 0, 6}));
   EXPECT_EQ(x.gather(-1, Tensor({3, 3, 0, 1, 2, 2}).reshape({3, 2})).to_vector<float>(),
             (std::vector<float>{3, 3, 4, 5, 10, 10}));
   EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
