@@ -49,6 +49,19 @@ bool divides(const Kernel& k, int axis, int64_t amount) {
          k.full_shape()[size_t(axis)] >= amount;
 }
 
+// The last global axis of at least `min_size` that `amount` divides, along which some load is
+// reused (stride 0) that is not reused along `other` (when given): tiling there saves loads.
+int tile_axis(const Kernel& k, int64_t amount, int64_t min_size, int other) {
+  for (int a = int(k.kinds().size()) - 1; a >= 0; --a) {
+    if (a == other || k.kinds()[size_t(a)] != AxisKind::Global || !divides(k, a, amount) ||
+        k.full_shape()[size_t(a)] < min_size)
+      continue;
+    for (const UOp* load : k.loads())
+      if (load_stride(k, load, a) == 0 && (other < 0 || load_stride(k, load, other) != 0)) return a;
+  }
+  return -1;
+}
+
 }  // namespace
 
 void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
@@ -61,14 +74,16 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
   }
   if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
     // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.
-    // n (the output's contiguous axis) is upcast first so that it is the innermost upcast axis,
-    // whose lanes the lowerer stores, loads and accumulates as vec4s.
-    const int n = last_axis_of(k, AxisKind::Global);
-    const int m = n - 1;
-    if (divides(k, n, 4) && k.full_shape()[size_t(n)] >= 16) k.apply({OptOp::UPCAST, n, 4});
+    // Its columns are 4 along the last global axis where some load is reused (a matmul's n,
+    // which is also the output's contiguous axis, so the lowerer stores, loads and accumulates
+    // vec4s there; a convolution's output channels, when its output width is not a multiple of
+    // 4); its rows run along a global axis where a load that differs along the columns is reused
+    // (a matmul's m; a convolution's batch).
+    const int n = tile_axis(k, 4, 16, -1);
+    if (n >= 0) k.apply({OptOp::UPCAST, n, 4});
     const int64_t rows = traits.tile_rows;
-    if (divides(k, m, rows) && k.full_shape()[size_t(m)] >= 4 * rows)
-      k.apply({OptOp::UPCAST, m, rows});
+    const int m = tile_axis(k, rows, 4 * rows, n);
+    if (m >= 0) k.apply({OptOp::UPCAST, m, rows});
   } else if (count_axes(k, AxisKind::Global) >= 1) {
     // Many outputs without reuse (the first step of a split sum): 4 outputs per invocation that
     // read neighbouring inputs load them as one vec4 and keep a vec4 accumulator. Only where

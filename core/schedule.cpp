@@ -324,7 +324,8 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
     const UOp* value = n->op == Ops::CONTIGUOUS ? n->src[0].get() : n;
     if (const UOp* buf = viewed_buffer(value, chain)) {
       const ShapeTracker st = apply_chain(ShapeTracker::from_shape({buffer_of(*buf).count()}), chain);
-      if (st.contiguous()) {
+      // contiguous() alone holds for a prefix (a shrink to [0, k)): that is not the whole buffer.
+      if (st.contiguous() && prod(*n->shape()) == buffer_of(*buf).count()) {
         sched.realized.emplace(n, value->ptr());
         continue;
       }

@@ -262,26 +262,93 @@ size_t ShapeTracker::hash() const {
 // ---- index expressions ----
 
 namespace {
-// `e` addresses the flat elements of views[top - 1]: carry it down through the views below.
-IndexExpr compose_down(const std::vector<View>& views, size_t top, IndexExpr e, bool simplified) {
+
+bool is_variable(const UOp& u) {
+  return u.op == Ops::DEFINE_VAR || u.op == Ops::SPECIAL || u.op == Ops::RANGE;
+}
+
+// Stand-ins for the compound indexes of masked dimensions. A padded view's index is read only
+// where its mask holds, so in the address (not in the validity) such an index may be replaced by
+// a fresh variable bounded by the mask; the views below then fold their div and mod against
+// those bounds. In a convolution's input gradient, the tiled index p = a*16 + y of a dimension
+// padded to [0, 51) becomes P in [0, 50], and (nc*2601 + P*51 + Q) // 867 % 3 folds to P // 17.
+// restore() puts the expressions back.
+class StandIns {
+ public:
+  std::vector<UOpPtr> replace(const View& v, std::vector<UOpPtr> idxs) {
+    if (!v.mask) return idxs;
+    for (size_t d = 0; d < idxs.size(); ++d) {
+      const UOpPtr& x = idxs[d];
+      if (x->is_const() || is_variable(*x) || !x->dtype.is_int()) continue;
+      const auto [b, e] = (*v.mask)[d];
+      const int64_t lo = std::max(b, x->vmin()), hi = std::min(e - 1, x->vmax());
+      if (lo > hi || (lo == x->vmin() && hi == x->vmax())) continue;  // the mask says nothing new
+      UOpPtr stand_in = UOp::var("given" + std::to_string(alive_.size()), lo, hi, x->dtype);
+      // x may hold the stand-ins of the views above: simplified within their bounds, then restored.
+      back_.emplace(stand_in.get(), restore(simplify(x)));
+      alive_.push_back(stand_in);
+      idxs[d] = std::move(stand_in);
+    }
+    return idxs;
+  }
+  bool any() const { return !alive_.empty(); }
+  UOpPtr restore(const UOpPtr& u) const { return substitute(u, back_); }
+
+ private:
+  std::unordered_map<const UOp*, UOpPtr> back_;
+  std::vector<UOpPtr> alive_;
+};
+
+// The address and validity of views[top] at `idxs`, carried down through the views below it.
+// With stand-ins, each view's validity reads the true indexes and its address the stand-ins.
+IndexExpr compose(const std::vector<View>& views, size_t top, const std::vector<UOpPtr>& idxs,
+                  bool simplified, StandIns* stand_ins) {
+  auto view_expr = [&](const View& v, const std::vector<UOpPtr>& at, const UOpPtr& valid) {
+    IndexExpr e = v.expr(at, valid);
+    if (stand_ins) e.index = v.expr(stand_ins->replace(v, at), valid).index;
+    return e;
+  };
+  IndexExpr e = view_expr(views[top], idxs, UOp::const_(dtypes::bool_, true));
   for (size_t i = top; i-- > 0;) {
     if (simplified) e = {simplify(e.index), simplify(e.valid)};
     if (is_false(e.valid)) break;
     const View v = views[i].minify();
-    e = v.expr(unravel_expr(v.shape, e.index), e.valid);
+    e = view_expr(v, unravel_expr(v.shape, e.index), e.valid);
   }
+  if (stand_ins && stand_ins->any())
+    e = {stand_ins->restore(simplify(e.index)), stand_ins->restore(simplify(e.valid))};
   if (simplified) e = {simplify(e.index), simplify(e.valid)};
   if (is_false(e.valid)) e.index = e.index->const_like(0);  // nothing is read: any index will do
   return e;
 }
+
+int64_t divmod_count(const IndexExpr& e) {
+  int64_t n = 0;
+  for (const UOpPtr& root : {e.index, e.valid})
+    for (const UOp* u : toposort(root.get())) n += u->op == Ops::IDIV || u->op == Ops::MOD;
+  return n;
+}
+
+// The plain composition, or the one with stand-ins where that leaves fewer divisions and
+// remainders (they cost the most in a kernel's index math).
+IndexExpr compose_best(const std::vector<View>& views, size_t top, const std::vector<UOpPtr>& idxs,
+                       bool simplified) {
+  IndexExpr plain = compose(views, top, idxs, simplified, nullptr);
+  bool masked = false;
+  for (const View& v : views) masked |= v.mask.has_value();
+  if (!simplified || !masked || divmod_count(plain) == 0) return plain;
+  StandIns stand_ins;
+  IndexExpr given = compose(views, top, idxs, simplified, &stand_ins);
+  return divmod_count(given) < divmod_count(plain) ? given : plain;
+}
+
 }  // namespace
 
 IndexExpr ShapeTracker::expr_idxs(const std::vector<UOpPtr>& idxs, bool simplified) const {
   if (idxs.size() != shape().size())
     throw Error("expr_idxs: " + std::to_string(idxs.size()) + " indexes for shape " +
                 shape_str(shape()));
-  return compose_down(views_, views_.size() - 1,
-                      views_.back().expr(idxs, UOp::const_(dtypes::bool_, true)), simplified);
+  return compose_best(views_, views_.size() - 1, idxs, simplified);
 }
 
 IndexExpr ShapeTracker::expr_idxs() const {
@@ -291,10 +358,9 @@ IndexExpr ShapeTracker::expr_idxs() const {
 }
 
 IndexExpr ShapeTracker::expr_node(const UOpPtr& flat, bool simplified) const {
-  const View top = views_.back().minify();  // same flat order, fewer dimensions to unravel
-  return compose_down(views_, views_.size() - 1,
-                      top.expr(unravel_expr(top.shape, flat), UOp::const_(dtypes::bool_, true)),
-                      simplified);
+  std::vector<View> vs = views_;
+  vs.back() = vs.back().minify();  // same flat order, fewer dimensions to unravel
+  return compose_best(vs, vs.size() - 1, unravel_expr(vs.back().shape, flat), simplified);
 }
 
 IndexExpr ShapeTracker::expr_node() const { return expr_node(index_var(0, size())); }

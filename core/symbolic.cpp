@@ -20,7 +20,8 @@ namespace {
 
 bool is_variable(Ops op) { return op == Ops::DEFINE_VAR || op == Ops::SPECIAL || op == Ops::RANGE; }
 
-// `u` with each node in `with` replaced, and everything above rebuilt.
+}  // namespace
+
 UOpPtr substitute(const UOpPtr& u, const std::unordered_map<const UOp*, UOpPtr>& with) {
   std::unordered_map<const UOp*, UOpPtr> done;
   for (const UOp* n : toposort(u.get())) {
@@ -38,8 +39,6 @@ UOpPtr substitute(const UOpPtr& u, const std::unordered_map<const UOp*, UOpPtr>&
   }
   return done.at(u.get());
 }
-
-}  // namespace
 
 UOpPtr simplify_given(const UOpPtr& u, const UOpPtr& valid) {
   std::unordered_map<const UOp*, std::pair<int64_t, int64_t>> bounds;

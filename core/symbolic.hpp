@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <vkgrad/core/rewrite.hpp>
@@ -43,6 +44,9 @@ int64_t eval_int(const UOpPtr& u, const std::map<std::string, int64_t>& vars);
 std::string render(const UOpPtr& u);
 
 // ---- building blocks, for passes that reason about index arithmetic ----
+
+// `u` with each node in `with` replaced, and everything above rebuilt (unsimplified).
+UOpPtr substitute(const UOpPtr& u, const std::unordered_map<const UOp*, UOpPtr>& with);
 
 // One integer or bool ALU op evaluated as the device does it: the arguments and the result are
 // values of their dtypes held in int64 (a uint64 as its bit pattern), arithmetic wraps at the

@@ -4,6 +4,7 @@
 //
 // Every fold here reads its operand's true value: it requires form.exact (no node wraps), builds
 // results whose true value fits the dtype, and so may build them with wrapping arithmetic.
+#include <algorithm>
 #include <numeric>
 
 #include <vkgrad/core/symbolic_folds.hpp>
@@ -89,6 +90,37 @@ bool bounds_fit(const std::optional<std::pair<int64_t, int64_t>>& b, DType d) {
 
 UOpPtr konst(DType d, int64_t v) { return UOp::const_(d, v); }
 
+// x = g*y + s for a g that divides c, where y holds the terms whose coefficients g divides and s
+// the others (and the constant's remainder), and s lies in [0, g). For x >= 0 then y >= 0, and
+// x // c = y // (c/g), x % c = (y % (c/g))*g + s: s is too small to carry into the quotient. A
+// padded view's index reads so: (2601*a + 51*p + q) // 867 with q in [0, 51) is (51*a + p) // 17.
+struct SmallRemainder {
+  LinearForm y, s;
+  int64_t g;
+};
+std::vector<SmallRemainder> small_remainders(const LinearForm& f, int64_t c) {
+  std::vector<int64_t> gs;
+  for (const LinearTerm& t : f.terms)
+    if (const int64_t g = std::gcd(c, t.coeff); g > 1) gs.push_back(g);
+  std::sort(gs.rbegin(), gs.rend());
+  gs.erase(std::unique(gs.begin(), gs.end()), gs.end());
+  std::vector<SmallRemainder> out;
+  for (int64_t g : gs) {
+    SmallRemainder r{{{}, floor_div(f.constant, g), true}, {{}, 0, true}, g};
+    r.s.constant = f.constant - g * r.y.constant;
+    for (const LinearTerm& t : f.terms) {
+      if (t.coeff % g == 0)
+        r.y.terms.push_back({t.base, t.coeff / g});
+      else
+        r.s.terms.push_back(t);
+    }
+    if (r.s.terms.empty() || r.y.terms.empty()) continue;  // the plain gcd folds cover these
+    const auto sb = linear_bounds(r.s.terms, r.s.constant);
+    if (sb && sb->first >= 0 && sb->second < g) out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
 
 UOpPtr fold_idiv(const UOp& n) {
@@ -125,6 +157,11 @@ UOpPtr fold_idiv(const UOp& n) {
       if (UOpPtr out = build_linear(s.q, d); size.ok(out, /*strictly=*/true)) return out;
     }
   }
+  if (lo >= 0)
+    for (const SmallRemainder& r : small_remainders(f, c)) {
+      const UOpPtr y = build_linear(r.y, d);
+      if (UOpPtr out = c == r.g ? y : y / konst(d, c / r.g); size.ok(out)) return out;
+    }
   // (g*y + k) // (g*c') = (y + k') // c' with k' = floor(k/g) for x >= 0, ceil(k/g) for x <= 0
   // (no rounding at all when k = 0); y + k' then has x's sign, so truncation agrees.
   const int64_t g = coeff_gcd(f, c);
@@ -153,6 +190,20 @@ UOpPtr fold_mod(const UOp& n) {
     return fits(-c, d) ? x.ptr() % konst(d, -c)
                        : nullptr;                     // C's remainder ignores the divisor's sign
   if (x.vmin() > -c && x.vmax() < c) return x.ptr();  // |x| < c
+  // (a // c1) % c = (a % (c1*c)) // c1 for a >= 0: the remainder by c1*c may fold where a's terms
+  // are known (a small remainder, above), which the quotient hides. Kept only when smaller.
+  if (x.op == Ops::IDIV && x.src[1]->is_const() && x.src[0]->vmin() >= 0) {
+    const int64_t c1 = x.src[1]->const_int();
+    int64_t cc;
+    if (c1 > 0 && !__builtin_mul_overflow(c1, c, &cc) && fits(cc, d)) {
+      const UOpPtr wide = x.src[0] % konst(d, cc);
+      if (UOpPtr folded = fold_mod(*wide)) {
+        UOpPtr q = folded / konst(d, c1);
+        if (UOpPtr better = fold_idiv(*q)) q = better;
+        if (toposort(q.get()).size() < toposort(&n).size()) return q;
+      }
+    }
+  }
   const LinearForm f = read_linear(x, kDividendWindow);
   if (!usable(f, d)) return nullptr;
   SizeCheck size{n, f};
@@ -175,6 +226,12 @@ UOpPtr fold_mod(const UOp& n) {
         return out;
     }
   }
+  if (x.vmin() >= 0)
+    for (SmallRemainder& r : small_remainders(f, c)) {
+      if (r.g < c)
+        r.s.terms.insert(r.s.terms.begin(), {build_linear(r.y, d) % konst(d, c / r.g), r.g});
+      if (UOpPtr out = build_linear(r.s, d); size.ok(out)) return out;
+    }
   // (g*y + k) % (g*c') = ((y + k') % c')*g + (k - g*k'), k' rounded toward x's sign as in
   // fold_idiv.
   const int64_t g = coeff_gcd(f, c);

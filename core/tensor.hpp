@@ -57,7 +57,7 @@ struct ConvTranspose2dOptions {
 };
 struct Pool2dOptions {
   Size2 kernel = 2;
-  std::optional<Size2> stride;  // the kernel size when not given, as torch
+  std::optional<Size2> stride = std::nullopt;  // the kernel size when not given, as torch
   Size2 padding = 0, dilation = 1;
 };
 
@@ -269,6 +269,7 @@ class Tensor {
   Tensor operator[](std::vector<Index> index) const;
   Tensor operator[](int64_t index) const;
   // out[i][j][k] = this[index[i][j][k]][j][k] for axis 0 (torch.gather); index is an integer tensor.
+  // An index outside [0, size) is not checked (that needs its values on the host): it reads 0.
   Tensor gather(int64_t axis, const Tensor& index) const;
   // Integer class indices to one-hot rows of num_classes (a new last axis), in dtype.
   Tensor one_hot(int64_t num_classes, DType dtype = dtypes::default_float) const;
@@ -283,7 +284,8 @@ class Tensor {
                           ConvTranspose2dOptions options = {}) const;
   Tensor max_pool2d(Pool2dOptions options = {}) const;
   Tensor avg_pool2d(Pool2dOptions options = {}) const;  // padding counts as zeros, as torch's default
-  // Normalizes over the last `axes.size()` ... the given axes (default: the last), no affine part.
+  // (x - mean) / sqrt(var + eps) over the given axes (default: the last), with the biased
+  // variance, as torch's layer_norm without its affine part.
   Tensor layernorm(Axes axes = {-1}, double eps = 1e-5) const;
   // (x - mean) * invstd * weight + bias along `axis` (the channel axis), each of shape (C,).
   Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
@@ -298,7 +300,8 @@ class Tensor {
   // Class indices (integer, shape N or N,...) or class probabilities (the logits' shape).
   Tensor cross_entropy(const Tensor& target, Reduction reduction = Reduction::Mean,
                        double label_smoothing = 0.0) const;
-  // Integer class indices; targets equal to ignore_index count for nothing.
+  // Logits (..., C) and integer class indices (...); targets equal to ignore_index count for
+  // nothing, in the loss and in the mean's denominator.
   Tensor sparse_categorical_crossentropy(const Tensor& target, int64_t ignore_index = -1,
                                          double label_smoothing = 0.0,
                                          Reduction reduction = Reduction::Mean) const;

@@ -146,14 +146,36 @@ Tensor Tensor::all(Axes axes, bool keepdim) const {
   return logical_not().any(std::move(axes), keepdim).logical_not();
 }
 
+// numpy's matmul: 1-D operands get a dimension of 1 prepended (x) or appended (w) that the
+// result drops; leading (batch) dimensions broadcast, e.g. (2, 1, 3, 4) @ (5, 4, 6) is
+// (2, 5, 3, 6).
 Tensor Tensor::dot(const Tensor& w) const {
   const int dx = ndim(), dw = w.ndim();
+  auto operands = [&] {
+    return shape_str(shape()) + " " + dtype().name() + " and " + shape_str(w.shape()) + " " +
+           w.dtype().name();
+  };
   if (dx == 0 || dw == 0)
-    throw Error("dot: both tensors need at least one dimension, got " + shape_str(shape()) + " and " + shape_str(w.shape()));
+    throw Error("dot: both tensors need at least one dimension, got " + operands());
+  if (device() != w.device())
+    throw Error("dot: tensors are on different devices (" + device() + " and " + w.device() + ")");
+  try {
+    (void)promote(dtype(), w.dtype());
+  } catch (const Error&) {
+    throw Error("dot: cannot combine the dtypes of " + operands());
+  }
   const int64_t inner_w = w.shape()[size_t(dw >= 2 ? dw - 2 : 0)];
   if (shape().back() != inner_w)
-    throw Error("dot: inner dimensions differ: " + shape_str(shape()) + " and " + shape_str(w.shape()) + " (" +
+    throw Error("dot: inner dimensions differ: " + operands() + " (" +
                 std::to_string(shape().back()) + " != " + std::to_string(inner_w) + ")");
+  const Shape batch_x(shape().begin(), shape().end() - std::min(dx, 2));
+  const Shape batch_w(w.shape().begin(), w.shape().end() - std::min(dw, 2));
+  try {
+    (void)broadcast_shape(batch_x, batch_w, "dot");
+  } catch (const Error&) {
+    throw Error("dot: batch dimensions " + shape_str(batch_x) + " and " + shape_str(batch_w) +
+                " do not broadcast: " + operands());
+  }
   // Lay x out as (..., [1], k) and w as (..., [1], n, k) so that x*w broadcasts to (..., m, n, k)
   // and the product sums over its last axis: one fused multiply-reduce kernel.
   const int ones = std::min({dx - 1, dw - 1, 1});

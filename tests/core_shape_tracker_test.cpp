@@ -268,3 +268,33 @@ TEST(ShapeTracker, InvalidMovementThrowsNamingOpShapeAndArgument) {
             "shrink ((3, 25),) of shape (24,): dimension 0 needs 0 <= begin <= end <= 24");
   EXPECT_EQ(message([&] { st.stride({0}); }), "stride (0,) of shape (24,): a stride cannot be 0");
 }
+
+// A convolution's input gradient reads a tiled, padded view: dimension p = a*16 + y of a view
+// padded to [0, 51) is read only below 51, and within that bound (2601*n + 51*p + q) // 867
+// folds to (51*n + p) // 17. The index agrees with the unsimplified composition wherever the
+// element exists, and the mod of the quotient by 51 is gone.
+TEST(ShapeTracker, PaddedViewsFoldTheirIndexWithinTheirMasks) {
+  const int64_t nc = 2, k = 3, o = 14, i = 16, row = 17, r = 4;
+  ShapeTracker st = ShapeTracker::from_shape({nc, k, o, k, o});
+  st = st.pad({{0, 0}, {0, 0}, {0, row - o}, {0, 0}, {0, row - o}}).reshape({nc, k * row, k * row});
+  st = st.pad({{0, 0}, {0, r * i - k * row}, {0, r * i - k * row}}).reshape({nc, r, i, r, i});
+  std::vector<UOpPtr> idxs;
+  for (size_t d = 0; d < st.shape().size(); ++d)
+    idxs.push_back(UOp::var("idx" + std::to_string(d), 0, st.shape()[d] - 1));
+  const IndexExpr raw = st.expr_idxs(idxs, false), e = st.expr_idxs(idxs);
+  for (int64_t a = 0; a < nc; ++a)
+    for (int64_t b = 0; b < r; ++b)
+      for (int64_t y = 0; y < i; ++y)
+        for (int64_t c = 0; c < r; ++c)
+          for (int64_t x = 0; x < i; ++x) {
+            const std::map<std::string, int64_t> at{{"idx0", a}, {"idx1", b}, {"idx2", y}, {"idx3", c}, {"idx4", x}};
+            const bool valid = eval_int(raw.valid, at) != 0;
+            ASSERT_EQ(eval_int(e.valid, at) != 0, valid) << a << b << y << c << x;
+            if (valid) {
+              ASSERT_EQ(eval_int(e.index, at), eval_int(raw.index, at)) << a << b << y << c << x;
+            }
+          }
+  const std::string index = render(e.index);
+  EXPECT_EQ(index.find("//867"), std::string::npos) << index;
+  EXPECT_EQ(index.find("%51"), std::string::npos) << index;
+}

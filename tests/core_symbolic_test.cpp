@@ -3,6 +3,8 @@
 // core_symbolic_fuzz_test.cpp.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <vkgrad/core/bounds.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
@@ -533,6 +535,29 @@ TEST(Symbolic, SimplifyGivenAValidNarrowsTheVariablesItBounds) {
   EXPECT_EQ(simplify_given(idx1 % 4, idx1->lt(4)), idx1);
   EXPECT_EQ(simplify_given(idx1 % 4, idx1->lt(4)->alu(Ops::AND, {idx1->lt(9)})), idx1);
   EXPECT_EQ(simplify_given(idx1 % 4, boolean(true)), idx1 % 4);
+}
+
+// x = g*y + s with s in [0, g) for a g dividing c: s never carries into x // c, so
+// (2601*a + 51*p + q) // 867 = (51*a + p) // 17 and (2601*a + 51*p + q) % 867 = ((51*a + p) % 17)*51 + q
+// for q < 51; and (x // 17) % 51 = (x % 867) // 17 for x >= 0, which then folds the same way.
+TEST(Symbolic, ASmallRemainderNeverCarriesIntoTheQuotient) {
+  UOpPtr a = UOp::var("a", 0, 3), p = UOp::var("p", 0, 50), q = UOp::var("q", 0, 50);
+  UOpPtr x = a * 2601 + p * 51 + q;
+  const UOpPtr div = simplify(x / 867), mod = simplify(x % 867), mod_of_div = simplify((x / 17) % 51);
+  EXPECT_EQ(render(div), "(((a*51)+p)//17)");
+  EXPECT_EQ(render(mod_of_div).find("%51"), std::string::npos) << render(mod_of_div);
+  for (int64_t va = 0; va <= 3; ++va)
+    for (int64_t vp = 0; vp <= 50; ++vp)
+      for (int64_t vq = 0; vq <= 50; vq += 7) {
+        const std::map<std::string, int64_t> at{{"a", va}, {"p", vp}, {"q", vq}};
+        const int64_t v = va * 2601 + vp * 51 + vq;
+        ASSERT_EQ(eval_int(div, at), v / 867);
+        ASSERT_EQ(eval_int(mod, at), v % 867);
+        ASSERT_EQ(eval_int(mod_of_div, at), (v / 17) % 51);
+      }
+  // A remainder that can reach g carries: no fold.
+  UOpPtr wide = UOp::var("w", 0, 51);
+  EXPECT_EQ(render(simplify((a * 2601 + p * 51 + wide) / 867)).find("(((a*51)+p)//17)"), std::string::npos);
 }
 
 TEST(Symbolic, ExecAluIsTheDevicesIntegerArithmetic) {

@@ -1,0 +1,165 @@
+// Losses: this tensor holds the predictions (logits where the name says so), `target` the truth.
+// Each is composed of existing ops in a form whose gradient is right and finite: log-probabilities
+// come from the stable log_softmax, class indices pick their log-probability by WHERE over a
+// one-hot mask (never 0 * -inf), and the logits form of binary cross-entropy never takes exp of a
+// positive number.
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg {
+
+namespace {
+
+std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
+
+Tensor as_float(const Tensor& t) {
+  return t.dtype().is_float() ? t : t.cast(dtypes::default_float);
+}
+
+Tensor reduce_loss(const Tensor& per_element, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::Mean:
+      return per_element.mean();
+    case Reduction::Sum:
+      return per_element.sum();
+    case Reduction::None:
+      return per_element;
+  }
+  return per_element;
+}
+
+void check_smoothing(double label_smoothing, const Tensor& x, const Tensor& target,
+                     std::string_view op) {
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+    throw Error(std::string(op) + ": label_smoothing must be in [0, 1], got " +
+                std::to_string(label_smoothing) + " (input " + desc(x) + ", target " +
+                desc(target) + ")");
+}
+
+// Predictions and targets of one shape, on one device, for the elementwise losses.
+void check_pair(const Tensor& x, const Tensor& target, std::string_view op) {
+  if (x.device() != target.device())
+    throw Error(std::string(op) + ": tensors are on different devices (" + x.device() + " and " +
+                target.device() + ")");
+  if (x.shape() != target.shape())
+    throw Error(std::string(op) + ": input " + desc(x) + " and target " + desc(target) +
+                " must have the same shape");
+}
+
+Tensor zero_like(const Tensor& t) { return Tensor::full({}, 0, t.dtype(), t.device()); }
+
+// target == class, as a bool mask over the classes laid along `axis` of the logits' shape;
+// `target` has the logits' shape without that axis.
+Tensor class_mask(const Tensor& target, int64_t classes, int axis) {
+  Shape along(size_t(target.ndim() + 1), 1);
+  along[size_t(axis)] = classes;
+  return target.unsqueeze(axis).eq(Tensor::arange(0, classes, 1, target.device()).reshape(along));
+}
+
+// -log p[target] per sample, smoothed: (1 - eps) * that + eps * mean over classes of -log p.
+Tensor index_loss(const Tensor& logp, const Tensor& target, int64_t classes, int axis, double eps) {
+  const Tensor per = -class_mask(target, classes, axis).where(logp, zero_like(logp)).sum(axis);
+  return eps > 0 ? per * (1 - eps) - logp.mean(axis) * eps : per;
+}
+
+// -sum over classes of q * log p, with q = (1 - eps) * target + eps / C.
+Tensor probability_loss(const Tensor& logp, const Tensor& target, int64_t classes, int axis,
+                        double eps) {
+  const Tensor q = eps > 0 ? target * (1 - eps) + eps / double(classes) : target;
+  return -(logp * q).sum(axis);
+}
+
+}  // namespace
+
+// torch's cross_entropy: classes along axis 1 (axis 0 for a 1-D input). An integer target holds
+// class indices (the input's shape without the class axis); a float target holds probabilities
+// (the input's shape). Label smoothing mixes the target with the uniform distribution:
+// (1 - eps) * target + eps / C.
+Tensor Tensor::cross_entropy(const Tensor& target, Reduction reduction,
+                             double label_smoothing) const {
+  check_smoothing(label_smoothing, *this, target, "cross_entropy");
+  if (target.device() != device())
+    throw Error("cross_entropy: tensors are on different devices (" + device() + " and " +
+                target.device() + ")");
+  if (ndim() < 1)
+    throw Error("cross_entropy: needs at least a class axis, got input " + desc(*this));
+  const int axis = ndim() == 1 ? 0 : 1;
+  const int64_t classes = shape()[size_t(axis)];
+  const Tensor logp = log_softmax(axis);
+  const bool indices = target.dtype().is_int();
+  if (!indices && !target.dtype().is_float())
+    throw Error(
+        "cross_entropy: the target must hold integer class indices or float probabilities, got "
+        "input " +
+        desc(*this) + " and target " + desc(target));
+  Shape want = shape();
+  if (indices) want.erase(want.begin() + axis);
+  if (target.shape() != want)
+    throw Error(std::string("cross_entropy: ") +
+                (indices ? "integer class indices need shape " + shape_str(want) + " for input " +
+                               desc(*this) + ", got target " + desc(target)
+                         : "class probabilities need the input's shape, got input " + desc(*this) +
+                               " and target " + desc(target)));
+  const Tensor per = indices ? index_loss(logp, target, classes, axis, label_smoothing)
+                             : probability_loss(logp, target, classes, axis, label_smoothing);
+  return reduce_loss(per, reduction);
+}
+
+// tinygrad's sparse_categorical_crossentropy: classes along the last axis, target of the logits'
+// shape without it. Targets equal to ignore_index contribute nothing, and the mean is over the
+// others only.
+Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ignore_index,
+                                               double label_smoothing, Reduction reduction) const {
+  const std::string_view op = "sparse_categorical_crossentropy";
+  check_smoothing(label_smoothing, *this, target, op);
+  if (target.device() != device())
+    throw Error(std::string(op) + ": tensors are on different devices (" + device() + " and " +
+                target.device() + ")");
+  Shape want = shape();
+  if (!want.empty()) want.pop_back();
+  if (ndim() < 1 || !target.dtype().is_int() || target.shape() != want)
+    throw Error(std::string(op) + ": needs logits (..., C) and integer class indices of shape " +
+                shape_str(want) + ", got logits " + desc(*this) + " and target " + desc(target));
+  const int64_t classes = shape().back();
+  const Tensor logp = log_softmax(-1);
+  const Tensor counted = target.ne(Tensor::full({}, ignore_index, target.dtype(), device()));
+  const Tensor zero = zero_like(logp);
+  const Tensor picked = class_mask(target, classes, ndim() - 1).where(logp, zero).sum(-1);
+  const double eps = label_smoothing;
+  Tensor per = picked * (1 - eps);
+  if (eps > 0) per = per + logp.mean(-1) * eps;
+  per = -counted.where(per, zero);
+  if (reduction == Reduction::Mean) return per.sum() / counted.sum().cast(per.dtype());
+  return reduce_loss(per, reduction);
+}
+
+// -(y log p + (1 - y) log(1 - p)), each log clamped to >= -100 as torch, so that p = 0 or 1 gives
+// a finite loss.
+Tensor Tensor::binary_crossentropy(const Tensor& target, Reduction reduction) const {
+  check_pair(*this, target, "binary_crossentropy");
+  const Tensor p = as_float(*this), y = target.cast(p.dtype());
+  const Tensor floor = Tensor::full({}, -100, p.dtype(), device());
+  const Tensor per = -(y * p.log().maximum(floor) + (1 - y) * (1 - p).log().maximum(floor));
+  return reduce_loss(per, reduction);
+}
+
+// The same on logits x, stably: max(x, 0) - x*y + log(1 + exp(-|x|)).
+Tensor Tensor::binary_crossentropy_logits(const Tensor& target, Reduction reduction) const {
+  check_pair(*this, target, "binary_crossentropy_logits");
+  const Tensor x = as_float(*this), y = target.cast(x.dtype());
+  const Tensor per = x.relu() - x * y + ((-x.abs()).exp() + 1).log();
+  return reduce_loss(per, reduction);
+}
+
+Tensor Tensor::mse_loss(const Tensor& target, Reduction reduction) const {
+  check_pair(*this, target, "mse_loss");
+  const Tensor d = as_float(*this) - target;
+  return reduce_loss(d * d, reduction);
+}
+
+Tensor Tensor::l1_loss(const Tensor& target, Reduction reduction) const {
+  check_pair(*this, target, "l1_loss");
+  return reduce_loss((as_float(*this) - target).abs(), reduction);
+}
+
+}  // namespace vkg

@@ -1,0 +1,181 @@
+// Losses against hand computation (log-sum-exp written out in doubles), the three reductions,
+// label smoothing, ignored targets, the stable logits forms at extreme values, and misuse errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "support/device_compare.hpp"
+#include "support/error_of.hpp"
+
+#include <vkgrad/core/tensor.hpp>
+
+using namespace vkg;
+using vkg::test::cpu_vk_agree;
+using vkg::test::error_of;
+
+namespace {
+
+// -log softmax(row)[k], in doubles.
+double nll(std::vector<double> row, size_t k) {
+  double m = row[0];
+  for (double v : row) m = std::max(m, v);
+  double s = 0;
+  for (double v : row) s += std::exp(v - m);
+  return m + std::log(s) - row[k];
+}
+
+// The mean over classes of -log softmax(row), the label-smoothing term.
+double mean_nll(const std::vector<double>& row) {
+  double s = 0;
+  for (size_t k = 0; k < row.size(); ++k) s += nll(row, k);
+  return s / double(row.size());
+}
+
+const std::vector<double> kRow0 = {1, 2, 3}, kRow1 = {1, 1, 1}, kRow2 = {-2, 4, 0.5};
+
+Tensor logits() {
+  return Tensor({1.0f, 2.0f, 3.0f, 1.0f, 1.0f, 1.0f, -2.0f, 4.0f, 0.5f}).reshape({3, 3});
+}
+
+}  // namespace
+
+TEST(TensorLoss, CrossEntropyWithClassIndices) {
+  const Tensor target = Tensor({2, 0, 1});
+  const double l0 = nll(kRow0, 2), l1 = nll(kRow1, 0), l2 = nll(kRow2, 1);
+  EXPECT_NEAR(logits().cross_entropy(target).item<float>(), (l0 + l1 + l2) / 3, 1e-6);
+  EXPECT_NEAR(logits().cross_entropy(target, Reduction::Sum).item<float>(), l0 + l1 + l2, 1e-5);
+  const std::vector<float> none =
+      logits().cross_entropy(target, Reduction::None).to_vector<float>();
+  ASSERT_EQ(none.size(), 3u);
+  EXPECT_NEAR(none[0], l0, 1e-6);
+  EXPECT_NEAR(none[1], l1, 1e-6);
+  EXPECT_NEAR(none[2], l2, 1e-6);
+  // torch: (1 - eps) * nll + eps * mean over classes of -log p.
+  const double eps = 0.2;
+  const double smooth = ((1 - eps) * l0 + eps * mean_nll(kRow0) + (1 - eps) * l1 +
+                         eps * mean_nll(kRow1) + (1 - eps) * l2 + eps * mean_nll(kRow2)) /
+                        3;
+  EXPECT_NEAR(logits().cross_entropy(target, Reduction::Mean, eps).item<float>(), smooth, 1e-6);
+  // Classes on axis 1 of (N, C, d): input (1, 3, 3) holds rows 0..2 as its columns.
+  const Tensor spatial = logits().transpose().reshape({1, 3, 3});
+  const std::vector<float> sp =
+      spatial.cross_entropy(Tensor({2, 0, 1}).reshape({1, 3}), Reduction::None).to_vector<float>();
+  EXPECT_NEAR(sp[0], l0, 1e-6);
+  EXPECT_NEAR(sp[2], l2, 1e-6);
+  // A 1-D input is one sample; its target is 0-d.
+  EXPECT_NEAR(Tensor({1.0f, 2.0f, 3.0f}).cross_entropy(Tensor(2)).item<float>(), l0, 1e-6);
+}
+
+TEST(TensorLoss, CrossEntropyWithProbabilities) {
+  const Tensor probs =
+      Tensor({0.0f, 0.5f, 0.5f, 1.0f, 0.0f, 0.0f, 0.25f, 0.25f, 0.5f}).reshape({3, 3});
+  const double l0 = 0.5 * nll(kRow0, 1) + 0.5 * nll(kRow0, 2);
+  const double l1 = nll(kRow1, 0);
+  const double l2 = 0.25 * nll(kRow2, 0) + 0.25 * nll(kRow2, 1) + 0.5 * nll(kRow2, 2);
+  EXPECT_NEAR(logits().cross_entropy(probs).item<float>(), (l0 + l1 + l2) / 3, 1e-6);
+  // Smoothing mixes the target with 1/C: (1 - eps) * p + eps / 3.
+  const double eps = 0.3;
+  const double s1 = (1 - eps) * l1 + eps * mean_nll(kRow1);
+  EXPECT_NEAR(logits().cross_entropy(probs, Reduction::None, eps).to_vector<float>()[1], s1, 1e-6);
+
+  const std::string shape = error_of([&] { (void)logits().cross_entropy(Tensor({0.5f, 0.5f})); });
+  EXPECT_NE(
+      shape.find(
+          "cross_entropy: class probabilities need the input's shape, got input (3, 3) float32 and "
+          "target (2,) float32"),
+      std::string::npos)
+      << shape;
+  EXPECT_NE(error_of([&] {
+              (void)logits().cross_entropy(Tensor({1, 2}));
+            })
+                .find("cross_entropy: integer class indices need shape (3,) for input (3, 3) "
+                      "float32, got target (2,) int32"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              (void)logits().cross_entropy(Tensor({1, 2, 0}), Reduction::Mean, 1.5);
+            }).find("label_smoothing must be in [0, 1]"),
+            std::string::npos);
+}
+
+TEST(TensorLoss, SparseCategoricalCrossentropyIgnoresTargets) {
+  const double l0 = nll(kRow0, 2), l2 = nll(kRow2, 1);
+  // The default ignore_index -1: the second row counts for nothing, the mean is over two rows.
+  EXPECT_NEAR(logits().sparse_categorical_crossentropy(Tensor({2, -1, 1})).item<float>(),
+              (l0 + l2) / 2, 1e-6);
+  EXPECT_NEAR(logits().sparse_categorical_crossentropy(Tensor({2, 0, 1}), 0).item<float>(),
+              (l0 + l2) / 2, 1e-6);
+  const std::vector<float> none =
+      logits()
+          .sparse_categorical_crossentropy(Tensor({2, 0, 1}), 0, 0.0, Reduction::None)
+          .to_vector<float>();
+  EXPECT_NEAR(none[0], l0, 1e-6);
+  EXPECT_EQ(none[1], 0.0f);
+  EXPECT_NEAR(logits()
+                  .sparse_categorical_crossentropy(Tensor({2, 0, 1}), -1, 0.0, Reduction::Sum)
+                  .item<float>(),
+              l0 + nll(kRow1, 0) + l2, 1e-5);
+  const double eps = 0.1;
+  EXPECT_NEAR(logits().sparse_categorical_crossentropy(Tensor({2, -1, 1}), -1, eps).item<float>(),
+              ((1 - eps) * l0 + eps * mean_nll(kRow0) + (1 - eps) * l2 + eps * mean_nll(kRow2)) / 2,
+              1e-6);
+  EXPECT_TRUE(cpu_vk_agree(
+      [](const std::string& dev) {
+        return Tensor(std::vector<float>{1, 2, 3, 1, 1, 1, -2, 4, 0.5f}, {3, 3}, dev)
+            .sparse_categorical_crossentropy(Tensor(std::vector<int32_t>{2, 0, 1}, {3}, dev));
+      },
+      2));
+  EXPECT_NE(error_of([&] {
+              (void)logits().sparse_categorical_crossentropy(Tensor({0.5f, 1.0f, 2.0f}));
+            })
+                .find("sparse_categorical_crossentropy: needs logits (..., C) and integer class "
+                      "indices of shape (3,), "
+                      "got logits (3, 3) float32 and target (3,) float32"),
+            std::string::npos);
+}
+
+TEST(TensorLoss, BinaryCrossentropyAndItsLogitsForm) {
+  const Tensor p = Tensor({0.2f, 0.9f, 0.0f, 1.0f, 0.0f}),
+               y = Tensor({0.0f, 1.0f, 0.0f, 1.0f, 1.0f});
+  const std::vector<float> bce = p.binary_crossentropy(y, Reduction::None).to_vector<float>();
+  EXPECT_NEAR(bce[0], -std::log(0.8), 1e-6);
+  EXPECT_NEAR(bce[1], -std::log(0.9), 1e-6);
+  EXPECT_EQ(bce[2], 0.0f);
+  EXPECT_EQ(bce[3], 0.0f);
+  EXPECT_EQ(bce[4], 100.0f);  // log(0) clamps to -100, as torch
+  EXPECT_NEAR(p.binary_crossentropy(y).item<float>(), (-std::log(0.8) - std::log(0.9) + 100) / 5,
+              1e-5);
+
+  const Tensor x = Tensor({-2.0f, 0.0f, 3.0f, 100.0f, -100.0f}),
+               t = Tensor({0.0f, 1.0f, 1.0f, 0.0f, 0.0f});
+  const std::vector<float> bl = x.binary_crossentropy_logits(t, Reduction::None).to_vector<float>();
+  EXPECT_NEAR(bl[0], std::log1p(std::exp(-2.0)), 1e-6);
+  EXPECT_NEAR(bl[1], std::log(2.0), 1e-6);
+  EXPECT_NEAR(bl[2], std::log1p(std::exp(-3.0)), 1e-6);
+  EXPECT_NEAR(bl[3], 100.0, 1e-4);  // exp(100) would overflow the naive form
+  EXPECT_NEAR(bl[4], 0.0, 1e-6);
+  EXPECT_NE(error_of([&] { (void)p.binary_crossentropy(Tensor({1.0f})); })
+                .find("binary_crossentropy: input (5,) float32 and target (1,) float32 must have "
+                      "the same shape"),
+            std::string::npos);
+}
+
+TEST(TensorLoss, MseAndL1WithEachReduction) {
+  const Tensor a = Tensor({1.0f, -2.0f, 3.5f, 0.0f}).reshape({2, 2}),
+               b = Tensor({0.0f, 1.0f, 3.0f, -4.0f}).reshape({2, 2});
+  // differences 1, -3, 0.5, 4
+  EXPECT_EQ(a.mse_loss(b).item<float>(), (1 + 9 + 0.25f + 16) / 4);
+  EXPECT_EQ(a.mse_loss(b, Reduction::Sum).item<float>(), 26.25f);
+  EXPECT_EQ(a.mse_loss(b, Reduction::None).to_vector<float>(),
+            (std::vector<float>{1, 9, 0.25f, 16}));
+  EXPECT_EQ(a.l1_loss(b).item<float>(), 8.5f / 4);
+  EXPECT_EQ(a.l1_loss(b, Reduction::Sum).item<float>(), 8.5f);
+  EXPECT_EQ(a.l1_loss(b, Reduction::None).shape(), (Shape{2, 2}));
+  EXPECT_EQ(Tensor({1, 2}).mse_loss(Tensor({0, 0})).item<float>(),
+            2.5f);  // integers compute in floats
+  EXPECT_NE(
+      error_of([&] {
+        (void)a.l1_loss(Tensor({1.0f, 2.0f}));
+      }).find("l1_loss: input (2, 2) float32 and target (2,) float32 must have the same shape"),
+      std::string::npos);
+}
