@@ -12,7 +12,8 @@
 //
 // Realized tensors. realize() points a tensor at a buffer view, but graphs built before it
 // refer to the old node, and a realized loss must still be differentiable: the state keeps that
-// node as `unrealized` while it may carry a gradient. A leaf answers to both nodes; a realized
+// node while it may carry a gradient. A leaf answers to both nodes (the old one held weakly: an
+// optimizer's update graph would otherwise keep a whole training step alive); a realized
 // non-leaf's buffer view stands for its old graph (an alias in the gradient request).
 #include <algorithm>
 #include <atomic>
@@ -64,11 +65,19 @@ struct StateRegistry {
   }
 };
 
+// A leaf's nodes: its current one, and the one before its last realize while graphs refer to it.
+std::vector<UOpPtr> leaf_nodes(const TensorState& s) {
+  std::vector<UOpPtr> out{s.node};
+  if (UOpPtr before = s.leaf_before_realize.lock()) out.push_back(std::move(before));
+  return out;
+}
+
 // The nodes through which a graph can carry a gradient to a live leaf.
 std::unordered_set<const UOp*> gradient_carriers(const std::vector<std::shared_ptr<TensorState>>& states) {
   std::unordered_set<const UOp*> out;
   for (const auto& s : states) {
-    if (s->requires_grad) out.insert(s->node.get());
+    if (s->requires_grad)
+      for (const UOpPtr& n : leaf_nodes(*s)) out.insert(n.get());
     if (s->unrealized) out.insert(s->node.get()), out.insert(s->unrealized.get());
   }
   return out;
@@ -122,6 +131,7 @@ Tensor& Tensor::requires_grad_(bool on) {
   live_leaves.fetch_add(1);
   state_->node = numbered_detach(node());
   state_->unrealized = nullptr;
+  state_->leaf_before_realize.reset();
   StateRegistry::get().add(state_);
   return *this;
 }
@@ -145,13 +155,14 @@ Tensor& Tensor::assign(const Tensor& value) {
                 device() + ")");
   state_->node = numbered_detach(value.cast(dtype()).node());
   state_->unrealized = nullptr;
+  state_->leaf_before_realize.reset();
   return *this;
 }
 
 void Tensor::set_realized(UOpPtr view) {
   if (view == node()) return;
   if (state_->requires_grad) {
-    if (!state_->unrealized) state_->unrealized = node();
+    state_->leaf_before_realize = node();
   } else if (!NoGrad::active() && live_leaves.load() > 0) {
     const auto carriers = gradient_carriers(StateRegistry::get().live());
     if (reaches_any(node(), carriers)) {
@@ -184,10 +195,14 @@ void Tensor::backward(const Tensor& gradient) const {
   req.root = node();
   req.seed = gradient.cast(dtype()).node();
   std::unordered_map<const UOp*, std::vector<TensorState*>> leaves_of;
+  std::vector<UOpPtr> keep_alive;  // the weakly held nodes, while they are targets
   for (const auto& s : states) {
     if (s->requires_grad) {
-      for (const UOpPtr& n : {s->node, s->unrealized})
-        if (n) req.targets.insert(n.get()), leaves_of[n.get()].push_back(s.get());
+      for (const UOpPtr& n : leaf_nodes(*s)) {
+        req.targets.insert(n.get());
+        leaves_of[n.get()].push_back(s.get());
+        keep_alive.push_back(n);
+      }
     } else if (s->unrealized) {
       req.aliases.emplace(s->node.get(), s->unrealized);
     }

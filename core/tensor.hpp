@@ -396,9 +396,11 @@ struct TensorState {
   bool requires_grad = false;
   std::optional<Tensor> grad;
   // The lazy node this tensor had before realize() pointed it at a buffer, kept while it may carry
-  // a gradient: graphs built before the realize refer to it, and backward of a realized tensor
-  // walks it (core/autograd.cpp).
+  // a gradient (core/autograd.cpp). A non-leaf holds it: backward of the realized tensor, and of
+  // graphs that use its buffer, walks it. A leaf only watches it: graphs built before the realize
+  // refer to it (and keep it alive), and their gradient belongs to the leaf.
   UOpPtr unrealized;
+  std::weak_ptr<const UOp> leaf_before_realize;
 
   explicit TensorState(UOpPtr n) : node(std::move(n)) {}
   ~TensorState();

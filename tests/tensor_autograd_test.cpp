@@ -269,6 +269,25 @@ TEST(AutogradLeaves, AssignKeepsTheLeafForTheNextStep) {
   expect_grad(src, {10, 12});  // only through the second factor
 }
 
+TEST(AutogradLeaves, ARealizedLeafLetsGoOfItsUpdateGraph) {
+  // After an optimizer step is realized, the graph that computed it (which reaches back into the
+  // previous step's forward and backward) must not be kept alive by the leaf.
+  Tensor p = leaf({1, 2, 3});
+  (p * p).sum().backward();
+  std::weak_ptr<const UOp> update;
+  {
+    Tensor value = p - *p.grad() * 0.25;
+    update = value.node();
+    p.assign(value);
+  }
+  p.set_grad({});
+  p.realize();
+  EXPECT_TRUE(update.expired());
+  expect_values(p, {0.5, 1, 1.5});
+  (p * 2).sum().backward();
+  expect_grad(p, {2, 2, 2});
+}
+
 TEST(AutogradLeaves, ForwardRealizedBeforeBackward) {
   Tensor x = leaf({1, 2, 3});
   Tensor h = x * 2;
