@@ -92,3 +92,21 @@ TEST(AutogradGraph, LongChainsAreFreedWithoutRecursion) {
   }
   EXPECT_LE(live_uop_count(), before + 1);  // the constant 1 may live on in another test's graph
 }
+
+TEST(AutogradGraph, NoGradDetachesDoNotChangeFusion) {
+  // In a NoGrad scope with a leaf alive every result is wrapped in a DETACH; the scheduler sees
+  // through them, so the same computation is the same kernels.
+  Tensor leaf = data({4}, 0).requires_grad_();
+  const Tensor x = data({8, 16}, 1);
+  auto softmax_sum = [&] {
+    const Tensor e = (x - x.max(1, true)).exp();
+    return (e / e.sum(1, true)).sum(1).reshape({2, 4}).permute({1, 0});
+  };
+  const Tensor plain = softmax_sum();
+  NoGrad ng;
+  const Tensor detached = softmax_sum();
+  EXPECT_EQ(detached.node()->op, Ops::DETACH);
+  EXPECT_EQ(create_schedule({detached.node()}).items.size(), create_schedule({plain.node()}).items.size());
+  Tensor view = data({6}, 2).reshape({2, 3});
+  EXPECT_EQ(create_schedule({view.node()}).items.size(), 0u);  // still a view of its buffer
+}

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "support/device_compare.hpp"
 #include "support/error_of.hpp"
@@ -167,6 +168,14 @@ TEST(AutogradClosedForm, WhereAndCast) {
   Tensor i = leaf({1.5f, 2.5f});
   (i.cast(dtypes::int32).cast(dtypes::float32) + i).sum().backward();  // none through an integer
   expect_grad(i, {1, 1});
+  Tensor bits = leaf({1.5f, 2.5f});
+  (bits.bitcast(dtypes::int32).bitcast(dtypes::float32) + bits * 2).sum().backward();  // none through bits
+  expect_grad(bits, {2, 2});
+  Tensor half = Tensor(std::vector<float>{1, 2}, {2}).cast(dtypes::float16).requires_grad_();
+  (half * half).sum().backward();  // the gradient has the leaf's dtype
+  ASSERT_TRUE(half.grad().has_value());
+  EXPECT_EQ(half.grad()->dtype(), dtypes::float16);
+  expect_values(*half.grad(), {2, 4});
 }
 
 TEST(AutogradLeaves, ALeafUsedTwiceSumsBothUses) {
@@ -239,6 +248,37 @@ TEST(AutogradLeaves, NoGradResultsCarryNoGradient) {
   (twice * x).sum().backward();
   expect_grad(x, {2, 4, 6});  // through the second factor only
   expect_values(twice, {2, 4, 6});
+}
+
+TEST(AutogradLeaves, NoGradIsPerThread) {
+  Tensor x = leaf({1, 2});
+  bool other_thread_active = true;
+  Tensor from_thread = Tensor::zeros({2});
+  {
+    NoGrad ng;
+    std::thread t([&] {
+      other_thread_active = NoGrad::active();
+      from_thread = x * 3;  // not in a NoGrad scope on this thread: carries the gradient
+    });
+    t.join();
+  }
+  EXPECT_FALSE(other_thread_active);
+  from_thread.sum().backward();
+  expect_grad(x, {3, 3});
+}
+
+TEST(AutogradLeaves, OnlyPathsToALeafAreDifferentiated) {
+  // MULACC has no gradient rule: off the path to x it is never looked at, on it it is an error.
+  Tensor x = leaf({1, 2});
+  const Tensor a({1.0f, 2.0f}), b({3.0f, 4.0f}), c({5.0f, 6.0f});
+  const Tensor fused(UOp::make(Ops::MULACC, dtypes::float32, {a.node(), b.node(), c.node()}));
+  (x * fused).sum().backward();
+  ASSERT_TRUE(x.grad().has_value());
+  EXPECT_EQ(x.grad()->shape(), (Shape{2}));
+  const Tensor on_path(UOp::make(Ops::MULACC, dtypes::float32, {x.node(), b.node(), c.node()}));
+  const std::string err = error_of([&] { on_path.sum().backward(); });
+  EXPECT_NE(err.find("no gradient rule for op MULACC"), std::string::npos) << err;
+  EXPECT_NE(err.find("(2,)"), std::string::npos) << err;
 }
 
 TEST(AutogradLeaves, AssignKeepsTheLeafForTheNextStep) {
