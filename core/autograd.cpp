@@ -73,7 +73,8 @@ std::vector<UOpPtr> leaf_nodes(const TensorState& s) {
 }
 
 // The nodes through which a graph can carry a gradient to a live leaf.
-std::unordered_set<const UOp*> gradient_carriers(const std::vector<std::shared_ptr<TensorState>>& states) {
+std::unordered_set<const UOp*> gradient_carriers(
+    const std::vector<std::shared_ptr<TensorState>>& states) {
   std::unordered_set<const UOp*> out;
   for (const auto& s : states) {
     if (s->requires_grad)
@@ -112,8 +113,8 @@ bool NoGrad::active() { return no_grad_depth > 0; }
 // one no graph can carry a gradient and the extra nodes would only cost. Buffers and constants
 // carry none anyway.
 Tensor::Tensor(UOpPtr node) {
-  if (NoGrad::active() && live_leaves.load() > 0 && node->op != Ops::DETACH && node->op != Ops::BUFFER &&
-      node->op != Ops::CONST)
+  if (NoGrad::active() && live_leaves.load() > 0 && node->op != Ops::DETACH &&
+      node->op != Ops::BUFFER && node->op != Ops::CONST)
     node = UOp::make(Ops::DETACH, node->dtype, {node});
   state_ = std::make_shared<TensorState>(std::move(node));
 }
@@ -121,8 +122,8 @@ Tensor::Tensor(UOpPtr node) {
 Tensor& Tensor::requires_grad_(bool on) {
   if (on == state_->requires_grad) return *this;
   if (on && !dtype().is_float())
-    throw Error("requires_grad_: only float tensors can require gradients, got " + dtype().name() + " of shape " +
-                shape_str(shape()));
+    throw Error("requires_grad_: only float tensors can require gradients, got " + dtype().name() +
+                " of shape " + shape_str(shape()));
   state_->requires_grad = on;
   if (!on) {
     live_leaves.fetch_sub(1);
@@ -141,8 +142,9 @@ std::optional<Tensor> Tensor::grad() const { return state_->grad; }
 
 void Tensor::set_grad(std::optional<Tensor> grad) {
   if (grad && (grad->shape() != shape() || grad->device() != device()))
-    throw Error("set_grad: a gradient of shape " + shape_str(grad->shape()) + " on " + grad->device() +
-                " for a tensor of shape " + shape_str(shape()) + " on " + device());
+    throw Error("set_grad: a gradient of shape " + shape_str(grad->shape()) + " on " +
+                grad->device() + " for a tensor of shape " + shape_str(shape()) + " on " +
+                device());
   state_->grad = grad ? std::optional<Tensor>(grad->cast(dtype())) : std::nullopt;
 }
 
@@ -150,9 +152,9 @@ Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {n
 
 Tensor& Tensor::assign(const Tensor& value) {
   if (value.shape() != shape() || value.device() != device())
-    throw Error("assign: the value has shape " + shape_str(value.shape()) + " (" + value.dtype().name() + " on " +
-                value.device() + "), the tensor " + shape_str(shape()) + " (" + dtype().name() + " on " +
-                device() + ")");
+    throw Error("assign: the value has shape " + shape_str(value.shape()) + " (" +
+                value.dtype().name() + " on " + value.device() + "), the tensor " +
+                shape_str(shape()) + " (" + dtype().name() + " on " + device() + ")");
   state_->node = numbered_detach(value.cast(dtype()).node());
   state_->unrealized = nullptr;
   state_->leaf_before_realize.reset();
@@ -189,7 +191,8 @@ void Tensor::backward(const Tensor& gradient) const {
     throw Error("backward: the tensor is " + dtype().name() + " of shape " + shape_str(shape()) +
                 "; only float tensors have gradients");
   if (gradient.shape() != shape())
-    throw Error("backward: the gradient has shape " + shape_str(gradient.shape()) + ", the tensor " + shape_str(shape()));
+    throw Error("backward: the gradient has shape " + shape_str(gradient.shape()) +
+                ", the tensor " + shape_str(shape()));
   const auto states = StateRegistry::get().live();
   GradientRequest req;
   req.root = node();
@@ -211,7 +214,8 @@ void Tensor::backward(const Tensor& gradient) const {
   if (!state_->requires_grad && state_->unrealized) req.root = state_->unrealized;
   const auto grads = compute_gradient(req);
   if (grads.empty())
-    throw Error("backward: the tensor (shape " + shape_str(shape()) + ") does not depend on any tensor with "
+    throw Error("backward: the tensor (shape " + shape_str(shape()) +
+                ") does not depend on any tensor with "
                 "requires_grad set");
   // A leaf may be reached through both of its nodes: its gradient is their sum.
   std::unordered_map<TensorState*, std::optional<Tensor>> found;

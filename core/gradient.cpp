@@ -45,7 +45,8 @@ Grads reduce_grad(const GradArgs& a) {
   const Tensor g = a.g.expand(in);
   const Tensor x = a.x(0);
   switch (r.op) {
-    case Ops::ADD: return {g};
+    case Ops::ADD:
+      return {g};
     case Ops::MAX: {
       // To the positions holding the max, divided by their count (ties share it), as tinygrad.
       const Tensor is_max = x.eq(a.out().expand(in)).cast(a.g.dtype());
@@ -57,14 +58,17 @@ Grads reduce_grad(const GradArgs& a) {
       const Tensor nonzero = x.ne(zero_like(x));
       const Tensor safe = nonzero.where(x, x.scalar_like(1));
       const Tensor prod_nonzero =
-          Tensor(UOp::make(Ops::REDUCE_AXIS, x.dtype(), {safe.node()}, ReduceArg{Ops::MUL, r.axes})).expand(in);
+          Tensor(UOp::make(Ops::REDUCE_AXIS, x.dtype(), {safe.node()}, ReduceArg{Ops::MUL, r.axes}))
+              .expand(in);
       const Tensor zeros = nonzero.logical_not().cast(dtypes::int32).sum(r.axes, true).expand(in);
       const Tensor zero = zero_like(x);
-      const Tensor others = nonzero.where(zeros.eq(zeros.scalar_like(0)).where(prod_nonzero / safe, zero),
-                                          zeros.eq(zeros.scalar_like(1)).where(prod_nonzero, zero));
+      const Tensor others =
+          nonzero.where(zeros.eq(zeros.scalar_like(0)).where(prod_nonzero / safe, zero),
+                        zeros.eq(zeros.scalar_like(1)).where(prod_nonzero, zero));
       return {g * others};
     }
-    default: throw Error("backward: no gradient rule for a REDUCE_AXIS of " + std::string(op_name(r.op)));
+    default:
+      throw Error("backward: no gradient rule for a REDUCE_AXIS of " + std::string(op_name(r.op)));
   }
 }
 
@@ -83,13 +87,15 @@ Grads expand_grad(const GradArgs& a) {
 
 Grads pad_grad(const GradArgs& a) {
   std::vector<std::pair<int64_t, int64_t>> keep;
-  for (size_t i = 0; i < a.in_shape().size(); ++i) keep.emplace_back(a.ints()[2 * i], a.ints()[2 * i] + a.in_shape()[i]);
+  for (size_t i = 0; i < a.in_shape().size(); ++i)
+    keep.emplace_back(a.ints()[2 * i], a.ints()[2 * i] + a.in_shape()[i]);
   return {a.g.shrink(keep)};
 }
 
 Grads shrink_grad(const GradArgs& a) {
   std::vector<std::pair<int64_t, int64_t>> pads;
-  for (size_t i = 0; i < a.in_shape().size(); ++i) pads.emplace_back(a.ints()[2 * i], a.in_shape()[i] - a.ints()[2 * i + 1]);
+  for (size_t i = 0; i < a.in_shape().size(); ++i)
+    pads.emplace_back(a.ints()[2 * i], a.in_shape()[i] - a.ints()[2 * i + 1]);
   return {a.g.pad(pads)};
 }
 
@@ -123,6 +129,8 @@ struct GradRule {
 // d(result)/d(source) times the result's gradient g, for every op a gradient can pass through.
 const std::vector<GradRule>& gradient_rules() {
   using A = const GradArgs&;
+  // One line per rule reads as a table:
+  // clang-format off
   static const std::vector<GradRule> rules = {
       {Ops::ADD, [](A a) -> Grads { return {a.g, a.g}; }},
       {Ops::SUB, [](A a) -> Grads { return {a.g, -a.g}; }},
@@ -159,6 +167,7 @@ const std::vector<GradRule>& gradient_rules() {
       {Ops::DETACH, none},  // not reached: the walk never enters a DETACH
       {Ops::COPY, copy_grad},
   };
+  // clang-format on
   return rules;
 }
 
@@ -179,7 +188,8 @@ std::unordered_map<const UOp*, UOpPtr> compute_gradient(const GradientRequest& r
   // graph, else the node's.
   auto sources = [&](const UOp* n) -> std::span<const UOpPtr> {
     if (auto it = req.aliases.find(n); it != req.aliases.end()) return {&it->second, 1};
-    if (n->op == Ops::DETACH || n->op == Ops::BUFFER || n->op == Ops::CONST) return {};  // a BUFFER's source is its DEVICE
+    if (n->op == Ops::DETACH || n->op == Ops::BUFFER || n->op == Ops::CONST)
+      return {};  // a BUFFER's source is its DEVICE
     return n->src;
   };
 
@@ -216,8 +226,10 @@ std::unordered_map<const UOp*, UOpPtr> compute_gradient(const GradientRequest& r
     auto g = grads.find(n);
     if (g == grads.end()) continue;  // no gradient flows here (through a comparison, say)
     const UOpPtr grad = g->second;
-    if (!req.targets.count(n)) grads.erase(g);  // not needed again: frees the graph early
-    else result[n] = grad;
+    if (!req.targets.count(n))
+      grads.erase(g);  // not needed again: frees the graph early
+    else
+      result[n] = grad;
     const std::span<const UOpPtr> srcs = sources(n);
     if (srcs.empty()) continue;
     if (req.aliases.count(n)) {
@@ -227,14 +239,15 @@ std::unordered_map<const UOp*, UOpPtr> compute_gradient(const GradientRequest& r
     const GradFn* rule = table[size_t(n->op)];
     if (!rule)
       throw Error("backward: no gradient rule for op " + std::string(op_name(n->op)) + " (shape " +
-                  (n->shape() ? shape_str(*n->shape()) : std::string("none")) + ", dtype " + n->dtype.name() + ")");
+                  (n->shape() ? shape_str(*n->shape()) : std::string("none")) + ", dtype " +
+                  n->dtype.name() + ")");
     const Grads gs = (*rule)(GradArgs{*n, Tensor(grad)});
     for (size_t i = 0; i < gs.size() && i < srcs.size(); ++i) {
       if (!gs[i] || !on_path.at(srcs[i].get())) continue;
       if (gs[i]->shape() != *srcs[i]->shape())
-        throw Error("backward: the gradient rule of " + std::string(op_name(n->op)) + " gave shape " +
-                    shape_str(gs[i]->shape()) + " for a source of shape " + shape_str(*srcs[i]->shape()) +
-                    " (internal)");
+        throw Error("backward: the gradient rule of " + std::string(op_name(n->op)) +
+                    " gave shape " + shape_str(gs[i]->shape()) + " for a source of shape " +
+                    shape_str(*srcs[i]->shape()) + " (internal)");
       accumulate(srcs[i].get(), *gs[i]);
     }
   }

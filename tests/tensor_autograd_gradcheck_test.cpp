@@ -25,11 +25,13 @@ std::vector<double> input_values(const Input& in, uint32_t seed) {
   const size_t n = size_t(prod(in.shape));
   std::vector<double> v(n);
   for (size_t i = 0; i < n; ++i)
-    v[i] = in.low + (in.high - in.low) * std::fmod(double(i + 1) * 0.6180339887498949 + double(seed) * 0.1234, 1.0);
+    v[i] = in.low + (in.high - in.low) *
+                        std::fmod(double(i + 1) * 0.6180339887498949 + double(seed) * 0.1234, 1.0);
   return v;
 }
 
-double loss_value(const Fn& f, const std::vector<std::vector<double>>& data, const std::vector<Input>& inputs) {
+double loss_value(const Fn& f, const std::vector<std::vector<double>>& data,
+                  const std::vector<Input>& inputs) {
   std::vector<Tensor> xs;
   for (size_t k = 0; k < inputs.size(); ++k) xs.emplace_back(data[k], inputs[k].shape, "CPU");
   const Tensor out = f(xs);
@@ -86,8 +88,10 @@ TEST(AutogradGradcheck, ElementwisePrimitives) {
   gradcheck("log2", [](V x) { return x[0].log2(); }, {m23_pos});
   gradcheck("sin", [](V x) { return x[0].sin(); }, {m23});
   gradcheck("maximum", [](V x) { return x[0].maximum(x[1]); }, {m23, {{2, 3}, -1.9, 2.1}});
-  gradcheck("where", [](V x) { return x[0].lt(x[1]).where(x[0] * 3, x[1] * x[1]); }, {m23, {{2, 3}, -1.9, 2.1}});
-  gradcheck("cast", [](V x) { return x[0].cast(dtypes::float32).cast(dtypes::float64) * 0 + x[0]; }, {m23});
+  gradcheck("where", [](V x) { return x[0].lt(x[1]).where(x[0] * 3, x[1] * x[1]); },
+            {m23, {{2, 3}, -1.9, 2.1}});
+  gradcheck("cast", [](V x) { return x[0].cast(dtypes::float32).cast(dtypes::float64) * 0 + x[0]; },
+            {m23});
   gradcheck("contiguous", [](V x) { return (x[0] * 2).contiguous() * x[0]; }, {m23});
 }
 
@@ -96,22 +100,41 @@ TEST(AutogradGradcheck, Reductions) {
   gradcheck("sum axis", [](V x) { return (x[0] * x[0]).sum(0); }, {m23});
   gradcheck("max all", [](V x) { return x[0].max(); }, {m23});
   gradcheck("max axis", [](V x) { return x[0].max(1, true) * x[0]; }, {m23});
-  gradcheck("prod axis", [](V x) {
-    return Tensor(UOp::make(Ops::REDUCE_AXIS, x[0].dtype(), {x[0].node()}, ReduceArg{Ops::MUL, {1}}));
-  }, {m23});
+  gradcheck("prod axis",
+            [](V x) {
+              return Tensor(UOp::make(Ops::REDUCE_AXIS, x[0].dtype(), {x[0].node()},
+                                      ReduceArg{Ops::MUL, {1}}));
+            },
+            {m23});
 }
 
 TEST(AutogradGradcheck, MovementOps) {
-  gradcheck("reshape", [](V x) { return x[0].reshape({3, 2}) * x[0].reshape({3, 2}).flip({0}); }, {m23});
+  gradcheck("reshape",
+            [](V x) {
+              return x[0].reshape({3, 2}) * x[0].reshape({3, 2}).flip({0});
+            },
+            {m23});
   gradcheck("permute", [](V x) { return x[0].reshape({1, 2, 3}).permute({2, 0, 1}); }, {m23});
-  gradcheck("expand", [](V x) { return x[0].reshape({2, 1, 3}).expand({2, 4, 3}) * x[0].reshape({2, 1, 3}); }, {m23});
+  gradcheck("expand",
+            [](V x) {
+              return x[0].reshape({2, 1, 3}).expand({2, 4, 3}) * x[0].reshape({2, 1, 3});
+            },
+            {m23});
   gradcheck("pad", [](V x) { return x[0].pad({{1, 2}, {0, 1}}); }, {m23});
   gradcheck("pad with value", [](V x) { return x[0].pad({{1, 0}, {2, 1}}, 3.5) * 2; }, {m23});
   gradcheck("shrink", [](V x) { return x[0].shrink({{1, 2}, {0, 2}}); }, {m23});
   gradcheck("flip", [](V x) { return x[0].flip({0, 1}); }, {m23});
-  gradcheck("chain", [](V x) {
-    return x[0].permute({1, 0}).pad({{1, 1}, {0, 2}}).flip({1}).shrink({{0, 4}, {1, 3}}).reshape({2, 4}).expand({3, 2, 4});
-  }, {m23});
+  gradcheck("chain",
+            [](V x) {
+              return x[0]
+                  .permute({1, 0})
+                  .pad({{1, 1}, {0, 2}})
+                  .flip({1})
+                  .shrink({{0, 4}, {1, 3}})
+                  .reshape({2, 4})
+                  .expand({3, 2, 4});
+            },
+            {m23});
 }
 
 TEST(AutogradGradcheck, ComposedOps) {
@@ -121,14 +144,18 @@ TEST(AutogradGradcheck, ComposedOps) {
   gradcheck("exp log", [](V x) { return x[0].exp() + (x[0] * x[0] + 1).log(); }, {m23});
   gradcheck("relu abs", [](V x) { return x[0].relu() + x[0].abs() * 2; }, {{{2, 3}, -2.1, 1.9}});
   gradcheck("minimum", [](V x) { return x[0].minimum(x[1]); }, {m23, {{2, 3}, -1.9, 2.1}});
-  gradcheck("softmax by hand", [](V x) {
-    const Tensor e = (x[0] - x[0].max(1, true)).exp();
-    return e / e.sum(1, true);
-  }, {{{3, 4}}});
-  gradcheck("log_softmax by hand", [](V x) {
-    const Tensor shifted = x[0] - x[0].max(1, true);
-    return shifted - shifted.exp().sum(1, true).log();
-  }, {{{3, 4}}});
+  gradcheck("softmax by hand",
+            [](V x) {
+              const Tensor e = (x[0] - x[0].max(1, true)).exp();
+              return e / e.sum(1, true);
+            },
+            {{{3, 4}}});
+  gradcheck("log_softmax by hand",
+            [](V x) {
+              const Tensor shifted = x[0] - x[0].max(1, true);
+              return shifted - shifted.exp().sum(1, true).log();
+            },
+            {{{3, 4}}});
   gradcheck("matmul", [](V x) { return x[0].matmul(x[1]); }, {{{3, 4}}, {{4, 2}}});
   gradcheck("batched matmul", [](V x) { return x[0].matmul(x[1]); }, {{{2, 3, 4}}, {{4, 2}}});
   gradcheck("vector dot", [](V x) { return x[0].dot(x[1]); }, {v4, v4});

@@ -44,9 +44,11 @@ TEST(AutogradGraph, SmallMlpBackwardKernelCount) {
   std::vector<UOpPtr> all = grads;
   all.push_back(loss.node());
   const size_t step_kernels = create_schedule(all).items.size();
-  std::printf("mlp: backward graph built in %.3f ms, %zu kernels for the 4 gradients (scheduled in %.3f ms), "
-              "%zu with the loss\n",
-              backward_s * 1e3, backward_kernels, schedule_s * 1e3, step_kernels);
+  std::printf(
+      "mlp: backward graph built in %.3f ms, %zu kernels for the 4 gradients (scheduled in %.3f "
+      "ms), "
+      "%zu with the loss\n",
+      backward_s * 1e3, backward_kernels, schedule_s * 1e3, step_kernels);
   RecordProperty("backward_kernels", int(backward_kernels));
   // Pinned at what the scheduler makes of it today: a growth is a fusion regression to look at.
   EXPECT_LE(backward_kernels, 9u);
@@ -106,7 +108,8 @@ TEST(AutogradGraph, NoGradDetachesDoNotChangeFusion) {
   NoGrad ng;
   const Tensor detached = softmax_sum();
   EXPECT_EQ(detached.node()->op, Ops::DETACH);
-  EXPECT_EQ(create_schedule({detached.node()}).items.size(), create_schedule({plain.node()}).items.size());
+  EXPECT_EQ(create_schedule({detached.node()}).items.size(),
+            create_schedule({plain.node()}).items.size());
   Tensor view = data({6}, 2).reshape({2, 3});
   EXPECT_EQ(create_schedule({view.node()}).items.size(), 0u);  // still a view of its buffer
 }

@@ -14,7 +14,9 @@ using namespace vkg::test;
 
 namespace {
 
-Tensor leaf(std::vector<float> v, Shape shape) { return Tensor(v, std::move(shape)).requires_grad_(); }
+Tensor leaf(std::vector<float> v, Shape shape) {
+  return Tensor(v, std::move(shape)).requires_grad_();
+}
 Tensor leaf(std::vector<float> v) {
   const int64_t n = int64_t(v.size());
   return leaf(std::move(v), {n});
@@ -169,7 +171,9 @@ TEST(AutogradClosedForm, WhereAndCast) {
   (i.cast(dtypes::int32).cast(dtypes::float32) + i).sum().backward();  // none through an integer
   expect_grad(i, {1, 1});
   Tensor bits = leaf({1.5f, 2.5f});
-  (bits.bitcast(dtypes::int32).bitcast(dtypes::float32) + bits * 2).sum().backward();  // none through bits
+  (bits.bitcast(dtypes::int32).bitcast(dtypes::float32) + bits * 2)
+      .sum()
+      .backward();  // none through bits
   expect_grad(bits, {2, 2});
   Tensor half = Tensor(std::vector<float>{1, 2}, {2}).cast(dtypes::float16).requires_grad_();
   (half * half).sum().backward();  // the gradient has the leaf's dtype
@@ -384,7 +388,8 @@ TEST(AutogradDevices, VulkanGradientsEqualTheCpuOracle) {
     for (size_t i = 0; i < xv.size(); ++i) xv[i] = float(int(i * 7 % 11) - 5) / 4;
     for (size_t i = 0; i < w1v.size(); ++i) w1v[i] = float(int(i * 5 % 13) - 6) / 8;
     for (size_t i = 0; i < w2v.size(); ++i) w2v[i] = float(int(i * 3 % 7) - 3) / 5;
-    Tensor x(xv, {8, 5}, dev), w1 = Tensor(w1v, {5, 6}, dev).requires_grad_(), w2 = Tensor(w2v, {6, 3}, dev).requires_grad_();
+    Tensor x(xv, {8, 5}, dev), w1 = Tensor(w1v, {5, 6}, dev).requires_grad_(),
+                               w2 = Tensor(w2v, {6, 3}, dev).requires_grad_();
     const Tensor out = x.matmul(w1).relu().matmul(w2);
     (out * out).mean().backward();
     return which == 0 ? *w1.grad() : *w2.grad();
