@@ -2,6 +2,7 @@
 // a graph back to its targets.
 #include <vkgrad/core/gradient.hpp>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <numbers>
@@ -75,6 +76,20 @@ Grads reduce_grad(const GradArgs& a) {
 Grads permute_grad(const GradArgs& a) {
   std::vector<int64_t> inverse(a.ints().size());
   for (size_t i = 0; i < inverse.size(); ++i) inverse[size_t(a.ints()[i])] = int64_t(i);
+  // A permuted reduce is the reduce of the permuted input. The scheduler ends a kernel at a
+  // moved reduce, so a weight's gradient (a reduce in the transposed layout dot() multiplies in)
+  // would cost a transposing copy; reducing the permuted input writes it in place.
+  const UOp& g = *a.g.node();
+  if (g.op == Ops::REDUCE_AXIS) {
+    const ReduceArg& r = g.arg_as<ReduceArg>();
+    std::vector<int64_t> axes;  // axis i of the result is axis inverse[i] of the reduce
+    for (size_t i = 0; i < inverse.size(); ++i)
+      if (std::find(r.axes.begin(), r.axes.end(), inverse[i]) != r.axes.end())
+        axes.push_back(int64_t(i));
+    const Tensor moved = Tensor(g.src[0]).permute(inverse);
+    return {Tensor(
+        UOp::make(Ops::REDUCE_AXIS, g.dtype, {moved.node()}, ReduceArg{r.op, std::move(axes)}))};
+  }
   return {a.g.permute(inverse)};
 }
 

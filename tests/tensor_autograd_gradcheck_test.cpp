@@ -123,6 +123,12 @@ TEST(AutogradGradcheck, MovementOps) {
   gradcheck("pad", [](V x) { return x[0].pad({{1, 2}, {0, 1}}); }, {m23});
   gradcheck("pad with value", [](V x) { return x[0].pad({{1, 0}, {2, 1}}, 3.5) * 2; }, {m23});
   gradcheck("shrink", [](V x) { return x[0].shrink({{1, 2}, {0, 2}}); }, {m23});
+  gradcheck(
+      "permuted reduce",
+      [](V x) {
+        return (x[0].reshape({2, 1, 3, 1}).permute({3, 2, 1, 0}).expand({4, 3, 5, 2}) * x[1]).sum();
+      },
+      {m23, {{4, 3, 5, 2}}});
   gradcheck("flip", [](V x) { return x[0].flip({0, 1}); }, {m23});
   gradcheck("chain",
             [](V x) {
