@@ -153,7 +153,8 @@ void realize(std::span<Tensor* const> tensors) {
   }
   for (Device* dev : used) print_stats(dev->name(), dev->synchronize());
   commit_realized(sched);
-  for (Tensor* t : tensors) *t = Tensor(sched.realized.at(t->node().get()));
+  // By the nodes taken before any changes: two of the tensors may be aliases of one state.
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i]->set_realized(sched.realized.at(nodes[i].get()));
 }
 
 Tensor& Tensor::realize() {

@@ -65,8 +65,10 @@ bool is_elementwise(Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops:
 // The BUFFER a node views through movement ops only (nullptr if it computes anything), and the
 // movement chain from that buffer up to the node.
 const UOp* viewed_buffer(const UOp* n, Chain& chain) {
-  while (is_movement(n->op)) {
-    chain.insert(chain.begin(), n);
+  // A DETACH without an argument (NoGrad's, detach()) changes nothing; one with an argument is a
+  // gradient leaf's identity (core/autograd.cpp), realized into a buffer of its own.
+  while (is_movement(n->op) || (n->op == Ops::DETACH && std::holds_alternative<std::monostate>(n->arg))) {
+    if (n->op != Ops::DETACH) chain.insert(chain.begin(), n);
     n = n->src[0].get();
   }
   return n->op == Ops::BUFFER ? n : nullptr;

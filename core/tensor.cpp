@@ -73,7 +73,7 @@ Tensor::Tensor(std::span<const std::byte> bytes, size_t count, DType dtype, Shap
   auto buffer = std::make_shared<Buffer>(device.empty() ? default_device() : device, dtype, int64_t(count));
   buffer->initial_data = std::make_shared<const std::vector<std::byte>>(bytes.begin(), bytes.end());
   UOpPtr b = UOp::make(Ops::BUFFER, dtype, {device_node(buffer->device())}, std::shared_ptr<const ArgPayload>(buffer));
-  node_ = Tensor(b).reshape(std::move(shape)).node_;
+  state_ = Tensor(b).reshape(std::move(shape)).state_;
 }
 
 Tensor::Tensor(const std::vector<bool>& data, Shape shape, std::string device)
@@ -123,20 +123,20 @@ Tensor Tensor::arange(Scalarish start, Scalarish stop, Scalarish step, std::stri
 }
 
 const Shape& Tensor::shape() const {
-  const Shape* s = node_->shape();
-  if (!s) throw Error("node " + std::string(op_name(node_->op)) + " is not a tensor-level node");
+  const Shape* s = node()->shape();
+  if (!s) throw Error("node " + std::string(op_name(node()->op)) + " is not a tensor-level node");
   return *s;
 }
 
 const std::string& Tensor::device() const {
-  const UOp* d = node_->device_node();
-  if (!d) throw Error("tensor node " + std::string(op_name(node_->op)) + " has no device");
+  const UOp* d = node()->device_node();
+  if (!d) throw Error("tensor node " + std::string(op_name(node()->op)) + " has no device");
   return d->arg_as<std::string>();
 }
 
 std::string Tensor::repr() const {
   return "<Tensor shape=" + shape_str(shape()) + " dtype=" + dtype().name() + " device=" + device() +
-         " op=" + std::string(op_name(node_->op)) + ">";
+         " op=" + std::string(op_name(node()->op)) + ">";
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.repr(); }

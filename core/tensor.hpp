@@ -1,6 +1,8 @@
 // Tensor: the user's handle on a lazy value. Every op builds a node of the tensor-level UOp graph
 // (core/shape_rules.hpp lists its forms) and returns at once; nothing runs until a value is asked
-// for. Tensors are cheap to copy: a copy shares the node.
+// for. Tensors are cheap to copy: a copy is an alias of the same tensor (as a Python reference):
+// it shares the node, requires_grad and grad, and sees realize() and assign() done through any
+// alias. Ops return new tensors.
 //
 //   Tensor a = Tensor({1, 2}), b = Tensor({3, 4});       // int32
 //   Tensor m(std::vector<float>(6, 1.5f), {2, 3});
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <iosfwd>
 #include <span>
@@ -65,6 +68,8 @@ enum class PadMode { Constant, Reflect };
 // How a loss folds its per-element values: their mean (the default), their sum, or none.
 enum class Reduction { Mean, Sum, None };
 
+struct TensorState;
+
 class Tensor {
  public:
   // ---- creation ----
@@ -86,8 +91,8 @@ class Tensor {
   explicit Tensor(const std::vector<T>& data) : Tensor(data, Shape{int64_t(data.size())}) {}
   // From raw bytes holding `count` elements of `dtype`.
   Tensor(std::span<const std::byte> bytes, size_t count, DType dtype, Shape shape, std::string device = "");
-  // Wraps a tensor-level node.
-  explicit Tensor(UOpPtr node) : node_(std::move(node)) {}
+  // Wraps a tensor-level node (in a NoGrad scope, detached: see NoGrad).
+  explicit Tensor(UOpPtr node);
 
   // Uninitialized storage (its contents are whatever the device holds).
   static Tensor empty(Shape shape, DType dtype = dtypes::default_float, std::string device = "");
@@ -131,11 +136,11 @@ class Tensor {
 
   // ---- what it is ----
   const Shape& shape() const;
-  DType dtype() const { return node_->dtype; }
+  DType dtype() const { return node()->dtype; }
   int ndim() const { return int(shape().size()); }
   int64_t numel() const { return vkg::prod(shape()); }
   const std::string& device() const;
-  const UOpPtr& node() const { return node_; }
+  const UOpPtr& node() const;
 
   // ---- elementwise ----
   Tensor operator-() const;
@@ -347,6 +352,35 @@ class Tensor {
   // "<Tensor shape=(2, 3) dtype=float32 device=VK op=ADD>"
   std::string repr() const;
 
+  // ---- autograd ----
+  // Reverse mode on the tensor-level graph (core/gradient.hpp): backward() builds the gradient
+  // graph lazily, so it fuses into kernels like forward code and runs when a gradient is used.
+  //
+  //   Tensor w = Tensor::randn({4, 3}).requires_grad_();
+  //   (x.matmul(w).relu() * 2).sum().backward();       // w.grad(): shape (4, 3), lazy
+  //   w.assign(w - *w.grad() * 0.1);  w.set_grad({});   // an SGD step
+  //
+  // requires_grad_(true) makes this tensor a leaf: its value so far is detached from any graph,
+  // and it gets a node of its own (equal values are one node otherwise, see the .cpp). Only float
+  // tensors can require gradients.
+  Tensor& requires_grad_(bool on = true);
+  bool requires_grad() const;
+  // The accumulated gradient (the leaf's shape and dtype), none before the first backward.
+  std::optional<Tensor> grad() const;
+  // Replaces the gradient; set_grad({}) clears it (zero_grad).
+  void set_grad(std::optional<Tensor> grad);
+  // Adds d(this)/d(leaf) to the .grad of every tensor with requires_grad that this tensor's graph
+  // reaches. This tensor must have one element (it is seeded with 1), or pass `gradient`, the
+  // seed of this tensor's shape. Gradients accumulate over calls until set_grad({}).
+  void backward() const;
+  void backward(const Tensor& gradient) const;
+  // The same value with no gradient flowing back through it.
+  Tensor detach() const;
+  // Replaces this tensor's value (lazily) by `value` cast to this dtype; the shapes must agree.
+  // Every alias sees the new value; the value's graph is detached (optimizer updates). A leaf
+  // stays the same leaf: graphs built after the assign send its gradient here.
+  Tensor& assign(const Tensor& value);
+
  private:
   Tensor binary(Ops op, const Tensor& b, std::string_view name) const;
   Tensor unary_float(Ops op, std::string_view name) const;
@@ -354,8 +388,43 @@ class Tensor {
   Tensor broadcast_to(const Shape& shape) const;
   Tensor movement(Ops op, std::vector<int64_t> arg) const;
   void check_host_type(DType wanted, std::string_view op) const;
+  // Points the tensor at the buffer view holding its value, keeping what autograd needs.
+  void set_realized(UOpPtr view);
+  friend void realize(std::span<Tensor* const> tensors);
 
-  UOpPtr node_;
+  std::shared_ptr<TensorState> state_;
+};
+
+// What a Tensor handle and its aliases share.
+struct TensorState {
+  UOpPtr node;
+  bool requires_grad = false;
+  std::optional<Tensor> grad;
+  // The lazy node this tensor had before realize() pointed it at a buffer, kept while it may carry
+  // a gradient (core/autograd.cpp). A non-leaf holds it: backward of the realized tensor, and of
+  // graphs that use its buffer, walks it. A leaf only watches it: graphs built before the realize
+  // refer to it (and keep it alive), and their gradient belongs to the leaf.
+  UOpPtr unrealized;
+  std::weak_ptr<const UOp> leaf_before_realize;
+
+  explicit TensorState(UOpPtr n) : node(std::move(n)) {}
+  ~TensorState();
+};
+
+inline const UOpPtr& Tensor::node() const { return state_->node; }
+
+// While one is alive (on this thread; they nest), op results carry no gradient back to their
+// inputs: each result is detached (wrapped in a DETACH node) when some tensor requires grad.
+// Tensors made inside may still be set to require grad, and backward still works.
+//
+//   { vkg::NoGrad ng; w.assign(w - lr * *w.grad()); }
+class NoGrad {
+ public:
+  NoGrad();
+  ~NoGrad();
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+  static bool active();
 };
 
 // Operators read like the math; a scalar on either side becomes a tensor of the other's dtype

@@ -54,7 +54,7 @@ Tensor Tensor::unary_float(Ops op, std::string_view) const {
 
 Tensor Tensor::operator-() const {
   if (dtype().is_bool()) throw Error("neg: not defined for bool tensors (use logical not)");
-  return Tensor(UOp::make(Ops::NEG, dtype(), {node_}));
+  return Tensor(UOp::make(Ops::NEG, dtype(), {node()}));
 }
 
 Tensor Tensor::exp2() const { return unary_float(Ops::EXP2, "exp2"); }
@@ -139,7 +139,7 @@ Tensor Tensor::cast(DType d) const {
   if (d.count != 1 || d.is_ptr() || d.scalar == Scalar::Void)
     throw Error("cast: cannot cast a tensor to " + d.name());
   if (d == dtype()) return *this;
-  return Tensor(UOp::make(Ops::CAST, d, {node_}));
+  return Tensor(UOp::make(Ops::CAST, d, {node()}));
 }
 
 Tensor Tensor::bitcast(DType d) const {
@@ -147,7 +147,7 @@ Tensor Tensor::bitcast(DType d) const {
     throw Error("bitcast: cannot reinterpret " + dtype().name() + " as " + d.name() +
                 " (sizes must match)");
   if (d == dtype()) return *this;
-  return Tensor(UOp::make(Ops::BITCAST, d, {node_}));
+  return Tensor(UOp::make(Ops::BITCAST, d, {node()}));
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }

@@ -19,7 +19,7 @@ std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
 }  // namespace
 
 Tensor Tensor::movement(Ops op, std::vector<int64_t> arg) const {
-  return Tensor(UOp::make(op, dtype(), {node_}, std::move(arg)));
+  return Tensor(UOp::make(op, dtype(), {node()}, std::move(arg)));
 }
 
 Tensor Tensor::reshape(Shape target) const {
@@ -135,6 +135,6 @@ Tensor Tensor::transpose(int64_t a, int64_t b) const {
   return permute(std::move(order));
 }
 
-Tensor Tensor::contiguous() const { return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {node_})); }
+Tensor Tensor::contiguous() const { return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {node()})); }
 
 }  // namespace vkg

@@ -83,7 +83,7 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
     return out.reshape(with_ones);
   }
   Tensor out = *this;
-  if (!axes.empty()) out = Tensor(UOp::make(Ops::REDUCE_AXIS, dtype(), {node_}, ReduceArg{op, axes}));
+  if (!axes.empty()) out = Tensor(UOp::make(Ops::REDUCE_AXIS, dtype(), {node()}, ReduceArg{op, axes}));
   return keepdim ? out : out.reshape(without_axes(shape(), axes));
 }
 

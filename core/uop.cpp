@@ -146,12 +146,29 @@ struct UOpInterner {
     for (auto it = lo; it != hi; ++it)
       if (same(*it->second.node, op, dtype, src, arg))
         if (UOpPtr alive = it->second.weak.lock()) return alive;
-    UOpPtr fresh(new UOp(op, dtype, std::move(src), std::move(arg), h), [](const UOp* n) {
-      get().forget(n);
-      delete n;  // releases the sources, whose deleters take the lock again: not held here
-    });
+    UOpPtr fresh(new UOp(op, dtype, std::move(src), std::move(arg), h), release);
     table.emplace(h, Entry{fresh.get(), fresh});
     return fresh;
+  }
+
+  // A node's deleter. Deleting a node releases its sources, which may die too: done recursively,
+  // a chain of 100000 nodes (a long unrealized loop, its backward graph) overflows the stack.
+  // Nodes that die while another is being deleted are queued and deleted by the outermost call.
+  static void release(const UOp* n) {
+    thread_local std::vector<const UOp*>* pending = nullptr;
+    get().forget(n);  // dead from here on: never handed out again
+    if (pending) {
+      pending->push_back(n);
+      return;
+    }
+    std::vector<const UOp*> queue{n};
+    pending = &queue;
+    while (!queue.empty()) {
+      const UOp* x = queue.back();
+      queue.pop_back();
+      delete x;  // releases the sources, whose deleters take the lock again: not held here
+    }
+    pending = nullptr;
   }
 
   void forget(const UOp* n) {

@@ -1,0 +1,272 @@
+// The gradient rules, one line (or a few) per op, and the walk that applies them from the root of
+// a graph back to its targets.
+#include <vkgrad/core/gradient.hpp>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <numbers>
+#include <span>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg {
+
+namespace {
+
+// What a rule sees: the node, the gradient of its value, and both as tensors.
+struct GradArgs {
+  const UOp& n;
+  Tensor g;
+  Tensor out() const { return Tensor(n.ptr()); }
+  Tensor x(size_t i) const { return Tensor(n.src[i]); }
+  const Shape& in_shape() const { return *n.src[0]->shape(); }
+  const std::vector<int64_t>& ints() const { return n.arg_as<std::vector<int64_t>>(); }
+};
+
+// The gradient of each source, in order; none (or a shorter list) where no gradient flows.
+using Grads = std::vector<std::optional<Tensor>>;
+using GradFn = std::function<Grads(const GradArgs&)>;
+
+Tensor zero_like(const Tensor& t) { return t.scalar_like(0); }
+
+// d max(x, y): to the larger input; split evenly between equal ones, as tinygrad.
+Grads max_grad(const GradArgs& a) {
+  const Tensor x = a.x(0), y = a.x(1);
+  const Tensor tie = x.ne(y).where(zero_like(a.g), a.g * 0.5);
+  return {x.gt(y).where(a.g, tie), y.gt(x).where(a.g, tie)};
+}
+
+// The gradient of a REDUCE_AXIS (its result keeps the reduced axes as 1s) spread back over the
+// source's shape.
+Grads reduce_grad(const GradArgs& a) {
+  const auto& r = a.n.arg_as<ReduceArg>();
+  const Shape& in = a.in_shape();
+  const Tensor g = a.g.expand(in);
+  const Tensor x = a.x(0);
+  switch (r.op) {
+    case Ops::ADD:
+      return {g};
+    case Ops::MAX: {
+      // To the positions holding the max, divided by their count (ties share it), as tinygrad.
+      const Tensor is_max = x.eq(a.out().expand(in)).cast(a.g.dtype());
+      return {is_max / is_max.sum(r.axes, true).expand(in) * g};
+    }
+    case Ops::MUL: {
+      // d prod / d x_i is the product of the others: prod / x_i unless x holds zeros. With one
+      // zero, only its position gets the product of the rest; with two or more, every one is 0.
+      const Tensor nonzero = x.ne(zero_like(x));
+      const Tensor safe = nonzero.where(x, x.scalar_like(1));
+      const Tensor prod_nonzero =
+          Tensor(UOp::make(Ops::REDUCE_AXIS, x.dtype(), {safe.node()}, ReduceArg{Ops::MUL, r.axes}))
+              .expand(in);
+      const Tensor zeros = nonzero.logical_not().cast(dtypes::int32).sum(r.axes, true).expand(in);
+      const Tensor zero = zero_like(x);
+      const Tensor others =
+          nonzero.where(zeros.eq(zeros.scalar_like(0)).where(prod_nonzero / safe, zero),
+                        zeros.eq(zeros.scalar_like(1)).where(prod_nonzero, zero));
+      return {g * others};
+    }
+    default:
+      throw Error("backward: no gradient rule for a REDUCE_AXIS of " + std::string(op_name(r.op)));
+  }
+}
+
+Grads permute_grad(const GradArgs& a) {
+  std::vector<int64_t> inverse(a.ints().size());
+  for (size_t i = 0; i < inverse.size(); ++i) inverse[size_t(a.ints()[i])] = int64_t(i);
+  // A permuted reduce is the reduce of the permuted input. The scheduler ends a kernel at a
+  // moved reduce, so a weight's gradient (a reduce in the transposed layout dot() multiplies in)
+  // would cost a transposing copy; reducing the permuted input writes it in place.
+  const UOp& g = *a.g.node();
+  if (g.op == Ops::REDUCE_AXIS) {
+    const ReduceArg& r = g.arg_as<ReduceArg>();
+    std::vector<int64_t> axes;  // axis i of the result is axis inverse[i] of the reduce
+    for (size_t i = 0; i < inverse.size(); ++i)
+      if (std::find(r.axes.begin(), r.axes.end(), inverse[i]) != r.axes.end())
+        axes.push_back(int64_t(i));
+    const Tensor moved = Tensor(g.src[0]).permute(inverse);
+    return {Tensor(
+        UOp::make(Ops::REDUCE_AXIS, g.dtype, {moved.node()}, ReduceArg{r.op, std::move(axes)}))};
+  }
+  return {a.g.permute(inverse)};
+}
+
+Grads expand_grad(const GradArgs& a) {
+  std::vector<int64_t> axes;  // the source has the result's rank (Tensor::expand reshapes first)
+  for (size_t i = 0; i < a.in_shape().size(); ++i)
+    if (a.in_shape()[i] != a.ints()[i]) axes.push_back(int64_t(i));
+  return {axes.empty() ? a.g : a.g.sum(axes, true)};
+}
+
+Grads pad_grad(const GradArgs& a) {
+  std::vector<std::pair<int64_t, int64_t>> keep;
+  for (size_t i = 0; i < a.in_shape().size(); ++i)
+    keep.emplace_back(a.ints()[2 * i], a.ints()[2 * i] + a.in_shape()[i]);
+  return {a.g.shrink(keep)};
+}
+
+Grads shrink_grad(const GradArgs& a) {
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  for (size_t i = 0; i < a.in_shape().size(); ++i)
+    pads.emplace_back(a.ints()[2 * i], a.in_shape()[i] - a.ints()[2 * i + 1]);
+  return {a.g.pad(pads)};
+}
+
+Grads flip_grad(const GradArgs& a) {
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < a.ints().size(); ++i)
+    if (a.ints()[i]) axes.push_back(int64_t(i));
+  return {a.g.flip(axes)};
+}
+
+// The gradient goes back to the source's device: the forward COPY with the gradient as its value
+// and the source's device where it names the destination.
+Grads copy_grad(const GradArgs& a) {
+  const UOpPtr& src = a.n.src[0];
+  if (a.g.device() == a.x(0).device()) return {a.g};
+  std::vector<UOpPtr> srcs{a.g.node()};
+  for (size_t i = 1; i < a.n.src.size(); ++i)
+    srcs.push_back(a.n.src[i]->op == Ops::DEVICE ? src->device_node()->ptr() : a.n.src[i]);
+  Arg arg = a.n.arg;
+  if (std::holds_alternative<std::string>(arg)) arg = src->device_node()->arg;
+  return {Tensor(UOp::make(Ops::COPY, a.g.dtype(), std::move(srcs), std::move(arg)))};
+}
+
+Grads none(const GradArgs&) { return {}; }
+
+struct GradRule {
+  Ops op;
+  GradFn fn;
+};
+
+// d(result)/d(source) times the result's gradient g, for every op a gradient can pass through.
+const std::vector<GradRule>& gradient_rules() {
+  using A = const GradArgs&;
+  // One line per rule reads as a table:
+  // clang-format off
+  static const std::vector<GradRule> rules = {
+      {Ops::ADD, [](A a) -> Grads { return {a.g, a.g}; }},
+      {Ops::SUB, [](A a) -> Grads { return {a.g, -a.g}; }},
+      {Ops::MUL, [](A a) -> Grads { return {a.g * a.x(1), a.g * a.x(0)}; }},
+      {Ops::FDIV, [](A a) -> Grads { return {a.g / a.x(1), -a.g * a.out() / a.x(1)}; }},  // -x/y^2 = -(x/y)/y
+      {Ops::NEG, [](A a) -> Grads { return {-a.g}; }},
+      {Ops::RECIP, [](A a) -> Grads { return {-a.g * a.out() * a.out()}; }},
+      {Ops::SQRT, [](A a) -> Grads { return {a.g / (a.out() * 2)}; }},
+      {Ops::EXP2, [](A a) -> Grads { return {a.g * a.out() * std::numbers::ln2}; }},
+      {Ops::LOG2, [](A a) -> Grads { return {a.g / (a.x(0) * std::numbers::ln2)}; }},
+      {Ops::SIN, [](A a) -> Grads { return {a.g * (std::numbers::pi / 2 - a.x(0)).sin()}; }},  // cos x
+      {Ops::MAX, max_grad},
+      {Ops::WHERE, [](A a) -> Grads {
+         const Tensor c = a.x(0), zero = zero_like(a.g);
+         return {std::nullopt, c.where(a.g, zero), c.where(zero, a.g)};
+       }},
+      // Back to the source's dtype; an integer or bool source gets none.
+      {Ops::CAST, [](A a) -> Grads {
+         if (!a.n.src[0]->dtype.is_float()) return {};
+         return {a.g.cast(a.n.src[0]->dtype)};
+       }},
+      // Piecewise constant or not real-valued: no gradient.
+      {Ops::CMPLT, none}, {Ops::CMPNE, none}, {Ops::AND, none}, {Ops::OR, none}, {Ops::XOR, none},
+      {Ops::SHL, none}, {Ops::SHR, none}, {Ops::IDIV, none}, {Ops::MOD, none}, {Ops::TRUNC, none},
+      {Ops::BITCAST, none}, {Ops::THREEFRY, none},
+      {Ops::REDUCE_AXIS, reduce_grad},
+      {Ops::RESHAPE, [](A a) -> Grads { return {a.g.reshape(a.in_shape())}; }},
+      {Ops::PERMUTE, permute_grad},
+      {Ops::EXPAND, expand_grad},
+      {Ops::PAD, pad_grad},
+      {Ops::SHRINK, shrink_grad},
+      {Ops::FLIP, flip_grad},
+      {Ops::CONTIGUOUS, [](A a) -> Grads { return {a.g}; }},
+      {Ops::DETACH, none},  // not reached: the walk never enters a DETACH
+      {Ops::COPY, copy_grad},
+  };
+  // clang-format on
+  return rules;
+}
+
+// The rules indexed by op.
+const std::array<const GradFn*, kOpsCount>& rule_table() {
+  static const std::array<const GradFn*, kOpsCount> table = [] {
+    std::array<const GradFn*, kOpsCount> t{};
+    for (const GradRule& r : gradient_rules()) t[size_t(r.op)] = &r.fn;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+std::unordered_map<const UOp*, UOpPtr> compute_gradient(const GradientRequest& req) {
+  // The sources a gradient flows into: an alias's stand-in, none for a DETACH or a leaf of the
+  // graph, else the node's.
+  auto sources = [&](const UOp* n) -> std::span<const UOpPtr> {
+    if (auto it = req.aliases.find(n); it != req.aliases.end()) return {&it->second, 1};
+    if (n->op == Ops::DETACH || n->op == Ops::BUFFER || n->op == Ops::CONST)
+      return {};  // a BUFFER's source is its DEVICE
+    return n->src;
+  };
+
+  // Post-order walk (sources first), marking the nodes that lie on a path to a target.
+  std::vector<const UOp*> order;
+  std::unordered_map<const UOp*, bool> on_path;  // present once visited; set when finished
+  std::vector<std::pair<const UOp*, size_t>> stack{{req.root.get(), 0}};
+  on_path[req.root.get()] = false;
+  while (!stack.empty()) {
+    auto& [n, next] = stack.back();
+    const std::span<const UOpPtr> srcs = sources(n);
+    if (next < srcs.size()) {
+      const UOp* s = srcs[next++].get();
+      if (on_path.emplace(s, false).second) stack.emplace_back(s, 0);
+      continue;
+    }
+    bool reaches = req.targets.count(n) != 0;
+    for (const UOpPtr& s : srcs) reaches = reaches || on_path.at(s.get());
+    on_path[n] = reaches;
+    order.push_back(n);
+    stack.pop_back();
+  }
+
+  std::unordered_map<const UOp*, UOpPtr> grads{{req.root.get(), req.seed}};
+  auto accumulate = [&](const UOp* s, const Tensor& g) {
+    auto [it, fresh] = grads.emplace(s, g.node());
+    if (!fresh) it->second = (Tensor(it->second) + g).node();
+  };
+  const auto& table = rule_table();
+  std::unordered_map<const UOp*, UOpPtr> result;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // users before their sources
+    const UOp* n = *it;
+    if (!on_path.at(n)) continue;
+    auto g = grads.find(n);
+    if (g == grads.end()) continue;  // no gradient flows here (through a comparison, say)
+    const UOpPtr grad = g->second;
+    if (!req.targets.count(n))
+      grads.erase(g);  // not needed again: frees the graph early
+    else
+      result[n] = grad;
+    const std::span<const UOpPtr> srcs = sources(n);
+    if (srcs.empty()) continue;
+    if (req.aliases.count(n)) {
+      accumulate(srcs[0].get(), Tensor(grad));
+      continue;
+    }
+    const GradFn* rule = table[size_t(n->op)];
+    if (!rule)
+      throw Error("backward: no gradient rule for op " + std::string(op_name(n->op)) + " (shape " +
+                  (n->shape() ? shape_str(*n->shape()) : std::string("none")) + ", dtype " +
+                  n->dtype.name() + ")");
+    const Grads gs = (*rule)(GradArgs{*n, Tensor(grad)});
+    for (size_t i = 0; i < gs.size() && i < srcs.size(); ++i) {
+      if (!gs[i] || !on_path.at(srcs[i].get())) continue;
+      if (gs[i]->shape() != *srcs[i]->shape())
+        throw Error("backward: the gradient rule of " + std::string(op_name(n->op)) +
+                    " gave shape " + shape_str(gs[i]->shape()) + " for a source of shape " +
+                    shape_str(*srcs[i]->shape()) + " (internal)");
+      accumulate(srcs[i].get(), *gs[i]);
+    }
+  }
+  return result;
+}
+
+}  // namespace vkg

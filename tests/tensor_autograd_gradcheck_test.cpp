@@ -1,0 +1,170 @@
+// Every gradient rule, and ops composed from them, against central finite differences, in float64
+// on the CPU reference device (Lavapipe may lack float64 transcendentals). The loss is a weighted
+// sum of the op's result with fixed, distinct weights, so every element of the gradient counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "support/device_compare.hpp"
+
+using namespace vkg;
+using namespace vkg::test;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+struct Input {
+  Shape shape;
+  double low = -2, high = 2;  // distinct values spread over [low, high] in no order
+};
+
+// The golden-ratio sequence: distinct, well spread, never sorted, different per seed.
+std::vector<double> input_values(const Input& in, uint32_t seed) {
+  const size_t n = size_t(prod(in.shape));
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = in.low + (in.high - in.low) *
+                        std::fmod(double(i + 1) * 0.6180339887498949 + double(seed) * 0.1234, 1.0);
+  return v;
+}
+
+double loss_value(const Fn& f, const std::vector<std::vector<double>>& data,
+                  const std::vector<Input>& inputs) {
+  std::vector<Tensor> xs;
+  for (size_t k = 0; k < inputs.size(); ++k) xs.emplace_back(data[k], inputs[k].shape, "CPU");
+  const Tensor out = f(xs);
+  std::vector<double> w(size_t(out.numel()));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 1.0 + 0.37 * double(i % 5) - 0.21 * double(i % 3);
+  return (out.cast(dtypes::float64) * Tensor(w, out.shape(), "CPU")).sum().item<double>();
+}
+
+// Compares the analytic gradient of each input with (L(x + h) - L(x - h)) / 2h per element.
+void gradcheck(const char* name, const Fn& f, const std::vector<Input>& inputs, double tol = 1e-6) {
+  SCOPED_TRACE(name);
+  std::vector<std::vector<double>> data;
+  std::vector<Tensor> xs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    data.push_back(input_values(inputs[k], uint32_t(k + 1)));
+    xs.push_back(Tensor(data[k], inputs[k].shape, "CPU").requires_grad_());
+  }
+  const Tensor out = f(xs);
+  std::vector<double> w(size_t(out.numel()));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 1.0 + 0.37 * double(i % 5) - 0.21 * double(i % 3);
+  (out.cast(dtypes::float64) * Tensor(w, out.shape(), "CPU")).sum().backward();
+  const double h = 1e-6;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    ASSERT_TRUE(xs[k].grad().has_value()) << "input " << k << " got no gradient";
+    const std::vector<double> analytic = values(*xs[k].grad());
+    ASSERT_EQ(analytic.size(), data[k].size());
+    for (size_t i = 0; i < data[k].size(); ++i) {
+      auto shifted = data;
+      shifted[k][i] += h;
+      const double up = loss_value(f, shifted, inputs);
+      shifted[k][i] -= 2 * h;
+      const double down = loss_value(f, shifted, inputs);
+      const double numeric = (up - down) / (2 * h);
+      EXPECT_NEAR(analytic[i], numeric, tol * std::max(1.0, std::abs(numeric)))
+          << "input " << k << " element " << i;
+    }
+  }
+}
+
+using V = const std::vector<Tensor>&;
+const Input m23{{2, 3}}, m23_pos{{2, 3}, 0.5, 3}, v4{{4}};
+
+}  // namespace
+
+TEST(AutogradGradcheck, ElementwisePrimitives) {
+  gradcheck("add", [](V x) { return x[0] + x[1]; }, {m23, m23});
+  gradcheck("sub", [](V x) { return x[0] - x[1]; }, {m23, m23});
+  gradcheck("mul", [](V x) { return x[0] * x[1]; }, {m23, m23});
+  gradcheck("fdiv", [](V x) { return x[0] / x[1]; }, {m23, m23_pos});
+  gradcheck("neg", [](V x) { return -x[0]; }, {m23});
+  gradcheck("reciprocal", [](V x) { return x[0].reciprocal(); }, {m23_pos});
+  gradcheck("sqrt", [](V x) { return x[0].sqrt(); }, {m23_pos});
+  gradcheck("exp2", [](V x) { return x[0].exp2(); }, {m23});
+  gradcheck("log2", [](V x) { return x[0].log2(); }, {m23_pos});
+  gradcheck("sin", [](V x) { return x[0].sin(); }, {m23});
+  gradcheck("maximum", [](V x) { return x[0].maximum(x[1]); }, {m23, {{2, 3}, -1.9, 2.1}});
+  gradcheck("where", [](V x) { return x[0].lt(x[1]).where(x[0] * 3, x[1] * x[1]); },
+            {m23, {{2, 3}, -1.9, 2.1}});
+  gradcheck("cast", [](V x) { return x[0].cast(dtypes::float32).cast(dtypes::float64) * 0 + x[0]; },
+            {m23});
+  gradcheck("contiguous", [](V x) { return (x[0] * 2).contiguous() * x[0]; }, {m23});
+}
+
+TEST(AutogradGradcheck, Reductions) {
+  gradcheck("sum all", [](V x) { return x[0].sum(); }, {m23});
+  gradcheck("sum axis", [](V x) { return (x[0] * x[0]).sum(0); }, {m23});
+  gradcheck("max all", [](V x) { return x[0].max(); }, {m23});
+  gradcheck("max axis", [](V x) { return x[0].max(1, true) * x[0]; }, {m23});
+  gradcheck("prod axis",
+            [](V x) {
+              return Tensor(UOp::make(Ops::REDUCE_AXIS, x[0].dtype(), {x[0].node()},
+                                      ReduceArg{Ops::MUL, {1}}));
+            },
+            {m23});
+}
+
+TEST(AutogradGradcheck, MovementOps) {
+  gradcheck("reshape",
+            [](V x) {
+              return x[0].reshape({3, 2}) * x[0].reshape({3, 2}).flip({0});
+            },
+            {m23});
+  gradcheck("permute", [](V x) { return x[0].reshape({1, 2, 3}).permute({2, 0, 1}); }, {m23});
+  gradcheck("expand",
+            [](V x) {
+              return x[0].reshape({2, 1, 3}).expand({2, 4, 3}) * x[0].reshape({2, 1, 3});
+            },
+            {m23});
+  gradcheck("pad", [](V x) { return x[0].pad({{1, 2}, {0, 1}}); }, {m23});
+  gradcheck("pad with value", [](V x) { return x[0].pad({{1, 0}, {2, 1}}, 3.5) * 2; }, {m23});
+  gradcheck("shrink", [](V x) { return x[0].shrink({{1, 2}, {0, 2}}); }, {m23});
+  gradcheck(
+      "permuted reduce",
+      [](V x) {
+        return (x[0].reshape({2, 1, 3, 1}).permute({3, 2, 1, 0}).expand({4, 3, 5, 2}) * x[1]).sum();
+      },
+      {m23, {{4, 3, 5, 2}}});
+  gradcheck("flip", [](V x) { return x[0].flip({0, 1}); }, {m23});
+  gradcheck("chain",
+            [](V x) {
+              return x[0]
+                  .permute({1, 0})
+                  .pad({{1, 1}, {0, 2}})
+                  .flip({1})
+                  .shrink({{0, 4}, {1, 3}})
+                  .reshape({2, 4})
+                  .expand({3, 2, 4});
+            },
+            {m23});
+}
+
+TEST(AutogradGradcheck, ComposedOps) {
+  gradcheck("mean", [](V x) { return x[0].mean(1); }, {m23});
+  gradcheck("var", [](V x) { return x[0].var(1); }, {{{3, 4}}});
+  gradcheck("var all", [](V x) { return x[0].var(); }, {{{3, 4}}});
+  gradcheck("exp log", [](V x) { return x[0].exp() + (x[0] * x[0] + 1).log(); }, {m23});
+  gradcheck("relu abs", [](V x) { return x[0].relu() + x[0].abs() * 2; }, {{{2, 3}, -2.1, 1.9}});
+  gradcheck("minimum", [](V x) { return x[0].minimum(x[1]); }, {m23, {{2, 3}, -1.9, 2.1}});
+  gradcheck("softmax by hand",
+            [](V x) {
+              const Tensor e = (x[0] - x[0].max(1, true)).exp();
+              return e / e.sum(1, true);
+            },
+            {{{3, 4}}});
+  gradcheck("log_softmax by hand",
+            [](V x) {
+              const Tensor shifted = x[0] - x[0].max(1, true);
+              return shifted - shifted.exp().sum(1, true).log();
+            },
+            {{{3, 4}}});
+  gradcheck("matmul", [](V x) { return x[0].matmul(x[1]); }, {{{3, 4}}, {{4, 2}}});
+  gradcheck("batched matmul", [](V x) { return x[0].matmul(x[1]); }, {{{2, 3, 4}}, {{4, 2}}});
+  gradcheck("vector dot", [](V x) { return x[0].dot(x[1]); }, {v4, v4});
+  gradcheck("mlp", [](V x) { return (x[0].matmul(x[1]).relu().matmul(x[2]) + x[3]).sum(1); },
+            {{{4, 3}}, {{3, 5}, -1.1, 0.9}, {{5, 2}}, {{2}}});
+}
