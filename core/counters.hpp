@@ -6,7 +6,7 @@
 namespace vkg {
 
 struct GlobalCounters {
-  int64_t schedules = 0;  // calls of realize that ran a schedule
+  int64_t schedules = 0;  // calls of realize that ran at least one kernel
   int64_t kernels = 0;    // kernels run
   int64_t uploads = 0;    // host buffers copied to a device
 };

@@ -120,7 +120,7 @@ void realize(std::span<Tensor* const> tensors) {
   std::vector<UOpPtr> nodes;
   for (Tensor* t : tensors) nodes.push_back(t->node());
   const Schedule sched = create_schedule(nodes);
-  ++counters.schedules;
+  if (!sched.items.empty()) ++counters.schedules;  // reading a realized tensor is not one
   for (const auto& b : sched.uploads) ensure_allocated(*b);
   std::vector<Device*> used;
   try {

@@ -53,7 +53,7 @@ TEST(Layers, Conv2dLayerMatchesTheFunctionalForm) {
   std::vector<float> a = c(x).to_vector<float>();
   std::vector<float> b = x.conv2d(c.weight, c.bias, c.options).to_vector<float>();
   EXPECT_EQ(a, b);
-  EXPECT_EQ(c(x).shape(), (Shape{2, 3, 5, 3}));
+  EXPECT_EQ(c(x).shape(), (Shape{2, 3, 5, 4}));  // width (6 + 2 - 2) / 2 + 1
 }
 
 TEST(Layers, BatchNormTrainsOnBatchStatisticsAndEvaluatesOnRunningOnes) {
