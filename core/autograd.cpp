@@ -84,7 +84,7 @@ std::unordered_set<const UOp*> gradient_carriers(
   return out;
 }
 
-// Whether `root`'s graph reaches one of `carriers` without crossing a DETACH.
+// Whether `root`'s graph reaches one of `carriers` along paths a gradient takes.
 bool reaches_any(const UOpPtr& root, const std::unordered_set<const UOp*>& carriers) {
   std::vector<const UOp*> stack{root.get()};
   std::unordered_set<const UOp*> seen{root.get()};
@@ -92,8 +92,7 @@ bool reaches_any(const UOpPtr& root, const std::unordered_set<const UOp*>& carri
     const UOp* n = stack.back();
     stack.pop_back();
     if (carriers.count(n)) return true;
-    if (n->op == Ops::DETACH) continue;
-    for (const UOpPtr& s : n->src)
+    for (const UOpPtr& s : gradient_sources(*n))
       if (seen.insert(s.get()).second) stack.push_back(s.get());
   }
   return false;

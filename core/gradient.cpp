@@ -196,16 +196,33 @@ const std::array<const GradFn*, kOpsCount>& rule_table() {
   return table;
 }
 
+const CustomGradient* custom_gradient_of(const UOp& n) {
+  if (n.op != Ops::DETACH) return nullptr;
+  const auto* p = std::get_if<std::shared_ptr<const ArgPayload>>(&n.arg);
+  return p ? dynamic_cast<const CustomGradient*>(p->get()) : nullptr;
+}
+
 }  // namespace
 
+UOpPtr with_custom_gradient(const UOpPtr& value, std::vector<UOpPtr> inputs,
+                            std::function<std::vector<std::optional<Tensor>>(const Tensor& grad)> fn) {
+  auto payload = std::make_shared<CustomGradient>();
+  payload->inputs = std::move(inputs);
+  payload->fn = std::move(fn);
+  return UOp::make(Ops::DETACH, value->dtype, {value}, std::shared_ptr<const ArgPayload>(std::move(payload)));
+}
+
+std::span<const UOpPtr> gradient_sources(const UOp& n) {
+  if (const CustomGradient* c = custom_gradient_of(n)) return c->inputs;
+  if (n.op == Ops::DETACH || n.op == Ops::BUFFER || n.op == Ops::CONST) return {};  // a BUFFER's source is its DEVICE
+  return n.src;
+}
+
 std::unordered_map<const UOp*, UOpPtr> compute_gradient(const GradientRequest& req) {
-  // The sources a gradient flows into: an alias's stand-in, none for a DETACH or a leaf of the
-  // graph, else the node's.
+  // The sources a gradient flows into: an alias's stand-in, else gradient_sources.
   auto sources = [&](const UOp* n) -> std::span<const UOpPtr> {
     if (auto it = req.aliases.find(n); it != req.aliases.end()) return {&it->second, 1};
-    if (n->op == Ops::DETACH || n->op == Ops::BUFFER || n->op == Ops::CONST)
-      return {};  // a BUFFER's source is its DEVICE
-    return n->src;
+    return gradient_sources(*n);
   };
 
   // Post-order walk (sources first), marking the nodes that lie on a path to a target.
@@ -251,12 +268,13 @@ std::unordered_map<const UOp*, UOpPtr> compute_gradient(const GradientRequest& r
       accumulate(srcs[0].get(), Tensor(grad));
       continue;
     }
+    const CustomGradient* custom = custom_gradient_of(*n);
     const GradFn* rule = table[size_t(n->op)];
-    if (!rule)
+    if (!rule && !custom)
       throw Error("backward: no gradient rule for op " + std::string(op_name(n->op)) + " (shape " +
                   (n->shape() ? shape_str(*n->shape()) : std::string("none")) + ", dtype " +
                   n->dtype.name() + ")");
-    const Grads gs = (*rule)(GradArgs{*n, Tensor(grad)});
+    const Grads gs = custom ? custom->fn(Tensor(grad)) : (*rule)(GradArgs{*n, Tensor(grad)});
     for (size_t i = 0; i < gs.size() && i < srcs.size(); ++i) {
       if (!gs[i] || !on_path.at(srcs[i].get())) continue;
       if (gs[i]->shape() != *srcs[i]->shape())

@@ -4,12 +4,41 @@
 // tensor graph: it fuses into kernels like forward code and may read forward values that were
 // realized already.
 #pragma once
+#include <functional>
+#include <optional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <vkgrad/core/uop.hpp>
 
 namespace vkg {
+
+class Tensor;
+
+// A composed op whose gradient is better written by hand than derived from its parts (a
+// convolution's input gradient is a transposed convolution: one reduce, where the derived
+// gradient of the pooling movement ops writes every window out and sums them back). Its value is
+// DETACH(value) with this as the argument: the scheduler sees through it (the forward computes as
+// composed), and the walk below calls `fn` with the node's gradient instead of entering `value`.
+// `fn` returns one gradient (or none) per node of `inputs`, as lazy tensor graphs.
+struct CustomGradient : ArgPayload {
+  std::vector<UOpPtr> inputs;
+  std::function<std::vector<std::optional<Tensor>>(const Tensor& grad)> fn;
+  // Identity: every use is its own node (two equal convolutions are two nodes).
+  size_t hash() const override { return std::hash<const void*>{}(this); }
+  bool equals(const ArgPayload& other) const override { return this == &other; }
+  std::string repr() const override { return "CustomGradient(" + std::to_string(inputs.size()) + " inputs)"; }
+};
+
+// `value` with its gradient given by `fn` with respect to `inputs` (see CustomGradient).
+UOpPtr with_custom_gradient(const UOpPtr& value, std::vector<UOpPtr> inputs,
+                            std::function<std::vector<std::optional<Tensor>>(const Tensor& grad)> fn);
+
+// The nodes a gradient flows into from n: its sources, none for a DETACH or a graph leaf
+// (BUFFER, CONST), a custom gradient's inputs.
+std::span<const UOpPtr> gradient_sources(const UOp& n);
 
 struct GradientRequest {
   UOpPtr root;  // the value being differentiated

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/int_math.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -183,6 +184,43 @@ Tensor Tensor::linear(const Tensor& weight, const std::optional<Tensor>& bias) c
   return bias ? y + *bias : y;
 }
 
+namespace {
+
+// A convolution's output whose input gradient is the transposed convolution of the output's
+// gradient: one reduce over (cout / groups, kh, kw) per input element. The gradient derived
+// through the pooling movement ops instead writes every window's gradient out (kh * kw times the
+// input) and sums the overlapping windows back, several times slower on every device. The
+// weight's gradient stays the derived one (a reduce over batch and output positions, already
+// one fused kernel). Falls back to the derived input gradient where no output_padding makes the
+// transposed convolution the input's size.
+UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor& w, Conv2dOptions o) {
+  const int64_t kh = w.shape()[2], kw = w.shape()[3], oh = out.shape()[2], ow = out.shape()[3];
+  const Size2 extra{x.shape()[2] - ((oh - 1) * o.stride.h - 2 * o.padding.h + (kh - 1) * o.dilation.h + 1),
+                    x.shape()[3] - ((ow - 1) * o.stride.w - 2 * o.padding.w + (kw - 1) * o.dilation.w + 1)};
+  auto fits = [](int64_t e, int64_t s, int64_t d) { return e >= 0 && (e < s || e < d); };
+  const bool transposed = fits(extra.h, o.stride.h, o.dilation.h) && fits(extra.w, o.stride.w, o.dilation.w);
+  const UOpPtr value = out.node(), xn = x.node(), wn = w.node();
+  const DType x_dtype = x.dtype();
+  return with_custom_gradient(value, {xn, wn}, [=](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+    GradientRequest req{value, g.node(), {wn.get()}, {}};
+    if (!transposed) req.targets.insert(xn.get());
+    const auto derived = compute_gradient(req);
+    auto found = [&](const UOpPtr& n) -> std::optional<Tensor> {
+      auto it = derived.find(n.get());
+      return it == derived.end() ? std::nullopt : std::optional<Tensor>(Tensor(it->second));
+    };
+    std::optional<Tensor> dx = found(xn);
+    if (transposed && x_dtype.is_float())
+      dx = g.conv_transpose2d(Tensor(wn), std::nullopt,
+                              {.stride = o.stride, .padding = o.padding, .output_padding = extra,
+                               .dilation = o.dilation, .groups = o.groups})
+               .cast(x_dtype);
+    return {dx, found(wn)};
+  });
+}
+
+}  // namespace
+
 Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias,
                       Conv2dOptions o) const {
   check_conv_args(*this, weight, o.groups, "conv2d");
@@ -197,8 +235,11 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias,
   check_positive(o.dilation, "dilation", "conv2d", *this);
   check_not_negative(o.padding, "padding", "conv2d", *this);
   check_bias(bias, cout, *this, weight, "conv2d");
-  return convolve(*this, weight, bias, o.stride, o.dilation, o.groups,
-                  {{o.padding.h, o.padding.h}, {o.padding.w, o.padding.w}}, "conv2d");
+  Tensor out = convolve(*this, weight, std::nullopt, o.stride, o.dilation, o.groups,
+                        {{o.padding.h, o.padding.h}, {o.padding.w, o.padding.w}}, "conv2d");
+  out = Tensor(with_conv_input_gradient(out, *this, weight, o));
+  if (bias) out = out + bias->reshape({1, cout, 1, 1});
+  return out;
 }
 
 // As tinygrad: the stride dilates the input (each element followed by stride-1 zeros, by a pad

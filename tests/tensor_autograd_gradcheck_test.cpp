@@ -168,3 +168,38 @@ TEST(AutogradGradcheck, ComposedOps) {
   gradcheck("mlp", [](V x) { return (x[0].matmul(x[1]).relu().matmul(x[2]) + x[3]).sum(1); },
             {{{4, 3}}, {{3, 5}, -1.1, 0.9}, {{5, 2}}, {{2}}});
 }
+
+TEST(AutogradGradcheck, ConvolutionsAndPools) {
+  // conv2d's input gradient is a transposed convolution written by hand (core/tensor_nn.cpp):
+  // check it where it applies (stride 1, stride 2 with an odd input, dilation, groups) and where
+  // it falls back to the derived one (stride 3 with output positions that skip input rows).
+  const Input x155{{1, 2, 5, 5}}, x176{{1, 2, 7, 6}}, w2233{{2, 2, 3, 3}}, w4133{{4, 1, 3, 3}};
+  gradcheck("conv2d pad 1", [](V x) { return x[0].conv2d(x[1], std::nullopt, {.padding = 1}); }, {x155, w2233});
+  gradcheck("conv2d stride 2", [](V x) { return x[0].conv2d(x[1], x[2], {.stride = 2, .padding = {1, 0}}); },
+            {x176, w2233, Input{{2}}});
+  gradcheck("conv2d dilation 2", [](V x) { return x[0].conv2d(x[1], std::nullopt, {.padding = 1, .dilation = 2}); },
+            {x176, w2233});
+  gradcheck("conv2d groups 2", [](V x) { return x[0].conv2d(x[1], std::nullopt, {.groups = 2}); }, {x176, w4133});
+  gradcheck("conv2d stride 3", [](V x) { return x[0].conv2d(x[1], std::nullopt, {.stride = 3}); },
+            {Input{{1, 2, 8, 8}}, w2233});
+  gradcheck("conv_transpose2d", [](V x) { return x[0].conv_transpose2d(x[1], std::nullopt, {.stride = 2, .padding = 1}); },
+            {Input{{1, 2, 3, 3}}, Input{{2, 3, 3, 3}}});
+  gradcheck("max_pool2d", [](V x) { return x[0].max_pool2d({.kernel = 2}); }, {x176});
+  gradcheck("avg_pool2d", [](V x) { return x[0].avg_pool2d({.kernel = 3, .stride = 2, .padding = 1}); }, {x176});
+}
+
+TEST(AutogradGradcheck, NormalizationsAndLosses) {
+  gradcheck("layernorm", [](V x) { return x[0].layernorm(); }, {Input{{3, 4}}});
+  gradcheck("batchnorm", [](V x) {
+    const Tensor mean = x[0].mean({0, 2, 3}), invstd = (x[0].var({0, 2, 3}, false, 0) + 1e-5).rsqrt();
+    return x[0].batchnorm(x[1], x[2], mean, invstd);
+  }, {Input{{2, 3, 2, 2}}, Input{{3}}, Input{{3}}});
+  const Tensor labels = Tensor(std::vector<int32_t>{2, 0, 1}, {3}, "CPU");
+  gradcheck("sparse_categorical_crossentropy", [&](V x) {
+    return x[0].sparse_categorical_crossentropy(labels, -1, 0.1);
+  }, {Input{{3, 4}}});
+  gradcheck("log_softmax", [](V x) { return x[0].log_softmax(); }, {Input{{2, 5}}});
+  gradcheck("sigmoid, tanh, gelu, silu, softplus", [](V x) {
+    return x[0].sigmoid() + x[0].tanh() + x[0].gelu() + x[0].silu() + x[0].softplus();
+  }, {m23});
+}
