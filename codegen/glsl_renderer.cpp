@@ -19,7 +19,7 @@ namespace {
 
 bool is_pure(Ops op) {
   return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::GEP ||
-         op == Ops::VECTORIZE;
+         op == Ops::VECTORIZE || op == Ops::SHUFFLE;
 }
 
 bool is_acc(const UOp& u) { return u.op == Ops::DEFINE_ACC || u.op == Ops::ASSIGN; }
@@ -120,6 +120,7 @@ class Renderer {
       return;
     }
     if (u.dtype.scalar != Scalar::Void && !u.dtype.is_ptr()) needs_.value(u.dtype);
+    if (u.op == Ops::SHUFFLE) check_shuffle(i);
     if ((u.op == Ops::LOAD || u.op == Ops::STORE) && u.src.at(0)->op == Ops::INDEX) {
       const UOp& buffer = *u.src[0]->src.at(0);
       const DType value = u.op == Ops::LOAD ? u.dtype : u.src.at(1)->dtype;
@@ -129,6 +130,23 @@ class Renderer {
       if (buffer.op == Ops::DEFINE_GLOBAL && value.count > 1)
         bound_vectors_.insert({buffer.arg_as<int64_t>(), value.count});
     }
+  }
+
+  // SHUFFLE(x, k) reads lane k of the subgroup; the lowerer numbers lanes by the local id, which
+  // is the subgroup lane when the workgroup is one full subgroup (1-D, subgroup_size wide).
+  void check_shuffle(std::size_t i) {
+    const UOp& u = *ops_[i];
+    const int64_t lanes = p_.local_size[0] * p_.local_size[1] * p_.local_size[2];
+    if (!t_.subgroup_shuffle)
+      fail(i, "the device has no subgroupShuffle (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
+    if (p_.local_size[1] != 1 || p_.local_size[2] != 1 || lanes != int64_t(t_.subgroup_size))
+      fail(i, fmt::format("SHUFFLE needs a workgroup of one {}-wide subgroup, not {} x {} x {}",
+                          t_.subgroup_size, p_.local_size[0], p_.local_size[1], p_.local_size[2]));
+    const int64_t k = u.arg_as<int64_t>();
+    if (k < 0 || k >= lanes) fail(i, fmt::format("lane {} is outside the subgroup", k));
+    if (u.dtype.is_bool() || u.dtype.scalar_size() != 4)
+      fail(i, fmt::format("SHUFFLE of {} (32-bit types only)", u.dtype.name()));
+    shuffles_ = true;
   }
 
   // Operands that appear more than once in the text of their user get a name of their own.
@@ -270,6 +288,8 @@ class Renderer {
           for (const std::string& a : args) list += (list.empty() ? "" : ", ") + a;
           return fmt::format("{}({})", glsl::type_name(u.dtype), list);
         }
+        case Ops::SHUFFLE:
+          return fmt::format("subgroupShuffle({}, {}u)", args[0], u.arg_as<int64_t>());
         case Ops::GEP: {
           std::string lanes;
           for (const int64_t k : u.arg_as<std::vector<int64_t>>()) {
@@ -335,7 +355,8 @@ class Renderer {
     }
     std::string v;
     if (valid) {
-      if (u.src.size() < 2) fail(i, "a masked LOAD needs an alt value");
+      // LOAD(INDEX, [alt], [BARRIER]): a load of local memory lists the BARRIER it waits for.
+      if (u.src.size() < 2 || u.src[1]->op == Ops::BARRIER) fail(i, "a masked LOAD needs an alt value");
       // Clamped, because a compiler may turn the select below into a load on every lane.
       const std::string& ok = name_of(valid);
       v = element(buffer, fmt::format("({}?{}:0)", ok, idx), u.dtype, index.src[1].get());
@@ -501,6 +522,7 @@ class Renderer {
       h += "#extension GL_EXT_buffer_reference : require\n";
     if (vector_access_) h += "#extension GL_EXT_buffer_reference_uvec2 : require\n";
     for (const std::string& e : glsl::extension_lines(needs_)) h += e + "\n";
+    if (shuffles_) h += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
     h += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n",
                      p_.local_size[0], p_.local_size[1], p_.local_size[2]);
     std::set<std::pair<Scalar, int>> types = pointer_types_;
@@ -589,6 +611,7 @@ class Renderer {
   std::set<std::pair<int64_t, int>> bound_vectors_;  // (slot, width) of vector accesses
   glsl::Helpers helpers_;
   bool vector_access_ = false;
+  bool shuffles_ = false;
   std::unordered_map<const UOp*, std::string> names_;
   std::set<std::string> taken_;
   std::map<std::string, int> counters_;

@@ -49,6 +49,51 @@ bool divides(const Kernel& k, int axis, int64_t amount) {
          k.full_shape()[size_t(axis)] >= amount;
 }
 
+int64_t output_count(const Kernel& k) {
+  int64_t outputs = 1;
+  for (size_t a = 0; a < k.kinds().size(); ++a)
+    if (k.kinds()[a] == AxisKind::Global) outputs *= k.full_shape()[a];
+  return outputs;
+}
+
+// The two output axes of a shuffle tile (AxisKind::Shuffle): a reduce whose output has two axes
+// with broadcast loads, as a matmul (C[m, n] = A[m, k] B[k, n]), a convolution (out[b, co, y, x]
+// from w[co, ...] and x[b, ..., y + ky, x + kx]) and their gradients have. Along `lane`, some load
+// B is contiguous (its lanes read neighbouring vec4s) and another, A, is constant; along
+// `shuffle`, A varies and B is constant, so A's elements are the ones the lanes share.
+struct ShuffleAxes {
+  int lane = -1, shuffle = -1;
+};
+
+std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes) {
+  const std::vector<const UOp*> loads = k.loads();
+  const auto& shape = k.full_shape();
+  for (int l = int(shape.size()) - 1; l >= 0; --l) {
+    if (k.kinds()[size_t(l)] != AxisKind::Global || shape[size_t(l)] % (4 * lanes) != 0) continue;
+    for (const UOp* b : loads) {
+      if (load_stride(k, b, l) != 1) continue;
+      for (const UOp* a : loads) {
+        // Shuffles move 32-bit values (see the lowerer).
+        if (load_stride(k, a, l) != 0 || a->dtype.scalar_size() != 4 || a->dtype.is_bool()) continue;
+        for (int s = int(shape.size()) - 1; s >= 0; --s) {
+          if (s == l || k.kinds()[size_t(s)] != AxisKind::Global || shape[size_t(s)] % lanes != 0) continue;
+          const std::optional<int64_t> as = load_stride(k, a, s);
+          if (as != 0 && load_stride(k, b, s) == 0) return ShuffleAxes{l, s};
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// The largest power of two up to `most` that divides the reduce axis and leaves each
+// invocation at least 4 elements; 0 for none under 16.
+int64_t group_amount(const Kernel& k, int axis, int64_t most) {
+  for (int64_t g = most; g >= 16; g /= 2)
+    if (k.full_shape()[size_t(axis)] % g == 0 && k.full_shape()[size_t(axis)] >= 4 * g) return g;
+  return 0;
+}
+
 }  // namespace
 
 void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
@@ -59,7 +104,20 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
       k.apply({OptOp::UPCAST, axis, 4});
     return;
   }
-  if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
+  const std::optional<ShuffleAxes> tile =
+      traits.shuffle_lanes > 0 ? shuffle_axes(k, traits.shuffle_lanes) : std::nullopt;
+  if (tile) {
+    // One subgroup per workgroup. Its lanes take neighbouring vec4 columns (`lane`); each lane
+    // loads rows_per_lane rows of A's tile and shuffles hand them to the others: every
+    // invocation keeps a (lanes * rows_per_lane) x 4 block of outputs, and per 4 steps of the
+    // reduce loads rows_per_lane + 4 vec4s for 16 * lanes * rows_per_lane multiply-adds.
+    const int64_t lanes = traits.shuffle_lanes;
+    k.apply({OptOp::UPCAST, tile->lane, 4});
+    k.apply({OptOp::LOCAL, tile->lane, lanes});
+    k.apply({OptOp::SHUFFLE, tile->shuffle, lanes});
+    const int64_t rows = traits.shuffle_rows_per_lane;
+    if (rows > 1 && divides(k, tile->shuffle, rows)) k.apply({OptOp::UPCAST, tile->shuffle, rows});
+  } else if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
     // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.
     // n (the output's contiguous axis) is upcast first so that it is the innermost upcast axis,
     // whose lanes the lowerer stores, loads and accumulates as vec4s.
@@ -74,11 +132,16 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     // read neighbouring inputs load them as one vec4 and keep a vec4 accumulator. Only where
     // enough invocations remain to fill the device.
     const int axis = contiguous_global_axis(k);
-    int64_t outputs = 1;
-    for (size_t a = 0; a < k.kinds().size(); ++a)
-      if (k.kinds()[a] == AxisKind::Global) outputs *= k.full_shape()[a];
-    if (divides(k, axis, 4) && outputs >= 16 * traits.default_workgroup)
+    if (divides(k, axis, 4) && output_count(k) >= 16 * traits.default_workgroup)
       k.apply({OptOp::UPCAST, axis, 4});
+  }
+  // Few outputs, each a long reduce: spread each over a workgroup (GROUP) so that the device has
+  // enough invocations to run. Split off the innermost part of the reduce, so that neighbouring
+  // invocations read neighbouring elements.
+  if (traits.group_size > 0 && !tile && output_count(k) <= 2048) {
+    const int r = last_axis_of(k, AxisKind::Reduce);
+    if (r >= 0)
+      if (const int64_t g = group_amount(k, r, traits.group_size)) k.apply({OptOp::GROUP, r, g});
   }
   // Unrolling the reduce by 4 cuts loop overhead and lets loads of one tile share addresses.
   const int r = last_axis_of(k, AxisKind::Reduce);

@@ -19,6 +19,18 @@ struct DeviceTraits {
   bool register_tiles = true;
   // Rows of a matmul register tile (its columns are one vec4).
   int64_t tile_rows = 4;
+  // Subgroup-shuffle tiles (AxisKind::Shuffle): the subgroup width to build them for, 0 for none.
+  // For CPU-like devices with subgroupShuffle, where a load whose address differs per lane is a
+  // loop over the lanes and a shuffle is one permute (Lavapipe: 8). GPUs want shared-memory
+  // tiles instead and leave it 0.
+  int64_t shuffle_lanes = 0;
+  // Rows each lane of a shuffle tile loads (the tile is shuffle_lanes * this rows by 4 columns).
+  int64_t shuffle_rows_per_lane = 2;
+  // Reduces with few outputs spread each output over this many invocations of a workgroup that
+  // combine their partial results in shared memory (GROUP); 0 for none. GPUs want it (one
+  // invocation per output leaves most of the device idle); on CPU-like devices shared memory
+  // and barrier() are slow (Lavapipe: a per-lane loop and a coroutine switch).
+  int64_t group_size = 64;
 };
 
 void apply_heuristics(Kernel& kernel, const DeviceTraits& traits);

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_set>
 
 #include <vkgrad/codegen/vectorize.hpp>
@@ -38,7 +39,7 @@ class Lowerer {
     const auto& shape = k.full_shape();
     const auto& kinds = k.kinds();
     axis_idx_.resize(shape.size());
-    std::vector<size_t> global, local;
+    std::vector<size_t> global, local, group;
     for (size_t i = 0; i < shape.size(); ++i) {
       switch (kinds[i]) {
         case AxisKind::Global: global.push_back(i); break;
@@ -46,15 +47,25 @@ class Lowerer {
         case AxisKind::Reduce:
           axis_idx_[i] = UOp::make(Ops::RANGE, dtypes::int32, {int_const(shape[i])}, int64_t(i));
           break;
-        case AxisKind::Group:
-          throw Error("GROUP opts are not lowered yet (kernel " + k.describe() + ")");
+        case AxisKind::Group: group.push_back(i); break;
         case AxisKind::Upcast:
-        case AxisKind::Unroll: expanded_.push_back(i); break;
+        case AxisKind::Unroll:
+        case AxisKind::Shuffle: expanded_.push_back(i); break;
       }
     }
     int64_t n_global = 1, n_local = 1;
     for (size_t i : global) n_global *= shape[i];
     for (size_t i : local) n_local *= shape[i];
+    for (size_t i : group) group_size_ *= shape[i];
+    if (const int s = k.shuffle_axis(); s >= 0) {
+      if (!group.empty() || n_local != shape[size_t(s)])
+        throw Error("lower: a SHUFFLE axis needs a workgroup of exactly its size (one subgroup) "
+                    "and no GROUP axes: kernel " + k.describe());
+    }
+    // Group axes are the innermost part of the local id: a workgroup's invocations that share
+    // an output are neighbours, lidx = (local part) * group_size + group part.
+    local.insert(local.end(), group.begin(), group.end());
+    n_local *= group_size_;
     if (local.empty()) {
       // One invocation per output element, in workgroups of a fixed size.
       unflatten(special("idx0", n_global), global);
@@ -63,7 +74,9 @@ class Lowerer {
       program_.global_size = {(n_global + wg - 1) / wg, 1, 1};
     } else {
       unflatten(special("gidx0", n_global), global);
-      unflatten(special("lidx0", n_local), local);
+      lane_ = special("lidx0", n_local);
+      unflatten(lane_, local);
+      if (!group.empty()) group_lane_ = simplify(lane_ % group_size_);
       program_.local_size = {n_local, 1, 1};
       program_.global_size = {n_global, 1, 1};
     }
@@ -73,7 +86,7 @@ class Lowerer {
     std::vector<UOpPtr> stores;
     for (const UOpPtr& store : k_.ast()->src) {
       if (store->op != Ops::STORE) throw Error("Kernel: SINK sources must be STOREs");
-      const std::vector<Combo> all = combos(AxisKind::Upcast, Combo(k_.full_shape().size(), 0));
+      const std::vector<Combo> all = output_combos(Combo(k_.full_shape().size(), 0));
       // Combos vary the innermost upcast axis fastest: each run of `width` is one vector's lanes.
       const DType stored = store->src[0]->dtype.base();
       const size_t width = stored.is_bool() || stored.scalar == Scalar::BFloat16 ? 1 : vector_width();
@@ -81,6 +94,8 @@ class Lowerer {
         std::vector<UOpPtr> idx, values;
         for (size_t k = g; k < g + width; ++k) {
           auto [index, valid] = address(store->src[1].get(), all[k]);
+          // Every invocation of a group holds the result; the first one stores it.
+          if (group_lane_) valid = simplify(valid->alu(Ops::AND, {group_lane_->eq(int64_t(0))}));
           idx.push_back(indexed(store->src[0], index, valid));
           values.push_back(value(store->src[2].get(), all[k]));
         }
@@ -126,12 +141,23 @@ class Lowerer {
   int64_t next_acc_ = 0;
   LaneVectorizer vectorizer_{next_acc_};
   std::map<std::pair<const UOp*, Combo>, UOpPtr> unrolled_loads_;  // vector loads by first lane
+  std::map<std::pair<const UOp*, Combo>, UOpPtr> partials_;
+  UOpPtr lane_;        // the flat local id (lidx0), the subgroup lane of SHUFFLE kernels
+  UOpPtr group_lane_;  // the invocation's place along the group axes (GROUP kernels)
+  int64_t group_size_ = 1;
+  int64_t next_local_ = 0;
+
+  bool is_output_axis(size_t axis) const {
+    return k_.kinds()[axis] == AxisKind::Upcast || k_.kinds()[axis] == AxisKind::Shuffle;
+  }
 
   // The lanes of one vector store: the innermost upcast axis when it has 2..4 elements (GLSL's
-  // vector widths).
+  // vector widths). Group results come out of shared memory one element at a time: scalar.
   size_t vector_width() const {
+    if (group_lane_) return 1;
     for (auto it = expanded_.rbegin(); it != expanded_.rend(); ++it)
-      if (k_.kinds()[*it] == AxisKind::Upcast) {
+      if (is_output_axis(*it)) {
+        if (k_.kinds()[*it] == AxisKind::Shuffle) return 1;
         const int64_t w = k_.full_shape()[*it];
         return w >= 2 && w <= 4 ? size_t(w) : 1;
       }
@@ -152,11 +178,12 @@ class Lowerer {
     }
   }
 
-  // Every assignment of values to the axes of `kind`, on top of `base`.
-  std::vector<Combo> combos(AxisKind kind, const Combo& base) const {
+  // Every assignment of values to the unroll axes (unroll) or the upcast and shuffle axes (not
+  // unroll), on top of `base`.
+  std::vector<Combo> combos(bool unroll, const Combo& base) const {
     std::vector<Combo> out{base};
     for (size_t axis : expanded_) {
-      if (k_.kinds()[axis] != kind) continue;
+      if ((k_.kinds()[axis] == AxisKind::Unroll) != unroll) continue;
       std::vector<Combo> next;
       for (const Combo& c : out)
         for (int64_t v = 0; v < k_.full_shape()[axis]; ++v) {
@@ -168,14 +195,18 @@ class Lowerer {
     }
     return out;
   }
+  std::vector<Combo> output_combos(const Combo& base) const { return combos(false, base); }
+  std::vector<Combo> unroll_combos(const Combo& base) const { return combos(true, base); }
 
   // Index and validity of the element a VIEW addresses at this combo. An axis the view has size 1
-  // along (a reduce's output along the reduced axes) is index 0 there.
-  IndexExpr address(const UOp* view_node, const Combo& c) const {
+  // along (a reduce's output along the reduced axes) is index 0 there. The axis `at_lane`, if
+  // given, takes the invocation's lane instead of its combo value.
+  IndexExpr address(const UOp* view_node, const Combo& c, int at_lane = -1) const {
     const ShapeTracker& st = k_.view(view_node);
     std::vector<UOpPtr> idxs;
     for (size_t i = 0; i < st.shape().size(); ++i) {
       if (st.shape()[i] == 1) idxs.push_back(int_const(0));
+      else if (int(i) == at_lane) idxs.push_back(lane_);
       else if (axis_idx_[i]) idxs.push_back(axis_idx_[i]);
       else idxs.push_back(int_const(c[i]));
     }
@@ -198,6 +229,7 @@ class Lowerer {
   UOpPtr value_uncached(const UOp* n, const Combo& c) {
     switch (n->op) {
       case Ops::LOAD: {
+        if (UOpPtr lane = shuffled(n, c)) return lane;
         if (UOpPtr lane = unrolled_vector_lane(n, c)) return lane;
         auto [index, valid] = address(n->src[1].get(), c);
         UOpPtr idx = indexed(n->src[0], index, valid);
@@ -210,14 +242,8 @@ class Lowerer {
         return is_true(valid) ? v : valid->where(v, UOp::const_(n->dtype, 0));
       }
       case Ops::REDUCE_AXIS: {
-        const Ops op = n->arg_as<ReduceArg>().op;
-        std::vector<UOpPtr> acc_src{UOp::const_(n->dtype, reduce_identity(op, n->dtype))};
-        for (const UOpPtr& r : axis_idx_)
-          if (r && r->op == Ops::RANGE) acc_src.push_back(r);
-        const UOpPtr acc = UOp::make(Ops::DEFINE_ACC, n->dtype, std::move(acc_src), next_acc_++);
-        UOpPtr total = acc;
-        for (const Combo& u : combos(AxisKind::Unroll, c)) total = total->alu(op, {value(n->src[0].get(), u)});
-        return UOp::make(Ops::ASSIGN, n->dtype, {acc, total});
+        const UOpPtr partial = value_partial(n, c);
+        return group_lane_ ? group_reduce(n, c, partial) : partial;
       }
       default: {
         std::vector<UOpPtr> src;
@@ -227,36 +253,145 @@ class Lowerer {
     }
   }
 
+  // What this invocation's loops add up for a reduce at combo c (all of it, without GROUP axes).
+  UOpPtr value_partial(const UOp* n, const Combo& c) {
+    auto key = std::pair{n, c};
+    if (auto it = partials_.find(key); it != partials_.end()) return it->second;
+    const Ops op = n->arg_as<ReduceArg>().op;
+    std::vector<UOpPtr> acc_src{UOp::const_(n->dtype, reduce_identity(op, n->dtype))};
+    for (const UOpPtr& r : axis_idx_)
+      if (r && r->op == Ops::RANGE) acc_src.push_back(r);
+    const UOpPtr acc = UOp::make(Ops::DEFINE_ACC, n->dtype, std::move(acc_src), next_acc_++);
+    UOpPtr total = acc;
+    for (const Combo& u : unroll_combos(c)) total = total->alu(op, {value(n->src[0].get(), u)});
+    return partials_[key] = UOp::make(Ops::ASSIGN, n->dtype, {acc, total});
+  }
+
   // A load whose elements are consecutive along the innermost unroll axis (a row of A in a
   // matmul's reduce) is read once as a vector for all of that axis' values, and each unrolled
   // copy takes its lane: one vector access instead of 2..4 scalar ones. nullptr where it does
-  // not apply.
-  UOpPtr unrolled_vector_lane(const UOp* load, const Combo& c) {
-    size_t axis = 0;
-    bool found = false;
+  // not apply. With `at_lane`, the vector is the one at the invocation's lane along that axis.
+  UOpPtr unrolled_vector_lane(const UOp* load, const Combo& c, int at_lane = -1) {
+    const UOpPtr v = unrolled_vector(load, c, at_lane);
+    if (!v) return nullptr;
+    const UOpPtr x = at_lane >= 0 ? shuffle(v, c[size_t(at_lane)]) : v;
+    return UOp::make(Ops::GEP, load->dtype, {x}, std::vector<int64_t>{c[size_t(innermost_unroll())]});
+  }
+
+  int innermost_unroll() const {
+    int axis = -1;
     for (size_t a : expanded_)
-      if (k_.kinds()[a] == AxisKind::Unroll) axis = a, found = true;
-    if (!found) return nullptr;
-    const int64_t w = k_.full_shape()[axis];
+      if (k_.kinds()[a] == AxisKind::Unroll) axis = int(a);
+    return axis;
+  }
+
+  // The vector LOAD of unrolled_vector_lane (nullptr where the lanes are not consecutive).
+  UOpPtr unrolled_vector(const UOp* load, const Combo& c, int at_lane) {
+    const int axis = innermost_unroll();
+    if (axis < 0) return nullptr;
+    const int64_t w = k_.full_shape()[size_t(axis)];
     const DType d = load->dtype;
     if (w < 2 || w > 4 || d.count != 1 || d.is_bool() || d.scalar == Scalar::BFloat16) return nullptr;
     Combo base = c;
-    base[axis] = 0;
+    base[size_t(axis)] = 0;
+    if (at_lane >= 0) base[size_t(at_lane)] = -1;  // one load for every value of the lane axis
     auto key = std::pair{load, base};
     auto it = unrolled_loads_.find(key);
     if (it == unrolled_loads_.end()) {
       std::vector<UOpPtr> idx;
       for (int64_t j = 0; j < w; ++j) {
         Combo lane = base;
-        lane[axis] = j;
-        auto [index, valid] = address(load->src[1].get(), lane);
+        lane[size_t(axis)] = j;
+        auto [index, valid] = address(load->src[1].get(), lane, at_lane);
         idx.push_back(indexed(load->src[0], index, valid));
       }
       UOpPtr v = LaneVectorizer::consecutive(idx) ? UOp::make(Ops::LOAD, d.vec(int(w)), {idx[0]}) : nullptr;
       it = unrolled_loads_.emplace(std::move(key), v).first;
     }
-    if (!it->second) return nullptr;
-    return UOp::make(Ops::GEP, d, {it->second}, std::vector<int64_t>{c[axis]});
+    return it->second;
+  }
+
+  static UOpPtr shuffle(const UOpPtr& x, int64_t lane) {
+    return UOp::make(Ops::SHUFFLE, x->dtype, {x}, lane);
+  }
+
+  // A load on the lanes of the SHUFFLE axis (see AxisKind::Shuffle): the same for every
+  // invocation of the workgroup (stride 0 along every local axis) and different along the
+  // shuffle axis. Each invocation loads the element at its own lane, and the value at this
+  // combo is the shuffle from the lane that loaded it. nullptr where it does not apply.
+  UOpPtr shuffled(const UOp* load, const Combo& c) {
+    const int s = k_.shuffle_axis();
+    // subgroupShuffle of 32-bit values only (smaller and wider types need extended-types
+    // features); other loads are read per lane as usual.
+    if (s < 0 || load->dtype.scalar_size() != 4 || load->dtype.is_bool()) return nullptr;
+    const ShapeTracker& st = k_.view(load->src[1].get());
+    const std::vector<std::optional<int64_t>> strides = st.real_strides(true);
+    for (size_t a = 0; a < strides.size(); ++a)
+      if (k_.kinds()[a] == AxisKind::Local && st.shape()[a] > 1 && strides[a] != 0) return nullptr;
+    if (st.shape()[size_t(s)] == 1 || strides[size_t(s)] == 0) return nullptr;
+    if (UOpPtr lane = unrolled_vector_lane(load, c, s)) return lane;
+    auto [index, valid] = address(load->src[1].get(), c, s);
+    UOpPtr idx = indexed(load->src[0], index, valid);
+    const UOpPtr x = is_true(valid) ? UOp::make(Ops::LOAD, load->dtype, {idx})
+                                    : UOp::make(Ops::LOAD, load->dtype, {idx, UOp::const_(load->dtype, 0)});
+    return shuffle(x, c[size_t(s)]);
+  }
+
+  // The reduce's value at combo c of a GROUP kernel, from `partial`, this invocation's share:
+  // every invocation stores its partials (one per output combo) to shared memory, then a tree
+  // halves the invocations that still add each step (invocation g takes g + s's value while
+  // g < s), one BARRIER a step; the group's first invocation ends with the whole. No IF is
+  // needed: the loads and stores of invocations that sit a step out are masked, so every
+  // invocation reaches every BARRIER.
+  UOpPtr group_reduce(const UOp* n, const Combo& c, const UOpPtr& partial) {
+    const std::vector<Combo> outs = output_combos(Combo(k_.full_shape().size(), 0));
+    const int64_t u = int64_t(outs.size());
+    const Ops op = n->arg_as<ReduceArg>().op;
+    const DType d = n->dtype;
+    if (group_size_ == 1) return partial;
+    // This reduce's partials at every combo (value() memoizes them: built once).
+    std::vector<UOpPtr> v;
+    int64_t mine = -1;
+    for (const Combo& o : outs) {
+      Combo full = c;
+      for (size_t a : expanded_)
+        if (is_output_axis(a)) full[a] = o[a];
+      if (full == c) mine = int64_t(v.size());
+      v.push_back(full == c ? partial : value_partial(n, full));
+    }
+    const int64_t n_local = lane_->src[0]->const_int();
+    const UOpPtr temp = UOp::make(Ops::DEFINE_LOCAL, d.ptr(AddrSpace::Local), {},
+                                  std::vector<int64_t>{next_local_++, n_local * u});
+    auto at = [&](const UOpPtr& slot, int64_t k, const UOpPtr& valid) {
+      return indexed(temp, simplify(slot * u + k), valid);
+    };
+    std::vector<UOpPtr> stores;
+    for (int64_t k = 0; k < u; ++k)
+      stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {at(lane_, k, UOp::const_(dtypes::bool_, true)), v[size_t(k)]}));
+    UOpPtr barrier = UOp::make(Ops::BARRIER, dtypes::void_, stores);
+    int64_t top = 1;
+    while (top < group_size_) top *= 2;
+    for (int64_t s = top / 2; s >= 1; s /= 2) {
+      const UOpPtr takes = simplify(group_lane_->lt(s)->alu(Ops::AND, {(group_lane_ + s)->lt(group_size_)}));
+      const UOpPtr identity = UOp::const_(d, reduce_identity(op, d));
+      for (int64_t k = 0; k < u; ++k) {
+        const UOpPtr other = UOp::make(Ops::LOAD, d, {at(lane_ + s, k, takes), identity, barrier});
+        v[size_t(k)] = v[size_t(k)]->alu(op, {other});
+      }
+      if (s == 1) break;
+      stores.clear();
+      for (int64_t k = 0; k < u; ++k)
+        stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {at(lane_, k, simplify(group_lane_->lt(s))), v[size_t(k)]}));
+      barrier = UOp::make(Ops::BARRIER, dtypes::void_, stores);
+    }
+    // The other combos' results are the same tree's: remember them, so that it is built once.
+    for (size_t k = 0; k < outs.size(); ++k) {
+      Combo full = c;
+      for (size_t a : expanded_)
+        if (is_output_axis(a)) full[a] = outs[k][a];
+      memo_[std::pair{n, full}] = v[k];
+    }
+    return v[size_t(mine)];
   }
 
   // Arithmetic of one launch, as the AST counts it: each op once per element it is computed

@@ -1,0 +1,203 @@
+// Kernel opts end to end: scheduled tensor kernels lowered with forced opts (SHUFFLE tiles, GROUP
+// reductions, and the heuristics' own choices), run on Vulkan and on the CPU interpreter from the
+// same inputs, compared element by element, and checked against closed forms. Small integer
+// inputs keep every order of summation exact, so the closed forms hold to the bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include <vkgrad/codegen/heuristics.hpp>
+#include <vkgrad/codegen/kernel.hpp>
+#include <vkgrad/codegen/lowerer.hpp>
+#include <vkgrad/core/schedule.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+#include "support/kernel_agree.hpp"
+
+namespace vkg::test {
+namespace {
+
+// A kernel of a schedule lowered with chosen opts, and its buffers' starting bytes (inputs from
+// the uploads, outputs zeros).
+struct Lowered {
+  Program program;
+  std::vector<Bytes> buffers;
+  std::string describe;
+};
+
+Lowered lowered(const Tensor& t, const std::vector<Opt>& opts, const DeviceTraits* traits = nullptr) {
+  Schedule s = create_schedule({t.node()});
+  EXPECT_EQ(s.items.size(), 1u) << "expected one kernel";
+  const ScheduleItem& item = s.items.back();
+  Kernel k(item.ast);
+  if (traits) apply_heuristics(k, *traits);
+  for (const Opt& o : opts) k.apply(o);
+  Lowered out;
+  std::vector<int64_t> counts;
+  for (const auto& b : item.buffers) {
+    counts.push_back(b->count());
+    out.buffers.push_back(b->initial_data ? *b->initial_data : Bytes(size_t(b->nbytes())));
+  }
+  out.program = lower(k, counts);
+  out.describe = k.describe();
+  return out;
+}
+
+// Small integers as floats: sums of their products are exact in any order.
+std::vector<float> ints(int64_t n, int mul, int mod, int shift) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(i * mul % mod - shift);
+  return v;
+}
+
+std::vector<float> matmul_closed_form(const std::vector<float>& a, const std::vector<float>& b,
+                                      int64_t m, int64_t k, int64_t n) {
+  std::vector<float> c(size_t(m * n), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t q = 0; q < k; ++q) c[size_t(i * n + j)] += a[size_t(i * k + q)] * b[size_t(q * n + j)];
+  return c;
+}
+
+using O = OptOp;
+
+class Opts : public Kernels {
+ protected:
+  // Runs the lowered kernel on both sides and returns the device's output (buffer 0) as floats.
+  std::vector<float> agree(const Lowered& l) {
+    SCOPED_TRACE(l.describe);
+    return from_bytes<float>(expect_agree(l.program, l.buffers)[0]);
+  }
+};
+
+// The shuffle tile of the Lavapipe heuristics, by hand: a (G m, G n, R k) matmul as 8 lanes of
+// vec4 columns, A's rows loaded one per lane and shuffled, on shapes whose reduce is or is not a
+// multiple of the unroll and whose A is or is not contiguous along k.
+TEST_F(Opts, ShuffleTileMatmulAgreesWithTheInterpreterAndTheClosedForm) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  struct Case {
+    int64_t m, k, n;
+    int64_t rows;  // rows per lane: an upcast of the shuffle axis
+    bool unroll;
+  };
+  for (const Case c : {Case{8, 4, 32, 1, true}, Case{16, 12, 32, 2, true}, Case{48, 33, 64, 2, false},
+                       Case{24, 20, 96, 3, true}, Case{8, 1, 32, 1, false}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n));
+    const std::vector<float> a = ints(c.m * c.k, 7, 11, 5), b = ints(c.k * c.n, 5, 13, 6);
+    std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}};
+    if (c.rows > 1) opts.push_back({O::UPCAST, 0, c.rows});
+    if (c.unroll) opts.push_back({O::UNROLL, 3, 4});
+    const std::vector<float> want = matmul_closed_form(a, b, c.m, c.k, c.n);
+    EXPECT_EQ(agree(lowered(Tensor(a, {c.m, c.k}).matmul(Tensor(b, {c.k, c.n})), opts)), want);
+    // A stored transposed (k-major): its row elements are not neighbours, so each is loaded and
+    // shuffled alone.
+    std::vector<float> at(a.size());
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t q = 0; q < c.k; ++q) at[size_t(q * c.m + i)] = a[size_t(i * c.k + q)];
+    EXPECT_EQ(agree(lowered(Tensor(at, {c.k, c.m}).transpose().matmul(Tensor(b, {c.k, c.n})), opts)), want);
+  }
+}
+
+TEST_F(Opts, ShuffleTileOfBatchedMatmulAndOfMatmulWithBiasAndRelu) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  const int64_t batch = 3, m = 16, k = 12, n = 32;
+  const std::vector<float> a = ints(batch * m * k, 7, 11, 5), b = ints(batch * k * n, 5, 13, 6);
+  std::vector<float> want;
+  for (int64_t i = 0; i < batch; ++i) {
+    const std::vector<float> ai(a.begin() + i * m * k, a.begin() + (i + 1) * m * k);
+    const std::vector<float> bi(b.begin() + i * k * n, b.begin() + (i + 1) * k * n);
+    const std::vector<float> ci = matmul_closed_form(ai, bi, m, k, n);
+    want.insert(want.end(), ci.begin(), ci.end());
+  }
+  // (G batch, G m, G n, R k): the tile takes n and m; the batch stays a global axis.
+  const Tensor y = Tensor(a, {batch, m, k}).matmul(Tensor(b, {batch, k, n}));
+  EXPECT_EQ(agree(lowered(y, {{O::UPCAST, 2, 4}, {O::LOCAL, 2, 8}, {O::SHUFFLE, 1, 8}, {O::UNROLL, 4, 4}})), want);
+
+  const std::vector<float> x = ints(m * k, 3, 7, 3), w = ints(k * n, 5, 9, 4), bias = ints(n, 11, 17, 8);
+  std::vector<float> fused = matmul_closed_form(x, w, m, k, n);
+  for (int64_t i = 0; i < m * n; ++i) fused[size_t(i)] = std::max(0.0f, fused[size_t(i)] + bias[size_t(i % n)]);
+  const Tensor z = (Tensor(x, {m, k}).matmul(Tensor(w, {k, n})) + Tensor(bias, {n})).relu();
+  EXPECT_EQ(agree(lowered(z, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})), fused);
+}
+
+// What the heuristics choose for a device like Lavapipe (8-wide shuffles, no GROUP): the tile on
+// a 1024 matmul, and on shapes the tile does not divide something else, equally right.
+TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
+  DeviceTraits cpu;
+  cpu.tile_rows = 8;
+  cpu.shuffle_lanes = 8;
+  cpu.group_size = 0;
+  {
+    Schedule s = create_schedule({Tensor::empty({1024, 1024}).matmul(Tensor::empty({1024, 1024})).node()});
+    Kernel k(s.items.back().ast);
+    apply_heuristics(k, cpu);
+    EXPECT_EQ(k.describe(),
+              "full_shape=(64, 32, 8, 256, 4, 2, 8, 4) kinds=(G, G, L, R, N, U, S, U) "
+              "opts=[UPCAST(axis=1, amount=4), LOCAL(axis=1, amount=8), SHUFFLE(axis=0, amount=8), "
+              "UPCAST(axis=0, amount=2), UNROLL(axis=3, amount=4)]");
+  }
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  for (const auto& [m, k, n] : {std::tuple{40, 36, 64}, {37, 29, 53}, {8, 9, 31}, {64, 16, 33}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+    const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+    EXPECT_EQ(agree(lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), {}, &cpu)),
+              matmul_closed_form(a, b, m, k, n));
+  }
+}
+
+// GROUP: each output's reduce spread over a workgroup, partials combined in shared memory by a
+// tree of masked loads and BARRIERs; group sizes that are and are not powers of two.
+TEST_F(Opts, GroupReductionsAgreeWithTheInterpreterAndTheClosedForm) {
+  const std::vector<float> x = ints(4096, 37, 101, 50);
+  double total = 0;
+  for (float v : x) total += v;
+  for (const std::vector<Opt>& opts : std::vector<std::vector<Opt>>{
+           {{O::GROUP, 0, 64}}, {{O::GROUP, 0, 256}, {O::UNROLL, 0, 4}}, {{O::GROUP, 0, 2}}, {{O::GROUP, 0, 512}, {O::UNROLL, 0, 8}}}) {
+    EXPECT_EQ(agree(lowered(Tensor(x, {4096}).sum(), opts)), std::vector<float>{float(total)});
+  }
+  // Rows of 1000: a group of 40 (the tree's last step pairs 32..39 with 0..7), with and without
+  // outputs upcast (each invocation's 4 partials go through shared memory side by side).
+  const int64_t rows = 8, cols = 1000;
+  const std::vector<float> y = ints(rows * cols, 13, 31, 15);
+  std::vector<float> sums(static_cast<size_t>(rows), 0), maxes(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      sums[size_t(r)] += y[size_t(r * cols + c)];
+      maxes[size_t(r)] = std::max(maxes[size_t(r)], y[size_t(r * cols + c)] + float(r));
+    }
+  const Tensor t(y, {rows, cols});
+  EXPECT_EQ(agree(lowered(t.sum(1), {{O::GROUP, 1, 40}})), sums);
+  EXPECT_EQ(agree(lowered(t.sum(1), {{O::GROUP, 1, 40}, {O::UPCAST, 0, 4}, {O::UNROLL, 1, 5}})), sums);
+  const Tensor shift(ints(rows, 1, 100, 0), {rows, 1});
+  EXPECT_EQ(agree(lowered((t + shift).max(1), {{O::GROUP, 1, 8}, {O::LOCAL, 0, 2}})), maxes);
+  // A matmul with few outputs and a long reduce, grouped, with a 2x4 register tile.
+  const std::vector<float> a = ints(8 * 512, 7, 11, 5), b = ints(512 * 8, 5, 13, 6);
+  EXPECT_EQ(agree(lowered(Tensor(a, {8, 512}).matmul(Tensor(b, {512, 8})),
+                          {{O::GROUP, 2, 32}, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 2}})),
+            matmul_closed_form(a, b, 8, 512, 8));
+}
+
+TEST_F(Opts, GpuHeuristicsGroupLongReducesWithFewOutputs) {
+  const DeviceTraits gpu;  // the defaults: GROUP on, no shuffle tiles
+  const std::vector<float> y = ints(16 * 4096, 13, 31, 15);
+  const Lowered l = lowered(Tensor(y, {16, 4096}).sum(1), {}, &gpu);
+  EXPECT_NE(l.describe.find("GROUP(axis=1, amount=64)"), std::string::npos) << l.describe;
+  std::vector<float> sums(16, 0);
+  for (size_t i = 0; i < y.size(); ++i) sums[i / 4096] += y[i];
+  EXPECT_EQ(agree(l), sums);
+}
+
+TEST_F(Opts, ShuffleAndGroupOptsThatCannotApplyAreClearErrors) {
+  Schedule s = create_schedule({Tensor::empty({16, 8}).matmul(Tensor::empty({8, 32})).node()});
+  Kernel k(s.items.back().ast);
+  EXPECT_THROW(k.apply({O::SHUFFLE, 2, 4}), Error);  // axis 2 is the reduce
+  k.apply({O::SHUFFLE, 0, 8});
+  EXPECT_THROW(k.apply({O::SHUFFLE, 1, 8}), Error);  // one shuffle axis per kernel
+  EXPECT_THROW(k.apply({O::GROUP, 0, 2}), Error);    // GROUP splits a reduce axis
+  // The workgroup is not one subgroup of 8: the lowerer refuses.
+  EXPECT_THROW(lower(k, {16 * 32, 16 * 8, 8 * 32}), Error);
+}
+
+}  // namespace
+}  // namespace vkg::test
