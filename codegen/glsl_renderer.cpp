@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <vkgrad/codegen/glsl_declarations.hpp>
 #include <vkgrad/codegen/glsl_syntax.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
@@ -517,80 +518,19 @@ class Renderer {
   }
 
   std::string header() {
-    std::string h = "#version 450\n";
-    if (!p_.buffers.empty() && (!layout_.bound || layout_.spilled))
-      h += "#extension GL_EXT_buffer_reference : require\n";
-    if (vector_access_) h += "#extension GL_EXT_buffer_reference_uvec2 : require\n";
-    for (const std::string& e : glsl::extension_lines(needs_)) h += e + "\n";
-    if (shuffles_) h += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
-    h += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n",
-                     p_.local_size[0], p_.local_size[1], p_.local_size[2]);
-    std::set<std::pair<Scalar, int>> types = pointer_types_;
-    for (const BufferParam& b : p_.buffers) types.insert({b.dtype.scalar, 1});
-    if (layout_.bound) {
-      h += bound_buffers();
-      types.clear();
-    }
-    for (const auto& [scalar, width] : types) {
-      const DType d{scalar, uint8_t(width)};
-      const std::string member = width == 1 ? fmt::format("{} v[]", glsl::storage_type_name(d))
-                                            : fmt::format("{} v", glsl::storage_type_name(d));
-      h += fmt::format(
-          "layout(buffer_reference, std430, buffer_reference_align = {}) buffer {} {{ {}; }};\n",
-          d.base().scalar_size(), glsl::pointer_type_name(d), member);
-    }
-    std::string members;
-    for (const BufferParam& b : p_.buffers)
-      if (!layout_.bound)
-        members += fmt::format(" {} data{};", glsl::pointer_type_name(b.dtype.base()), b.slot);
-    for (std::size_t k = 0; k < p_.vars.size(); ++k)
-      members += fmt::format(" int {};", var_member(k));
-    if (!members.empty()) {
-      if (layout_.spilled) {
-        h += fmt::format(
-            "// {} bytes of arguments exceed the {} bytes of push constants: they live in a "
-            "buffer\n",
-            layout_.arg_bytes, t_.max_push_constants_size);
-        h += fmt::format(
-            "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Args "
-            "{{{} }};\n",
-            members);
-        h += "layout(push_constant) uniform Push { Args args; };\n";
-      } else {
-        h += fmt::format("layout(push_constant) uniform Args {{{} }};\n", members);
-      }
-    }
+    glsl::Declarations d;
+    d.needs = needs_;
+    d.pointer_types = pointer_types_;
+    d.bound_vectors = bound_vectors_;
+    d.vector_access = vector_access_;
+    d.shuffles = shuffles_;
+    for (std::size_t k = 0; k < p_.vars.size(); ++k) d.var_members.push_back(var_member(k));
     for (const UOp* u : ops_)
       if (u->op == Ops::DEFINE_LOCAL)
-        h += fmt::format("shared {} {}[{}];\n", glsl::type_name(u->dtype.base()), name_of(u),
-                         u->arg_as<std::vector<int64_t>>().at(1));
-    if (vector_access_)
-      h += "// base + index * size in 64-bit arithmetic on two 32-bit words\n"
-           "uvec2 element_address(uvec2 base, int index, uint size) {\n"
-           "  uint hi, lo, carry;\n"
-           "  umulExtended(uint(index), size, hi, lo);\n"
-           "  lo = uaddCarry(base.x, lo, carry);\n"
-           "  return uvec2(lo, base.y + hi + carry);\n"
-           "}\n";
-    h += helpers_.definitions();
-    return h;
-  }
-
-  // Storage buffers bound by push descriptor (set 0, binding = slot), each also declared as an
-  // array of each vector width the kernel reads or writes it in (descriptor aliasing).
-  std::string bound_buffers() {
-    std::string h;
-    for (const BufferParam& b : p_.buffers) {
-      const std::string access = b.written ? "" : "readonly ";
-      h += fmt::format("layout(std430, set = 0, binding = {0}) {1}buffer Data{0} {{ {2} v[]; }} data{0};\n",
-                       b.slot, access, glsl::storage_type_name(b.dtype.base()));
-      for (const auto& [slot, width] : bound_vectors_)
-        if (slot == b.slot && (width == 2 || width == 4))
-          h += fmt::format(
-              "layout(std430, set = 0, binding = {0}) {1}buffer Data{0}x{2} {{ {3} v[]; }} data{0}x{2};\n",
-              b.slot, access, width, glsl::storage_type_name(b.dtype.base().vec(width)));
-    }
-    return h;
+        d.shared.push_back({glsl::type_name(u->dtype.base()), name_of(u),
+                            u->arg_as<std::vector<int64_t>>().at(1)});
+    d.helpers = helpers_.definitions();
+    return glsl::declarations(p_, t_, layout_, d);
   }
 
   const Program& p_;
