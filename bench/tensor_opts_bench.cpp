@@ -121,6 +121,29 @@ void matmul_variant(benchmark::State& state, std::vector<Opt> opts, int64_t work
   state.counters["vs_ref"] = t_ref / t_gen;
 }
 
+// The first kernel of a 16 Mi float sum (the core splits it into (G 256 contiguous, G 256,
+// R 256 strided by 65536) and two small ones), with `opts`, against the opts the Lavapipe
+// heuristics chose before SHUFFLE and GROUP existed (4 outputs per invocation as a vec4, the
+// reduce unrolled by 4) in the same iteration: vs_base.
+void sum_variant(benchmark::State& state, std::vector<Opt> opts, int64_t workgroup) {
+  constexpr int64_t n = int64_t(16) << 20;
+  const Tensor a(std::vector<float>(size_t(n), 1.0f), {n});
+  const Schedule s = create_schedule({a.sum().node()});
+  Variant v(s.items.front(), opts, workgroup);
+  Variant base(s.items.front(), {{OptOp::UPCAST, 0, 4}, {OptOp::UNROLL, 2, 4}}, 64);
+  v.run();
+  base.run();
+  double t_base = 0, t_gen = 0;
+  for (auto _ : state) {
+    t_base += seconds([&] { base.run(); });
+    const double t = seconds([&] { v.run(); });
+    t_gen += t;
+    state.SetIterationTime(t);
+  }
+  state.counters["GB/s"] = 4.0 * double(n) * double(state.iterations()) / t_gen * 1e-9;
+  state.counters["vs_base"] = t_base / t_gen;
+}
+
 using O = OptOp;
 #define VARIANT(name, wg, ...)                                                   \
   BENCHMARK_CAPTURE(matmul_variant, name, std::vector<Opt>{__VA_ARGS__}, wg) \
@@ -139,6 +162,20 @@ VARIANT(shuffle_32x4, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}
         {O::UNROLL, 3, 4});
 VARIANT(shuffle_16x4_unroll8, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
         {O::UPCAST, 0, 2}, {O::UNROLL, 3, 8});
+
+#define SUM_VARIANT(name, wg, ...)                                             \
+  BENCHMARK_CAPTURE(sum_variant, name, std::vector<Opt>{__VA_ARGS__}, wg) \
+      ->UseManualTime()                                                   \
+      ->Unit(benchmark::kMillisecond)
+SUM_VARIANT(vec4_outputs, 64, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x2_outputs, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 2}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x4_outputs, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x4_outputs_wg8, 8, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x4_outputs_wg16, 16, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x8_outputs_wg8, 8, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x4_outputs_unroll8, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 8});
+SUM_VARIANT(group16_vec4, 64, {O::UPCAST, 0, 4}, {O::GROUP, 2, 16}, {O::UNROLL, 2, 4});
+SUM_VARIANT(group64, 64, {O::GROUP, 2, 64});
 
 }  // namespace
 }  // namespace vkg::bench

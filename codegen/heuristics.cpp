@@ -115,8 +115,11 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     k.apply({OptOp::UPCAST, tile->lane, 4});
     k.apply({OptOp::LOCAL, tile->lane, lanes});
     k.apply({OptOp::SHUFFLE, tile->shuffle, lanes});
-    const int64_t rows = traits.shuffle_rows_per_lane;
-    if (rows > 1 && divides(k, tile->shuffle, rows)) k.apply({OptOp::UPCAST, tile->shuffle, rows});
+    for (int64_t rows = traits.shuffle_rows_per_lane; rows > 1; rows /= 2)
+      if (divides(k, tile->shuffle, rows)) {
+        k.apply({OptOp::UPCAST, tile->shuffle, rows});
+        break;
+      }
   } else if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
     // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.
     // n (the output's contiguous axis) is upcast first so that it is the innermost upcast axis,
@@ -132,8 +135,12 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     // read neighbouring inputs load them as one vec4 and keep a vec4 accumulator. Only where
     // enough invocations remain to fill the device.
     const int axis = contiguous_global_axis(k);
-    if (divides(k, axis, 4) && output_count(k) >= 16 * traits.default_workgroup)
+    if (divides(k, axis, 4) && output_count(k) >= 16 * traits.default_workgroup) {
       k.apply({OptOp::UPCAST, axis, 4});
+      const int64_t more = traits.reduce_outputs / 4;
+      if (more > 1 && divides(k, axis, more) && output_count(k) >= 4 * more * traits.default_workgroup)
+        k.apply({OptOp::UPCAST, axis, more});
+    }
   }
   // Few outputs, each a long reduce: spread each over a workgroup (GROUP) so that the device has
   // enough invocations to run. Split off the innermost part of the reduce, so that neighbouring

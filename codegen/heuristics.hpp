@@ -24,8 +24,13 @@ struct DeviceTraits {
   // loop over the lanes and a shuffle is one permute (Lavapipe: 8). GPUs want shared-memory
   // tiles instead and leave it 0.
   int64_t shuffle_lanes = 0;
-  // Rows each lane of a shuffle tile loads (the tile is shuffle_lanes * this rows by 4 columns).
-  int64_t shuffle_rows_per_lane = 2;
+  // Rows each lane of a shuffle tile loads at most (the tile is shuffle_lanes * this rows by 4
+  // columns; fewer where they do not divide the axis).
+  int64_t shuffle_rows_per_lane = 4;
+  // Outputs per invocation of a reduce without reuse across outputs (a split sum's first step),
+  // as vec4s: 4 on GPUs; CPU-like devices read longer runs per lane for the same loop (Lavapipe:
+  // 16 outputs read 64 contiguous bytes per lane and step, 1.6-2x faster than 4).
+  int64_t reduce_outputs = 4;
   // Reduces with few outputs spread each output over this many invocations of a workgroup that
   // combine their partial results in shared memory (GROUP); 0 for none. GPUs want it (one
   // invocation per output leaves most of the device idle); on CPU-like devices shared memory

@@ -128,22 +128,32 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
   cpu.tile_rows = 8;
   cpu.shuffle_lanes = 8;
   cpu.group_size = 0;
+  cpu.reduce_outputs = 16;
   {
     Schedule s = create_schedule({Tensor::empty({1024, 1024}).matmul(Tensor::empty({1024, 1024})).node()});
     Kernel k(s.items.back().ast);
     apply_heuristics(k, cpu);
     EXPECT_EQ(k.describe(),
-              "full_shape=(64, 32, 8, 256, 4, 2, 8, 4) kinds=(G, G, L, R, N, U, S, U) "
+              "full_shape=(32, 32, 8, 256, 4, 4, 8, 4) kinds=(G, G, L, R, N, U, S, U) "
               "opts=[UPCAST(axis=1, amount=4), LOCAL(axis=1, amount=8), SHUFFLE(axis=0, amount=8), "
-              "UPCAST(axis=0, amount=2), UNROLL(axis=3, amount=4)]");
+              "UPCAST(axis=0, amount=4), UNROLL(axis=3, amount=4)]");
   }
   if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
-  for (const auto& [m, k, n] : {std::tuple{40, 36, 64}, {37, 29, 53}, {8, 9, 31}, {64, 16, 33}}) {
+  for (const auto& [m, k, n] : {std::tuple{64, 20, 64}, {40, 36, 64}, {37, 29, 53}, {8, 9, 31}, {64, 16, 33}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
     const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
     EXPECT_EQ(agree(lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), {}, &cpu)),
               matmul_closed_form(a, b, m, k, n));
   }
+  // A reduce over a strided axis with many outputs (a split sum's first step): 16 outputs per
+  // invocation, as 4 vec4s.
+  const std::vector<float> x = ints(64 * 4096, 13, 31, 15);
+  std::vector<float> sums(4096, 0);
+  for (size_t i = 0; i < x.size(); ++i) sums[i % 4096] += x[i];
+  const Lowered l = lowered(Tensor(x, {64, 4096}).sum(0), {}, &cpu);
+  EXPECT_NE(l.describe.find("opts=[UPCAST(axis=0, amount=4), UPCAST(axis=0, amount=4), UNROLL"), std::string::npos)
+      << l.describe;
+  EXPECT_EQ(agree(l), sums);
 }
 
 // GROUP: each output's reduce spread over a workgroup, partials combined in shared memory by a
