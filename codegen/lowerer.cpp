@@ -58,7 +58,7 @@ class Lowerer {
     for (size_t i : local) n_local *= shape[i];
     for (size_t i : group) group_size_ *= shape[i];
     if (const int s = k.shuffle_axis(); s >= 0) {
-      if (!group.empty() || n_local != shape[size_t(s)])
+      if (!group.empty() || local.empty() || n_local != shape[size_t(s)])
         throw Error("lower: a SHUFFLE axis needs a workgroup of exactly its size (one subgroup) "
                     "and no GROUP axes: kernel " + k.describe());
     }

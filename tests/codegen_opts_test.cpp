@@ -119,6 +119,16 @@ TEST_F(Opts, ShuffleTileOfBatchedMatmulAndOfMatmulWithBiasAndRelu) {
   for (int64_t i = 0; i < m * n; ++i) fused[size_t(i)] = std::max(0.0f, fused[size_t(i)] + bias[size_t(i % n)]);
   const Tensor z = (Tensor(x, {m, k}).matmul(Tensor(w, {k, n})) + Tensor(bias, {n})).relu();
   EXPECT_EQ(agree(lowered(z, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})), fused);
+
+  // A zero-padded along k (a masked load: each lane's mask is its own row's) and a bias
+  // broadcast down the shuffled rows.
+  const std::vector<float> narrow = ints(m * (k - 3), 7, 11, 5);
+  std::vector<float> padded(size_t(m * k), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t q = 0; q < k - 3; ++q) padded[size_t(i * k + q + 1)] = narrow[size_t(i * (k - 3) + q)];
+  const Tensor p = Tensor(narrow, {m, k - 3}).pad({{0, 0}, {1, 2}}).matmul(Tensor(w, {k, n}));
+  EXPECT_EQ(agree(lowered(p, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UNROLL, 3, 4}})),
+            matmul_closed_form(padded, w, m, k, n));
 }
 
 // What the heuristics choose for a device like Lavapipe (8-wide shuffles, no GROUP): the tile on
@@ -207,6 +217,9 @@ TEST_F(Opts, ShuffleAndGroupOptsThatCannotApplyAreClearErrors) {
   EXPECT_THROW(k.apply({O::GROUP, 0, 2}), Error);    // GROUP splits a reduce axis
   // The workgroup is not one subgroup of 8: the lowerer refuses.
   EXPECT_THROW(lower(k, {16 * 32, 16 * 8, 8 * 32}), Error);
+  Kernel one(s.items.back().ast);
+  one.apply({O::SHUFFLE, 0, 1});
+  EXPECT_THROW(lower(one, {16 * 32, 16 * 8, 8 * 32}), Error);  // no lanes at all
 }
 
 }  // namespace
