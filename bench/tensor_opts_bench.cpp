@@ -97,14 +97,16 @@ struct Reference {
   }
 };
 
-// The matmul's kernel is (G m, G n, R k); opts name axes as Kernel::apply numbers them.
-void matmul_variant(benchmark::State& state, std::vector<Opt> opts, int64_t workgroup) {
+// The matmul's kernel is (G m, G n, R k); opts name axes as Kernel::apply numbers them. With
+// `transposed_b`, B is stored n-major (a Linear layer's weight): B's columns are not contiguous.
+void matmul_variant(benchmark::State& state, std::vector<Opt> opts, int64_t workgroup,
+                    bool transposed_b = false) {
   ReferenceKernels& r = reference_kernels();
   if (!r.matmul_fits()) return state.SkipWithError("needs 8-wide subgroups with shuffle");
   constexpr int64_t n = 1024;
   const std::vector<float> host(size_t(n * n), 0.5f);
   const Tensor a(host, {n, n}), b(host, {n, n});
-  const Schedule s = create_schedule({a.matmul(b).node()});
+  const Schedule s = create_schedule({a.matmul(transposed_b ? b.transpose() : b).node()});
   Variant v(s.items.back(), opts, workgroup);
   Reference ref(n);
   v.run();
@@ -160,6 +162,16 @@ VARIANT(shuffle_16x4, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}
         {O::UNROLL, 3, 4});
 VARIANT(shuffle_32x4, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 4},
         {O::UNROLL, 3, 4});
+BENCHMARK_CAPTURE(matmul_variant, bt_global_8x4,
+                  std::vector<Opt>{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4}}, 64, true)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(matmul_variant, bt_shuffle_32x4,
+                  std::vector<Opt>{{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 4},
+                                   {O::UNROLL, 3, 4}},
+                  8, true)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 VARIANT(shuffle_16x4_unroll8, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
         {O::UPCAST, 0, 2}, {O::UNROLL, 3, 8});
 
@@ -173,6 +185,10 @@ SUM_VARIANT(vec4x4_outputs, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL
 SUM_VARIANT(vec4x4_outputs_wg8, 8, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 4});
 SUM_VARIANT(vec4x4_outputs_wg16, 16, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 4});
 SUM_VARIANT(vec4x8_outputs_wg8, 8, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x8_outputs, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x16_outputs, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 16}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x16_outputs_wg8, 8, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 16}, {O::UNROLL, 2, 4});
+SUM_VARIANT(vec4x8_outputs_unroll2, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 2});
 SUM_VARIANT(vec4x4_outputs_unroll8, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 8});
 SUM_VARIANT(group16_vec4, 64, {O::UPCAST, 0, 4}, {O::GROUP, 2, 16}, {O::UNROLL, 2, 4});
 SUM_VARIANT(group64, 64, {O::GROUP, 2, 64});

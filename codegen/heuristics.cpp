@@ -59,26 +59,31 @@ int64_t output_count(const Kernel& k) {
 // The two output axes of a shuffle tile (AxisKind::Shuffle): a reduce whose output has two axes
 // with broadcast loads, as a matmul (C[m, n] = A[m, k] B[k, n]), a convolution (out[b, co, y, x]
 // from w[co, ...] and x[b, ..., y + ky, x + kx]) and their gradients have. Along `lane`, some load
-// B is contiguous (its lanes read neighbouring vec4s) and another, A, is constant; along
-// `shuffle`, A varies and B is constant, so A's elements are the ones the lanes share.
+// B varies and another, A, is constant; along `shuffle`, A varies and B is constant, so A's
+// elements are the ones the lanes share. Best where B is contiguous along `lane` and the axis
+// takes 4 columns per lane (vec4 loads and stores); else 4 columns of any stride; else one.
 struct ShuffleAxes {
   int lane = -1, shuffle = -1;
+  bool four_columns = false;
 };
 
 std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes) {
   const std::vector<const UOp*> loads = k.loads();
   const auto& shape = k.full_shape();
-  for (int l = int(shape.size()) - 1; l >= 0; --l) {
-    if (k.kinds()[size_t(l)] != AxisKind::Global || shape[size_t(l)] % (4 * lanes) != 0) continue;
-    for (const UOp* b : loads) {
-      if (load_stride(k, b, l) != 1) continue;
-      for (const UOp* a : loads) {
-        // Shuffles move 32-bit values (see the lowerer).
-        if (load_stride(k, a, l) != 0 || a->dtype.scalar_size() != 4 || a->dtype.is_bool()) continue;
-        for (int s = int(shape.size()) - 1; s >= 0; --s) {
-          if (s == l || k.kinds()[size_t(s)] != AxisKind::Global || shape[size_t(s)] % lanes != 0) continue;
-          const std::optional<int64_t> as = load_stride(k, a, s);
-          if (as != 0 && load_stride(k, b, s) == 0) return ShuffleAxes{l, s};
+  for (int level = 0; level < 3; ++level) {
+    const int64_t columns = level < 2 ? 4 : 1;
+    for (int l = int(shape.size()) - 1; l >= 0; --l) {
+      if (k.kinds()[size_t(l)] != AxisKind::Global || shape[size_t(l)] % (columns * lanes) != 0) continue;
+      for (const UOp* b : loads) {
+        const std::optional<int64_t> bl = load_stride(k, b, l);
+        if (level == 0 ? bl != 1 : bl == 0) continue;
+        for (const UOp* a : loads) {
+          // Shuffles move 32-bit values (see the lowerer).
+          if (load_stride(k, a, l) != 0 || a->dtype.scalar_size() != 4 || a->dtype.is_bool()) continue;
+          for (int s = int(shape.size()) - 1; s >= 0; --s) {
+            if (s == l || k.kinds()[size_t(s)] != AxisKind::Global || shape[size_t(s)] % lanes != 0) continue;
+            if (load_stride(k, a, s) != 0 && load_stride(k, b, s) == 0) return ShuffleAxes{l, s, columns == 4};
+          }
         }
       }
     }
@@ -112,7 +117,7 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     // invocation keeps a (lanes * rows_per_lane) x 4 block of outputs, and per 4 steps of the
     // reduce loads rows_per_lane + 4 vec4s for 16 * lanes * rows_per_lane multiply-adds.
     const int64_t lanes = traits.shuffle_lanes;
-    k.apply({OptOp::UPCAST, tile->lane, 4});
+    if (tile->four_columns) k.apply({OptOp::UPCAST, tile->lane, 4});
     k.apply({OptOp::LOCAL, tile->lane, lanes});
     k.apply({OptOp::SHUFFLE, tile->shuffle, lanes});
     for (int64_t rows = traits.shuffle_rows_per_lane; rows > 1; rows /= 2)

@@ -155,6 +155,20 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
     EXPECT_EQ(agree(lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), {}, &cpu)),
               matmul_closed_form(a, b, m, k, n));
   }
+  // B stored transposed: the lanes still take 4 columns each (n = 64), or one (n = 24), and A's
+  // rows are still shuffled.
+  for (const auto& [m, k, n, want_opts] :
+       {std::tuple{16, 12, 64, "opts=[UPCAST(axis=1, amount=4), LOCAL(axis=1, amount=8), SHUFFLE(axis=0"},
+        {16, 12, 24, "opts=[LOCAL(axis=1, amount=8), SHUFFLE(axis=0"}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+    const std::vector<float> a = ints(m * k, 7, 11, 5), bt = ints(n * k, 5, 13, 6);
+    std::vector<float> b(bt.size());
+    for (int q = 0; q < k; ++q)
+      for (int j = 0; j < n; ++j) b[size_t(q * n + j)] = bt[size_t(j * k + q)];
+    const Lowered l = lowered(Tensor(a, {m, k}).matmul(Tensor(bt, {n, k}).transpose()), {}, &cpu);
+    EXPECT_NE(l.describe.find(want_opts), std::string::npos) << l.describe;
+    EXPECT_EQ(agree(l), matmul_closed_form(a, b, m, k, n));
+  }
   // A reduce over a strided axis with many outputs (a split sum's first step): 16 outputs per
   // invocation, as 4 vec4s.
   const std::vector<float> x = ints(64 * 4096, 13, 31, 15);
