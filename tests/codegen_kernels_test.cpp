@@ -89,6 +89,14 @@ TEST_F(Kernels, WorkgroupSumThroughLocalMemoryAgrees) {
   for (int64_t g = 0; g < rows; ++g) EXPECT_EQ(sums[g], 128.0f * float(g) + 60.0f);
 }
 
+TEST_F(Kernels, SubgroupShuffleAgrees) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  std::vector<float> in(3 * 8);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = float(i);
+  const auto out = from_bytes<float>(expect_agree(subgroup_shuffle(3), {Bytes(in.size() * 4), to_bytes(in)})[0]);
+  for (std::size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], 10.0f * float(i / 8 * 8 + 3) + float(i / 8 * 8 + 6));
+}
+
 TEST_F(Kernels, Vec4LoadAddStoreAgrees) {
   const int64_t n = 64;
   std::vector<float> a(n), b(n);
