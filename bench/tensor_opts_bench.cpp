@@ -86,12 +86,12 @@ struct Reference {
   explicit Reference(int64_t size) : n(size) {
     ReferenceKernels& r = reference_kernels();
     for (vk::Buffer* buf : {&a, &b, &c}) buf[0] = r.rt.allocator.allocate(VkDeviceSize(n * n * 4));
-    p = r.matmul(2, 8);
+    p = r.matmul(4, 8);
   }
   void run() {
     ReferenceKernels& r = reference_kernels();
     const vk::BufferUse uses[] = {{&a, vk::Access::Read}, {&b, vk::Access::Read}, {&c, vk::Access::Write}};
-    r.queue.dispatch(*p, vk::Groups::cover(uint64_t(n / 16) * uint64_t(n / 32), r.rt.device.caps().limits),
+    r.queue.dispatch(*p, vk::Groups::cover(uint64_t(n / 32) * uint64_t(n / 32), r.rt.device.caps().limits),
                      vk::ArgPack().u32(uint32_t(n)).bytes(), uses);
     r.queue.finish();
   }

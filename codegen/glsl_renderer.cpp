@@ -326,7 +326,10 @@ class Renderer {
                       const UOp* index_node = nullptr) {
     const std::string& b = name_of(&buffer);
     if (layout_.bound && buffer.op == Ops::DEFINE_GLOBAL && d.count > 1) {
-      if (aligned_vector(index_node, d)) return fmt::format("{}x{}.v[({})/{}]", b, d.count, index, d.count);
+      // The index is a multiple of the width, so a shift divides exactly (negative too) and costs
+      // less than a signed division, which rounds toward zero.
+      if (aligned_vector(index_node, d))
+        return fmt::format("{}x{}.v[({})>>{}]", b, d.count, index, d.count == 4 ? 2 : 1);
       std::string lanes;
       for (int k = 0; k < d.count; ++k) lanes += fmt::format("{}{}.v[{}+{}]", k ? ", " : "", b, index, k);
       return fmt::format("{}({})", glsl::storage_type_name(d), lanes);
