@@ -180,6 +180,62 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
   EXPECT_EQ(agree(l), sums);
 }
 
+// A 1-D convolution as the CNN will run it: a reduce over (cin, k) of a windowed view of the
+// input (x[b, ci, i + k], built from movement ops the way tinygrad's pool does) times weights
+// w[co, ci, k]. The same rule that tiles a matmul tiles it (lanes along the output positions,
+// where the windows are contiguous; weights shuffled along co), and its weight gradient (a reduce
+// over (b, i) with outputs (co, ci, k)) too.
+TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  DeviceTraits cpu;
+  cpu.tile_rows = 8;
+  cpu.shuffle_lanes = 8;
+  cpu.group_size = 0;
+  cpu.reduce_outputs = 16;
+  const int64_t batch = 2, cin = 8, width = 34, taps = 3, cout = 16, out_w = width - taps + 1;
+  const std::vector<float> x = ints(batch * cin * width, 7, 11, 5), w = ints(cout * cin * taps, 5, 13, 6);
+  // windows[b, ci, k, i] = x[b, ci, i + k]
+  auto windows = [&](const Tensor& t) {
+    return t.reshape({batch, cin, 1, width})
+        .expand({batch, cin, taps, width})
+        .reshape({batch, cin, taps * width})
+        .pad({{0, 0}, {0, 0}, {0, taps}})
+        .reshape({batch, cin, taps, width + 1})
+        .shrink({{0, batch}, {0, cin}, {0, taps}, {0, out_w}});
+  };
+  std::vector<float> want(size_t(batch * cout * out_w), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t co = 0; co < cout; ++co)
+      for (int64_t i = 0; i < out_w; ++i)
+        for (int64_t ci = 0; ci < cin; ++ci)
+          for (int64_t k = 0; k < taps; ++k)
+            want[size_t((b * cout + co) * out_w + i)] +=
+                w[size_t((co * cin + ci) * taps + k)] * x[size_t((b * cin + ci) * width + i + k)];
+  const Tensor y = (windows(Tensor(x, {batch, cin, width})).reshape({batch, 1, cin, taps, out_w}) *
+                    Tensor(w, {cout, cin, taps}).reshape({1, cout, cin, taps, 1}))
+                       .sum({2, 3});
+  const Lowered fwd = lowered(y, {}, &cpu);
+  EXPECT_NE(fwd.describe.find("SHUFFLE"), std::string::npos) << fwd.describe;
+  EXPECT_EQ(agree(fwd), want);
+
+  // dw[co, ci, k] = sum over (b, i) of dy[b, co, i] * x[b, ci, i + k]
+  const std::vector<float> dy = ints(batch * cout * out_w, 3, 7, 3);
+  std::vector<float> dw(size_t(cout * cin * taps), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t co = 0; co < cout; ++co)
+      for (int64_t ci = 0; ci < cin; ++ci)
+        for (int64_t k = 0; k < taps; ++k)
+          for (int64_t i = 0; i < out_w; ++i)
+            dw[size_t((co * cin + ci) * taps + k)] +=
+                dy[size_t((b * cout + co) * out_w + i)] * x[size_t((b * cin + ci) * width + i + k)];
+  const Tensor g = (Tensor(dy, {batch, cout, out_w}).reshape({batch, cout, 1, 1, out_w}) *
+                    windows(Tensor(x, {batch, cin, width})).reshape({batch, 1, cin, taps, out_w}))
+                       .sum({0, 4});
+  const Lowered bwd = lowered(g, {}, &cpu);
+  EXPECT_NE(bwd.describe.find("SHUFFLE"), std::string::npos) << bwd.describe;
+  EXPECT_EQ(agree(bwd), dw);
+}
+
 // GROUP: each output's reduce spread over a workgroup, partials combined in shared memory by a
 // tree of masked loads and BARRIERs; group sizes that are and are not powers of two.
 TEST_F(Opts, GroupReductionsAgreeWithTheInterpreterAndTheClosedForm) {
