@@ -127,11 +127,15 @@ void matmul_variant(benchmark::State& state, std::vector<Opt> opts, int64_t work
 // R 256 strided by 65536) and two small ones), with `opts`, against the opts the Lavapipe
 // heuristics chose before SHUFFLE and GROUP existed (4 outputs per invocation as a vec4, the
 // reduce unrolled by 4) in the same iteration: vs_base.
-void sum_variant(benchmark::State& state, std::vector<Opt> opts, int64_t workgroup) {
+// With `rows`, the kernel is instead a (65536, 256) tensor's sum(1): the same reads and outputs,
+// each output's 256 elements contiguous (what a split that gives each partial a contiguous chunk
+// would read).
+void sum_variant(benchmark::State& state, std::vector<Opt> opts, int64_t workgroup, bool rows = false) {
   constexpr int64_t n = int64_t(16) << 20;
   const Tensor a(std::vector<float>(size_t(n), 1.0f), {n});
   const Schedule s = create_schedule({a.sum().node()});
-  Variant v(s.items.front(), opts, workgroup);
+  const Schedule by_rows = create_schedule({a.reshape({n / 256, 256}).sum(1).node()});
+  Variant v(rows ? by_rows.items.front() : s.items.front(), opts, workgroup);
   Variant base(s.items.front(), {{OptOp::UPCAST, 0, 4}, {OptOp::UNROLL, 2, 4}}, 64);
   v.run();
   base.run();
@@ -190,6 +194,17 @@ SUM_VARIANT(vec4x16_outputs, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 16}, {O::UNRO
 SUM_VARIANT(vec4x16_outputs_wg8, 8, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 16}, {O::UNROLL, 2, 4});
 SUM_VARIANT(vec4x8_outputs_unroll2, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 2});
 SUM_VARIANT(vec4x4_outputs_unroll8, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 8});
+// (G 65536, R 256): rows of 4 or 16 outputs per invocation, each read as vec4s along the reduce.
+BENCHMARK_CAPTURE(sum_variant, rows_4_outputs, std::vector<Opt>{{O::UPCAST, 0, 4}, {O::UNROLL, 1, 4}}, 64, true)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(sum_variant, rows_16_outputs,
+                  std::vector<Opt>{{O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 1, 4}}, 64, true)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(sum_variant, rows_1_output, std::vector<Opt>{{O::UNROLL, 1, 4}}, 64, true)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 SUM_VARIANT(group16_vec4, 64, {O::UPCAST, 0, 4}, {O::GROUP, 2, 16}, {O::UNROLL, 2, 4});
 SUM_VARIANT(group64, 64, {O::GROUP, 2, 64});
 
