@@ -180,6 +180,34 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
   EXPECT_EQ(agree(l), sums);
 }
 
+// Every combination of tile-friendly and unfriendly sizes, with A or B transposed: whatever the
+// heuristics pick (shuffle tiles of 1, 2 or 4 rows per lane, 4 or 1 columns, register tiles, none),
+// the device, the interpreter and the closed form agree.
+TEST_F(Opts, LavapipeHeuristicsAreRightOnASweepOfShapes) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  DeviceTraits cpu;
+  cpu.tile_rows = 8;
+  cpu.shuffle_lanes = 8;
+  cpu.group_size = 0;
+  cpu.reduce_outputs = 16;
+  for (const int64_t m : {8, 24, 64})
+    for (const int64_t n : {8, 24, 32, 96})
+      for (const int64_t k : {7, 16})
+        for (const int transposed : {0, 1, 2}) {
+          SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " transposed " +
+                       std::to_string(transposed));
+          const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+          std::vector<float> at(a.size()), bt(b.size());
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t q = 0; q < k; ++q) at[size_t(q * m + i)] = a[size_t(i * k + q)];
+          for (int64_t q = 0; q < k; ++q)
+            for (int64_t j = 0; j < n; ++j) bt[size_t(j * k + q)] = b[size_t(q * n + j)];
+          const Tensor ta = transposed == 1 ? Tensor(at, {k, m}).transpose() : Tensor(a, {m, k});
+          const Tensor tb = transposed == 2 ? Tensor(bt, {n, k}).transpose() : Tensor(b, {k, n});
+          EXPECT_EQ(agree(lowered(ta.matmul(tb), {}, &cpu)), matmul_closed_form(a, b, m, k, n));
+        }
+}
+
 // A 1-D convolution as the CNN will run it: a reduce over (cin, k) of a windowed view of the
 // input (x[b, ci, i + k], built from movement ops the way tinygrad's pool does) times weights
 // w[co, ci, k]. The same rule that tiles a matmul tiles it (lanes along the output positions,
