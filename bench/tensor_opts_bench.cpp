@@ -176,6 +176,10 @@ BENCHMARK_CAPTURE(matmul_variant, bt_shuffle_32x4,
                   8, true)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+// What GPUs get (DeviceTraits defaults): 16x16 invocations of 4x4 register tiles, A and B tiles
+// of 8 steps of k staged in shared memory.
+VARIANT(staged_64x64, 256, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 16}, {O::LOCAL, 0, 16},
+        {O::UNROLL, 4, 8}, {O::STAGE, 5, 8});
 VARIANT(shuffle_16x4_unroll8, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
         {O::UPCAST, 0, 2}, {O::UNROLL, 3, 8});
 

@@ -91,6 +91,22 @@ std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes) {
   return std::nullopt;
 }
 
+// Classic shared-memory tiling of a register-tiled matmul (see DeviceTraits::stage_side): local
+// axes on both output axes, the reduce unrolled by 8 and staged. False (and the kernel
+// unchanged) where the shape does not take it.
+bool stage_tiles(Kernel& k, int n, int m, const DeviceTraits& traits) {
+  const int64_t side = traits.stage_side;
+  const int r = last_axis_of(k, AxisKind::Reduce);
+  if (side <= 0 || side * side > traits.max_workgroup_invocations || !divides(k, n, side) ||
+      !divides(k, m, side) || !divides(k, r, 8))
+    return false;
+  k.apply({OptOp::LOCAL, n, side});
+  k.apply({OptOp::LOCAL, m, side});
+  k.apply({OptOp::UNROLL, last_axis_of(k, AxisKind::Reduce), 8});
+  k.apply({OptOp::STAGE, last_axis_of(k, AxisKind::Unroll), 8});
+  return true;
+}
+
 // The largest power of two up to `most` that divides the reduce axis and leaves each
 // invocation at least 4 elements; 0 for none under 16.
 int64_t group_amount(const Kernel& k, int axis, int64_t most) {
@@ -135,6 +151,7 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     const int64_t rows = traits.tile_rows;
     if (divides(k, m, rows) && k.full_shape()[size_t(m)] >= 4 * rows)
       k.apply({OptOp::UPCAST, m, rows});
+    if (stage_tiles(k, n, m, traits)) return;
   } else if (count_axes(k, AxisKind::Global) >= 1) {
     // Many outputs without reuse (the first step of a split sum): 4 outputs per invocation that
     // read neighbouring inputs load them as one vec4 and keep a vec4 accumulator. Only where

@@ -19,6 +19,11 @@ struct DeviceTraits {
   bool register_tiles = true;
   // Rows of a matmul register tile (its columns are one vec4).
   int64_t tile_rows = 4;
+  // Matmul-shaped kernels big enough get classic shared-memory tiling (GPUs): a workgroup of
+  // stage_side x stage_side invocations, each with its register tile, stages the operands'
+  // tiles of 8 steps of the reduce in shared memory (STAGE); 0 for none. Not measured on a GPU
+  // here (the CI device is Lavapipe, where it is off: shared memory and barriers are slow).
+  int64_t stage_side = 16;
   // Subgroup-shuffle tiles (AxisKind::Shuffle): the subgroup width to build them for, 0 for none.
   // For CPU-like devices with subgroupShuffle, where a load whose address differs per lane is a
   // loop over the lanes and a shuffle is one permute (Lavapipe: 8). GPUs want shared-memory

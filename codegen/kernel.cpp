@@ -8,7 +8,7 @@
 namespace vkg {
 
 namespace {
-constexpr const char* kOptNames[] = {"LOCAL", "UPCAST", "UNROLL", "GROUP", "SHUFFLE"};
+constexpr const char* kOptNames[] = {"LOCAL", "UPCAST", "UNROLL", "GROUP", "SHUFFLE", "STAGE"};
 }
 
 int kind_rank(AxisKind k) {
@@ -74,6 +74,12 @@ int Kernel::shuffle_axis() const {
   for (size_t i = 0; i < kinds_.size(); ++i)
     if (kinds_[i] == AxisKind::Shuffle) return int(i);
   return -1;
+}
+
+bool Kernel::staged() const {
+  for (const Opt& o : applied_)
+    if (o.op == OptOp::STAGE) return true;
+  return false;
 }
 
 const ShapeTracker& Kernel::view(const UOp* node) const {
@@ -177,6 +183,11 @@ void Kernel::apply(const Opt& opt) {
     case OptOp::GROUP:
       if (kind != AxisKind::Reduce) fail("GROUP splits a reduce axis");
       split(opt.axis, opt.amount, AxisKind::Group);
+      break;
+    case OptOp::STAGE:
+      if (kind != AxisKind::Unroll || opt.amount != full_shape_[size_t(opt.axis)])
+        fail("STAGE names an unroll axis with its size");
+      if (staged()) fail("the kernel is staged already");
       break;
     case OptOp::SHUFFLE:
       if (kind != AxisKind::Global) fail("SHUFFLE splits a global axis");

@@ -33,11 +33,16 @@ namespace vkg {
 //   costs one load instead of 8 (bench/tensor_opts_bench.cpp).
 enum class AxisKind : uint8_t { Global, Local, Reduce, Group, Upcast, Unroll, Shuffle };
 
-enum class OptOp : uint8_t { LOCAL, UPCAST, UNROLL, GROUP, SHUFFLE };
+enum class OptOp : uint8_t { LOCAL, UPCAST, UNROLL, GROUP, SHUFFLE, STAGE };
 
 // Split `axis` so that its last `amount` elements become a new axis of the op's kind:
 // LOCAL and UPCAST take a global (or local, for UPCAST) axis, SHUFFLE a global one (at most one
-// per kernel), UNROLL and GROUP a reduce axis. Axes are kept in the order global, local, reduce,
+// per kernel), UNROLL and GROUP a reduce axis. STAGE splits nothing: it names an unroll axis
+// (amount: its size) and makes the kernel stage through shared memory, once per iteration of the
+// reduce loop, every load inside the reduce that the workgroup's invocations share (constant
+// along some local axis): they copy the tile (its extent along the local, upcast and unroll
+// axes) cooperatively, BARRIER, read it from shared memory, BARRIER. Classic shared-memory
+// tiling for GPUs; on Lavapipe shared memory and barriers are slow. Axes are kept in the order global, local, reduce,
 // group, unroll, upcast and shuffle (these two as one class, in the order they were made): the
 // new axis moves to its kind's place, and the numbers of axes of earlier kinds do not change.
 struct Opt {
@@ -60,6 +65,7 @@ class Kernel {
   // The kernel's current view of a VIEW node of the AST.
   const ShapeTracker& view(const UOp* view_node) const;
   int shuffle_axis() const;  // the Shuffle axis, or -1
+  bool staged() const;       // a STAGE opt was applied
   // Every (VIEW node, tracker) of the kernel, in AST order.
   const std::vector<std::pair<const UOp*, ShapeTracker>>& views() const { return views_; }
   // The output (first STORE's) tracker and the trackers of loads, for heuristics.

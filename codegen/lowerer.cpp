@@ -1,5 +1,6 @@
 #include <vkgrad/codegen/lowerer.hpp>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <optional>
@@ -58,10 +59,13 @@ class Lowerer {
     for (size_t i : local) n_local *= shape[i];
     for (size_t i : group) group_size_ *= shape[i];
     if (const int s = k.shuffle_axis(); s >= 0) {
-      if (!group.empty() || local.empty() || n_local != shape[size_t(s)])
+      if (!group.empty() || local.empty() || n_local != shape[size_t(s)] || k.staged())
         throw Error("lower: a SHUFFLE axis needs a workgroup of exactly its size (one subgroup) "
-                    "and no GROUP axes: kernel " + k.describe());
+                    "and no GROUP axes or STAGE: kernel " + k.describe());
     }
+    if (k.staged() && (local.empty() || !group.empty()))
+      throw Error("lower: STAGE needs local axes (the invocations that share a tile) and no GROUP "
+                  "axes: kernel " + k.describe());
     // Group axes are the innermost part of the local id: a workgroup's invocations that share
     // an output are neighbours, lidx = (local part) * group_size + group part.
     local.insert(local.end(), group.begin(), group.end());
@@ -83,6 +87,7 @@ class Lowerer {
   }
 
   Program run(const std::vector<int64_t>& counts) {
+    if (k_.staged()) stage_tiles();
     std::vector<UOpPtr> stores;
     for (const UOpPtr& store : k_.ast()->src) {
       if (store->op != Ops::STORE) throw Error("Kernel: SINK sources must be STOREs");
@@ -115,6 +120,9 @@ class Lowerer {
         for (size_t k = 0; k < width; ++k) stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[k], values[k]}));
       }
     }
+    // The end of a staged iteration: every invocation has read the tiles before any overwrites
+    // them in the next one.
+    if (!tile_reads_.empty()) stores.push_back(UOp::make(Ops::BARRIER, dtypes::void_, tile_reads_));
     program_.name = k_.name();
     program_.uops = linearize(stores);
     std::unordered_set<int64_t> written;
@@ -142,6 +150,14 @@ class Lowerer {
   LaneVectorizer vectorizer_{next_acc_};
   std::map<std::pair<const UOp*, Combo>, UOpPtr> unrolled_loads_;  // vector loads by first lane
   std::map<std::pair<const UOp*, Combo>, UOpPtr> partials_;
+  // STAGE: per staged load, its shared tile and the axes it spans (row-major, with strides).
+  struct Tile {
+    UOpPtr shared;
+    std::vector<std::pair<size_t, int64_t>> axes;  // (axis, stride in the tile)
+  };
+  std::map<const UOp*, Tile> tiles_;
+  UOpPtr tiles_ready_;             // the BARRIER after the tiles' stores
+  std::vector<UOpPtr> tile_reads_;  // every load from a tile (the end BARRIER's sources)
   UOpPtr lane_;        // the flat local id (lidx0), the subgroup lane of SHUFFLE kernels
   UOpPtr group_lane_;  // the invocation's place along the group axes (GROUP kernels)
   int64_t group_size_ = 1;
@@ -229,6 +245,7 @@ class Lowerer {
   UOpPtr value_uncached(const UOp* n, const Combo& c) {
     switch (n->op) {
       case Ops::LOAD: {
+        if (UOpPtr staged = from_tile(n, c)) return staged;
         if (UOpPtr lane = shuffled(n, c)) return lane;
         if (UOpPtr lane = unrolled_vector_lane(n, c)) return lane;
         auto [index, valid] = address(n->src[1].get(), c);
@@ -251,6 +268,89 @@ class Lowerer {
         return UOp::make(n->op, n->dtype, std::move(src), n->arg);
       }
     }
+  }
+
+  // Index and validity at combo c with some axes' indexes given (`forced[axis]`, else as usual).
+  IndexExpr address_forced(const UOp* view_node, const Combo& c, const std::vector<UOpPtr>& forced) const {
+    const ShapeTracker& st = k_.view(view_node);
+    std::vector<UOpPtr> idxs;
+    for (size_t i = 0; i < st.shape().size(); ++i) {
+      if (st.shape()[i] == 1) idxs.push_back(int_const(0));
+      else if (forced[i]) idxs.push_back(forced[i]);
+      else if (axis_idx_[i]) idxs.push_back(axis_idx_[i]);
+      else idxs.push_back(int_const(c[i]));
+    }
+    return st.expr_idxs(idxs);
+  }
+
+  // STAGE: finds the loads inside reduces that the workgroup shares and writes the copy of each
+  // one's tile for this iteration: invocation `lane` copies tile elements lane, lane + n_local,
+  // ... (the last round masked where the tile ends), each from the global address of the tile
+  // coordinates it stands for. One BARRIER after all of them.
+  void stage_tiles() {
+    const int64_t n_local = lane_->src[0]->const_int();
+    std::vector<UOpPtr> stores;
+    std::unordered_set<const UOp*> in_reduce;
+    for (const UOp* u : toposort(k_.ast().get()))
+      if (u->op == Ops::REDUCE_AXIS)
+        for (const UOp* x : toposort(u->src[0].get())) in_reduce.insert(x);
+    for (const UOp* load : toposort(k_.ast().get())) {
+      if (load->op != Ops::LOAD || !in_reduce.count(load) || load->dtype.count != 1) continue;
+      const ShapeTracker& st = k_.view(load->src[1].get());
+      const std::vector<std::optional<int64_t>> strides = st.real_strides(true);
+      std::vector<size_t> tile_axes;
+      bool shared = false;
+      for (size_t a = 0; a < strides.size(); ++a) {
+        const AxisKind kind = k_.kinds()[a];
+        const bool spans = st.shape()[a] > 1 && strides[a] != 0;
+        if (kind == AxisKind::Local && !spans && k_.full_shape()[a] > 1) shared = true;
+        if (spans && (kind == AxisKind::Local || kind == AxisKind::Upcast || kind == AxisKind::Unroll))
+          tile_axes.push_back(a);
+      }
+      if (!shared) continue;
+      // The shared axes must not change which elements are valid (a mask along a broadcast axis).
+      std::vector<UOpPtr> lo(strides.size()), hi(strides.size());
+      for (size_t a = 0; a < strides.size(); ++a)
+        if (k_.kinds()[a] == AxisKind::Local) lo[a] = int_const(0), hi[a] = int_const(k_.full_shape()[a] - 1);
+      const Combo zero(k_.full_shape().size(), 0);
+      if (address_forced(load->src[1].get(), zero, lo).valid != address_forced(load->src[1].get(), zero, hi).valid)
+        continue;
+      Tile tile;
+      int64_t size = 1;
+      for (auto it = tile_axes.rbegin(); it != tile_axes.rend(); ++it) {
+        tile.axes.insert(tile.axes.begin(), {*it, size});
+        size *= k_.full_shape()[*it];
+      }
+      tile.shared = UOp::make(Ops::DEFINE_LOCAL, load->dtype.ptr(AddrSpace::Local), {},
+                              std::vector<int64_t>{next_local_++, size});
+      for (int64_t round = 0; round * n_local < size; ++round) {
+        const UOpPtr t = simplify(lane_ + round * n_local);
+        const UOpPtr inside = (round + 1) * n_local > size ? simplify(t->lt(size)) : UOp::const_(dtypes::bool_, true);
+        std::vector<UOpPtr> forced(strides.size());
+        for (const auto& [axis, stride] : tile.axes) forced[axis] = simplify((t / stride) % k_.full_shape()[axis]);
+        for (size_t a = 0; a < strides.size(); ++a)
+          if (!forced[a] && k_.kinds()[a] == AxisKind::Local) forced[a] = int_const(0);
+        auto [index, valid] = address_forced(load->src[1].get(), zero, forced);
+        const UOpPtr ok = simplify(valid->alu(Ops::AND, {inside}));
+        const UOpPtr v = is_true(ok) ? UOp::make(Ops::LOAD, load->dtype, {indexed(load->src[0], index, ok)})
+                                     : UOp::make(Ops::LOAD, load->dtype, {indexed(load->src[0], index, ok), UOp::const_(load->dtype, 0)});
+        stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {indexed(tile.shared, t, inside), v}));
+      }
+      tiles_.emplace(load, std::move(tile));
+    }
+    if (!stores.empty()) tiles_ready_ = UOp::make(Ops::BARRIER, dtypes::void_, stores);
+  }
+
+  // A staged load's value at combo c: its element of the tile, after the tiles are ready.
+  UOpPtr from_tile(const UOp* load, const Combo& c) {
+    auto it = tiles_.find(load);
+    if (it == tiles_.end()) return nullptr;
+    UOpPtr t = int_const(0);
+    for (const auto& [axis, stride] : it->second.axes)
+      t = t + (k_.kinds()[axis] == AxisKind::Local ? axis_idx_[axis] : int_const(c[axis])) * stride;
+    const UOpPtr v = UOp::make(Ops::LOAD, load->dtype, {indexed(it->second.shared, simplify(t), UOp::const_(dtypes::bool_, true)), tiles_ready_});
+    if (std::find(tile_reads_.begin(), tile_reads_.end(), v) == tile_reads_.end()) tile_reads_.push_back(v);
+    return v;
   }
 
   // What this invocation's loops add up for a reduce at combo c (all of it, without GROUP axes).

@@ -62,6 +62,7 @@ class VkDevice final : public Device {
       // Shared memory and barrier() are per-lane loops and coroutine switches: no GROUP (a 16 Mi
       // sum's first kernel: 0.6x with GROUP 16, 0.2x with GROUP 64; bench_tensor sum_variant).
       traits_.group_size = 0;
+      traits_.stage_side = 0;
       traits_.reduce_outputs = 16;
     }
     // Identifies the device in the SPIR-V cache: the same source may be specialized by #defines

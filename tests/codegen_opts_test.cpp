@@ -138,6 +138,7 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
   cpu.tile_rows = 8;
   cpu.shuffle_lanes = 8;
   cpu.group_size = 0;
+  cpu.stage_side = 0;
   cpu.reduce_outputs = 16;
   {
     Schedule s = create_schedule({Tensor::empty({1024, 1024}).matmul(Tensor::empty({1024, 1024})).node()});
@@ -189,6 +190,7 @@ TEST_F(Opts, LavapipeHeuristicsAreRightOnASweepOfShapes) {
   cpu.tile_rows = 8;
   cpu.shuffle_lanes = 8;
   cpu.group_size = 0;
+  cpu.stage_side = 0;
   cpu.reduce_outputs = 16;
   for (const int64_t m : {8, 24, 64})
     for (const int64_t n : {8, 24, 32, 96})
@@ -219,6 +221,7 @@ TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
   cpu.tile_rows = 8;
   cpu.shuffle_lanes = 8;
   cpu.group_size = 0;
+  cpu.stage_side = 0;
   cpu.reduce_outputs = 16;
   const int64_t batch = 2, cin = 8, width = 34, taps = 3, cout = 16, out_w = width - taps + 1;
   const std::vector<float> x = ints(batch * cin * width, 7, 11, 5), w = ints(cout * cin * taps, 5, 13, 6);
@@ -264,6 +267,37 @@ TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
   EXPECT_EQ(agree(bwd), dw);
 }
 
+// STAGE: classic shared-memory tiling (what GPUs want): a 2-D workgroup of 4x4 invocations, each
+// with a 4x4 register tile, copies the A and B tiles of each 8-step of k into shared memory
+// together, then computes from there: k of 1, 3 and 8 tile steps, and a fused epilogue.
+TEST_F(Opts, StagedTilesAgreeWithTheInterpreterAndTheClosedForm) {
+  const std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 4}, {O::LOCAL, 0, 4},
+                              {O::UNROLL, 4, 8}, {O::STAGE, 5, 8}};
+  for (const auto& [m, k, n] : {std::tuple{16, 8, 16}, {32, 24, 48}, {16, 64, 32}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+    const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+    const std::vector<float> want = matmul_closed_form(a, b, m, k, n);
+    const Lowered l = lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), opts);
+    int tiles = 0, barriers = 0;
+    for (const UOpPtr& u : l.program.uops) tiles += u->op == Ops::DEFINE_LOCAL, barriers += u->op == Ops::BARRIER;
+    EXPECT_EQ(tiles, 2);     // A's and B's
+    EXPECT_EQ(barriers, 2);  // tiles ready; tiles read
+    EXPECT_EQ(agree(l), want);
+    EXPECT_EQ(agree(lowered((Tensor(a, {m, k}).matmul(Tensor(b, {k, n})) + 1).relu(), opts)),
+              [&] {
+                std::vector<float> r = want;
+                for (float& x : r) x = std::max(0.0f, x + 1);
+                return r;
+              }());
+  }
+  // A one-column tile of B (LOCAL on m only): B's tile is shared, A's is not (each invocation's
+  // own rows), so only B is staged.
+  const std::vector<float> a = ints(32 * 16, 7, 11, 5), b = ints(16 * 8, 5, 13, 6);
+  EXPECT_EQ(agree(lowered(Tensor(a, {32, 16}).matmul(Tensor(b, {16, 8})),
+                          {{O::LOCAL, 0, 8}, {O::UPCAST, 1, 4}, {O::UNROLL, 3, 4}, {O::STAGE, 4, 4}})),
+            matmul_closed_form(a, b, 32, 16, 8));
+}
+
 // GROUP: each output's reduce spread over a workgroup, partials combined in shared memory by a
 // tree of masked loads and BARRIERs; group sizes that are and are not powers of two.
 TEST_F(Opts, GroupReductionsAgreeWithTheInterpreterAndTheClosedForm) {
@@ -306,6 +340,18 @@ TEST_F(Opts, GpuHeuristicsGroupLongReducesWithFewOutputs) {
   EXPECT_EQ(agree(l), sums);
 }
 
+TEST_F(Opts, GpuHeuristicsStageBigMatmulsInSharedMemory) {
+  const DeviceTraits gpu;
+  const int64_t m = 128, k = 24, n = 64;
+  const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+  const Lowered l = lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), {}, &gpu);
+  EXPECT_EQ(l.describe,
+            "full_shape=(2, 1, 16, 16, 3, 8, 4, 4) kinds=(G, G, L, L, R, N, U, U) "
+            "opts=[UPCAST(axis=1, amount=4), UPCAST(axis=0, amount=4), LOCAL(axis=1, amount=16), "
+            "LOCAL(axis=0, amount=16), UNROLL(axis=4, amount=8), STAGE(axis=5, amount=8)]");
+  EXPECT_EQ(agree(l), matmul_closed_form(a, b, m, k, n));
+}
+
 TEST_F(Opts, ShuffleAndGroupOptsThatCannotApplyAreClearErrors) {
   Schedule s = create_schedule({Tensor::empty({16, 8}).matmul(Tensor::empty({8, 32})).node()});
   Kernel k(s.items.back().ast);
@@ -318,6 +364,14 @@ TEST_F(Opts, ShuffleAndGroupOptsThatCannotApplyAreClearErrors) {
   Kernel one(s.items.back().ast);
   one.apply({O::SHUFFLE, 0, 1});
   EXPECT_THROW(lower(one, {16 * 32, 16 * 8, 8 * 32}), Error);  // no lanes at all
+  // STAGE names an unroll axis by its size, once, and needs invocations that share the tiles.
+  Kernel staged(s.items.back().ast);
+  EXPECT_THROW(staged.apply({O::STAGE, 2, 8}), Error);  // the reduce, not an unroll axis
+  staged.apply({O::UNROLL, 2, 4});
+  EXPECT_THROW(staged.apply({O::STAGE, 3, 2}), Error);  // not the axis' size
+  staged.apply({O::STAGE, 3, 4});
+  EXPECT_THROW(staged.apply({O::STAGE, 3, 4}), Error);
+  EXPECT_THROW(lower(staged, {16 * 32, 16 * 8, 8 * 32}), Error);  // no local axes
 }
 
 }  // namespace
