@@ -120,8 +120,15 @@ TEST_F(Opts, ShuffleTileOfBatchedMatmulAndOfMatmulWithBiasAndRelu) {
   const Tensor z = (Tensor(x, {m, k}).matmul(Tensor(w, {k, n})) + Tensor(bias, {n})).relu();
   EXPECT_EQ(agree(lowered(z, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})), fused);
 
-  // A zero-padded along k (a masked load: each lane's mask is its own row's) and a bias
-  // broadcast down the shuffled rows.
+  // A bias per row (along the shuffled axis, outside the reduce): loaded per lane and shuffled
+  // too, then broadcast across each invocation's vec4 of columns.
+  const std::vector<float> row_bias = ints(m, 3, 11, 5);
+  std::vector<float> by_row = matmul_closed_form(x, w, m, k, n);
+  for (int64_t i = 0; i < m * n; ++i) by_row[size_t(i)] += row_bias[size_t(i / n)];
+  const Tensor r = Tensor(x, {m, k}).matmul(Tensor(w, {k, n})) + Tensor(row_bias, {m, 1});
+  EXPECT_EQ(agree(lowered(r, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})), by_row);
+
+  // A zero-padded along k (a masked load: each lane's mask is its own row's).
   const std::vector<float> narrow = ints(m * (k - 3), 7, 11, 5);
   std::vector<float> padded(size_t(m * k), 0);
   for (int64_t i = 0; i < m; ++i)
