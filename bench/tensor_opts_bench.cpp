@@ -66,7 +66,8 @@ struct Variant {
     ReferenceKernels& r = reference_kernels();
     std::vector<vk::BufferUse> uses;
     for (size_t s = 0; s < buffers.size(); ++s)
-      uses.push_back({&buffers[s], program.buffers[s].written ? vk::Access::ReadWrite : vk::Access::Read});
+      uses.push_back(
+          {&buffers[s], program.buffers[s].written ? vk::Access::ReadWrite : vk::Access::Read});
     r.queue.dispatch(*pipeline, vk::Groups{dims[0], dims[1], dims[2]}, args, uses);
     r.queue.finish();
   }
@@ -90,9 +91,11 @@ struct Reference {
   }
   void run() {
     ReferenceKernels& r = reference_kernels();
-    const vk::BufferUse uses[] = {{&a, vk::Access::Read}, {&b, vk::Access::Read}, {&c, vk::Access::Write}};
-    r.queue.dispatch(*p, vk::Groups::cover(uint64_t(n / 32) * uint64_t(n / 32), r.rt.device.caps().limits),
-                     vk::ArgPack().u32(uint32_t(n)).bytes(), uses);
+    const vk::BufferUse uses[] = {
+        {&a, vk::Access::Read}, {&b, vk::Access::Read}, {&c, vk::Access::Write}};
+    r.queue.dispatch(
+        *p, vk::Groups::cover(uint64_t(n / 32) * uint64_t(n / 32), r.rt.device.caps().limits),
+        vk::ArgPack().u32(uint32_t(n)).bytes(), uses);
     r.queue.finish();
   }
 };
@@ -130,7 +133,8 @@ void matmul_variant(benchmark::State& state, std::vector<Opt> opts, int64_t work
 // With `rows`, the kernel is instead a (65536, 256) tensor's sum(1): the same reads and outputs,
 // each output's 256 elements contiguous (what a split that gives each partial a contiguous chunk
 // would read).
-void sum_variant(benchmark::State& state, std::vector<Opt> opts, int64_t workgroup, bool rows = false) {
+void sum_variant(benchmark::State& state, std::vector<Opt> opts, int64_t workgroup,
+                 bool rows = false) {
   constexpr int64_t n = int64_t(16) << 20;
   const Tensor a(std::vector<float>(size_t(n), 1.0f), {n});
   const Schedule s = create_schedule({a.sum().node()});
@@ -151,7 +155,7 @@ void sum_variant(benchmark::State& state, std::vector<Opt> opts, int64_t workgro
 }
 
 using O = OptOp;
-#define VARIANT(name, wg, ...)                                                   \
+#define VARIANT(name, wg, ...)                                               \
   BENCHMARK_CAPTURE(matmul_variant, name, std::vector<Opt>{__VA_ARGS__}, wg) \
       ->UseManualTime()                                                      \
       ->Unit(benchmark::kMillisecond)
@@ -167,23 +171,27 @@ VARIANT(shuffle_16x4, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}
 VARIANT(shuffle_32x4, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 4},
         {O::UNROLL, 3, 4});
 BENCHMARK_CAPTURE(matmul_variant, bt_global_8x4,
-                  std::vector<Opt>{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4}}, 64, true)
+                  std::vector<Opt>{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4}}, 64,
+                  true)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(matmul_variant, bt_shuffle_32x4,
-                  std::vector<Opt>{{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 4},
+                  std::vector<Opt>{{O::UPCAST, 1, 4},
+                                   {O::LOCAL, 1, 8},
+                                   {O::SHUFFLE, 0, 8},
+                                   {O::UPCAST, 0, 4},
                                    {O::UNROLL, 3, 4}},
                   8, true)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 // What GPUs get (DeviceTraits defaults): 16x16 invocations of 4x4 register tiles, A and B tiles
 // of 8 steps of k staged in shared memory.
-VARIANT(staged_64x64, 256, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 16}, {O::LOCAL, 0, 16},
-        {O::UNROLL, 4, 8}, {O::STAGE, 5, 8});
+VARIANT(staged_64x64, 256, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 16},
+        {O::LOCAL, 0, 16}, {O::UNROLL, 4, 8}, {O::STAGE, 5, 8});
 VARIANT(shuffle_16x4_unroll8, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
         {O::UPCAST, 0, 2}, {O::UNROLL, 3, 8});
 
-#define SUM_VARIANT(name, wg, ...)                                             \
+#define SUM_VARIANT(name, wg, ...)                                        \
   BENCHMARK_CAPTURE(sum_variant, name, std::vector<Opt>{__VA_ARGS__}, wg) \
       ->UseManualTime()                                                   \
       ->Unit(benchmark::kMillisecond)
@@ -199,11 +207,13 @@ SUM_VARIANT(vec4x16_outputs_wg8, 8, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 16}, {O::U
 SUM_VARIANT(vec4x8_outputs_unroll2, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 2});
 SUM_VARIANT(vec4x4_outputs_unroll8, 64, {O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 8});
 // (G 65536, R 256): rows of 4 or 16 outputs per invocation, each read as vec4s along the reduce.
-BENCHMARK_CAPTURE(sum_variant, rows_4_outputs, std::vector<Opt>{{O::UPCAST, 0, 4}, {O::UNROLL, 1, 4}}, 64, true)
+BENCHMARK_CAPTURE(sum_variant, rows_4_outputs,
+                  std::vector<Opt>{{O::UPCAST, 0, 4}, {O::UNROLL, 1, 4}}, 64, true)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(sum_variant, rows_16_outputs,
-                  std::vector<Opt>{{O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 1, 4}}, 64, true)
+                  std::vector<Opt>{{O::UPCAST, 0, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 1, 4}}, 64,
+                  true)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(sum_variant, rows_1_output, std::vector<Opt>{{O::UNROLL, 1, 4}}, 64, true)

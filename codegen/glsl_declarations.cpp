@@ -12,12 +12,14 @@ std::string bound_buffers(const Program& p, const Declarations& d) {
   std::string h;
   for (const BufferParam& b : p.buffers) {
     const std::string access = b.written ? "" : "readonly ";
-    h += fmt::format("layout(std430, set = 0, binding = {0}) {1}buffer Data{0} {{ {2} v[]; }} data{0};\n",
-                     b.slot, access, storage_type_name(b.dtype.base()));
+    h += fmt::format(
+        "layout(std430, set = 0, binding = {0}) {1}buffer Data{0} {{ {2} v[]; }} data{0};\n",
+        b.slot, access, storage_type_name(b.dtype.base()));
     for (const auto& [slot, width] : d.bound_vectors)
       if (slot == b.slot && (width == 2 || width == 4))
         h += fmt::format(
-            "layout(std430, set = 0, binding = {0}) {1}buffer Data{0}x{2} {{ {3} v[]; }} data{0}x{2};\n",
+            "layout(std430, set = 0, binding = {0}) {1}buffer Data{0}x{2} {{ {3} v[]; }} "
+            "data{0}x{2};\n",
             b.slot, access, width, storage_type_name(b.dtype.base().vec(width)));
   }
   return h;
@@ -51,7 +53,8 @@ std::string declarations(const Program& p, const GlslTarget& t, const ArgLayout&
   }
   std::string members;
   for (const BufferParam& b : p.buffers)
-    if (!layout.bound) members += fmt::format(" {} data{};", pointer_type_name(b.dtype.base()), b.slot);
+    if (!layout.bound)
+      members += fmt::format(" {} data{};", pointer_type_name(b.dtype.base()), b.slot);
   for (const std::string& v : d.var_members) members += fmt::format(" int {};", v);
   if (!members.empty()) {
     if (layout.spilled) {
@@ -68,7 +71,8 @@ std::string declarations(const Program& p, const GlslTarget& t, const ArgLayout&
       h += fmt::format("layout(push_constant) uniform Args {{{} }};\n", members);
     }
   }
-  for (const SharedArray& s : d.shared) h += fmt::format("shared {} {}[{}];\n", s.type, s.name, s.count);
+  for (const SharedArray& s : d.shared)
+    h += fmt::format("shared {} {}[{}];\n", s.type, s.name, s.count);
   if (d.vector_access)
     h += "// base + index * size in 64-bit arithmetic on two 32-bit words\n"
          "uvec2 element_address(uvec2 base, int index, uint size) {\n"

@@ -23,16 +23,16 @@ struct SharedArray {
 
 struct Declarations {
   Needs needs;
-  std::set<std::pair<Scalar, int>> pointer_types;  // (scalar, width) reached by buffer_reference
+  std::set<std::pair<Scalar, int>> pointer_types;   // (scalar, width) reached by buffer_reference
   std::set<std::pair<int64_t, int>> bound_vectors;  // (slot, width) of vector accesses
-  bool vector_access = false;  // element_address() is called
-  bool shuffles = false;       // subgroupShuffle is called
+  bool vector_access = false;                       // element_address() is called
+  bool shuffles = false;                            // subgroupShuffle is called
   std::vector<std::string> var_members;  // the push-constant member of each Program::vars entry
   std::vector<SharedArray> shared;
   std::string helpers;  // Helpers::definitions()
 };
 
-std::string declarations(const Program& program, const GlslTarget& target,
-                         const ArgLayout& layout, const Declarations& d);
+std::string declarations(const Program& program, const GlslTarget& target, const ArgLayout& layout,
+                         const Declarations& d);
 
 }  // namespace vkg::glsl

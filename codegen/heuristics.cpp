@@ -73,16 +73,20 @@ std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes) {
   for (int level = 0; level < 3; ++level) {
     const int64_t columns = level < 2 ? 4 : 1;
     for (int l = int(shape.size()) - 1; l >= 0; --l) {
-      if (k.kinds()[size_t(l)] != AxisKind::Global || shape[size_t(l)] % (columns * lanes) != 0) continue;
+      if (k.kinds()[size_t(l)] != AxisKind::Global || shape[size_t(l)] % (columns * lanes) != 0)
+        continue;
       for (const UOp* b : loads) {
         const std::optional<int64_t> bl = load_stride(k, b, l);
         if (level == 0 ? bl != 1 : bl == 0) continue;
         for (const UOp* a : loads) {
           // Shuffles move 32-bit values (see the lowerer).
-          if (load_stride(k, a, l) != 0 || a->dtype.scalar_size() != 4 || a->dtype.is_bool()) continue;
+          if (load_stride(k, a, l) != 0 || a->dtype.scalar_size() != 4 || a->dtype.is_bool())
+            continue;
           for (int s = int(shape.size()) - 1; s >= 0; --s) {
-            if (s == l || k.kinds()[size_t(s)] != AxisKind::Global || shape[size_t(s)] % lanes != 0) continue;
-            if (load_stride(k, a, s) != 0 && load_stride(k, b, s) == 0) return ShuffleAxes{l, s, columns == 4};
+            if (s == l || k.kinds()[size_t(s)] != AxisKind::Global || shape[size_t(s)] % lanes != 0)
+              continue;
+            if (load_stride(k, a, s) != 0 && load_stride(k, b, s) == 0)
+              return ShuffleAxes{l, s, columns == 4};
           }
         }
       }
@@ -160,7 +164,8 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     if (divides(k, axis, 4) && output_count(k) >= 16 * traits.default_workgroup) {
       k.apply({OptOp::UPCAST, axis, 4});
       const int64_t more = traits.reduce_outputs / 4;
-      if (more > 1 && divides(k, axis, more) && output_count(k) >= 4 * more * traits.default_workgroup)
+      if (more > 1 && divides(k, axis, more) &&
+          output_count(k) >= 4 * more * traits.default_workgroup)
         k.apply({OptOp::UPCAST, axis, more});
     }
   }

@@ -18,13 +18,16 @@ namespace lowering {
 
 Scalarish reduce_identity(Ops op, DType d) {
   switch (op) {
-    case Ops::ADD: return int64_t(0);
-    case Ops::MUL: return int64_t(1);
+    case Ops::ADD:
+      return int64_t(0);
+    case Ops::MUL:
+      return int64_t(1);
     case Ops::MAX:
       if (d.is_float()) return -std::numeric_limits<double>::infinity();
       if (d.is_bool()) return false;
       return dtypes::min_value(d);
-    default: throw Error("reduce with " + std::string(op_name(op)) + " is not supported");
+    default:
+      throw Error("reduce with " + std::string(op_name(op)) + " is not supported");
   }
 }
 
@@ -35,15 +38,23 @@ Lowerer::Lowerer(const Kernel& k, const LowerOptions& options) : k_(k) {
   std::vector<size_t> global, local, group;
   for (size_t i = 0; i < shape.size(); ++i) {
     switch (kinds[i]) {
-      case AxisKind::Global: global.push_back(i); break;
-      case AxisKind::Local: local.push_back(i); break;
+      case AxisKind::Global:
+        global.push_back(i);
+        break;
+      case AxisKind::Local:
+        local.push_back(i);
+        break;
       case AxisKind::Reduce:
         axis_idx_[i] = UOp::make(Ops::RANGE, dtypes::int32, {int_const(shape[i])}, int64_t(i));
         break;
-      case AxisKind::Group: group.push_back(i); break;
+      case AxisKind::Group:
+        group.push_back(i);
+        break;
       case AxisKind::Upcast:
       case AxisKind::Unroll:
-      case AxisKind::Shuffle: expanded_.push_back(i); break;
+      case AxisKind::Shuffle:
+        expanded_.push_back(i);
+        break;
     }
   }
   int64_t n_global = 1, n_local = 1;
@@ -52,12 +63,16 @@ Lowerer::Lowerer(const Kernel& k, const LowerOptions& options) : k_(k) {
   for (size_t i : group) group_size_ *= shape[i];
   if (const int s = k.shuffle_axis(); s >= 0) {
     if (!group.empty() || local.empty() || n_local != shape[size_t(s)] || k.staged())
-      throw Error("lower: a SHUFFLE axis needs a workgroup of exactly its size (one subgroup) "
-                  "and no GROUP axes or STAGE: kernel " + k.describe());
+      throw Error(
+          "lower: a SHUFFLE axis needs a workgroup of exactly its size (one subgroup) "
+          "and no GROUP axes or STAGE: kernel " +
+          k.describe());
   }
   if (k.staged() && (local.empty() || !group.empty()))
-    throw Error("lower: STAGE needs local axes (the invocations that share a tile) and no GROUP "
-                "axes: kernel " + k.describe());
+    throw Error(
+        "lower: STAGE needs local axes (the invocations that share a tile) and no GROUP "
+        "axes: kernel " +
+        k.describe());
   // Group axes are the innermost part of the local id: a workgroup's invocations that share
   // an output are neighbours, lidx = (local part) * group_size + group part.
   local.insert(local.end(), group.begin(), group.end());
@@ -104,12 +119,14 @@ Program Lowerer::run(const std::vector<int64_t>& counts) {
           }
           // Computed as a vector (its loads and accumulators line up), stored lane by lane.
           for (size_t k = 0; k < width; ++k) {
-            const UOpPtr lane = UOp::make(Ops::GEP, v->dtype.base(), {v}, std::vector<int64_t>{int64_t(k)});
+            const UOpPtr lane =
+                UOp::make(Ops::GEP, v->dtype.base(), {v}, std::vector<int64_t>{int64_t(k)});
             stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[k], lane}));
           }
           continue;
         }
-      for (size_t k = 0; k < width; ++k) stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[k], values[k]}));
+      for (size_t k = 0; k < width; ++k)
+        stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {idx[k], values[k]}));
     }
   }
   // The end of a staged iteration: every invocation has read the tiles before any overwrites
@@ -125,7 +142,8 @@ Program Lowerer::run(const std::vector<int64_t>& counts) {
       if (slot < 0 || size_t(slot) >= counts.size())
         throw Error("lower: no buffer size given for slot " + std::to_string(slot));
       if (program_.buffers.size() <= size_t(slot)) program_.buffers.resize(size_t(slot) + 1);
-      program_.buffers[size_t(slot)] = BufferParam{int(slot), u->dtype.base(), counts[size_t(slot)], written.count(slot) != 0};
+      program_.buffers[size_t(slot)] =
+          BufferParam{int(slot), u->dtype.base(), counts[size_t(slot)], written.count(slot) != 0};
       program_.bytes += counts[size_t(slot)] * u->dtype.base().itemsize();
     }
   program_.flops = estimate_flops();
@@ -180,10 +198,14 @@ IndexExpr Lowerer::address(const UOp* view_node, const Combo& c, int at_lane) co
   const ShapeTracker& st = k_.view(view_node);
   std::vector<UOpPtr> idxs;
   for (size_t i = 0; i < st.shape().size(); ++i) {
-    if (st.shape()[i] == 1) idxs.push_back(int_const(0));
-    else if (int(i) == at_lane) idxs.push_back(lane_);
-    else if (axis_idx_[i]) idxs.push_back(axis_idx_[i]);
-    else idxs.push_back(int_const(c[i]));
+    if (st.shape()[i] == 1)
+      idxs.push_back(int_const(0));
+    else if (int(i) == at_lane)
+      idxs.push_back(lane_);
+    else if (axis_idx_[i])
+      idxs.push_back(axis_idx_[i]);
+    else
+      idxs.push_back(int_const(c[i]));
   }
   return st.expr_idxs(idxs);
 }
@@ -275,7 +297,8 @@ UOpPtr Lowerer::unrolled_vector(const UOp* load, const Combo& c, int at_lane) {
       auto [index, valid] = address(load->src[1].get(), lane, at_lane);
       idx.push_back(indexed(load->src[0], index, valid));
     }
-    UOpPtr v = LaneVectorizer::consecutive(idx) ? UOp::make(Ops::LOAD, d.vec(int(w)), {idx[0]}) : nullptr;
+    UOpPtr v =
+        LaneVectorizer::consecutive(idx) ? UOp::make(Ops::LOAD, d.vec(int(w)), {idx[0]}) : nullptr;
     it = unrolled_loads_.emplace(std::move(key), v).first;
   }
   return it->second;
@@ -290,15 +313,18 @@ int64_t Lowerer::estimate_flops() const {
       for (const UOp* x : toposort(u->src[0].get())) below_reduce.insert(x);
   int64_t flops = 0;
   for (const UOp* u : toposort(k_.ast().get())) {
-    if (u->op == Ops::REDUCE_AXIS) flops += full;
-    else if (is_alu(u->op)) flops += below_reduce.count(u) ? full : out;
+    if (u->op == Ops::REDUCE_AXIS)
+      flops += full;
+    else if (is_alu(u->op))
+      flops += below_reduce.count(u) ? full : out;
   }
   return flops;
 }
 
 }  // namespace lowering
 
-Program lower(const Kernel& kernel, const std::vector<int64_t>& buffer_counts, const LowerOptions& options) {
+Program lower(const Kernel& kernel, const std::vector<int64_t>& buffer_counts,
+              const LowerOptions& options) {
   return lowering::Lowerer(kernel, options).run(buffer_counts);
 }
 

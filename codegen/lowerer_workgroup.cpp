@@ -11,14 +11,19 @@
 
 namespace vkg::lowering {
 
-IndexExpr Lowerer::address_forced(const UOp* view_node, const Combo& c, const std::vector<UOpPtr>& forced) const {
+IndexExpr Lowerer::address_forced(const UOp* view_node, const Combo& c,
+                                  const std::vector<UOpPtr>& forced) const {
   const ShapeTracker& st = k_.view(view_node);
   std::vector<UOpPtr> idxs;
   for (size_t i = 0; i < st.shape().size(); ++i) {
-    if (st.shape()[i] == 1) idxs.push_back(int_const(0));
-    else if (forced[i]) idxs.push_back(forced[i]);
-    else if (axis_idx_[i]) idxs.push_back(axis_idx_[i]);
-    else idxs.push_back(int_const(c[i]));
+    if (st.shape()[i] == 1)
+      idxs.push_back(int_const(0));
+    else if (forced[i])
+      idxs.push_back(forced[i]);
+    else if (axis_idx_[i])
+      idxs.push_back(axis_idx_[i]);
+    else
+      idxs.push_back(int_const(c[i]));
   }
   return st.expr_idxs(idxs);
 }
@@ -40,16 +45,19 @@ void Lowerer::stage_tiles() {
       const AxisKind kind = k_.kinds()[a];
       const bool spans = st.shape()[a] > 1 && strides[a] != 0;
       if (kind == AxisKind::Local && !spans && k_.full_shape()[a] > 1) shared = true;
-      if (spans && (kind == AxisKind::Local || kind == AxisKind::Upcast || kind == AxisKind::Unroll))
+      if (spans &&
+          (kind == AxisKind::Local || kind == AxisKind::Upcast || kind == AxisKind::Unroll))
         tile_axes.push_back(a);
     }
     if (!shared) continue;
     // The shared axes must not change which elements are valid (a mask along a broadcast axis).
     std::vector<UOpPtr> lo(strides.size()), hi(strides.size());
     for (size_t a = 0; a < strides.size(); ++a)
-      if (k_.kinds()[a] == AxisKind::Local) lo[a] = int_const(0), hi[a] = int_const(k_.full_shape()[a] - 1);
+      if (k_.kinds()[a] == AxisKind::Local)
+        lo[a] = int_const(0), hi[a] = int_const(k_.full_shape()[a] - 1);
     const Combo zero(k_.full_shape().size(), 0);
-    if (address_forced(load->src[1].get(), zero, lo).valid != address_forced(load->src[1].get(), zero, hi).valid)
+    if (address_forced(load->src[1].get(), zero, lo).valid !=
+        address_forced(load->src[1].get(), zero, hi).valid)
       continue;
     Tile tile;
     int64_t size = 1;
@@ -61,15 +69,19 @@ void Lowerer::stage_tiles() {
                             std::vector<int64_t>{next_local_++, size});
     for (int64_t round = 0; round * n_local < size; ++round) {
       const UOpPtr t = simplify(lane_ + round * n_local);
-      const UOpPtr inside = (round + 1) * n_local > size ? simplify(t->lt(size)) : UOp::const_(dtypes::bool_, true);
+      const UOpPtr inside =
+          (round + 1) * n_local > size ? simplify(t->lt(size)) : UOp::const_(dtypes::bool_, true);
       std::vector<UOpPtr> forced(strides.size());
-      for (const auto& [axis, stride] : tile.axes) forced[axis] = simplify((t / stride) % k_.full_shape()[axis]);
+      for (const auto& [axis, stride] : tile.axes)
+        forced[axis] = simplify((t / stride) % k_.full_shape()[axis]);
       for (size_t a = 0; a < strides.size(); ++a)
         if (!forced[a] && k_.kinds()[a] == AxisKind::Local) forced[a] = int_const(0);
       auto [index, valid] = address_forced(load->src[1].get(), zero, forced);
       const UOpPtr ok = simplify(valid->alu(Ops::AND, {inside}));
-      const UOpPtr v = is_true(ok) ? UOp::make(Ops::LOAD, load->dtype, {indexed(load->src[0], index, ok)})
-                                   : UOp::make(Ops::LOAD, load->dtype, {indexed(load->src[0], index, ok), UOp::const_(load->dtype, 0)});
+      const UOpPtr v =
+          is_true(ok) ? UOp::make(Ops::LOAD, load->dtype, {indexed(load->src[0], index, ok)})
+                      : UOp::make(Ops::LOAD, load->dtype,
+                                  {indexed(load->src[0], index, ok), UOp::const_(load->dtype, 0)});
       stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {indexed(tile.shared, t, inside), v}));
     }
     tiles_.emplace(load, std::move(tile));
@@ -83,8 +95,11 @@ UOpPtr Lowerer::from_tile(const UOp* load, const Combo& c) {
   UOpPtr t = int_const(0);
   for (const auto& [axis, stride] : it->second.axes)
     t = t + (k_.kinds()[axis] == AxisKind::Local ? axis_idx_[axis] : int_const(c[axis])) * stride;
-  const UOpPtr v = UOp::make(Ops::LOAD, load->dtype, {indexed(it->second.shared, simplify(t), UOp::const_(dtypes::bool_, true)), tiles_ready_});
-  if (std::find(tile_reads_.begin(), tile_reads_.end(), v) == tile_reads_.end()) tile_reads_.push_back(v);
+  const UOpPtr v = UOp::make(
+      Ops::LOAD, load->dtype,
+      {indexed(it->second.shared, simplify(t), UOp::const_(dtypes::bool_, true)), tiles_ready_});
+  if (std::find(tile_reads_.begin(), tile_reads_.end(), v) == tile_reads_.end())
+    tile_reads_.push_back(v);
   return v;
 }
 
@@ -105,8 +120,9 @@ UOpPtr Lowerer::shuffled(const UOp* load, const Combo& c) {
   if (UOpPtr lane = unrolled_vector_lane(load, c, s)) return lane;
   auto [index, valid] = address(load->src[1].get(), c, s);
   UOpPtr idx = indexed(load->src[0], index, valid);
-  const UOpPtr x = is_true(valid) ? UOp::make(Ops::LOAD, load->dtype, {idx})
-                                  : UOp::make(Ops::LOAD, load->dtype, {idx, UOp::const_(load->dtype, 0)});
+  const UOpPtr x = is_true(valid)
+                       ? UOp::make(Ops::LOAD, load->dtype, {idx})
+                       : UOp::make(Ops::LOAD, load->dtype, {idx, UOp::const_(load->dtype, 0)});
   return shuffle(x, c[size_t(s)]);
 }
 
@@ -134,12 +150,14 @@ UOpPtr Lowerer::group_reduce(const UOp* n, const Combo& c, const UOpPtr& partial
   };
   std::vector<UOpPtr> stores;
   for (int64_t k = 0; k < u; ++k)
-    stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {at(lane_, k, UOp::const_(dtypes::bool_, true)), v[size_t(k)]}));
+    stores.push_back(UOp::make(Ops::STORE, dtypes::void_,
+                               {at(lane_, k, UOp::const_(dtypes::bool_, true)), v[size_t(k)]}));
   UOpPtr barrier = UOp::make(Ops::BARRIER, dtypes::void_, stores);
   int64_t top = 1;
   while (top < group_size_) top *= 2;
   for (int64_t s = top / 2; s >= 1; s /= 2) {
-    const UOpPtr takes = simplify(group_lane_->lt(s)->alu(Ops::AND, {(group_lane_ + s)->lt(group_size_)}));
+    const UOpPtr takes =
+        simplify(group_lane_->lt(s)->alu(Ops::AND, {(group_lane_ + s)->lt(group_size_)}));
     const UOpPtr identity = UOp::const_(d, reduce_identity(op, d));
     for (int64_t k = 0; k < u; ++k) {
       const UOpPtr other = UOp::make(Ops::LOAD, d, {at(lane_ + s, k, takes), identity, barrier});
@@ -148,7 +166,8 @@ UOpPtr Lowerer::group_reduce(const UOp* n, const Combo& c, const UOpPtr& partial
     if (s == 1) break;
     stores.clear();
     for (int64_t k = 0; k < u; ++k)
-      stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {at(lane_, k, simplify(group_lane_->lt(s))), v[size_t(k)]}));
+      stores.push_back(UOp::make(Ops::STORE, dtypes::void_,
+                                 {at(lane_, k, simplify(group_lane_->lt(s))), v[size_t(k)]}));
     barrier = UOp::make(Ops::BARRIER, dtypes::void_, stores);
   }
   // The other combos' results are the same tree's: remember them, so that it is built once.

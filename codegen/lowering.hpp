@@ -34,8 +34,8 @@ class Lowerer {
  private:
   const Kernel& k_;
   Program program_;
-  std::vector<UOpPtr> axis_idx_;   // per axis: its index expression (upcast/unroll: none)
-  std::vector<size_t> expanded_;   // upcast and unroll axes
+  std::vector<UOpPtr> axis_idx_;  // per axis: its index expression (upcast/unroll: none)
+  std::vector<size_t> expanded_;  // upcast and unroll axes
   std::map<std::pair<const UOp*, Combo>, UOpPtr> memo_;
   int64_t next_acc_ = 0;
   LaneVectorizer vectorizer_{next_acc_};
@@ -47,7 +47,7 @@ class Lowerer {
     std::vector<std::pair<size_t, int64_t>> axes;  // (axis, stride in the tile)
   };
   std::map<const UOp*, Tile> tiles_;
-  UOpPtr tiles_ready_;             // the BARRIER after the tiles' stores
+  UOpPtr tiles_ready_;              // the BARRIER after the tiles' stores
   std::vector<UOpPtr> tile_reads_;  // every load from a tile (the end BARRIER's sources)
   UOpPtr lane_;        // the flat local id (lidx0), the subgroup lane of SHUFFLE kernels
   UOpPtr group_lane_;  // the invocation's place along the group axes (GROUP kernels)
@@ -119,7 +119,8 @@ class Lowerer {
   UOpPtr group_reduce(const UOp* n, const Combo& c, const UOpPtr& partial);
 
   // Index and validity at combo c with some axes' indexes given (`forced[axis]`, else as usual).
-  IndexExpr address_forced(const UOp* view_node, const Combo& c, const std::vector<UOpPtr>& forced) const;
+  IndexExpr address_forced(const UOp* view_node, const Combo& c,
+                           const std::vector<UOpPtr>& forced) const;
 
   // STAGE: finds the loads inside reduces that the workgroup shares and writes the copy of each
   // one's tile for this iteration: invocation `lane` copies tile elements lane, lane + n_local,

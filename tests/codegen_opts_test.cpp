@@ -26,7 +26,8 @@ struct Lowered {
   std::string describe;
 };
 
-Lowered lowered(const Tensor& t, const std::vector<Opt>& opts, const DeviceTraits* traits = nullptr) {
+Lowered lowered(const Tensor& t, const std::vector<Opt>& opts,
+                const DeviceTraits* traits = nullptr) {
   Schedule s = create_schedule({t.node()});
   EXPECT_EQ(s.items.size(), 1u) << "expected one kernel";
   const ScheduleItem& item = s.items.back();
@@ -56,7 +57,8 @@ std::vector<float> matmul_closed_form(const std::vector<float>& a, const std::ve
   std::vector<float> c(size_t(m * n), 0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t q = 0; q < k; ++q) c[size_t(i * n + j)] += a[size_t(i * k + q)] * b[size_t(q * n + j)];
+      for (int64_t q = 0; q < k; ++q)
+        c[size_t(i * n + j)] += a[size_t(i * k + q)] * b[size_t(q * n + j)];
   return c;
 }
 
@@ -75,14 +77,16 @@ class Opts : public Kernels {
 // vec4 columns, A's rows loaded one per lane and shuffled, on shapes whose reduce is or is not a
 // multiple of the unroll and whose A is or is not contiguous along k.
 TEST_F(Opts, ShuffleTileMatmulAgreesWithTheInterpreterAndTheClosedForm) {
-  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
   struct Case {
     int64_t m, k, n;
     int64_t rows;  // rows per lane: an upcast of the shuffle axis
     bool unroll;
   };
-  for (const Case c : {Case{8, 4, 32, 1, true}, Case{16, 12, 32, 2, true}, Case{48, 33, 64, 2, false},
-                       Case{24, 20, 96, 3, true}, Case{8, 1, 32, 1, false}}) {
+  for (const Case c :
+       {Case{8, 4, 32, 1, true}, Case{16, 12, 32, 2, true}, Case{48, 33, 64, 2, false},
+        Case{24, 20, 96, 3, true}, Case{8, 1, 32, 1, false}}) {
     SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n));
     const std::vector<float> a = ints(c.m * c.k, 7, 11, 5), b = ints(c.k * c.n, 5, 13, 6);
     std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}};
@@ -95,12 +99,15 @@ TEST_F(Opts, ShuffleTileMatmulAgreesWithTheInterpreterAndTheClosedForm) {
     std::vector<float> at(a.size());
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t q = 0; q < c.k; ++q) at[size_t(q * c.m + i)] = a[size_t(i * c.k + q)];
-    EXPECT_EQ(agree(lowered(Tensor(at, {c.k, c.m}).transpose().matmul(Tensor(b, {c.k, c.n})), opts)), want);
+    EXPECT_EQ(
+        agree(lowered(Tensor(at, {c.k, c.m}).transpose().matmul(Tensor(b, {c.k, c.n})), opts)),
+        want);
   }
 }
 
 TEST_F(Opts, ShuffleTileOfBatchedMatmulAndOfMatmulWithBiasAndRelu) {
-  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
   const int64_t batch = 3, m = 16, k = 12, n = 32;
   const std::vector<float> a = ints(batch * m * k, 7, 11, 5), b = ints(batch * k * n, 5, 13, 6);
   std::vector<float> want;
@@ -112,13 +119,19 @@ TEST_F(Opts, ShuffleTileOfBatchedMatmulAndOfMatmulWithBiasAndRelu) {
   }
   // (G batch, G m, G n, R k): the tile takes n and m; the batch stays a global axis.
   const Tensor y = Tensor(a, {batch, m, k}).matmul(Tensor(b, {batch, k, n}));
-  EXPECT_EQ(agree(lowered(y, {{O::UPCAST, 2, 4}, {O::LOCAL, 2, 8}, {O::SHUFFLE, 1, 8}, {O::UNROLL, 4, 4}})), want);
+  EXPECT_EQ(agree(lowered(
+                y, {{O::UPCAST, 2, 4}, {O::LOCAL, 2, 8}, {O::SHUFFLE, 1, 8}, {O::UNROLL, 4, 4}})),
+            want);
 
-  const std::vector<float> x = ints(m * k, 3, 7, 3), w = ints(k * n, 5, 9, 4), bias = ints(n, 11, 17, 8);
+  const std::vector<float> x = ints(m * k, 3, 7, 3), w = ints(k * n, 5, 9, 4),
+                           bias = ints(n, 11, 17, 8);
   std::vector<float> fused = matmul_closed_form(x, w, m, k, n);
-  for (int64_t i = 0; i < m * n; ++i) fused[size_t(i)] = std::max(0.0f, fused[size_t(i)] + bias[size_t(i % n)]);
+  for (int64_t i = 0; i < m * n; ++i)
+    fused[size_t(i)] = std::max(0.0f, fused[size_t(i)] + bias[size_t(i % n)]);
   const Tensor z = (Tensor(x, {m, k}).matmul(Tensor(w, {k, n})) + Tensor(bias, {n})).relu();
-  EXPECT_EQ(agree(lowered(z, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})), fused);
+  EXPECT_EQ(agree(lowered(
+                z, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})),
+            fused);
 
   // A bias per row (along the shuffled axis, outside the reduce): loaded per lane and shuffled
   // too, then broadcast across each invocation's vec4 of columns.
@@ -126,15 +139,19 @@ TEST_F(Opts, ShuffleTileOfBatchedMatmulAndOfMatmulWithBiasAndRelu) {
   std::vector<float> by_row = matmul_closed_form(x, w, m, k, n);
   for (int64_t i = 0; i < m * n; ++i) by_row[size_t(i)] += row_bias[size_t(i / n)];
   const Tensor r = Tensor(x, {m, k}).matmul(Tensor(w, {k, n})) + Tensor(row_bias, {m, 1});
-  EXPECT_EQ(agree(lowered(r, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})), by_row);
+  EXPECT_EQ(agree(lowered(
+                r, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})),
+            by_row);
 
   // A zero-padded along k (a masked load: each lane's mask is its own row's).
   const std::vector<float> narrow = ints(m * (k - 3), 7, 11, 5);
   std::vector<float> padded(size_t(m * k), 0);
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t q = 0; q < k - 3; ++q) padded[size_t(i * k + q + 1)] = narrow[size_t(i * (k - 3) + q)];
+    for (int64_t q = 0; q < k - 3; ++q)
+      padded[size_t(i * k + q + 1)] = narrow[size_t(i * (k - 3) + q)];
   const Tensor p = Tensor(narrow, {m, k - 3}).pad({{0, 0}, {1, 2}}).matmul(Tensor(w, {k, n}));
-  EXPECT_EQ(agree(lowered(p, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UNROLL, 3, 4}})),
+  EXPECT_EQ(agree(lowered(
+                p, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UNROLL, 3, 4}})),
             matmul_closed_form(padded, w, m, k, n));
 }
 
@@ -148,7 +165,8 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
   cpu.stage_side = 0;
   cpu.reduce_outputs = 16;
   {
-    Schedule s = create_schedule({Tensor::empty({1024, 1024}).matmul(Tensor::empty({1024, 1024})).node()});
+    Schedule s =
+        create_schedule({Tensor::empty({1024, 1024}).matmul(Tensor::empty({1024, 1024})).node()});
     Kernel k(s.items.back().ast);
     apply_heuristics(k, cpu);
     EXPECT_EQ(k.describe(),
@@ -156,8 +174,10 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
               "opts=[UPCAST(axis=1, amount=4), LOCAL(axis=1, amount=8), SHUFFLE(axis=0, amount=8), "
               "UPCAST(axis=0, amount=4), UNROLL(axis=3, amount=4)]");
   }
-  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
-  for (const auto& [m, k, n] : {std::tuple{64, 20, 64}, {40, 36, 64}, {37, 29, 53}, {8, 9, 31}, {64, 16, 33}}) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  for (const auto& [m, k, n] :
+       {std::tuple{64, 20, 64}, {40, 36, 64}, {37, 29, 53}, {8, 9, 31}, {64, 16, 33}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
     const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
     EXPECT_EQ(agree(lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), {}, &cpu)),
@@ -166,7 +186,8 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
   // B stored transposed: the lanes still take 4 columns each (n = 64), or one (n = 24), and A's
   // rows are still shuffled.
   for (const auto& [m, k, n, want_opts] :
-       {std::tuple{16, 12, 64, "opts=[UPCAST(axis=1, amount=4), LOCAL(axis=1, amount=8), SHUFFLE(axis=0"},
+       {std::tuple{16, 12, 64,
+                   "opts=[UPCAST(axis=1, amount=4), LOCAL(axis=1, amount=8), SHUFFLE(axis=0"},
         {16, 12, 24, "opts=[LOCAL(axis=1, amount=8), SHUFFLE(axis=0"}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
     const std::vector<float> a = ints(m * k, 7, 11, 5), bt = ints(n * k, 5, 13, 6);
@@ -183,7 +204,8 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
   std::vector<float> sums(4096, 0);
   for (size_t i = 0; i < x.size(); ++i) sums[i % 4096] += x[i];
   const Lowered l = lowered(Tensor(x, {64, 4096}).sum(0), {}, &cpu);
-  EXPECT_NE(l.describe.find("opts=[UPCAST(axis=0, amount=4), UPCAST(axis=0, amount=4), UNROLL"), std::string::npos)
+  EXPECT_NE(l.describe.find("opts=[UPCAST(axis=0, amount=4), UPCAST(axis=0, amount=4), UNROLL"),
+            std::string::npos)
       << l.describe;
   EXPECT_EQ(agree(l), sums);
 }
@@ -192,7 +214,8 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
 // heuristics pick (shuffle tiles of 1, 2 or 4 rows per lane, 4 or 1 columns, register tiles, none),
 // the device, the interpreter and the closed form agree.
 TEST_F(Opts, LavapipeHeuristicsAreRightOnASweepOfShapes) {
-  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
   DeviceTraits cpu;
   cpu.tile_rows = 8;
   cpu.shuffle_lanes = 8;
@@ -203,8 +226,8 @@ TEST_F(Opts, LavapipeHeuristicsAreRightOnASweepOfShapes) {
     for (const int64_t n : {8, 24, 32, 96})
       for (const int64_t k : {7, 16})
         for (const int transposed : {0, 1, 2}) {
-          SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " transposed " +
-                       std::to_string(transposed));
+          SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) +
+                       " transposed " + std::to_string(transposed));
           const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
           std::vector<float> at(a.size()), bt(b.size());
           for (int64_t i = 0; i < m; ++i)
@@ -223,7 +246,8 @@ TEST_F(Opts, LavapipeHeuristicsAreRightOnASweepOfShapes) {
 // where the windows are contiguous; weights shuffled along co), and its weight gradient (a reduce
 // over (b, i) with outputs (co, ci, k)) too.
 TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
-  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
   DeviceTraits cpu;
   cpu.tile_rows = 8;
   cpu.shuffle_lanes = 8;
@@ -231,7 +255,8 @@ TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
   cpu.stage_side = 0;
   cpu.reduce_outputs = 16;
   const int64_t batch = 2, cin = 8, width = 34, taps = 3, cout = 16, out_w = width - taps + 1;
-  const std::vector<float> x = ints(batch * cin * width, 7, 11, 5), w = ints(cout * cin * taps, 5, 13, 6);
+  const std::vector<float> x = ints(batch * cin * width, 7, 11, 5),
+                           w = ints(cout * cin * taps, 5, 13, 6);
   // windows[b, ci, k, i] = x[b, ci, i + k]
   auto windows = [&](const Tensor& t) {
     return t.reshape({batch, cin, 1, width})
@@ -278,31 +303,32 @@ TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
 // with a 4x4 register tile, copies the A and B tiles of each 8-step of k into shared memory
 // together, then computes from there: k of 1, 3 and 8 tile steps, and a fused epilogue.
 TEST_F(Opts, StagedTilesAgreeWithTheInterpreterAndTheClosedForm) {
-  const std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 4}, {O::LOCAL, 0, 4},
-                              {O::UNROLL, 4, 8}, {O::STAGE, 5, 8}};
+  const std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 4},
+                              {O::LOCAL, 0, 4},  {O::UNROLL, 4, 8}, {O::STAGE, 5, 8}};
   for (const auto& [m, k, n] : {std::tuple{16, 8, 16}, {32, 24, 48}, {16, 64, 32}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
     const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
     const std::vector<float> want = matmul_closed_form(a, b, m, k, n);
     const Lowered l = lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), opts);
     int tiles = 0, barriers = 0;
-    for (const UOpPtr& u : l.program.uops) tiles += u->op == Ops::DEFINE_LOCAL, barriers += u->op == Ops::BARRIER;
+    for (const UOpPtr& u : l.program.uops)
+      tiles += u->op == Ops::DEFINE_LOCAL, barriers += u->op == Ops::BARRIER;
     EXPECT_EQ(tiles, 2);     // A's and B's
     EXPECT_EQ(barriers, 2);  // tiles ready; tiles read
     EXPECT_EQ(agree(l), want);
-    EXPECT_EQ(agree(lowered((Tensor(a, {m, k}).matmul(Tensor(b, {k, n})) + 1).relu(), opts)),
-              [&] {
-                std::vector<float> r = want;
-                for (float& x : r) x = std::max(0.0f, x + 1);
-                return r;
-              }());
+    EXPECT_EQ(agree(lowered((Tensor(a, {m, k}).matmul(Tensor(b, {k, n})) + 1).relu(), opts)), [&] {
+      std::vector<float> r = want;
+      for (float& x : r) x = std::max(0.0f, x + 1);
+      return r;
+    }());
   }
   // A one-column tile of B (LOCAL on m only): B's tile is shared, A's is not (each invocation's
   // own rows), so only B is staged.
   const std::vector<float> a = ints(32 * 16, 7, 11, 5), b = ints(16 * 8, 5, 13, 6);
-  EXPECT_EQ(agree(lowered(Tensor(a, {32, 16}).matmul(Tensor(b, {16, 8})),
-                          {{O::LOCAL, 0, 8}, {O::UPCAST, 1, 4}, {O::UNROLL, 3, 4}, {O::STAGE, 4, 4}})),
-            matmul_closed_form(a, b, 32, 16, 8));
+  EXPECT_EQ(
+      agree(lowered(Tensor(a, {32, 16}).matmul(Tensor(b, {16, 8})),
+                    {{O::LOCAL, 0, 8}, {O::UPCAST, 1, 4}, {O::UNROLL, 3, 4}, {O::STAGE, 4, 4}})),
+      matmul_closed_form(a, b, 32, 16, 8));
 }
 
 // GROUP: each output's reduce spread over a workgroup, partials combined in shared memory by a
@@ -311,15 +337,19 @@ TEST_F(Opts, GroupReductionsAgreeWithTheInterpreterAndTheClosedForm) {
   const std::vector<float> x = ints(4096, 37, 101, 50);
   double total = 0;
   for (float v : x) total += v;
-  for (const std::vector<Opt>& opts : std::vector<std::vector<Opt>>{
-           {{O::GROUP, 0, 64}}, {{O::GROUP, 0, 256}, {O::UNROLL, 0, 4}}, {{O::GROUP, 0, 2}}, {{O::GROUP, 0, 512}, {O::UNROLL, 0, 8}}}) {
+  for (const std::vector<Opt>& opts :
+       std::vector<std::vector<Opt>>{{{O::GROUP, 0, 64}},
+                                     {{O::GROUP, 0, 256}, {O::UNROLL, 0, 4}},
+                                     {{O::GROUP, 0, 2}},
+                                     {{O::GROUP, 0, 512}, {O::UNROLL, 0, 8}}}) {
     EXPECT_EQ(agree(lowered(Tensor(x, {4096}).sum(), opts)), std::vector<float>{float(total)});
   }
   // Rows of 1000: a group of 40 (the tree's last step pairs 32..39 with 0..7), with and without
   // outputs upcast (each invocation's 4 partials go through shared memory side by side).
   const int64_t rows = 8, cols = 1000;
   const std::vector<float> y = ints(rows * cols, 13, 31, 15);
-  std::vector<float> sums(static_cast<size_t>(rows), 0), maxes(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+  std::vector<float> sums(static_cast<size_t>(rows), 0),
+      maxes(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       sums[size_t(r)] += y[size_t(r * cols + c)];
@@ -327,7 +357,8 @@ TEST_F(Opts, GroupReductionsAgreeWithTheInterpreterAndTheClosedForm) {
     }
   const Tensor t(y, {rows, cols});
   EXPECT_EQ(agree(lowered(t.sum(1), {{O::GROUP, 1, 40}})), sums);
-  EXPECT_EQ(agree(lowered(t.sum(1), {{O::GROUP, 1, 40}, {O::UPCAST, 0, 4}, {O::UNROLL, 1, 5}})), sums);
+  EXPECT_EQ(agree(lowered(t.sum(1), {{O::GROUP, 1, 40}, {O::UPCAST, 0, 4}, {O::UNROLL, 1, 5}})),
+            sums);
   const Tensor shift(ints(rows, 1, 100, 0), {rows, 1});
   EXPECT_EQ(agree(lowered((t + shift).max(1), {{O::GROUP, 1, 8}, {O::LOCAL, 0, 2}})), maxes);
   // A matmul with few outputs and a long reduce, grouped, with a 2x4 register tile.
