@@ -289,6 +289,19 @@ class Interpreter {
         }
         return pc;
       }
+      case Ops::SHUFFLE: {
+        // Lanes are local invocation ids: the lowerer makes SHUFFLE kernels' workgroups one
+        // subgroup. Reading a lane that has returned is undefined on a device: an error here.
+        const int64_t k = u.arg_as<int64_t>();
+        if (k < 0 || std::size_t(k) >= lanes_ || !active_[std::size_t(k)])
+          fail_at(pc, fmt::format("shuffle from lane {}, which is not running", k));
+        const std::size_t w = u.dtype.count;
+        const std::vector<Cell>& s = value(u.src.at(0));
+        std::vector<Cell>& out = value(pc);
+        for (std::size_t l = 0; l < lanes_; ++l)
+          if (active_[l]) std::copy_n(s.begin() + std::ptrdiff_t(std::size_t(k) * w), w, out.begin() + std::ptrdiff_t(l * w));
+        return pc;
+      }
       case Ops::GEP: {
         const auto& idx = u.arg_as<std::vector<int64_t>>();
         const std::size_t n = u.src.at(0)->dtype.count, w = u.dtype.count;
@@ -380,8 +393,10 @@ class Interpreter {
   void load(std::size_t pc) {
     const UOp& u = *ops_[pc];
     const Access a = access(pc, u.src.at(0), u.dtype);
-    if (a.valid && u.src.size() < 2) fail_at(pc, "a masked LOAD needs an alt value");
-    const std::vector<Cell>* alt = u.src.size() > 1 ? &value(u.src[1]) : nullptr;
+    // LOAD(INDEX, [alt], [BARRIER]): a load of local memory lists the BARRIER it waits for last.
+    const bool has_alt = u.src.size() > 1 && u.src[1]->op != Ops::BARRIER;
+    if (a.valid && !has_alt) fail_at(pc, "a masked LOAD needs an alt value");
+    const std::vector<Cell>* alt = has_alt ? &value(u.src[1]) : nullptr;
     std::vector<Cell>& out = value(pc);
     const int w = u.dtype.count;
     for (std::size_t l = 0; l < lanes_; ++l) {

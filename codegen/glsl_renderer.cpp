@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <vkgrad/codegen/glsl_declarations.hpp>
 #include <vkgrad/codegen/glsl_syntax.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
@@ -19,7 +20,7 @@ namespace {
 
 bool is_pure(Ops op) {
   return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST || op == Ops::GEP ||
-         op == Ops::VECTORIZE;
+         op == Ops::VECTORIZE || op == Ops::SHUFFLE;
 }
 
 bool is_acc(const UOp& u) { return u.op == Ops::DEFINE_ACC || u.op == Ops::ASSIGN; }
@@ -120,6 +121,7 @@ class Renderer {
       return;
     }
     if (u.dtype.scalar != Scalar::Void && !u.dtype.is_ptr()) needs_.value(u.dtype);
+    if (u.op == Ops::SHUFFLE) check_shuffle(i);
     if ((u.op == Ops::LOAD || u.op == Ops::STORE) && u.src.at(0)->op == Ops::INDEX) {
       const UOp& buffer = *u.src[0]->src.at(0);
       const DType value = u.op == Ops::LOAD ? u.dtype : u.src.at(1)->dtype;
@@ -129,6 +131,23 @@ class Renderer {
       if (buffer.op == Ops::DEFINE_GLOBAL && value.count > 1)
         bound_vectors_.insert({buffer.arg_as<int64_t>(), value.count});
     }
+  }
+
+  // SHUFFLE(x, k) reads lane k of the subgroup; the lowerer numbers lanes by the local id, which
+  // is the subgroup lane when the workgroup is one full subgroup (1-D, subgroup_size wide).
+  void check_shuffle(std::size_t i) {
+    const UOp& u = *ops_[i];
+    const int64_t lanes = p_.local_size[0] * p_.local_size[1] * p_.local_size[2];
+    if (!t_.subgroup_shuffle)
+      fail(i, "the device has no subgroupShuffle (VK_SUBGROUP_FEATURE_SHUFFLE_BIT)");
+    if (p_.local_size[1] != 1 || p_.local_size[2] != 1 || lanes != int64_t(t_.subgroup_size))
+      fail(i, fmt::format("SHUFFLE needs a workgroup of one {}-wide subgroup, not {} x {} x {}",
+                          t_.subgroup_size, p_.local_size[0], p_.local_size[1], p_.local_size[2]));
+    const int64_t k = u.arg_as<int64_t>();
+    if (k < 0 || k >= lanes) fail(i, fmt::format("lane {} is outside the subgroup", k));
+    if (u.dtype.is_bool() || u.dtype.scalar_size() != 4)
+      fail(i, fmt::format("SHUFFLE of {} (32-bit types only)", u.dtype.name()));
+    shuffles_ = true;
   }
 
   // Operands that appear more than once in the text of their user get a name of their own.
@@ -270,6 +289,8 @@ class Renderer {
           for (const std::string& a : args) list += (list.empty() ? "" : ", ") + a;
           return fmt::format("{}({})", glsl::type_name(u.dtype), list);
         }
+        case Ops::SHUFFLE:
+          return fmt::format("subgroupShuffle({}, {}u)", args[0], u.arg_as<int64_t>());
         case Ops::GEP: {
           std::string lanes;
           for (const int64_t k : u.arg_as<std::vector<int64_t>>()) {
@@ -305,7 +326,10 @@ class Renderer {
                       const UOp* index_node = nullptr) {
     const std::string& b = name_of(&buffer);
     if (layout_.bound && buffer.op == Ops::DEFINE_GLOBAL && d.count > 1) {
-      if (aligned_vector(index_node, d)) return fmt::format("{}x{}.v[({})/{}]", b, d.count, index, d.count);
+      // The index is a multiple of the width, so a shift divides exactly (negative too) and costs
+      // less than a signed division, which rounds toward zero.
+      if (aligned_vector(index_node, d))
+        return fmt::format("{}x{}.v[({})>>{}]", b, d.count, index, d.count == 4 ? 2 : 1);
       std::string lanes;
       for (int k = 0; k < d.count; ++k) lanes += fmt::format("{}{}.v[{}+{}]", k ? ", " : "", b, index, k);
       return fmt::format("{}({})", glsl::storage_type_name(d), lanes);
@@ -335,7 +359,8 @@ class Renderer {
     }
     std::string v;
     if (valid) {
-      if (u.src.size() < 2) fail(i, "a masked LOAD needs an alt value");
+      // LOAD(INDEX, [alt], [BARRIER]): a load of local memory lists the BARRIER it waits for.
+      if (u.src.size() < 2 || u.src[1]->op == Ops::BARRIER) fail(i, "a masked LOAD needs an alt value");
       // Clamped, because a compiler may turn the select below into a load on every lane.
       const std::string& ok = name_of(valid);
       v = element(buffer, fmt::format("({}?{}:0)", ok, idx), u.dtype, index.src[1].get());
@@ -496,79 +521,19 @@ class Renderer {
   }
 
   std::string header() {
-    std::string h = "#version 450\n";
-    if (!p_.buffers.empty() && (!layout_.bound || layout_.spilled))
-      h += "#extension GL_EXT_buffer_reference : require\n";
-    if (vector_access_) h += "#extension GL_EXT_buffer_reference_uvec2 : require\n";
-    for (const std::string& e : glsl::extension_lines(needs_)) h += e + "\n";
-    h += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n",
-                     p_.local_size[0], p_.local_size[1], p_.local_size[2]);
-    std::set<std::pair<Scalar, int>> types = pointer_types_;
-    for (const BufferParam& b : p_.buffers) types.insert({b.dtype.scalar, 1});
-    if (layout_.bound) {
-      h += bound_buffers();
-      types.clear();
-    }
-    for (const auto& [scalar, width] : types) {
-      const DType d{scalar, uint8_t(width)};
-      const std::string member = width == 1 ? fmt::format("{} v[]", glsl::storage_type_name(d))
-                                            : fmt::format("{} v", glsl::storage_type_name(d));
-      h += fmt::format(
-          "layout(buffer_reference, std430, buffer_reference_align = {}) buffer {} {{ {}; }};\n",
-          d.base().scalar_size(), glsl::pointer_type_name(d), member);
-    }
-    std::string members;
-    for (const BufferParam& b : p_.buffers)
-      if (!layout_.bound)
-        members += fmt::format(" {} data{};", glsl::pointer_type_name(b.dtype.base()), b.slot);
-    for (std::size_t k = 0; k < p_.vars.size(); ++k)
-      members += fmt::format(" int {};", var_member(k));
-    if (!members.empty()) {
-      if (layout_.spilled) {
-        h += fmt::format(
-            "// {} bytes of arguments exceed the {} bytes of push constants: they live in a "
-            "buffer\n",
-            layout_.arg_bytes, t_.max_push_constants_size);
-        h += fmt::format(
-            "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Args "
-            "{{{} }};\n",
-            members);
-        h += "layout(push_constant) uniform Push { Args args; };\n";
-      } else {
-        h += fmt::format("layout(push_constant) uniform Args {{{} }};\n", members);
-      }
-    }
+    glsl::Declarations d;
+    d.needs = needs_;
+    d.pointer_types = pointer_types_;
+    d.bound_vectors = bound_vectors_;
+    d.vector_access = vector_access_;
+    d.shuffles = shuffles_;
+    for (std::size_t k = 0; k < p_.vars.size(); ++k) d.var_members.push_back(var_member(k));
     for (const UOp* u : ops_)
       if (u->op == Ops::DEFINE_LOCAL)
-        h += fmt::format("shared {} {}[{}];\n", glsl::type_name(u->dtype.base()), name_of(u),
-                         u->arg_as<std::vector<int64_t>>().at(1));
-    if (vector_access_)
-      h += "// base + index * size in 64-bit arithmetic on two 32-bit words\n"
-           "uvec2 element_address(uvec2 base, int index, uint size) {\n"
-           "  uint hi, lo, carry;\n"
-           "  umulExtended(uint(index), size, hi, lo);\n"
-           "  lo = uaddCarry(base.x, lo, carry);\n"
-           "  return uvec2(lo, base.y + hi + carry);\n"
-           "}\n";
-    h += helpers_.definitions();
-    return h;
-  }
-
-  // Storage buffers bound by push descriptor (set 0, binding = slot), each also declared as an
-  // array of each vector width the kernel reads or writes it in (descriptor aliasing).
-  std::string bound_buffers() {
-    std::string h;
-    for (const BufferParam& b : p_.buffers) {
-      const std::string access = b.written ? "" : "readonly ";
-      h += fmt::format("layout(std430, set = 0, binding = {0}) {1}buffer Data{0} {{ {2} v[]; }} data{0};\n",
-                       b.slot, access, glsl::storage_type_name(b.dtype.base()));
-      for (const auto& [slot, width] : bound_vectors_)
-        if (slot == b.slot && (width == 2 || width == 4))
-          h += fmt::format(
-              "layout(std430, set = 0, binding = {0}) {1}buffer Data{0}x{2} {{ {3} v[]; }} data{0}x{2};\n",
-              b.slot, access, width, glsl::storage_type_name(b.dtype.base().vec(width)));
-    }
-    return h;
+        d.shared.push_back({glsl::type_name(u->dtype.base()), name_of(u),
+                            u->arg_as<std::vector<int64_t>>().at(1)});
+    d.helpers = helpers_.definitions();
+    return glsl::declarations(p_, t_, layout_, d);
   }
 
   const Program& p_;
@@ -589,6 +554,7 @@ class Renderer {
   std::set<std::pair<int64_t, int>> bound_vectors_;  // (slot, width) of vector accesses
   glsl::Helpers helpers_;
   bool vector_access_ = false;
+  bool shuffles_ = false;
   std::unordered_map<const UOp*, std::string> names_;
   std::set<std::string> taken_;
   std::map<std::string, int> counters_;

@@ -22,6 +22,8 @@ struct GlslTarget {
   uint32_t max_push_constants_size = 128;  // bytes
   std::array<uint32_t, 3> max_workgroup_count{65535, 65535, 65535};
   uint32_t subgroup_size = 32;
+  // subgroupShuffle in compute shaders (VK_SUBGROUP_FEATURE_SHUFFLE_BIT): SHUFFLE ops need it.
+  bool subgroup_shuffle = false;
   // Storage buffers bound by push descriptor (glsl_launch.hpp's ArgLayout decides per kernel):
   // at most this many in one kernel (the smaller of maxPushDescriptors and
   // maxPerStageDescriptorStorageBuffers; 0: never, buffers go by device address), each at most
@@ -33,6 +35,7 @@ struct GlslTarget {
   static GlslTarget everything() {
     GlslTarget t;
     t.float16 = t.int8 = t.int16 = t.int64 = t.float64 = t.storage_8bit = t.storage_16bit = true;
+    t.subgroup_shuffle = true;
     return t;
   }
 };

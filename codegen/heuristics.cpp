@@ -62,6 +62,76 @@ int tile_axis(const Kernel& k, int64_t amount, int64_t min_size, int other) {
   return -1;
 }
 
+int64_t output_count(const Kernel& k) {
+  int64_t outputs = 1;
+  for (size_t a = 0; a < k.kinds().size(); ++a)
+    if (k.kinds()[a] == AxisKind::Global) outputs *= k.full_shape()[a];
+  return outputs;
+}
+
+// The two output axes of a shuffle tile (AxisKind::Shuffle): a reduce whose output has two axes
+// with broadcast loads, as a matmul (C[m, n] = A[m, k] B[k, n]), a convolution (out[b, co, y, x]
+// from w[co, ...] and x[b, ..., y + ky, x + kx]) and their gradients have. Along `lane`, some load
+// B varies and another, A, is constant; along `shuffle`, A varies and B is constant, so A's
+// elements are the ones the lanes share. Best where B is contiguous along `lane` and the axis
+// takes 4 columns per lane (vec4 loads and stores); else 4 columns of any stride; else one.
+struct ShuffleAxes {
+  int lane = -1, shuffle = -1;
+  bool four_columns = false;
+};
+
+std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes) {
+  const std::vector<const UOp*> loads = k.loads();
+  const auto& shape = k.full_shape();
+  for (int level = 0; level < 3; ++level) {
+    const int64_t columns = level < 2 ? 4 : 1;
+    for (int l = int(shape.size()) - 1; l >= 0; --l) {
+      if (k.kinds()[size_t(l)] != AxisKind::Global || shape[size_t(l)] % (columns * lanes) != 0)
+        continue;
+      for (const UOp* b : loads) {
+        const std::optional<int64_t> bl = load_stride(k, b, l);
+        if (level == 0 ? bl != 1 : bl == 0) continue;
+        for (const UOp* a : loads) {
+          // Shuffles move 32-bit values (see the lowerer).
+          if (load_stride(k, a, l) != 0 || a->dtype.scalar_size() != 4 || a->dtype.is_bool())
+            continue;
+          for (int s = int(shape.size()) - 1; s >= 0; --s) {
+            if (s == l || k.kinds()[size_t(s)] != AxisKind::Global || shape[size_t(s)] % lanes != 0)
+              continue;
+            if (load_stride(k, a, s) != 0 && load_stride(k, b, s) == 0)
+              return ShuffleAxes{l, s, columns == 4};
+          }
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Classic shared-memory tiling of a register-tiled matmul (see DeviceTraits::stage_side): local
+// axes on both output axes, the reduce unrolled by 8 and staged. False (and the kernel
+// unchanged) where the shape does not take it.
+bool stage_tiles(Kernel& k, int n, int m, const DeviceTraits& traits) {
+  const int64_t side = traits.stage_side;
+  const int r = last_axis_of(k, AxisKind::Reduce);
+  if (side <= 0 || side * side > traits.max_workgroup_invocations || !divides(k, n, side) ||
+      !divides(k, m, side) || !divides(k, r, 8))
+    return false;
+  k.apply({OptOp::LOCAL, n, side});
+  k.apply({OptOp::LOCAL, m, side});
+  k.apply({OptOp::UNROLL, last_axis_of(k, AxisKind::Reduce), 8});
+  k.apply({OptOp::STAGE, last_axis_of(k, AxisKind::Unroll), 8});
+  return true;
+}
+
+// The largest power of two up to `most` that divides the reduce axis and leaves each
+// invocation at least 4 elements; 0 for none under 16.
+int64_t group_amount(const Kernel& k, int axis, int64_t most) {
+  for (int64_t g = most; g >= 16; g /= 2)
+    if (k.full_shape()[size_t(axis)] % g == 0 && k.full_shape()[size_t(axis)] >= 4 * g) return g;
+  return 0;
+}
+
 }  // namespace
 
 void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
@@ -72,7 +142,23 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
       k.apply({OptOp::UPCAST, axis, 4});
     return;
   }
-  if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
+  const std::optional<ShuffleAxes> tile =
+      traits.shuffle_lanes > 0 ? shuffle_axes(k, traits.shuffle_lanes) : std::nullopt;
+  if (tile) {
+    // One subgroup per workgroup. Its lanes take neighbouring vec4 columns (`lane`); each lane
+    // loads rows_per_lane rows of A's tile and shuffles hand them to the others: every
+    // invocation keeps a (lanes * rows_per_lane) x 4 block of outputs, and per 4 steps of the
+    // reduce loads rows_per_lane + 4 vec4s for 16 * lanes * rows_per_lane multiply-adds.
+    const int64_t lanes = traits.shuffle_lanes;
+    if (tile->four_columns) k.apply({OptOp::UPCAST, tile->lane, 4});
+    k.apply({OptOp::LOCAL, tile->lane, lanes});
+    k.apply({OptOp::SHUFFLE, tile->shuffle, lanes});
+    for (int64_t rows = traits.shuffle_rows_per_lane; rows > 1; rows /= 2)
+      if (divides(k, tile->shuffle, rows)) {
+        k.apply({OptOp::UPCAST, tile->shuffle, rows});
+        break;
+      }
+  } else if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
     // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.
     // Its columns are 4 along the last global axis where some load is reused (a matmul's n,
     // which is also the output's contiguous axis, so the lowerer stores, loads and accumulates
@@ -84,16 +170,27 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     const int64_t rows = traits.tile_rows;
     const int m = tile_axis(k, rows, 4 * rows, n);
     if (m >= 0) k.apply({OptOp::UPCAST, m, rows});
+    if (n >= 0 && m >= 0 && stage_tiles(k, n, m, traits)) return;
   } else if (count_axes(k, AxisKind::Global) >= 1) {
     // Many outputs without reuse (the first step of a split sum): 4 outputs per invocation that
     // read neighbouring inputs load them as one vec4 and keep a vec4 accumulator. Only where
     // enough invocations remain to fill the device.
     const int axis = contiguous_global_axis(k);
-    int64_t outputs = 1;
-    for (size_t a = 0; a < k.kinds().size(); ++a)
-      if (k.kinds()[a] == AxisKind::Global) outputs *= k.full_shape()[a];
-    if (divides(k, axis, 4) && outputs >= 16 * traits.default_workgroup)
+    if (divides(k, axis, 4) && output_count(k) >= 16 * traits.default_workgroup) {
       k.apply({OptOp::UPCAST, axis, 4});
+      const int64_t more = traits.reduce_outputs / 4;
+      if (more > 1 && divides(k, axis, more) &&
+          output_count(k) >= 4 * more * traits.default_workgroup)
+        k.apply({OptOp::UPCAST, axis, more});
+    }
+  }
+  // Few outputs, each a long reduce: spread each over a workgroup (GROUP) so that the device has
+  // enough invocations to run. Split off the innermost part of the reduce, so that neighbouring
+  // invocations read neighbouring elements.
+  if (traits.group_size > 0 && !tile && output_count(k) <= 2048) {
+    const int r = last_axis_of(k, AxisKind::Reduce);
+    if (r >= 0)
+      if (const int64_t g = group_amount(k, r, traits.group_size)) k.apply({OptOp::GROUP, r, g});
   }
   // Unrolling the reduce by 4 cuts loop overhead and lets loads of one tile share addresses.
   const int r = last_axis_of(k, AxisKind::Reduce);

@@ -8,7 +8,7 @@
 namespace vkg {
 
 namespace {
-constexpr const char* kOptNames[] = {"LOCAL", "UPCAST", "UNROLL", "GROUP"};
+constexpr const char* kOptNames[] = {"LOCAL", "UPCAST", "UNROLL", "GROUP", "SHUFFLE", "STAGE"};
 }
 
 int kind_rank(AxisKind k) {
@@ -18,12 +18,13 @@ int kind_rank(AxisKind k) {
     case AxisKind::Reduce: return 2;
     case AxisKind::Group: return 3;
     case AxisKind::Unroll: return 4;
-    case AxisKind::Upcast: return 5;
+    case AxisKind::Upcast:
+    case AxisKind::Shuffle: return 5;  // both are output axes in registers; their order is kept
   }
   return 6;
 }
 
-char axis_kind_letter(AxisKind k) { return "GLRPUN"[int(k)]; }
+char axis_kind_letter(AxisKind k) { return "GLRPUNS"[int(k)]; }
 
 std::string Opt::str() const {
   return std::string(kOptNames[int(op)]) + "(axis=" + std::to_string(axis) + ", amount=" + std::to_string(amount) + ")";
@@ -67,6 +68,18 @@ bool Kernel::has_reduce() const {
   return std::any_of(kinds_.begin(), kinds_.end(), [](AxisKind k) {
     return k == AxisKind::Reduce || k == AxisKind::Group || k == AxisKind::Unroll;
   });
+}
+
+int Kernel::shuffle_axis() const {
+  for (size_t i = 0; i < kinds_.size(); ++i)
+    if (kinds_[i] == AxisKind::Shuffle) return int(i);
+  return -1;
+}
+
+bool Kernel::staged() const {
+  for (const Opt& o : applied_)
+    if (o.op == OptOp::STAGE) return true;
+  return false;
 }
 
 const ShapeTracker& Kernel::view(const UOp* node) const {
@@ -170,6 +183,16 @@ void Kernel::apply(const Opt& opt) {
     case OptOp::GROUP:
       if (kind != AxisKind::Reduce) fail("GROUP splits a reduce axis");
       split(opt.axis, opt.amount, AxisKind::Group);
+      break;
+    case OptOp::STAGE:
+      if (kind != AxisKind::Unroll || opt.amount != full_shape_[size_t(opt.axis)])
+        fail("STAGE names an unroll axis with its size");
+      if (staged()) fail("the kernel is staged already");
+      break;
+    case OptOp::SHUFFLE:
+      if (kind != AxisKind::Global) fail("SHUFFLE splits a global axis");
+      if (shuffle_axis() >= 0) fail("the kernel has a SHUFFLE axis already");
+      split(opt.axis, opt.amount, AxisKind::Shuffle);
       break;
   }
   applied_.push_back(opt);

@@ -23,15 +23,28 @@ namespace vkg {
 //   Global: spread over invocations.  Local: over the invocations of one workgroup.
 //   Reduce: a loop.  Group: a reduce axis split across a workgroup's invocations, combined through
 //   shared memory.  Upcast: an output axis unrolled into registers.  Unroll: a reduce axis
-//   unrolled inside the loop body.
-enum class AxisKind : uint8_t { Global, Local, Reduce, Group, Upcast, Unroll };
+//   unrolled inside the loop body.  Shuffle: an upcast axis whose broadcast loads are spread over
+//   the lanes of a subgroup: a load that is the same for every lane (constant along the local
+//   axes) but varies along this axis is read once per lane, lane j reading element j, and
+//   subgroupShuffle hands each element to every lane. The workgroup must be one subgroup of as
+//   many invocations as the axis has elements (the lowerer checks the local axes, the renderer
+//   the device). On CPU-like devices (Lavapipe) a load whose address differs per lane is a loop
+//   over the lanes while a shuffle by a constant lane is one vector permute: a matmul's A tile
+//   costs one load instead of 8 (bench/tensor_opts_bench.cpp).
+enum class AxisKind : uint8_t { Global, Local, Reduce, Group, Upcast, Unroll, Shuffle };
 
-enum class OptOp : uint8_t { LOCAL, UPCAST, UNROLL, GROUP };
+enum class OptOp : uint8_t { LOCAL, UPCAST, UNROLL, GROUP, SHUFFLE, STAGE };
 
 // Split `axis` so that its last `amount` elements become a new axis of the op's kind:
-// LOCAL and UPCAST take a global (or local, for UPCAST) axis, UNROLL and GROUP a reduce axis.
-// Axes are kept in the order global, local, reduce, group, unroll, upcast: the new axis moves
-// to its kind's place, and the numbers of axes of earlier kinds do not change.
+// LOCAL and UPCAST take a global (or local, for UPCAST) axis, SHUFFLE a global one (at most one
+// per kernel), UNROLL and GROUP a reduce axis. STAGE splits nothing: it names an unroll axis
+// (amount: its size) and makes the kernel stage through shared memory, once per iteration of the
+// reduce loop, every load inside the reduce that the workgroup's invocations share (constant
+// along some local axis): they copy the tile (its extent along the local, upcast and unroll
+// axes) cooperatively, BARRIER, read it from shared memory, BARRIER. Classic shared-memory
+// tiling for GPUs; on Lavapipe shared memory and barriers are slow. Axes are kept in the order global, local, reduce,
+// group, unroll, upcast and shuffle (these two as one class, in the order they were made): the
+// new axis moves to its kind's place, and the numbers of axes of earlier kinds do not change.
 struct Opt {
   OptOp op;
   int axis;
@@ -51,6 +64,8 @@ class Kernel {
   bool has_reduce() const;
   // The kernel's current view of a VIEW node of the AST.
   const ShapeTracker& view(const UOp* view_node) const;
+  int shuffle_axis() const;  // the Shuffle axis, or -1
+  bool staged() const;       // a STAGE opt was applied
   // Every (VIEW node, tracker) of the kernel, in AST order.
   const std::vector<std::pair<const UOp*, ShapeTracker>>& views() const { return views_; }
   // The output (first STORE's) tracker and the trackers of loads, for heuristics.
@@ -80,7 +95,7 @@ class Kernel {
   std::vector<Opt> applied_;
 };
 
-char axis_kind_letter(AxisKind k);  // G L R P U N (P: grouP)
+char axis_kind_letter(AxisKind k);  // G L R P U N S (P: grouP, S: Shuffle)
 int kind_rank(AxisKind k);            // position of a kind in the canonical axis order
 
 }  // namespace vkg

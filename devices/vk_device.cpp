@@ -51,7 +51,20 @@ class VkDevice final : public Device {
     traits_.max_workgroup_invocations = caps.limits.max_workgroup_invocations;
     // CPU devices (Lavapipe) pay per load and lane, not per register: a taller matmul tile
     // (8 rows x vec4) halves the loads per multiply-add (bench_tensor BM_Tensor_Matmul_1024).
-    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) traits_.tile_rows = 8;
+    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+      traits_.tile_rows = 8;
+      // ... and with subgroupShuffle, tiles whose broadcast operand is loaded once per lane and
+      // shuffled: a load with a per-lane address is a loop over the lanes there, a shuffle one
+      // permute (2.5x the register tile on a 1024 matmul: bench_tensor Matmul).
+      if (target_.subgroup_shuffle && target_.subgroup_size >= 4 && target_.subgroup_size <= 16 &&
+          int64_t(target_.subgroup_size) <= traits_.max_workgroup_invocations)
+        traits_.shuffle_lanes = target_.subgroup_size;
+      // Shared memory and barrier() are per-lane loops and coroutine switches: no GROUP (a 16 Mi
+      // sum's first kernel: 0.6x with GROUP 16, 0.2x with GROUP 64; bench_tensor sum_variant).
+      traits_.group_size = 0;
+      traits_.stage_side = 0;
+      traits_.reduce_outputs = 16;
+    }
     // Identifies the device in the SPIR-V cache: the same source may be specialized by #defines
     // for a device, so entries of different devices are kept apart.
     device_key_ = caps.name + "/" + std::to_string(caps.driver_version);

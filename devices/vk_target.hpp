@@ -21,6 +21,7 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   t.max_push_constants_size = caps.limits.max_push_constants_size;
   t.max_workgroup_count = caps.limits.max_workgroup_count;
   t.subgroup_size = caps.limits.subgroup_size;
+  t.subgroup_shuffle = (caps.features.subgroup_operations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
   t.max_bound_buffers =
       std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
   t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;

@@ -143,6 +143,17 @@ TEST(CpuInterpreter, LocalReadWithoutBarrierIsReportedAsARace) {
   expect_error(p, bufs, {"r_1_16", "no BARRIER between"});
 }
 
+TEST(CpuInterpreter, SubgroupShuffleReadsAnotherLanesValue) {
+  std::vector<float> in(16);
+  for (int i = 0; i < 16; ++i) in[size_t(i)] = float(i);
+  std::vector<Bytes> bufs{Bytes(16 * 4), to_bytes(in)};
+  run_on_cpu(subgroup_shuffle(2), bufs);
+  const auto out = from_bytes<float>(bufs[0]);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(out[size_t(i)], 10.0f * float(i / 8 * 8 + 3) + float(i / 8 * 8 + 6));
+  // A launch of 8 lanes of which only 5 run: lane 6 has returned, so reading it is an error.
+  expect_error(subgroup_shuffle(2, 5), {Bytes(16 * 4), to_bytes(in)}, {"shuffle from lane 6"});
+}
+
 TEST(CpuInterpreter, Vec4LoadAddStoreAndLaneShuffle) {
   const int64_t n = 12;
   std::vector<float> a(n), b(n);

@@ -283,6 +283,19 @@ TEST(GlslRenderer, GridBeyondTheWorkgroupCountLimitIsFolded) {
   EXPECT_THROW(launch_dims(huge, t), Error);
 }
 
+TEST(GlslRenderer, ShuffleNeedsTheFeatureAndAWorkgroupOfOneSubgroup) {
+  GlslTarget t = GlslTarget::everything();
+  t.subgroup_size = 8;
+  const std::string s = render_and_compile(subgroup_shuffle(2), t);
+  EXPECT_TRUE(has(s, "#extension GL_KHR_shader_subgroup_shuffle : require")) << s;
+  EXPECT_TRUE(has(s, "subgroupShuffle(val0, 3u)")) << s;
+  t.subgroup_size = 32;
+  EXPECT_TRUE(has(error_of(subgroup_shuffle(2), t), "SHUFFLE needs a workgroup of one 32-wide subgroup"));
+  t.subgroup_size = 8;
+  t.subgroup_shuffle = false;
+  EXPECT_TRUE(has(error_of(subgroup_shuffle(2), t), "no subgroupShuffle"));
+}
+
 TEST(GlslRenderer, MalformedProgramsAreErrors) {
   Program p = padded_load();
   p.global_size = {4, 1, 1};  // gidx0 of size 10 cannot run on 4 workgroups

@@ -183,6 +183,20 @@ inline Program workgroup_sum(int64_t rows) {
   return b.build({rows, 1, 1}, {16, 1, 1});
 }
 
+// E_g_8: one 8-wide subgroup per workgroup; each lane loads its element, and every lane gets
+// out = 10 * (lane 3's element) + (lane 6's), through SHUFFLE. With `running` < 8, lanes from
+// `running` on return at once.
+inline Program subgroup_shuffle(int64_t groups, int64_t running = 8) {
+  ProgramBuilder b("E_" + std::to_string(groups) + "_8");
+  auto out = b.global(dtypes::float32, groups * 8, true), in = b.global(dtypes::float32, groups * 8);
+  auto g = b.special("gidx0", groups), l = b.special("lidx0", running);
+  auto v = b.load(in, g * 8 + l);
+  auto from3 = b.emit(UOp::make(Ops::SHUFFLE, dtypes::float32, {v}, int64_t(3)));
+  auto from6 = b.emit(UOp::make(Ops::SHUFFLE, dtypes::float32, {v}, int64_t(6)));
+  b.store(out, g * 8 + l, from3 * ProgramBuilder::c(dtypes::float32, 10.0) + from6);
+  return b.build({groups, 1, 1}, {8, 1, 1});
+}
+
 // E_n_4: sum[4k..4k+3] = a + b as float32x4, rev = that sum's lanes reversed (GEP, VECTORIZE).
 inline Program vec4_add(int64_t n) {
   ProgramBuilder b("E_" + std::to_string(n / 4) + "_4");

@@ -1,0 +1,88 @@
+#include <vkgrad/codegen/glsl_declarations.hpp>
+
+#include <fmt/format.h>
+
+namespace vkg::glsl {
+
+namespace {
+
+// Storage buffers bound by push descriptor (set 0, binding = slot), each also declared as an
+// array of each vector width the kernel reads or writes it in (descriptor aliasing).
+std::string bound_buffers(const Program& p, const Declarations& d) {
+  std::string h;
+  for (const BufferParam& b : p.buffers) {
+    const std::string access = b.written ? "" : "readonly ";
+    h += fmt::format(
+        "layout(std430, set = 0, binding = {0}) {1}buffer Data{0} {{ {2} v[]; }} data{0};\n",
+        b.slot, access, storage_type_name(b.dtype.base()));
+    for (const auto& [slot, width] : d.bound_vectors)
+      if (slot == b.slot && (width == 2 || width == 4))
+        h += fmt::format(
+            "layout(std430, set = 0, binding = {0}) {1}buffer Data{0}x{2} {{ {3} v[]; }} "
+            "data{0}x{2};\n",
+            b.slot, access, width, storage_type_name(b.dtype.base().vec(width)));
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string declarations(const Program& p, const GlslTarget& t, const ArgLayout& layout,
+                         const Declarations& d) {
+  std::string h = "#version 450\n";
+  if (!p.buffers.empty() && (!layout.bound || layout.spilled))
+    h += "#extension GL_EXT_buffer_reference : require\n";
+  if (d.vector_access) h += "#extension GL_EXT_buffer_reference_uvec2 : require\n";
+  for (const std::string& e : extension_lines(d.needs)) h += e + "\n";
+  if (d.shuffles) h += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
+  h += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n",
+                   p.local_size[0], p.local_size[1], p.local_size[2]);
+  std::set<std::pair<Scalar, int>> types = d.pointer_types;
+  for (const BufferParam& b : p.buffers) types.insert({b.dtype.scalar, 1});
+  if (layout.bound) {
+    h += bound_buffers(p, d);
+    types.clear();
+  }
+  for (const auto& [scalar, width] : types) {
+    const DType e{scalar, uint8_t(width)};
+    const std::string member = width == 1 ? fmt::format("{} v[]", storage_type_name(e))
+                                          : fmt::format("{} v", storage_type_name(e));
+    h += fmt::format(
+        "layout(buffer_reference, std430, buffer_reference_align = {}) buffer {} {{ {}; }};\n",
+        e.base().scalar_size(), pointer_type_name(e), member);
+  }
+  std::string members;
+  for (const BufferParam& b : p.buffers)
+    if (!layout.bound)
+      members += fmt::format(" {} data{};", pointer_type_name(b.dtype.base()), b.slot);
+  for (const std::string& v : d.var_members) members += fmt::format(" int {};", v);
+  if (!members.empty()) {
+    if (layout.spilled) {
+      h += fmt::format(
+          "// {} bytes of arguments exceed the {} bytes of push constants: they live in a "
+          "buffer\n",
+          layout.arg_bytes, t.max_push_constants_size);
+      h += fmt::format(
+          "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Args "
+          "{{{} }};\n",
+          members);
+      h += "layout(push_constant) uniform Push { Args args; };\n";
+    } else {
+      h += fmt::format("layout(push_constant) uniform Args {{{} }};\n", members);
+    }
+  }
+  for (const SharedArray& s : d.shared)
+    h += fmt::format("shared {} {}[{}];\n", s.type, s.name, s.count);
+  if (d.vector_access)
+    h += "// base + index * size in 64-bit arithmetic on two 32-bit words\n"
+         "uvec2 element_address(uvec2 base, int index, uint size) {\n"
+         "  uint hi, lo, carry;\n"
+         "  umulExtended(uint(index), size, hi, lo);\n"
+         "  lo = uaddCarry(base.x, lo, carry);\n"
+         "  return uvec2(lo, base.y + hi + carry);\n"
+         "}\n";
+  h += d.helpers;
+  return h;
+}
+
+}  // namespace vkg::glsl

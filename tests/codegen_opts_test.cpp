@@ -1,0 +1,416 @@
+// Kernel opts end to end: scheduled tensor kernels lowered with forced opts (SHUFFLE tiles, GROUP
+// reductions, and the heuristics' own choices), run on Vulkan and on the CPU interpreter from the
+// same inputs, compared element by element, and checked against closed forms. Small integer
+// inputs keep every order of summation exact, so the closed forms hold to the bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include <vkgrad/codegen/heuristics.hpp>
+#include <vkgrad/codegen/kernel.hpp>
+#include <vkgrad/codegen/lowerer.hpp>
+#include <vkgrad/core/schedule.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+#include "support/kernel_agree.hpp"
+
+namespace vkg::test {
+namespace {
+
+// A kernel of a schedule lowered with chosen opts, and its buffers' starting bytes (inputs from
+// the uploads, outputs zeros).
+struct Lowered {
+  Program program;
+  std::vector<Bytes> buffers;
+  std::string describe;
+};
+
+Lowered lowered(const Tensor& t, const std::vector<Opt>& opts,
+                const DeviceTraits* traits = nullptr) {
+  Schedule s = create_schedule({t.node()});
+  EXPECT_EQ(s.items.size(), 1u) << "expected one kernel";
+  const ScheduleItem& item = s.items.back();
+  Kernel k(item.ast);
+  if (traits) apply_heuristics(k, *traits);
+  for (const Opt& o : opts) k.apply(o);
+  Lowered out;
+  std::vector<int64_t> counts;
+  for (const auto& b : item.buffers) {
+    counts.push_back(b->count());
+    out.buffers.push_back(b->initial_data ? *b->initial_data : Bytes(size_t(b->nbytes())));
+  }
+  out.program = lower(k, counts);
+  out.describe = k.describe();
+  return out;
+}
+
+// Small integers as floats: sums of their products are exact in any order.
+std::vector<float> ints(int64_t n, int mul, int mod, int shift) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(i * mul % mod - shift);
+  return v;
+}
+
+std::vector<float> matmul_closed_form(const std::vector<float>& a, const std::vector<float>& b,
+                                      int64_t m, int64_t k, int64_t n) {
+  std::vector<float> c(size_t(m * n), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t q = 0; q < k; ++q)
+        c[size_t(i * n + j)] += a[size_t(i * k + q)] * b[size_t(q * n + j)];
+  return c;
+}
+
+using O = OptOp;
+
+class Opts : public Kernels {
+ protected:
+  // Runs the lowered kernel on both sides and returns the device's output (buffer 0) as floats.
+  std::vector<float> agree(const Lowered& l) {
+    SCOPED_TRACE(l.describe);
+    return from_bytes<float>(expect_agree(l.program, l.buffers)[0]);
+  }
+};
+
+// The shuffle tile of the Lavapipe heuristics, by hand: a (G m, G n, R k) matmul as 8 lanes of
+// vec4 columns, A's rows loaded one per lane and shuffled, on shapes whose reduce is or is not a
+// multiple of the unroll and whose A is or is not contiguous along k.
+TEST_F(Opts, ShuffleTileMatmulAgreesWithTheInterpreterAndTheClosedForm) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  struct Case {
+    int64_t m, k, n;
+    int64_t rows;  // rows per lane: an upcast of the shuffle axis
+    bool unroll;
+  };
+  for (const Case c :
+       {Case{8, 4, 32, 1, true}, Case{16, 12, 32, 2, true}, Case{48, 33, 64, 2, false},
+        Case{24, 20, 96, 3, true}, Case{8, 1, 32, 1, false}}) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n));
+    const std::vector<float> a = ints(c.m * c.k, 7, 11, 5), b = ints(c.k * c.n, 5, 13, 6);
+    std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}};
+    if (c.rows > 1) opts.push_back({O::UPCAST, 0, c.rows});
+    if (c.unroll) opts.push_back({O::UNROLL, 3, 4});
+    const std::vector<float> want = matmul_closed_form(a, b, c.m, c.k, c.n);
+    EXPECT_EQ(agree(lowered(Tensor(a, {c.m, c.k}).matmul(Tensor(b, {c.k, c.n})), opts)), want);
+    // A stored transposed (k-major): its row elements are not neighbours, so each is loaded and
+    // shuffled alone.
+    std::vector<float> at(a.size());
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t q = 0; q < c.k; ++q) at[size_t(q * c.m + i)] = a[size_t(i * c.k + q)];
+    EXPECT_EQ(
+        agree(lowered(Tensor(at, {c.k, c.m}).transpose().matmul(Tensor(b, {c.k, c.n})), opts)),
+        want);
+  }
+}
+
+TEST_F(Opts, ShuffleTileOfBatchedMatmulAndOfMatmulWithBiasAndRelu) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const int64_t batch = 3, m = 16, k = 12, n = 32;
+  const std::vector<float> a = ints(batch * m * k, 7, 11, 5), b = ints(batch * k * n, 5, 13, 6);
+  std::vector<float> want;
+  for (int64_t i = 0; i < batch; ++i) {
+    const std::vector<float> ai(a.begin() + i * m * k, a.begin() + (i + 1) * m * k);
+    const std::vector<float> bi(b.begin() + i * k * n, b.begin() + (i + 1) * k * n);
+    const std::vector<float> ci = matmul_closed_form(ai, bi, m, k, n);
+    want.insert(want.end(), ci.begin(), ci.end());
+  }
+  // (G batch, G m, G n, R k): the tile takes n and m; the batch stays a global axis.
+  const Tensor y = Tensor(a, {batch, m, k}).matmul(Tensor(b, {batch, k, n}));
+  EXPECT_EQ(agree(lowered(
+                y, {{O::UPCAST, 2, 4}, {O::LOCAL, 2, 8}, {O::SHUFFLE, 1, 8}, {O::UNROLL, 4, 4}})),
+            want);
+
+  const std::vector<float> x = ints(m * k, 3, 7, 3), w = ints(k * n, 5, 9, 4),
+                           bias = ints(n, 11, 17, 8);
+  std::vector<float> fused = matmul_closed_form(x, w, m, k, n);
+  for (int64_t i = 0; i < m * n; ++i)
+    fused[size_t(i)] = std::max(0.0f, fused[size_t(i)] + bias[size_t(i % n)]);
+  const Tensor z = (Tensor(x, {m, k}).matmul(Tensor(w, {k, n})) + Tensor(bias, {n})).relu();
+  EXPECT_EQ(agree(lowered(
+                z, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})),
+            fused);
+
+  // A bias per row (along the shuffled axis, outside the reduce): loaded per lane and shuffled
+  // too, then broadcast across each invocation's vec4 of columns.
+  const std::vector<float> row_bias = ints(m, 3, 11, 5);
+  std::vector<float> by_row = matmul_closed_form(x, w, m, k, n);
+  for (int64_t i = 0; i < m * n; ++i) by_row[size_t(i)] += row_bias[size_t(i / n)];
+  const Tensor r = Tensor(x, {m, k}).matmul(Tensor(w, {k, n})) + Tensor(row_bias, {m, 1});
+  EXPECT_EQ(agree(lowered(
+                r, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 2}})),
+            by_row);
+
+  // A zero-padded along k (a masked load: each lane's mask is its own row's).
+  const std::vector<float> narrow = ints(m * (k - 3), 7, 11, 5);
+  std::vector<float> padded(size_t(m * k), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t q = 0; q < k - 3; ++q)
+      padded[size_t(i * k + q + 1)] = narrow[size_t(i * (k - 3) + q)];
+  const Tensor p = Tensor(narrow, {m, k - 3}).pad({{0, 0}, {1, 2}}).matmul(Tensor(w, {k, n}));
+  EXPECT_EQ(agree(lowered(
+                p, {{O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8}, {O::UNROLL, 3, 4}})),
+            matmul_closed_form(padded, w, m, k, n));
+}
+
+// What the heuristics choose for a device like Lavapipe (8-wide shuffles, no GROUP): the tile on
+// a 1024 matmul, and on shapes the tile does not divide something else, equally right.
+TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
+  DeviceTraits cpu;
+  cpu.tile_rows = 8;
+  cpu.shuffle_lanes = 8;
+  cpu.group_size = 0;
+  cpu.stage_side = 0;
+  cpu.reduce_outputs = 16;
+  {
+    Schedule s =
+        create_schedule({Tensor::empty({1024, 1024}).matmul(Tensor::empty({1024, 1024})).node()});
+    Kernel k(s.items.back().ast);
+    apply_heuristics(k, cpu);
+    EXPECT_EQ(k.describe(),
+              "full_shape=(32, 32, 8, 256, 4, 4, 8, 4) kinds=(G, G, L, R, N, U, S, U) "
+              "opts=[UPCAST(axis=1, amount=4), LOCAL(axis=1, amount=8), SHUFFLE(axis=0, amount=8), "
+              "UPCAST(axis=0, amount=4), UNROLL(axis=3, amount=4)]");
+  }
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  for (const auto& [m, k, n] :
+       {std::tuple{64, 20, 64}, {40, 36, 64}, {37, 29, 53}, {8, 9, 31}, {64, 16, 33}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+    const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+    EXPECT_EQ(agree(lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), {}, &cpu)),
+              matmul_closed_form(a, b, m, k, n));
+  }
+  // B stored transposed: the lanes still take 4 columns each (n = 64), or one (n = 24), and A's
+  // rows are still shuffled.
+  for (const auto& [m, k, n, want_opts] :
+       {std::tuple{16, 12, 64,
+                   "opts=[UPCAST(axis=1, amount=4), LOCAL(axis=1, amount=8), SHUFFLE(axis=0"},
+        {16, 12, 24, "opts=[LOCAL(axis=1, amount=8), SHUFFLE(axis=0"}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+    const std::vector<float> a = ints(m * k, 7, 11, 5), bt = ints(n * k, 5, 13, 6);
+    std::vector<float> b(bt.size());
+    for (int q = 0; q < k; ++q)
+      for (int j = 0; j < n; ++j) b[size_t(q * n + j)] = bt[size_t(j * k + q)];
+    const Lowered l = lowered(Tensor(a, {m, k}).matmul(Tensor(bt, {n, k}).transpose()), {}, &cpu);
+    EXPECT_NE(l.describe.find(want_opts), std::string::npos) << l.describe;
+    EXPECT_EQ(agree(l), matmul_closed_form(a, b, m, k, n));
+  }
+  // A reduce over a strided axis with many outputs (a split sum's first step): 16 outputs per
+  // invocation, as 4 vec4s.
+  const std::vector<float> x = ints(64 * 4096, 13, 31, 15);
+  std::vector<float> sums(4096, 0);
+  for (size_t i = 0; i < x.size(); ++i) sums[i % 4096] += x[i];
+  const Lowered l = lowered(Tensor(x, {64, 4096}).sum(0), {}, &cpu);
+  EXPECT_NE(l.describe.find("opts=[UPCAST(axis=0, amount=4), UPCAST(axis=0, amount=4), UNROLL"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(agree(l), sums);
+}
+
+// Every combination of tile-friendly and unfriendly sizes, with A or B transposed: whatever the
+// heuristics pick (shuffle tiles of 1, 2 or 4 rows per lane, 4 or 1 columns, register tiles, none),
+// the device, the interpreter and the closed form agree.
+TEST_F(Opts, LavapipeHeuristicsAreRightOnASweepOfShapes) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  DeviceTraits cpu;
+  cpu.tile_rows = 8;
+  cpu.shuffle_lanes = 8;
+  cpu.group_size = 0;
+  cpu.stage_side = 0;
+  cpu.reduce_outputs = 16;
+  for (const int64_t m : {8, 24, 64})
+    for (const int64_t n : {8, 24, 32, 96})
+      for (const int64_t k : {7, 16})
+        for (const int transposed : {0, 1, 2}) {
+          SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) +
+                       " transposed " + std::to_string(transposed));
+          const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+          std::vector<float> at(a.size()), bt(b.size());
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t q = 0; q < k; ++q) at[size_t(q * m + i)] = a[size_t(i * k + q)];
+          for (int64_t q = 0; q < k; ++q)
+            for (int64_t j = 0; j < n; ++j) bt[size_t(j * k + q)] = b[size_t(q * n + j)];
+          const Tensor ta = transposed == 1 ? Tensor(at, {k, m}).transpose() : Tensor(a, {m, k});
+          const Tensor tb = transposed == 2 ? Tensor(bt, {n, k}).transpose() : Tensor(b, {k, n});
+          EXPECT_EQ(agree(lowered(ta.matmul(tb), {}, &cpu)), matmul_closed_form(a, b, m, k, n));
+        }
+}
+
+// A 1-D convolution as the CNN will run it: a reduce over (cin, k) of a windowed view of the
+// input (x[b, ci, i + k], built from movement ops the way tinygrad's pool does) times weights
+// w[co, ci, k]. The same rule that tiles a matmul tiles it (lanes along the output positions,
+// where the windows are contiguous; weights shuffled along co), and its weight gradient (a reduce
+// over (b, i) with outputs (co, ci, k)) too.
+TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  DeviceTraits cpu;
+  cpu.tile_rows = 8;
+  cpu.shuffle_lanes = 8;
+  cpu.group_size = 0;
+  cpu.stage_side = 0;
+  cpu.reduce_outputs = 16;
+  const int64_t batch = 2, cin = 8, width = 34, taps = 3, cout = 16, out_w = width - taps + 1;
+  const std::vector<float> x = ints(batch * cin * width, 7, 11, 5),
+                           w = ints(cout * cin * taps, 5, 13, 6);
+  // windows[b, ci, k, i] = x[b, ci, i + k]
+  auto windows = [&](const Tensor& t) {
+    return t.reshape({batch, cin, 1, width})
+        .expand({batch, cin, taps, width})
+        .reshape({batch, cin, taps * width})
+        .pad({{0, 0}, {0, 0}, {0, taps}})
+        .reshape({batch, cin, taps, width + 1})
+        .shrink({{0, batch}, {0, cin}, {0, taps}, {0, out_w}});
+  };
+  std::vector<float> want(size_t(batch * cout * out_w), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t co = 0; co < cout; ++co)
+      for (int64_t i = 0; i < out_w; ++i)
+        for (int64_t ci = 0; ci < cin; ++ci)
+          for (int64_t k = 0; k < taps; ++k)
+            want[size_t((b * cout + co) * out_w + i)] +=
+                w[size_t((co * cin + ci) * taps + k)] * x[size_t((b * cin + ci) * width + i + k)];
+  const Tensor y = (windows(Tensor(x, {batch, cin, width})).reshape({batch, 1, cin, taps, out_w}) *
+                    Tensor(w, {cout, cin, taps}).reshape({1, cout, cin, taps, 1}))
+                       .sum({2, 3});
+  const Lowered fwd = lowered(y, {}, &cpu);
+  EXPECT_NE(fwd.describe.find("SHUFFLE"), std::string::npos) << fwd.describe;
+  EXPECT_EQ(agree(fwd), want);
+
+  // dw[co, ci, k] = sum over (b, i) of dy[b, co, i] * x[b, ci, i + k]
+  const std::vector<float> dy = ints(batch * cout * out_w, 3, 7, 3);
+  std::vector<float> dw(size_t(cout * cin * taps), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t co = 0; co < cout; ++co)
+      for (int64_t ci = 0; ci < cin; ++ci)
+        for (int64_t k = 0; k < taps; ++k)
+          for (int64_t i = 0; i < out_w; ++i)
+            dw[size_t((co * cin + ci) * taps + k)] +=
+                dy[size_t((b * cout + co) * out_w + i)] * x[size_t((b * cin + ci) * width + i + k)];
+  const Tensor g = (Tensor(dy, {batch, cout, out_w}).reshape({batch, cout, 1, 1, out_w}) *
+                    windows(Tensor(x, {batch, cin, width})).reshape({batch, 1, cin, taps, out_w}))
+                       .sum({0, 4});
+  const Lowered bwd = lowered(g, {}, &cpu);
+  EXPECT_NE(bwd.describe.find("SHUFFLE"), std::string::npos) << bwd.describe;
+  EXPECT_EQ(agree(bwd), dw);
+}
+
+// STAGE: classic shared-memory tiling (what GPUs want): a 2-D workgroup of 4x4 invocations, each
+// with a 4x4 register tile, copies the A and B tiles of each 8-step of k into shared memory
+// together, then computes from there: k of 1, 3 and 8 tile steps, and a fused epilogue.
+TEST_F(Opts, StagedTilesAgreeWithTheInterpreterAndTheClosedForm) {
+  const std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 4},
+                              {O::LOCAL, 0, 4},  {O::UNROLL, 4, 8}, {O::STAGE, 5, 8}};
+  for (const auto& [m, k, n] : {std::tuple{16, 8, 16}, {32, 24, 48}, {16, 64, 32}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+    const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+    const std::vector<float> want = matmul_closed_form(a, b, m, k, n);
+    const Lowered l = lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), opts);
+    int tiles = 0, barriers = 0;
+    for (const UOpPtr& u : l.program.uops)
+      tiles += u->op == Ops::DEFINE_LOCAL, barriers += u->op == Ops::BARRIER;
+    EXPECT_EQ(tiles, 2);     // A's and B's
+    EXPECT_EQ(barriers, 2);  // tiles ready; tiles read
+    EXPECT_EQ(agree(l), want);
+    EXPECT_EQ(agree(lowered((Tensor(a, {m, k}).matmul(Tensor(b, {k, n})) + 1).relu(), opts)), [&] {
+      std::vector<float> r = want;
+      for (float& x : r) x = std::max(0.0f, x + 1);
+      return r;
+    }());
+  }
+  // A one-column tile of B (LOCAL on m only): B's tile is shared, A's is not (each invocation's
+  // own rows), so only B is staged.
+  const std::vector<float> a = ints(32 * 16, 7, 11, 5), b = ints(16 * 8, 5, 13, 6);
+  EXPECT_EQ(
+      agree(lowered(Tensor(a, {32, 16}).matmul(Tensor(b, {16, 8})),
+                    {{O::LOCAL, 0, 8}, {O::UPCAST, 1, 4}, {O::UNROLL, 3, 4}, {O::STAGE, 4, 4}})),
+      matmul_closed_form(a, b, 32, 16, 8));
+}
+
+// GROUP: each output's reduce spread over a workgroup, partials combined in shared memory by a
+// tree of masked loads and BARRIERs; group sizes that are and are not powers of two.
+TEST_F(Opts, GroupReductionsAgreeWithTheInterpreterAndTheClosedForm) {
+  const std::vector<float> x = ints(4096, 37, 101, 50);
+  double total = 0;
+  for (float v : x) total += v;
+  for (const std::vector<Opt>& opts :
+       std::vector<std::vector<Opt>>{{{O::GROUP, 0, 64}},
+                                     {{O::GROUP, 0, 256}, {O::UNROLL, 0, 4}},
+                                     {{O::GROUP, 0, 2}},
+                                     {{O::GROUP, 0, 512}, {O::UNROLL, 0, 8}}}) {
+    EXPECT_EQ(agree(lowered(Tensor(x, {4096}).sum(), opts)), std::vector<float>{float(total)});
+  }
+  // Rows of 1000: a group of 40 (the tree's last step pairs 32..39 with 0..7), with and without
+  // outputs upcast (each invocation's 4 partials go through shared memory side by side).
+  const int64_t rows = 8, cols = 1000;
+  const std::vector<float> y = ints(rows * cols, 13, 31, 15);
+  std::vector<float> sums(static_cast<size_t>(rows), 0),
+      maxes(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      sums[size_t(r)] += y[size_t(r * cols + c)];
+      maxes[size_t(r)] = std::max(maxes[size_t(r)], y[size_t(r * cols + c)] + float(r));
+    }
+  const Tensor t(y, {rows, cols});
+  EXPECT_EQ(agree(lowered(t.sum(1), {{O::GROUP, 1, 40}})), sums);
+  EXPECT_EQ(agree(lowered(t.sum(1), {{O::GROUP, 1, 40}, {O::UPCAST, 0, 4}, {O::UNROLL, 1, 5}})),
+            sums);
+  const Tensor shift(ints(rows, 1, 100, 0), {rows, 1});
+  EXPECT_EQ(agree(lowered((t + shift).max(1), {{O::GROUP, 1, 8}, {O::LOCAL, 0, 2}})), maxes);
+  // A matmul with few outputs and a long reduce, grouped, with a 2x4 register tile.
+  const std::vector<float> a = ints(8 * 512, 7, 11, 5), b = ints(512 * 8, 5, 13, 6);
+  EXPECT_EQ(agree(lowered(Tensor(a, {8, 512}).matmul(Tensor(b, {512, 8})),
+                          {{O::GROUP, 2, 32}, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 2}})),
+            matmul_closed_form(a, b, 8, 512, 8));
+}
+
+TEST_F(Opts, GpuHeuristicsGroupLongReducesWithFewOutputs) {
+  const DeviceTraits gpu;  // the defaults: GROUP on, no shuffle tiles
+  const std::vector<float> y = ints(16 * 4096, 13, 31, 15);
+  const Lowered l = lowered(Tensor(y, {16, 4096}).sum(1), {}, &gpu);
+  EXPECT_NE(l.describe.find("GROUP(axis=1, amount=64)"), std::string::npos) << l.describe;
+  std::vector<float> sums(16, 0);
+  for (size_t i = 0; i < y.size(); ++i) sums[i / 4096] += y[i];
+  EXPECT_EQ(agree(l), sums);
+}
+
+TEST_F(Opts, GpuHeuristicsStageBigMatmulsInSharedMemory) {
+  const DeviceTraits gpu;
+  const int64_t m = 128, k = 24, n = 64;
+  const std::vector<float> a = ints(m * k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+  const Lowered l = lowered(Tensor(a, {m, k}).matmul(Tensor(b, {k, n})), {}, &gpu);
+  EXPECT_EQ(l.describe,
+            "full_shape=(2, 1, 16, 16, 3, 8, 4, 4) kinds=(G, G, L, L, R, N, U, U) "
+            "opts=[UPCAST(axis=1, amount=4), UPCAST(axis=0, amount=4), LOCAL(axis=1, amount=16), "
+            "LOCAL(axis=0, amount=16), UNROLL(axis=4, amount=8), STAGE(axis=5, amount=8)]");
+  EXPECT_EQ(agree(l), matmul_closed_form(a, b, m, k, n));
+}
+
+TEST_F(Opts, ShuffleAndGroupOptsThatCannotApplyAreClearErrors) {
+  Schedule s = create_schedule({Tensor::empty({16, 8}).matmul(Tensor::empty({8, 32})).node()});
+  Kernel k(s.items.back().ast);
+  EXPECT_THROW(k.apply({O::SHUFFLE, 2, 4}), Error);  // axis 2 is the reduce
+  k.apply({O::SHUFFLE, 0, 8});
+  EXPECT_THROW(k.apply({O::SHUFFLE, 1, 8}), Error);  // one shuffle axis per kernel
+  EXPECT_THROW(k.apply({O::GROUP, 0, 2}), Error);    // GROUP splits a reduce axis
+  // The workgroup is not one subgroup of 8: the lowerer refuses.
+  EXPECT_THROW(lower(k, {16 * 32, 16 * 8, 8 * 32}), Error);
+  Kernel one(s.items.back().ast);
+  one.apply({O::SHUFFLE, 0, 1});
+  EXPECT_THROW(lower(one, {16 * 32, 16 * 8, 8 * 32}), Error);  // no lanes at all
+  // STAGE names an unroll axis by its size, once, and needs invocations that share the tiles.
+  Kernel staged(s.items.back().ast);
+  EXPECT_THROW(staged.apply({O::STAGE, 2, 8}), Error);  // the reduce, not an unroll axis
+  staged.apply({O::UNROLL, 2, 4});
+  EXPECT_THROW(staged.apply({O::STAGE, 3, 2}), Error);  // not the axis' size
+  staged.apply({O::STAGE, 3, 4});
+  EXPECT_THROW(staged.apply({O::STAGE, 3, 4}), Error);
+  EXPECT_THROW(lower(staged, {16 * 32, 16 * 8, 8 * 32}), Error);  // no local axes
+}
+
+}  // namespace
+}  // namespace vkg::test
