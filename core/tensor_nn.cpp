@@ -201,7 +201,11 @@ UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor
   const bool transposed = fits(extra.h, o.stride.h, o.dilation.h) && fits(extra.w, o.stride.w, o.dilation.w);
   const UOpPtr value = out.node(), xn = x.node(), wn = w.node();
   const DType x_dtype = x.dtype();
-  return with_custom_gradient(value, {xn, wn}, [=](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+  return with_custom_gradient(value, {xn, wn}, [=](const Tensor& grad) -> std::vector<std::optional<Tensor>> {
+    // Both gradients read every element of the output's gradient kh * kw (or batch) times:
+    // computed once into a buffer, not recomputed per read where it is a long elementwise chain
+    // (a batchnorm's and a relu's backward, say).
+    const Tensor g = grad.contiguous();
     GradientRequest req{value, g.node(), {wn.get()}, {}};
     if (!transposed) req.targets.insert(xn.get());
     const auto derived = compute_gradient(req);

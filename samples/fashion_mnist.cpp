@@ -27,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Options {
-  int64_t steps = 1500;
+  int64_t steps = 1200;
   int64_t batch = 128;
   double lr = 3e-3;
   std::string data = nn::kFashionMnistDir;

@@ -141,11 +141,13 @@ TEST(TensorReductions, CumsumShortAndPastTheSplit) {
   EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
     return random_tensor(dtypes::int32, {1000, 3}, dev, 5).cumsum(0);
   }));
+  // Float sums in another order round differently: the CPU device takes a GPU's opts (grouped
+  // reduces) where Lavapipe does not.
   EXPECT_TRUE(cpu_vk_agree(
       [](const std::string& dev) {
         return random_tensor(dtypes::float32, {3, 300}, dev, 6, true).cumsum(1);
       },
-      0));
+      4));
 }
 
 TEST(TensorReductions, MulReducesPastTheSplitPadWithOne) {
