@@ -224,7 +224,8 @@ Tensor Tensor::pow(const Tensor& e) const {
   const Tensor negative = b.lt(0.0);
   const Tensor signed_ =
       negative.where(is_int.where(odd.where(-magnitude, magnitude),
-                                  magnitude * std::numeric_limits<double>::quiet_NaN()),
+                                  // a constant: nan * magnitude would send nan back to magnitude
+                                  b.scalar_like(std::numeric_limits<double>::quiet_NaN())),
                      magnitude);
   return x.eq(0.0).logical_or(b.eq(1.0)).where(b.scalar_like(1.0), signed_).broadcast_to(s);
 }

@@ -203,3 +203,43 @@ TEST(AutogradGradcheck, NormalizationsAndLosses) {
     return x[0].sigmoid() + x[0].tanh() + x[0].gelu() + x[0].silu() + x[0].softplus();
   }, {m23});
 }
+
+TEST(AutogradGradcheck, TheRestOfTheOpSurface) {
+  const Input pos{{2, 3}, 0.5, 3}, away{{2, 3}, -2.05, 1.95};  // no element at a kink (0)
+  gradcheck("pow, sqrt, rsqrt", [](V x) { return x[0].pow(x[1]) + x[0].pow(3) + x[0].sqrt() + x[0].rsqrt(); },
+            {pos, m23});
+  gradcheck("div, reciprocal, square, exp2, log2", [](V x) {
+    return x[0] / x[1] + x[1].reciprocal() + x[0].square() + x[0].exp2() + x[1].log2();
+  }, {m23, pos});
+  gradcheck("sin, cos, tan", [](V x) { return x[0].sin() + x[0].cos() + (x[0] * 0.5).tan(); }, {m23});
+  gradcheck("leaky_relu, elu, hardswish", [](V x) {
+    return x[0].leaky_relu(0.1) + x[0].elu(0.7) + x[0].hardswish();
+  }, {away});
+  gradcheck("clip, maximum, where", [](V x) {
+    return x[0].clip(-1.0, 1.0) + x[0].maximum(x[1]) + (x[0] > 0).where(x[0], x[1] * 2);
+  }, {away, {{2, 3}, -1.93, 2.07}});
+  gradcheck("std, min, prod, logsumexp", [](V x) {
+    return x[0].std(1) + x[0].min(1) + x[0].prod(1) + x[0].logsumexp(1);
+  }, {{{2, 4}}});
+  gradcheck("softmax, cumsum", [](V x) { return x[0].softmax(0) + x[0].cumsum(1); }, {m23});
+  gradcheck("cat, stack, split, slicing", [](V x) {
+    const Tensor c = Tensor::cat(std::vector<Tensor>{x[0], x[1]}, 1);
+    const Tensor s = Tensor::stack(std::vector<Tensor>{x[0], x[1] * 2}, 0).sum(0);
+    return c[{Slice{}, Slice{1, std::nullopt, 2}}].sum(1) + s.split(1, 1)[2].reshape({2}) + x[0][{1}].sum();
+  }, {m23, m23});
+  gradcheck("gather, repeat, reflect pad", [](V x) {
+    const Tensor idx = Tensor(std::vector<int32_t>{2, 0, 1, 1, 2, 0}, {2, 3}, "CPU");
+    return x[0].gather(1, idx) + x[0].repeat({2, 1}).shrink({{1, 3}, {0, 3}}) +
+           x[0].pad({{0, 0}, {2, 1}}, PadMode::Reflect).shrink({{0, 2}, {1, 4}});
+  }, {m23});
+  gradcheck("embedding, linear", [](V x) {
+    const Tensor idx = Tensor(std::vector<int32_t>{1, 0, 1}, {3}, "CPU");
+    return idx.embedding(x[0]).linear(x[1], x[2]);
+  }, {m23, {{4, 3}}, {{4}}});
+  const Tensor probs = Tensor(std::vector<double>{0.2, 0.5, 0.3, 0.1, 0.1, 0.8}, {2, 3}, "CPU");
+  const Tensor bits = Tensor(std::vector<double>{1, 0, 1, 0, 1, 1}, {2, 3}, "CPU");
+  gradcheck("losses", [&](V x) {
+    return x[0].cross_entropy(probs, Reduction::Sum, 0.1) + x[0].binary_crossentropy_logits(bits) +
+           x[0].sigmoid().binary_crossentropy(bits) + x[0].mse_loss(probs) + x[0].l1_loss(probs * 3);
+  }, {away});
+}
