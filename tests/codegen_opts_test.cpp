@@ -155,15 +155,21 @@ TEST_F(Opts, ShuffleTileOfBatchedMatmulAndOfMatmulWithBiasAndRelu) {
             matmul_closed_form(padded, w, m, k, n));
 }
 
-// What the heuristics choose for a device like Lavapipe (8-wide shuffles, no GROUP): the tile on
-// a 1024 matmul, and on shapes the tile does not divide something else, equally right.
-TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
+// The traits devices/vk_device.cpp gives Lavapipe (8-wide subgroups with shuffles).
+DeviceTraits lavapipe_traits() {
   DeviceTraits cpu;
   cpu.tile_rows = 8;
   cpu.shuffle_lanes = 8;
   cpu.group_size = 0;
   cpu.stage_side = 0;
   cpu.reduce_outputs = 16;
+  return cpu;
+}
+
+// What the heuristics choose for a device like Lavapipe (8-wide shuffles, no GROUP): the tile on
+// a 1024 matmul, and on shapes the tile does not divide something else, equally right.
+TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
+  const DeviceTraits cpu = lavapipe_traits();
   {
     Schedule s =
         create_schedule({Tensor::empty({1024, 1024}).matmul(Tensor::empty({1024, 1024})).node()});
@@ -216,12 +222,7 @@ TEST_F(Opts, LavapipeHeuristicsTileMatmulsAndFallBackOnOddShapes) {
 TEST_F(Opts, LavapipeHeuristicsAreRightOnASweepOfShapes) {
   if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
     GTEST_SKIP() << "needs 8-wide subgroups";
-  DeviceTraits cpu;
-  cpu.tile_rows = 8;
-  cpu.shuffle_lanes = 8;
-  cpu.group_size = 0;
-  cpu.stage_side = 0;
-  cpu.reduce_outputs = 16;
+  const DeviceTraits cpu = lavapipe_traits();
   for (const int64_t m : {8, 24, 64})
     for (const int64_t n : {8, 24, 32, 96})
       for (const int64_t k : {7, 16})
@@ -248,12 +249,7 @@ TEST_F(Opts, LavapipeHeuristicsAreRightOnASweepOfShapes) {
 TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
   if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
     GTEST_SKIP() << "needs 8-wide subgroups";
-  DeviceTraits cpu;
-  cpu.tile_rows = 8;
-  cpu.shuffle_lanes = 8;
-  cpu.group_size = 0;
-  cpu.stage_side = 0;
-  cpu.reduce_outputs = 16;
+  const DeviceTraits cpu = lavapipe_traits();
   const int64_t batch = 2, cin = 8, width = 34, taps = 3, cout = 16, out_w = width - taps + 1;
   const std::vector<float> x = ints(batch * cin * width, 7, 11, 5),
                            w = ints(cout * cin * taps, 5, 13, 6);
