@@ -91,6 +91,7 @@ BatchNorm::BatchNorm(int64_t n, double eps_, double momentum_, bool affine, bool
                        .contiguous()
                        .realize()),
       running_var(Tensor::ones({n}, dtypes::default_float, device).contiguous().realize()),
+      num_batches_tracked(Tensor::zeros({}, dtypes::int32, device).contiguous().realize()),
       eps(eps_),
       momentum(momentum_),
       track_running_stats(track) {
@@ -121,6 +122,8 @@ Tensor BatchNorm::operator()(const Tensor& x) const {
       Tensor rm = running_mean, rv = running_var;  // aliases of this layer's buffers
       rm.assign(rm * (1.0 - momentum) + mean.detach() * momentum);
       rv.assign(rv * (1.0 - momentum) + unbiased * momentum);
+      Tensor count = num_batches_tracked;
+      count.assign(count + 1);
     }
     return x.batchnorm(weight, bias, mean, (var + eps).rsqrt());
   }
@@ -133,6 +136,7 @@ StateDict BatchNorm::state_dict() const {
   add(sd, "bias", bias);
   sd.emplace_back("running_mean", running_mean);
   sd.emplace_back("running_var", running_var);
+  sd.emplace_back("num_batches_tracked", num_batches_tracked);
   return sd;
 }
 

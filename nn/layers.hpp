@@ -46,15 +46,21 @@ class ConvTranspose2d : public Module {
 // Batch normalization over axis 1 (BatchNorm1d on (N, C) or (N, C, L), BatchNorm2d on
 // (N, C, H, W)). While Tensor::training it normalizes with the batch's statistics and moves the
 // running ones toward them (lazily: realize running_mean and running_var with the training step,
-// e.g. through Optimizer::step's extra tensors); otherwise it uses the running statistics.
+// e.g. through Optimizer::step's extra tensors: buffers() lists them); otherwise it uses the
+// running statistics.
 class BatchNorm : public Module {
  public:
   explicit BatchNorm(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
                      bool track_running_stats = true, std::string device = "");
   Tensor operator()(const Tensor& x) const;
   StateDict state_dict() const override;
+  // The running statistics and the step count.
+  std::vector<Tensor> buffers() const { return {running_mean, running_var, num_batches_tracked}; }
   std::optional<Tensor> weight, bias;
   Tensor running_mean, running_var;
+  // Training steps seen, as torch keeps it (int32 here: every Vulkan device has it; torch's
+  // load_state_dict copies it into its int64).
+  Tensor num_batches_tracked;
   double eps, momentum;
   bool track_running_stats;
 };

@@ -28,7 +28,9 @@ struct FashionNet : nn::Module {
   }
   // BatchNorm's running statistics: realize them with each training step.
   std::vector<Tensor> running_stats() const {
-    return {bn1.running_mean, bn1.running_var, bn2.running_mean, bn2.running_var};
+    std::vector<Tensor> out = bn1.buffers();
+    for (const Tensor& t : bn2.buffers()) out.push_back(t);
+    return out;
   }
 };
 

@@ -62,7 +62,7 @@ TEST(Layers, BatchNormTrainsOnBatchStatisticsAndEvaluatesOnRunningOnes) {
   Tensor x(std::vector<float>{1, 2, 3, 4, 10, 10, 10, 10}, {1, 2, 2, 2});
   Tensor::training = true;
   std::vector<float> y = bn(x).to_vector<float>();
-  nn::realize_all({bn.running_mean, bn.running_var});
+  nn::realize_all(bn.buffers());
   Tensor::training = false;
   const double var0 = 1.25, inv0 = 1.0 / std::sqrt(var0 + 1e-5);  // biased variance of 1..4
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[size_t(i)], (i + 1 - 2.5) * inv0, 1e-5);
@@ -77,7 +77,9 @@ TEST(Layers, BatchNormTrainsOnBatchStatisticsAndEvaluatesOnRunningOnes) {
   std::vector<float> e = bn(x).to_vector<float>();
   EXPECT_NEAR(e[0], (1 - 0.25) / std::sqrt(rv[0] + 1e-5), 1e-5);
   EXPECT_NEAR(e[4], (10 - 1.0) / std::sqrt(0.9 + 1e-5), 1e-4);
-  EXPECT_EQ(names(bn.state_dict()), (std::vector<std::string>{"weight", "bias", "running_mean", "running_var"}));
+  EXPECT_EQ(bn.num_batches_tracked.item<int32_t>(), 1);
+  EXPECT_EQ(names(bn.state_dict()),
+            (std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}));
   EXPECT_EQ(bn.parameters().size(), 2u);  // the running statistics are buffers, not parameters
   EXPECT_NE(error_of([&] { bn(Tensor::ones({1, 3, 2, 2})); }).find("(1, 3, 2, 2)"), std::string::npos);
 }
