@@ -48,7 +48,6 @@ void BM_FashionMnistCnnTrainStep(benchmark::State& state) {
     after = global_counters();
   }
   state.counters["forward_kernels"] = double(after.kernels - before.kernels);
-  Tensor::training = false;
 }
 BENCHMARK(BM_FashionMnistCnnTrainStep)->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -66,7 +66,8 @@ bool is_elementwise(Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops:
 // movement chain from that buffer up to the node.
 const UOp* viewed_buffer(const UOp* n, Chain& chain) {
   // A DETACH without an argument (NoGrad's, detach()) changes nothing; one with an argument is a
-  // gradient leaf's identity (core/autograd.cpp), realized into a buffer of its own.
+  // gradient leaf's identity (core/autograd.cpp), realized into a buffer of its own, or a custom
+  // gradient (core/gradient.hpp), which computes something anyway.
   while (is_movement(n->op) || (n->op == Ops::DETACH && std::holds_alternative<std::monostate>(n->arg))) {
     if (n->op != Ops::DETACH) chain.insert(chain.begin(), n);
     n = n->src[0].get();

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/symbolic_folds.hpp>
 
 namespace vkg {
 
@@ -90,28 +91,7 @@ std::string variable_name(const UOp& u) {
 namespace {
 
 bool is_int_alu(Ops op) {
-  switch (op) {
-    case Ops::NEG:
-    case Ops::CAST:
-    case Ops::ADD:
-    case Ops::SUB:
-    case Ops::MUL:
-    case Ops::IDIV:
-    case Ops::MOD:
-    case Ops::MAX:
-    case Ops::CMPLT:
-    case Ops::CMPNE:
-    case Ops::AND:
-    case Ops::OR:
-    case Ops::XOR:
-    case Ops::SHL:
-    case Ops::SHR:
-    case Ops::WHERE:
-    case Ops::MULACC:
-      return true;
-    default:
-      return false;
-  }
+  return symbolic_detail::is_binary_int_op(op) || op == Ops::NEG || op == Ops::CAST || op == Ops::WHERE || op == Ops::MULACC;
 }
 
 bool intlike(DType d) { return (d.is_int() || d.is_bool()) && d.count == 1 && !d.is_ptr(); }

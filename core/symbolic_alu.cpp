@@ -5,6 +5,7 @@
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
+#include <vkgrad/core/symbolic_folds.hpp>
 
 namespace vkg {
 
@@ -79,7 +80,9 @@ std::optional<int64_t> binary(Ops op, T x, T y) {
   }
 }
 
-bool is_binary_int_op(Ops op) {
+}  // namespace
+
+bool symbolic_detail::is_binary_int_op(Ops op) {
   switch (op) {
     case Ops::ADD:
     case Ops::SUB:
@@ -99,8 +102,6 @@ bool is_binary_int_op(Ops op) {
       return false;
   }
 }
-
-}  // namespace
 
 std::optional<int64_t> exec_alu(Ops op, DType result, DType operand, std::span<const int64_t> a) {
   auto need = [&](size_t n) {
@@ -138,7 +139,7 @@ std::optional<int64_t> exec_alu(Ops op, DType result, DType operand, std::span<c
       return std::optional<int64_t>(int64_t(T(x * y + z)));
     });
   }
-  if (!is_binary_int_op(op)) not_integer(op, operand);
+  if (!symbolic_detail::is_binary_int_op(op)) not_integer(op, operand);
   need(2);
   (void)result;  // a binary op's result dtype is its operands' (bool for comparisons)
   return visit_int(op, operand, [&](auto t) {

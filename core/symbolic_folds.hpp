@@ -14,6 +14,9 @@
 namespace vkg::symbolic_detail {
 
 // Scalars (not vectors, not pointers) of the integer families the rules reason about.
+// The binary ALU ops integer arithmetic defines (eval_int and the folds compute them).
+bool is_binary_int_op(Ops op);
+
 bool is_int_scalar(DType d);
 bool is_signed_scalar(DType d);
 bool is_intlike_scalar(DType d);  // an integer or bool

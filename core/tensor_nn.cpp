@@ -191,14 +191,13 @@ namespace {
 // through the pooling movement ops instead writes every window's gradient out (kh * kw times the
 // input) and sums the overlapping windows back, several times slower on every device. The
 // weight's gradient stays the derived one (a reduce over batch and output positions, already
-// one fused kernel). Falls back to the derived input gradient where no output_padding makes the
-// transposed convolution the input's size.
+// one fused kernel).
 UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor& w, Conv2dOptions o) {
-  const int64_t kh = w.shape()[2], kw = w.shape()[3], oh = out.shape()[2], ow = out.shape()[3];
-  const Size2 extra{x.shape()[2] - ((oh - 1) * o.stride.h - 2 * o.padding.h + (kh - 1) * o.dilation.h + 1),
-                    x.shape()[3] - ((ow - 1) * o.stride.w - 2 * o.padding.w + (kw - 1) * o.dilation.w + 1)};
-  auto fits = [](int64_t e, int64_t s, int64_t d) { return e >= 0 && (e < s || e < d); };
-  const bool transposed = fits(extra.h, o.stride.h, o.dilation.h) && fits(extra.w, o.stride.w, o.dilation.w);
+  // The input rows and columns past the last window: (padded size - dilated kernel) mod stride,
+  // always below the stride, so the transposed convolution takes them as its output_padding.
+  const int64_t kh = w.shape()[2], kw = w.shape()[3];
+  const Size2 extra{(x.shape()[2] + 2 * o.padding.h - (kh - 1) * o.dilation.h - 1) % o.stride.h,
+                    (x.shape()[3] + 2 * o.padding.w - (kw - 1) * o.dilation.w - 1) % o.stride.w};
   const UOpPtr value = out.node(), xn = x.node(), wn = w.node();
   const DType x_dtype = x.dtype();
   return with_custom_gradient(value, {xn, wn}, [=](const Tensor& grad) -> std::vector<std::optional<Tensor>> {
@@ -206,20 +205,15 @@ UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor
     // computed once into a buffer, not recomputed per read where it is a long elementwise chain
     // (a batchnorm's and a relu's backward, say).
     const Tensor g = grad.contiguous();
-    GradientRequest req{value, g.node(), {wn.get()}, {}};
-    if (!transposed) req.targets.insert(xn.get());
-    const auto derived = compute_gradient(req);
-    auto found = [&](const UOpPtr& n) -> std::optional<Tensor> {
-      auto it = derived.find(n.get());
-      return it == derived.end() ? std::nullopt : std::optional<Tensor>(Tensor(it->second));
-    };
-    std::optional<Tensor> dx = found(xn);
-    if (transposed && x_dtype.is_float())
+    const auto dw = compute_gradient(GradientRequest{value, g.node(), {wn.get()}, {}});
+    std::optional<Tensor> dx;
+    if (x_dtype.is_float())
       dx = g.conv_transpose2d(Tensor(wn), std::nullopt,
                               {.stride = o.stride, .padding = o.padding, .output_padding = extra,
                                .dilation = o.dilation, .groups = o.groups})
                .cast(x_dtype);
-    return {dx, found(wn)};
+    auto it = dw.find(wn.get());
+    return {dx, it == dw.end() ? std::nullopt : std::optional<Tensor>(Tensor(it->second))};
   });
 }
 

@@ -1,5 +1,6 @@
 #include <vkgrad/nn/module.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include <vkgrad/core/error.hpp>
@@ -14,9 +15,12 @@ std::vector<Tensor> Module::parameters() const {
 }
 
 void Module::load_state_dict(const StateDict& values, bool strict) {
-  StateDict mine = state_dict();
   std::map<std::string, const Tensor*> given;
   for (auto& [name, t] : values) given[name] = &t;
+  StateDict mine = state_dict();
+  // Everything is checked first, so a bad dict changes nothing.
+  std::vector<std::pair<Tensor, Tensor>> updates;  // (the module's tensor, its new value)
+  size_t matched = 0;
   for (auto& [name, t] : mine) {
     auto it = given.find(name);
     if (it == given.end()) {
@@ -27,23 +31,21 @@ void Module::load_state_dict(const StateDict& values, bool strict) {
     if (v.shape() != t.shape())
       throw Error("load_state_dict: " + name + " has shape " + shape_str(t.shape()) + ", the value has " +
                   shape_str(v.shape()));
-    given.erase(it);
+    updates.emplace_back(t, v);
+    ++matched;
   }
-  if (strict && !given.empty()) throw Error("load_state_dict: the model has no tensor named " + given.begin()->first);
-  // Checked everything first, so a bad dict changes nothing.
-  std::map<std::string, const Tensor*> by_name;
-  for (auto& [name, t] : values) by_name[name] = &t;
+  if (strict && matched != given.size())
+    for (auto& [name, _] : given)
+      if (std::none_of(mine.begin(), mine.end(), [&](const auto& m) { return m.first == name; }))
+        throw Error("load_state_dict: the model has no tensor named " + name);
   std::vector<Tensor> changed;
-  for (auto& [name, t] : mine) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) continue;
-    Tensor target = t;  // an alias: assigning to it changes the module's tensor
-    Tensor value = *it->second;
-    if (value.device() != t.device())  // through the host: there is no device-to-device copy op yet
-      value = Tensor(value.bytes(), size_t(value.numel()), value.dtype(), value.shape(), t.device());
+  for (auto& [target, value] : updates) {
+    Tensor v = value;
+    if (v.device() != target.device())  // through the host: there is no device-to-device copy op yet
+      v = Tensor(v.bytes(), size_t(v.numel()), v.dtype(), v.shape(), target.device());
     {
       NoGrad no_grad;
-      target.assign(value.cast(t.dtype()));
+      target.assign(v.cast(target.dtype()));  // an alias: this changes the module's tensor
     }
     changed.push_back(target);
   }

@@ -11,6 +11,8 @@
 // of learning rates does not compile new kernels.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <vkgrad/core/tensor.hpp>

@@ -171,8 +171,8 @@ TEST(AutogradGradcheck, ComposedOps) {
 
 TEST(AutogradGradcheck, ConvolutionsAndPools) {
   // conv2d's input gradient is a transposed convolution written by hand (core/tensor_nn.cpp):
-  // check it where it applies (stride 1, stride 2 with an odd input, dilation, groups) and where
-  // it falls back to the derived one (stride 3 with output positions that skip input rows).
+  // check it with stride 1, stride 2 with an odd input, dilation, groups, and stride 3 with two
+  // input rows past the last window (its output_padding).
   const Input x155{{1, 2, 5, 5}}, x176{{1, 2, 7, 6}}, w2233{{2, 2, 3, 3}}, w4133{{4, 1, 3, 3}};
   gradcheck("conv2d pad 1", [](V x) { return x[0].conv2d(x[1], std::nullopt, {.padding = 1}); }, {x155, w2233});
   gradcheck("conv2d stride 2", [](V x) { return x[0].conv2d(x[1], x[2], {.stride = 2, .padding = {1, 0}}); },
