@@ -226,6 +226,8 @@ class Tensor {
   // One kernel each, except where one output reduces more than 32768 elements: that is two
   // kernels (partial results, then theirs), as one invocation must not loop that long.
   Tensor sum(Axes axes = {}, bool keepdim = false) const;
+  // max and min are torch's amax and amin: their gradient is split evenly among tied elements
+  // (torch.max(dim) instead picks the one its index names; use argmax for that).
   Tensor max(Axes axes = {}, bool keepdim = false) const;
   Tensor mean(Axes axes = {}, bool keepdim = false) const;
   // Variance with Bessel's correction by default (correction = 1), as torch and tinygrad.
@@ -287,6 +289,7 @@ class Tensor {
   // x (N, Cin, H, W) with weight (Cin, Cout/groups, KH, KW).
   Tensor conv_transpose2d(const Tensor& weight, const std::optional<Tensor>& bias = {},
                           ConvTranspose2dOptions options = {}) const;
+  // Its gradient goes to the first maximum of each window (row-major), as torch's.
   Tensor max_pool2d(Pool2dOptions options = {}) const;
   Tensor avg_pool2d(Pool2dOptions options = {}) const;  // padding counts as zeros, as torch's default
   // (x - mean) / sqrt(var + eps) over the given axes (default: the last), with the biased
@@ -364,6 +367,8 @@ class Tensor {
   // and it gets a node of its own (equal values are one node otherwise, see the .cpp). Only float
   // tensors can require gradients.
   Tensor& requires_grad_(bool on = true);
+  // True for a leaf with requires_grad_ and for a result computed from one outside NoGrad, as
+  // torch: (w * 2).sum().requires_grad() is true when w requires grad.
   bool requires_grad() const;
   // The accumulated gradient (the leaf's shape and dtype), none before the first backward.
   std::optional<Tensor> grad() const;

@@ -162,7 +162,8 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_m
 
 void CosineAnnealingLR::step() {
   ++steps_;
-  const double t = double(std::min(steps_, t_max_));
+  // Past t_max the lr follows the cosine back up, as torch's closed form (no clamp).
+  const double t = double(steps_);
   opt_.set_lr(eta_min_ + (base_ - eta_min_) * (1.0 + std::cos(std::numbers::pi * t / double(t_max_))) / 2.0);
 }
 

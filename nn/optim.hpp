@@ -107,7 +107,8 @@ class StepLR {
   double gamma_, base_;
 };
 
-// CosineAnnealingLR: lr = eta_min + (base - eta_min) * (1 + cos(pi * steps / t_max)) / 2.
+// CosineAnnealingLR: lr = eta_min + (base - eta_min) * (1 + cos(pi * steps / t_max)) / 2, also
+// past t_max (it rises again, with period 2 t_max), as torch.
 class CosineAnnealingLR {
  public:
   CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0.0);

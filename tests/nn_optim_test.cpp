@@ -126,8 +126,13 @@ TEST(Optim, SchedulesFollowTheirFormulas) {
   EXPECT_NEAR(sgd2.lr(), (1 + std::cos(M_PI / 4)) / 2, 1e-12);
   cosine.step();
   EXPECT_NEAR(sgd2.lr(), 0.5, 1e-12);
-  for (int i = 0; i < 3; ++i) cosine.step();
+  for (int i = 0; i < 2; ++i) cosine.step();
   EXPECT_NEAR(sgd2.lr(), 0.0, 1e-12);
+  // Past t_max torch's formula rises again (no clamp): t = 5, then t = 8, a full period.
+  cosine.step();
+  EXPECT_NEAR(sgd2.lr(), (1 + std::cos(5 * M_PI / 4)) / 2, 1e-12);
+  for (int i = 0; i < 3; ++i) cosine.step();
+  EXPECT_NEAR(sgd2.lr(), 1.0, 1e-12);
 }
 
 TEST(Optim, MisuseErrors) {
