@@ -145,6 +145,7 @@ bool Tensor::requires_grad() const {
   std::erase_if(states, [&](const auto& s) { return s == state_; });
   return reaches_any(state_->unrealized ? state_->unrealized : node(), gradient_carriers(states));
 }
+bool Tensor::is_leaf() const { return state_->requires_grad || !requires_grad(); }
 std::optional<Tensor> Tensor::grad() const { return state_->grad; }
 
 void Tensor::set_grad(std::optional<Tensor> grad) {

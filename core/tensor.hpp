@@ -218,6 +218,9 @@ class Tensor {
   Tensor where(Scalarish a, Scalarish b) const;
   // A 0-d tensor holding v, in the dtype this tensor and a C++ literal v combine to.
   Tensor scalar_like(Scalarish v) const;
+  // Float to integer truncates toward zero and saturates at the integer type's bounds; nan
+  // becomes 0 (Rust's `as`, WebAssembly's trunc_sat), the same on every device. torch leaves
+  // these to the CPU (x86 gives INT_MIN), so there is no torch rule to follow.
   Tensor cast(DType dtype) const;
   // The same bits read as another dtype of the same size.
   Tensor bitcast(DType dtype) const;
@@ -347,6 +350,7 @@ class Tensor {
   template <class T>
   T item() const {
     if (numel() != 1) throw Error("item: tensor of shape " + shape_str(shape()) + " has " + std::to_string(numel()) + " elements, not 1");
+    check_host_type(dtype_of<T>(), "item");
     return to_vector<T>()[0];
   }
   // The raw bytes of the elements, row-major.
@@ -370,6 +374,9 @@ class Tensor {
   // True for a leaf with requires_grad_ and for a result computed from one outside NoGrad, as
   // torch: (w * 2).sum().requires_grad() is true when w requires grad.
   bool requires_grad() const;
+  // No gradient history: a tensor that requires grad itself, or one that does not require grad
+  // (torch's is_leaf). Optimizers take leaves only.
+  bool is_leaf() const;
   // The accumulated gradient (the leaf's shape and dtype), none before the first backward.
   std::optional<Tensor> grad() const;
   // Replaces the gradient; set_grad({}) clears it (zero_grad).

@@ -353,6 +353,7 @@ Tensor Tensor::avg_pool2d(Pool2dOptions o) const {
 }
 
 Tensor Tensor::layernorm(Axes axes, double eps) const {
+  for (int64_t a : axes.list) normalize_axis(a, shape(), "layernorm");  // errors name layernorm
   const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   const Tensor centered = x - x.mean(axes, true);
   const Tensor variance = (centered * centered).mean(axes, true);

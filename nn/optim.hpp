@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <vkgrad/core/tensor.hpp>
@@ -21,7 +22,8 @@ namespace vkg::nn {
 
 class Optimizer {
  public:
-  Optimizer(std::vector<Tensor> params, double lr);
+  // `who` names the optimizer in errors ("SGD", "Adam").
+  Optimizer(std::vector<Tensor> params, double lr, std::string_view who = "Optimizer");
   virtual ~Optimizer() = default;
   // Clears the gradient of every parameter.
   void zero_grad();
