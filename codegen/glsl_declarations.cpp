@@ -26,8 +26,9 @@ std::string bound_buffers(const Program& p, const Declarations& d) {
 }
 
 // SignedZeroInfNanPreserve for each float width the kernel computes in and the device honours:
-// without it Lavapipe's compiler (LLVM with fast-math flags) folds float expressions in ways
-// that turn 0 * inf into 0, sqrt(-1)^2 into a number and (x * 1e38) * 10 into x * inf. GLSL has
+// without it Lavapipe's compiler folds float expressions in ways that change infinities, nan and
+// zero signs (sqrt(x) * sqrt(x) to x, (x * 1e38) * 10 to x * 1e39). It is enough there; `precise`
+// on every value was not needed, and would forbid fma contraction on GPUs (matmul). GLSL has
 // no syntax for it, so it is declared through GL_EXT_spirv_intrinsics (4466 is the capability,
 // 4461 the execution mode; SPIR-V 1.4 made float controls core, so no extension is needed).
 std::string preserve_specials(const GlslTarget& t, const Needs& n) {

@@ -74,6 +74,20 @@ TEST(GlslRenderer, ExtensionsOnlyWhenADtypeNeedsThem) {
   EXPECT_TRUE(has(v, "buffer Float32x4Ptr { vec4 v; };")) << v;
 }
 
+// Drivers may otherwise fold float expressions across inf, nan and -0 (Lavapipe turned
+// sqrt(x) * sqrt(x) into x): where the device can keep IEEE semantics, the kernel asks for it.
+TEST(GlslRenderer, FloatKernelsAskToPreserveInfNanAndSignedZero) {
+  const std::string f32 = render_and_compile(elementwise_add(dtypes::float32, 64));
+  EXPECT_TRUE(has(f32, "spirv_execution_mode(capabilities = [4466], 4461, 32);")) << f32;
+  EXPECT_FALSE(has(f32, "4461, 64")) << f32;
+  const std::string f64 = render_and_compile(elementwise_add(dtypes::float64, 64));
+  EXPECT_TRUE(has(f64, "4461, 64")) << f64;
+  GlslTarget without = GlslTarget::everything();
+  without.preserve_specials_float32 = false;
+  EXPECT_FALSE(has(render_and_compile(elementwise_add(dtypes::float32, 64), without),
+                   "spirv_execution_mode"));
+}
+
 TEST(GlslRenderer, ADtypeTheDeviceCannotDoIsAnErrorNamingDtypeAndKernel) {
   const GlslTarget bare;  // a Vulkan 1.3 device with no optional features
   EXPECT_EQ(error_of(elementwise_add(dtypes::float16, 8), bare),
