@@ -116,6 +116,13 @@ class VkDevice final : public Device {
 
  private:
   CompiledKernel compile(const ScheduleItem& item) {
+    // Said in the user's terms before the renderer names an internal kernel and uop.
+    for (const UOp* u : toposort(item.ast.get()))
+      if (u->dtype.scalar == Scalar::BFloat16)
+        throw Error(
+            "the Vulkan device cannot compute with bfloat16 tensors (GLSL has no bfloat16 type; "
+            "they can be stored, uploaded and read back): create them on the CPU device "
+            "(DEVICE=CPU, or device \"CPU\") or use float32 or float16");
     CompiledKernel k;
     k.program = get_program(item, traits_);
     const std::string glsl = render_glsl(k.program, target_);

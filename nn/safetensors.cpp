@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -46,6 +47,10 @@ struct Header {
 
 Header read_header(std::ifstream& in, const std::string& path) {
   if (!in) throw Error("load_safetensors: cannot open " + path);
+  // An ifstream opens a directory on Linux and then fails to read it.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error("load_safetensors: " + path + " is a directory, not a file");
   uint64_t n = 0;
   if (!in.read(reinterpret_cast<char*>(&n), 8)) throw Error("load_safetensors: " + path + " is too short for a header");
   if (n > kMaxHeader) throw Error("load_safetensors: " + path + " declares a header of " + std::to_string(n) + " bytes");

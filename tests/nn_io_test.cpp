@@ -149,6 +149,11 @@ TEST(Datasets, FashionMnistFromDebianWhenInstalled) {
   EXPECT_EQ(d.test_labels.data[0], 9);
 }
 
+TEST(Safetensors, ADirectoryIsNamedAsOne) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  EXPECT_NE(error_of([&] { nn::load_safetensors(dir); }).find("is a directory"), std::string::npos);
+}
+
 TEST(Safetensors, AHeaderWithAnOverflowingShapeIsRefused) {
   const std::string path = temp_path("huge.safetensors");
   // 2^32 x 2^32 elements wrap to 0 in 64 bits: the file must not load as an empty tensor.

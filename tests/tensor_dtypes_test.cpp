@@ -199,6 +199,8 @@ TEST(Dtypes, WhatTheDeviceCannotDoIsAClearError) {
   const std::vector<bfloat16_t> bv{bfloat16_t(1.5f), bfloat16_t(-2.0f)};
   std::string e = error_of([&] { (Tensor(bv, {2}, "VK") * 2).realize(); });
   EXPECT_NE(e.find("bfloat16"), std::string::npos) << e;
+  EXPECT_NE(e.find("the Vulkan device cannot compute with bfloat16"), std::string::npos) << e;
+  EXPECT_EQ(e.find("uop"), std::string::npos) << e;  // no internal names
   // The CPU reference device does compute in bfloat16 (rounding after every op).
   EXPECT_EQ(cast_to<float>(Tensor(bv, {2}, "CPU") * Tensor(bv, {2}, "CPU")),
             (std::vector<float>{2.25f, 4.0f}));
