@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/index_check.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -389,6 +390,7 @@ Tensor Tensor::one_hot(int64_t num_classes, DType dtype) const {
   if (num_classes <= 0)
     throw Error("one_hot: num_classes must be positive, got " + std::to_string(num_classes) +
                 " (shape " + shape_str(shape()) + ")");
+  check_index_values(*this, num_classes, "one_hot", "num_classes " + std::to_string(num_classes));
   const Tensor idx = unsqueeze(-1);
   return idx.eq(arange_along(num_classes, ndim(), ndim() + 1, device())).cast(dtype);
 }
@@ -413,6 +415,9 @@ Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
     throw Error("gather: tensor and index are on different devices (" + device() + " and " +
                 index.device() + ")");
   const int a = normalize_axis(axis, in, "gather");
+  check_index_values(
+      index, in[size_t(a)], "gather",
+      "dimension " + std::to_string(a) + " of size " + std::to_string(in[size_t(a)]));
   auto ranges = full_ranges(in);
   for (size_t d = 0; d < in.size(); ++d) {
     if (int(d) == a) continue;

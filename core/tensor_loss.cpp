@@ -4,6 +4,7 @@
 // one-hot mask (never 0 * -inf), and the logits form of binary cross-entropy never takes exp of a
 // positive number.
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/index_check.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -121,6 +122,7 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ign
     throw Error(std::string(op) + ": needs logits (..., C) and integer class indices of shape " +
                 shape_str(want) + ", got logits " + desc(*this) + " and target " + desc(target));
   const int64_t classes = shape().back();
+  check_index_values(target, classes, op, std::to_string(classes) + " classes", ignore_index);
   const Tensor logp = log_softmax(-1);
   const Tensor counted = target.ne(Tensor::full({}, ignore_index, target.dtype(), device()));
   const Tensor zero = zero_like(logp);

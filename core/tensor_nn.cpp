@@ -7,6 +7,7 @@
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
+#include <vkgrad/core/index_check.hpp>
 #include <vkgrad/core/int_math.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -389,6 +390,7 @@ Tensor Tensor::embedding(const Tensor& weight) const {
     throw Error("embedding: needs integer indices and a 2-D weight (V, D), got indices " +
                 desc(*this) + " and weight " + desc(weight));
   const int64_t v = weight.shape()[0], d = weight.shape()[1];
+  check_index_values(*this, v, "embedding", "a vocabulary of " + std::to_string(v));
   Shape idx_shape = shape(), vocab_shape(shape().size(), 1), w_shape(shape().size(), 1);
   idx_shape.insert(idx_shape.end(), {1, 1});
   vocab_shape.insert(vocab_shape.end(), {v, 1});
