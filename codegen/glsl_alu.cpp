@@ -102,10 +102,11 @@ const char* function(Ops op) {
   }
 }
 
-// A float constant +0. Lavapipe's code generator (gallivm's lp_build_mul and lp_build_add)
-// returns 0 for x * 0 and x for x + 0 when an operand is its constant +0, whatever `precise` or
-// the float controls say: wrong for an infinite or nan x (nan), a negative x (-0) and x = -0
-// (+0). Those ops are rendered so that the driver never sees such an operand.
+// A float constant +0. Lavapipe's code generator (gallivm's lp_build_mul, lp_build_add and
+// lp_build_sub) returns 0 for x * 0, x for x + 0 and -x for 0 - x when an operand is its
+// constant +0, whatever `precise` or the float controls say: wrong for an infinite or nan x
+// (nan), a negative x (-0) and x = +-0 (+0). Those ops are rendered by helpers that decide the
+// special cases by the bits, so the driver never sees such an operand (x - 0 = x is right).
 bool positive_zero(const UOpPtr& u) {
   return u->op == Ops::CONST && u->dtype.is_float() && u->const_value() == 0 &&
          !std::signbit(u->const_value());
@@ -148,12 +149,10 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
   if (d.is_float() && (op == Ops::MUL || op == Ops::ADD) &&
       (positive_zero(src[0]) || positive_zero(src[1]))) {
     const std::string& other = positive_zero(src[0]) ? x[1] : x[0];
-    if (op == Ops::MUL) return fmt::format("{}({})", helpers.use("mul_zero", d), other);
-    // x + 0 is x except that -0 + 0 is +0; x - (-0) is the same sum, with no constant +0.
-    const std::string negzero =
-        d.count == 1 ? number(d, -0.0) : fmt::format("{}({})", type_name(d), number(d, -0.0));
-    return fmt::format("({}-{})", other, negzero);
+    return fmt::format("{}({})", helpers.use(op == Ops::MUL ? "mul_zero" : "add_zero", d), other);
   }
+  if (d.is_float() && op == Ops::SUB && positive_zero(src[0]))
+    return fmt::format("{}({})", helpers.use("zero_sub", d), x[1]);
   switch (op) {
     case Ops::CMPLT:
       return vec ? relational(op, x[0], x[1]) : fmt::format("({}<{})", x[0], x[1]);

@@ -60,6 +60,32 @@ std::string mul_zero_body(DType d) {
   }
 }
 
+std::string add_zero_body(DType d) {
+  // a + +0: a, except that -0 + 0 is +0.
+  switch (d.scalar) {
+    case Scalar::Float32:
+      return "return floatBitsToUint(a) == 0x80000000u ? uintBitsToFloat(0u) : a;";
+    case Scalar::Float64:
+      return "return unpackDouble2x32(a) == uvec2(0u, 0x80000000u) ? packDouble2x32(uvec2(0u)) : "
+             "a;";
+    default:
+      no_helper("add_zero", d);
+  }
+}
+
+std::string zero_sub_body(DType d) {
+  // +0 - a: -a, except that 0 - 0 and 0 - (-0) are +0.
+  switch (d.scalar) {
+    case Scalar::Float32:
+      return "return (floatBitsToUint(a) & 0x7fffffffu) == 0u ? uintBitsToFloat(0u) : -a;";
+    case Scalar::Float64:
+      return R"(uvec2 u = unpackDouble2x32(a);
+  return ((u.y & 0x7fffffffu) | u.x) == 0u ? packDouble2x32(uvec2(0u)) : -a;)";
+    default:
+      no_helper("zero_sub", d);
+  }
+}
+
 std::string mod_body(DType) {
   // GLSL's % is OpSMod (sign of the divisor) and undefined for negative operands; C's remainder
   // takes the dividend's sign, and OpSDiv truncates toward zero.
@@ -341,6 +367,8 @@ constexpr HelperSpec kHelpers[] = {
     {"max_nan", 2, Scalar::Void, max_nan_body, false, "isnan_bits"},
     {"mod_c", 2, Scalar::Void, mod_body, false, ""},
     {"mul_zero", 1, Scalar::Void, mul_zero_body, true, ""},
+    {"add_zero", 1, Scalar::Void, add_zero_body, true, ""},
+    {"zero_sub", 1, Scalar::Void, zero_sub_body, true, ""},
     {"log2_exact", 1, Scalar::Void, log2_body, true, ""},
     {"exp2_exact", 1, Scalar::Void, exp2_body, true, ""},
     {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, ""},

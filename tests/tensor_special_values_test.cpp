@@ -100,6 +100,17 @@ TEST(SpecialValues, CompilerRewritesKeepInfNanAndSignedZero) {
         return floats({kInf, 1, -2}, d) * 0.0f;
       },
       {kNan, 0, -0.0f});
+  // A constant +0 operand: x + 0 is +0 for x = -0, 0 - x is +0 for x = +-0.
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, 0.0f, 1}, d) + 0.0f;
+      },
+      {0, 0, 1});
+  expect_on_both(
+      [&](const std::string& d) {
+        return 0.0f - floats({-0.0f, 0.0f, 1}, d);
+      },
+      {0, 0, -1});
   // x + 0 keeps -0 only as -0 + -0.
   expect_on_both(
       [&](const std::string& d) {
