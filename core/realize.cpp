@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <mutex>
 
@@ -174,7 +175,15 @@ std::vector<std::byte> Tensor::bytes() const {
   const UOp* n = t.node().get();
   while (n->op != Ops::BUFFER) n = n->src[0].get();  // a realized tensor views its whole buffer
   const Buffer& b = buffer_of(*n);
-  std::vector<std::byte> out(b.nbytes());
+  // A host that cannot hold the bytes is the user's error, said in their terms (the vector
+  // throws std::bad_alloc or std::length_error).
+  std::vector<std::byte> out;
+  try {
+    out.resize(b.nbytes());
+  } catch (const std::exception&) {
+    throw OutOfMemory("bytes: the host cannot hold the " + std::to_string(b.nbytes()) +
+                      " bytes of a tensor of shape " + shape_str(shape()) + " " + dtype().name());
+  }
   Allocation& memory = ensure_allocated(b);
   std::lock_guard lock(engine_mu);
   vkg::device(b.device()).copy_out(memory, out);

@@ -78,3 +78,11 @@ TEST(Sizes, SliceStepsAtTheLimitsOfInt64) {
     EXPECT_EQ((x[{Slice{3, INT64_MIN, INT64_MIN}}].to_vector<int>()), (std::vector<int>{3})) << dev;
   }
 }
+
+TEST(Sizes, ReadingATensorTheHostCannotHoldIsAnError) {
+  // 4 TiB: Lavapipe may hand out the device memory lazily, the host vector cannot be had.
+  const std::string e =
+      error_of([] { Tensor::empty({int64_t(1) << 40}, dtypes::float32, "VK").bytes(); });
+  EXPECT_FALSE(e.empty());
+  EXPECT_TRUE(e.find("bytes") != std::string::npos || e.find("memory") != std::string::npos) << e;
+}
