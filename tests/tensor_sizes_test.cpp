@@ -31,6 +31,10 @@ TEST(Sizes, ReducesOverAZeroSizeAxisGiveTheIdentityOnEveryDevice) {
     // Fused with elementwise work on both sides.
     EXPECT_EQ(((empty * 2).sum(1) + 1).to_vector<float>(), (std::vector<float>{1, 1, 1})) << dev;
     EXPECT_NE(error_of([&] { empty.max(1); }).find("max"), std::string::npos) << dev;
+    // any of nothing is false and all of nothing is true, as torch.
+    const Tensor none = Tensor::zeros({0}, dtypes::bool_, dev).contiguous();
+    EXPECT_FALSE(none.any().item<bool>()) << dev;
+    EXPECT_TRUE(none.all().item<bool>()) << dev;
   }
 }
 
