@@ -7,6 +7,9 @@
 namespace vkg {
 
 int64_t prod(const Shape& s) {
+  // A zero anywhere makes 0, without multiplying the others first: (2^32, 2^32, 0) is a valid
+  // shape whose partial products overflow.
+  if (std::find(s.begin(), s.end(), 0) != s.end()) return 0;
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;

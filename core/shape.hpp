@@ -21,7 +21,7 @@ struct Axes {
   Axes(std::vector<int64_t> axes) : list(std::move(axes)) {}
 };
 
-// Number of elements (1 for the 0-d shape ()).
+// Number of elements (1 for the 0-d shape ()). The shape must have passed check_size.
 int64_t prod(const Shape& s);
 // Throws vkg::Error naming `op` when a dimension of s is negative, or when its element count or
 // its size in bytes (itemsize bytes an element) does not fit in int64: a shape that wraps
