@@ -80,8 +80,22 @@ struct ShuffleAxes {
   bool four_columns = false;
 };
 
-std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes) {
-  const std::vector<const UOp*> loads = k.loads();
+// Loads that vary along some reduce axis: the operands of the reduce's products. A load that is
+// the same for the whole reduce (a bias added before a relu whose output is reduced) is read
+// once per output and is no operand to tile for, however its strides look.
+std::vector<const UOp*> reduce_operands(const Kernel& k) {
+  std::vector<const UOp*> out;
+  for (const UOp* load : k.loads())
+    for (size_t a = 0; a < k.kinds().size(); ++a)
+      if (k.kinds()[a] == AxisKind::Reduce && k.full_shape()[a] > 1 && load_stride(k, load, int(a)) != 0) {
+        out.push_back(load);
+        break;
+      }
+  return out;
+}
+
+std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes, int64_t rows_per_lane) {
+  const std::vector<const UOp*> loads = reduce_operands(k);
   const auto& shape = k.full_shape();
   for (int level = 0; level < 3; ++level) {
     const int64_t columns = level < 2 ? 4 : 1;
@@ -95,12 +109,17 @@ std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes) {
           // Shuffles move 32-bit values (see the lowerer).
           if (load_stride(k, a, l) != 0 || a->dtype.scalar_size() != 4 || a->dtype.is_bool())
             continue;
+          // The shuffled axis: one that also takes the rows each lane loads (a convolution's
+          // batch rather than its 24-wide image rows), else any that takes the lanes.
+          std::optional<ShuffleAxes> fallback;
           for (int s = int(shape.size()) - 1; s >= 0; --s) {
             if (s == l || k.kinds()[size_t(s)] != AxisKind::Global || shape[size_t(s)] % lanes != 0)
               continue;
-            if (load_stride(k, a, s) != 0 && load_stride(k, b, s) == 0)
-              return ShuffleAxes{l, s, columns == 4};
+            if (load_stride(k, a, s) == 0 || load_stride(k, b, s) != 0) continue;
+            if (shape[size_t(s)] % (lanes * rows_per_lane) == 0) return ShuffleAxes{l, s, columns == 4};
+            if (!fallback) fallback = ShuffleAxes{l, s, columns == 4};
           }
+          if (fallback) return fallback;
         }
       }
     }
@@ -143,7 +162,7 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     return;
   }
   const std::optional<ShuffleAxes> tile =
-      traits.shuffle_lanes > 0 ? shuffle_axes(k, traits.shuffle_lanes) : std::nullopt;
+      traits.shuffle_lanes > 0 ? shuffle_axes(k, traits.shuffle_lanes, traits.shuffle_rows_per_lane) : std::nullopt;
   if (tile) {
     // One subgroup per workgroup. Its lanes take neighbouring vec4 columns (`lane`); each lane
     // loads rows_per_lane rows of A's tile and shuffles hand them to the others: every
