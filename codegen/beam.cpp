@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <vkgrad/codegen/get_program.hpp>
@@ -27,9 +28,14 @@ constexpr std::array<int64_t, 5> kLocalAmounts{2, 4, 8, 16, 32};
 constexpr std::array<int64_t, 4> kUpcastAmounts{2, 3, 4, 8};
 constexpr std::array<int64_t, 4> kUnrollAmounts{2, 4, 8, 16};
 constexpr std::array<int64_t, 4> kGroupAmounts{8, 16, 32, 64};
-// Registers per invocation (upcast x unroll x shuffle elements): past this, shaders spill and
-// compile for seconds (tinygrad's limit too).
-constexpr int64_t kMaxUpcast = 256;
+// Accumulators per invocation (upcast x shuffle elements): past this, shaders spill registers
+// (tinygrad's limit too). And copies of the loop body (that times the unroll): past this, they
+// compile for seconds.
+constexpr int64_t kMaxOutputs = 256;
+constexpr int64_t kMaxUnrolled = 2048;
+
+// Beam entries slower than this times the best are kept but not expanded.
+constexpr double kExpandWithin = 3;
 
 constexpr const char* kOptNames[] = {"LOCAL", "UPCAST", "UNROLL", "GROUP", "SHUFFLE", "STAGE"};
 
@@ -94,8 +100,15 @@ class Search {
           const Program p = lower_kernel(k, counts_, traits_);
           if (!first_time(p)) continue;
           compiled[i] = device_.compile(p);
-        } catch (...) {
+        } catch (const std::exception& e) {
           ++failed_;  // an opt the lowerer, renderer or device rejects: not a candidate
+          if (options_.debug >= 4) {
+            std::lock_guard lock(mu_);
+            std::printf("beam candidate %s failed: %s\n", opts_str(candidates[i]).c_str(),
+                        e.what());
+          }
+        } catch (...) {
+          ++failed_;
         }
       }
     };
@@ -175,7 +188,8 @@ std::vector<Entry> best_of(std::vector<Entry> entries, int width) {
 
 std::vector<Opt> beam_actions(const Kernel& k, const DeviceTraits& traits) {
   const int64_t locals = product_of(k, {AxisKind::Local, AxisKind::Group});
-  const int64_t upcasts = product_of(k, {AxisKind::Upcast, AxisKind::Unroll, AxisKind::Shuffle});
+  const int64_t outputs = product_of(k, {AxisKind::Upcast, AxisKind::Shuffle});
+  const int64_t unrolled = outputs * product_of(k, {AxisKind::Unroll});
   const bool has_local = locals > 1;
   std::vector<Opt> out;
   auto add = [&](OptOp op, int axis, int64_t amount) {
@@ -188,17 +202,19 @@ std::vector<Opt> beam_actions(const Kernel& k, const DeviceTraits& traits) {
       case AxisKind::Global:
         for (int64_t n : kLocalAmounts)
           if (locals * n <= traits.max_workgroup_invocations) add(OptOp::LOCAL, a, n);
-        if (traits.shuffle_lanes > 0 && upcasts * traits.shuffle_lanes <= kMaxUpcast)
+        if (traits.shuffle_lanes > 0 && outputs * traits.shuffle_lanes <= kMaxOutputs &&
+            unrolled * traits.shuffle_lanes <= kMaxUnrolled)
           add(OptOp::SHUFFLE, a, traits.shuffle_lanes);
         [[fallthrough]];
       case AxisKind::Local:
         for (int64_t n : kUpcastAmounts)
-          if (upcasts * n <= kMaxUpcast && n < size) add(OptOp::UPCAST, a, n);
+          if (outputs * n <= kMaxOutputs && unrolled * n <= kMaxUnrolled && n < size)
+            add(OptOp::UPCAST, a, n);
         break;
       case AxisKind::Reduce:
         for (int64_t n : kUnrollAmounts)
-          if (upcasts * n <= kMaxUpcast) add(OptOp::UNROLL, a, n);
-        if (size <= 32 && upcasts * size <= kMaxUpcast) add(OptOp::UNROLL, a, size);
+          if (unrolled * n <= kMaxUnrolled) add(OptOp::UNROLL, a, n);
+        if (size <= 32 && unrolled * size <= kMaxUnrolled) add(OptOp::UNROLL, a, size);
         for (int64_t n : kGroupAmounts)
           if (locals * n <= traits.max_workgroup_invocations) add(OptOp::GROUP, a, n);
         break;
@@ -218,8 +234,13 @@ BeamResult beam_search(const Kernel& base, const std::vector<Opt>& heuristic,
                        const BeamOptions& options, BeamDevice& device) {
   Search search(base, counts, traits, options, device);
   // The heuristics' kernel first: when it and the plain kernel lower to the same program, the
-  // one timing is the heuristics'.
-  std::vector<Entry> start = search.evaluate({heuristic, {}}, /*must=*/true);
+  // one timing is the heuristics'. Then the heuristics' choice cut short after each opt, so
+  // that the beam can revise its later choices (the rows of a matmul tile, the unroll) without
+  // climbing from the plain kernel, whose neighbours are the slowest runs of all.
+  std::vector<std::vector<Opt>> seeds{heuristic, {}};
+  for (size_t n = heuristic.size(); n-- > 1;)
+    seeds.emplace_back(heuristic.begin(), heuristic.begin() + std::ptrdiff_t(n));
+  std::vector<Entry> start = search.evaluate(seeds, /*must=*/true);
   BeamResult result;
   result.heuristic_ns = start[0].ns;
   std::vector<Entry> beam = best_of(start, options.width);
@@ -229,6 +250,10 @@ BeamResult beam_search(const Kernel& base, const std::vector<Opt>& heuristic,
   while (!search.past_deadline()) {
     std::vector<std::vector<Opt>> next;
     for (const Entry& e : beam) {
+      // An entry several times slower than the best rarely overtakes it with one more opt, and
+      // its children are the slow runs that eat the time limit (the plain 1024 matmul on
+      // Lavapipe: seconds per run against 0.2 s for the heuristics' tile).
+      if (e.ns > kExpandWithin * beam[0].ns) continue;
       Kernel k = base;
       for (const Opt& o : e.opts) k.apply(o);
       for (const Opt& action : beam_actions(k, traits)) {
