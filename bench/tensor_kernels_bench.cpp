@@ -1,8 +1,8 @@
 // Generated kernels against hand-written references (issue 4's benchmarks): a fused elementwise
 // chain and a sum over 16 Mi floats in GB/s as ratios to the vec4 add, and a 1024 x 1024 matmul
-// through Tensor::matmul in GFLOPS as a ratio to the subgroup-shuffle matmul. Each iteration runs
-// the reference and then the generated kernel, so the ratio counters (vs_*) compare runs seconds
-// apart on a shared, noisy machine. Inputs are realized before timing and every program is
+// through Tensor::matmul in GFLOPS as a ratio to the subgroup-shuffle matmul, with the heuristics'
+// opts and with BEAM=2's. Each iteration runs the reference and then the generated kernel, so
+// the ratio counters (vs_*) compare runs seconds apart on a shared, noisy machine. Inputs are realized before timing and every program is
 // compiled in a warm-up run; the timed part is Tensor::realize() of the output (schedule, dispatch,
 // submit, wait) by wall clock.
 #include <benchmark/benchmark.h>
@@ -10,6 +10,7 @@
 #include <chrono>
 #include <vector>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 #include "tensor_reference_kernels.hpp"
@@ -121,10 +122,14 @@ BENCHMARK(BM_Reference_Matmul)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
+// Arg: the BEAM width (0: the heuristics). The BEAM variant's first realize searches (up to
+// BEAM_TIMEOUT seconds, 60 unless set) and caches its choice in VKG_CACHE_DIR/beam; later runs of
+// the benchmark read it from there.
 void BM_Tensor_Matmul_1024(benchmark::State& state) {
   ReferenceKernels& r = reference_kernels();
   if (!r.matmul_fits())
     return state.SkipWithError("needs 8-wide subgroups with shuffle and push descriptors");
+  ScopedSetting beam("BEAM", state.range(0)), timeout("BEAM_TIMEOUT", setting("BEAM_TIMEOUT", 60));
   constexpr int64_t n = 1024;
   const Tensor a = filled({n, n}, 0.5f), b = filled({n, n}, 0.25f);
   MatmulBuffers m(n);
@@ -143,7 +148,12 @@ void BM_Tensor_Matmul_1024(benchmark::State& state) {
   state.counters["ref_GFLOPS"] = flops / t_ref * 1e-9;
   state.counters["vs_ref"] = t_ref / t_gen;
 }
-BENCHMARK(BM_Tensor_Matmul_1024)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Tensor_Matmul_1024)
+    ->ArgName("beam")
+    ->Arg(0)
+    ->Arg(2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vkg::bench
