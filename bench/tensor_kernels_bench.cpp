@@ -97,10 +97,59 @@ void BM_Tensor_FusedChain_16Mi(benchmark::State& state) {
 }
 BENCHMARK(BM_Tensor_FusedChain_16Mi)->UseManualTime()->Unit(benchmark::kMillisecond);
 
-// a.sum(): GB/s of the input read once (partial sums are not counted as traffic).
+// The hand-written two-pass subgroup sum of kStreamN floats (subgroup_sum_glsl), waited for.
+struct SumBuffers {
+  vk::Buffer x, partials, result;
+  SumBuffers() {
+    ReferenceKernels& r = reference_kernels();
+    std::vector<float> host(kStreamN, 1.0f);
+    x = r.rt.allocator.allocate(kStreamN * 4);
+    r.rt.transfer.upload(x, std::as_bytes(std::span(host)));
+    partials = r.rt.allocator.allocate(kSumWorkgroups * 64 / 8 * 4);
+    result = r.rt.allocator.allocate(4);
+  }
+  void run() {
+    ReferenceKernels& r = reference_kernels();
+    const vk::BufferUse pass1[] = {{&x, vk::Access::Read}, {&partials, vk::Access::Write}};
+    r.queue.dispatch(r.sum_pass1, vk::Groups{kSumWorkgroups, 1, 1},
+                     vk::ArgPack().u32(uint32_t(kStreamN / 4)).bytes(), pass1);
+    const vk::BufferUse pass2[] = {{&partials, vk::Access::Read}, {&result, vk::Access::Write}};
+    r.queue.dispatch(r.sum_pass2, vk::Groups{1, 1, 1},
+                     vk::ArgPack().u32(kSumWorkgroups * 64 / 8 / 4).bytes(), pass2);
+    r.queue.finish();
+  }
+  float value() {
+    float v = 0;
+    reference_kernels().rt.transfer.download(result, std::as_writable_bytes(std::span(&v, 1)));
+    return v;
+  }
+};
+
+// a.sum(): GB/s of the input read once (partial sums are not counted as traffic), as ratios to
+// the add's GB/s and to the hand-written two-pass sum's time (vs_ref), measured alternately.
 void BM_Tensor_Sum_16Mi(benchmark::State& state) {
+  ReferenceKernels& r = reference_kernels();
+  if (r.rt.device.caps().limits.subgroup_size != 8)
+    return state.SkipWithError("the reference sum's second pass needs 8-wide subgroups");
+  static SumBuffers ref;
+  ref.run();
+  if (ref.value() != float(kStreamN)) return state.SkipWithError("the reference sum is wrong");
   const Tensor a = filled({kStreamN}, 1.0f);
-  versus_add(state, 4.0 * kStreamN, [&] { a.sum().realize(); });
+  a.sum().realize();  // compiles
+  add_buffers().run();
+  double t_add = 0, t_ref = 0, t_gen = 0;
+  for (auto _ : state) {
+    t_add += seconds([] { add_buffers().run(); });
+    t_ref += seconds([&] { ref.run(); });
+    const double t = seconds([&] { a.sum().realize(); });
+    t_gen += t;
+    state.SetIterationTime(t);
+  }
+  const double n = double(state.iterations()), bytes = 4.0 * kStreamN;
+  state.counters["GB/s"] = bytes * n / t_gen * 1e-9;
+  state.counters["ref_GB/s"] = bytes * n / t_ref * 1e-9;
+  state.counters["vs_add"] = (bytes / t_gen) / (kAddBytes / t_add);
+  state.counters["vs_ref"] = t_ref / t_gen;
 }
 BENCHMARK(BM_Tensor_Sum_16Mi)->UseManualTime()->Unit(benchmark::kMillisecond);
 
