@@ -1,6 +1,8 @@
 // ALU ops as GLSL expressions (helpers from glsl_helpers.cpp where GLSL has no exact operator).
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <vkgrad/codegen/glsl_syntax.hpp>
 #include <vkgrad/core/error.hpp>
 
@@ -100,6 +102,15 @@ const char* function(Ops op) {
   }
 }
 
+// A float constant +0. Lavapipe's code generator (gallivm's lp_build_mul and lp_build_add)
+// returns 0 for x * 0 and x for x + 0 when an operand is its constant +0, whatever `precise` or
+// the float controls say: wrong for an infinite or nan x (nan), a negative x (-0) and x = -0
+// (+0). Those ops are rendered so that the driver never sees such an operand.
+bool positive_zero(const UOpPtr& u) {
+  return u->op == Ops::CONST && u->dtype.is_float() && u->const_value() == 0 &&
+         !std::signbit(u->const_value());
+}
+
 }  // namespace
 
 std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<const std::string> x,
@@ -134,6 +145,15 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
     bad(op, d);
   }
   if (d.is_bool()) return bool_alu(op, d, x);
+  if (d.is_float() && (op == Ops::MUL || op == Ops::ADD) &&
+      (positive_zero(src[0]) || positive_zero(src[1]))) {
+    const std::string& other = positive_zero(src[0]) ? x[1] : x[0];
+    if (op == Ops::MUL) return fmt::format("{}({})", helpers.use("mul_zero", d), other);
+    // x + 0 is x except that -0 + 0 is +0; x - (-0) is the same sum, with no constant +0.
+    const std::string negzero =
+        d.count == 1 ? number(d, -0.0) : fmt::format("{}({})", type_name(d), number(d, -0.0));
+    return fmt::format("({}-{})", other, negzero);
+  }
   switch (op) {
     case Ops::CMPLT:
       return vec ? relational(op, x[0], x[1]) : fmt::format("({}<{})", x[0], x[1]);

@@ -25,6 +25,23 @@ std::string bound_buffers(const Program& p, const Declarations& d) {
   return h;
 }
 
+// SignedZeroInfNanPreserve for each float width the kernel computes in and the device honours:
+// without it Lavapipe's compiler (LLVM with fast-math flags) folds float expressions in ways
+// that turn 0 * inf into 0, sqrt(-1)^2 into a number and (x * 1e38) * 10 into x * inf. GLSL has
+// no syntax for it, so it is declared through GL_EXT_spirv_intrinsics (4466 is the capability,
+// 4461 the execution mode; SPIR-V 1.4 made float controls core, so no extension is needed).
+std::string preserve_specials(const GlslTarget& t, const Needs& n) {
+  std::string modes;
+  if (t.preserve_specials_float16 && n.float16)
+    modes += "spirv_execution_mode(capabilities = [4466], 4461, 16);\n";
+  if (t.preserve_specials_float32)
+    modes += "spirv_execution_mode(capabilities = [4466], 4461, 32);\n";
+  if (t.preserve_specials_float64 && n.float64)
+    modes += "spirv_execution_mode(capabilities = [4466], 4461, 64);\n";
+  if (modes.empty()) return "";
+  return "#extension GL_EXT_spirv_intrinsics : require\n" + modes;
+}
+
 }  // namespace
 
 std::string declarations(const Program& p, const GlslTarget& t, const ArgLayout& layout,
@@ -35,6 +52,7 @@ std::string declarations(const Program& p, const GlslTarget& t, const ArgLayout&
   if (d.vector_access) h += "#extension GL_EXT_buffer_reference_uvec2 : require\n";
   for (const std::string& e : extension_lines(d.needs)) h += e + "\n";
   if (d.shuffles) h += "#extension GL_KHR_shader_subgroup_shuffle : require\n";
+  h += preserve_specials(t, d.needs);
   h += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n",
                    p.local_size[0], p.local_size[1], p.local_size[2]);
   std::set<std::pair<Scalar, int>> types = d.pointer_types;

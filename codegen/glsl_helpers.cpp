@@ -3,6 +3,8 @@
 // compute in float32 and round once; vector forms call the scalar one per lane.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <vkgrad/codegen/glsl_syntax.hpp>
 #include <vkgrad/core/error.hpp>
 
@@ -12,8 +14,8 @@ namespace {
 
 struct HelperSpec {
   const char* name;
-  int arity;          // parameters a (and b)
-  bool returns_bool;  // else the operand type
+  int arity;      // parameters a (and b)
+  Scalar result;  // Void: the operand type
   // The scalar definition for float32 (and, where it differs, other types); float16 goes through
   // the float32 one when f16_via_f32.
   std::string (*body)(DType scalar);
@@ -40,6 +42,22 @@ std::string isnan_body(DType d) {
 std::string max_nan_body(DType) {
   // GLSL's max() is undefined for nan; this propagates a nan from either operand.
   return "return (a < b || isnan_bits(b)) ? b : a;";
+}
+
+std::string mul_zero_body(DType d) {
+  // a * +0 as IEEE says, decided by the bits (see positive_zero in glsl_alu.cpp): nan for inf
+  // and nan, else a zero with a's sign.
+  switch (d.scalar) {
+    case Scalar::Float32:
+      return R"(uint b = floatBitsToUint(a);
+  return uintBitsToFloat((b & 0x7fffffffu) >= 0x7f800000u ? 0x7fc00000u : b & 0x80000000u);)";
+    case Scalar::Float64:
+      return R"(uvec2 u = unpackDouble2x32(a);
+  bool special = (u.y & 0x7fffffffu) >= 0x7ff00000u;
+  return packDouble2x32(special ? uvec2(0u, 0x7ff80000u) : uvec2(0u, u.y & 0x80000000u));)";
+    default:
+      no_helper("mul_zero", d);
+  }
 }
 
 std::string mod_body(DType) {
@@ -125,8 +143,9 @@ std::string fdiv_body(DType d) {
   // quotient q is corrected once by the remainder ma - q * mb, computed exactly with Dekker's
   // product (not fma: Vulkan lets a driver split fma into a multiply and an add, and Lavapipe
   // does), which makes a q within 1.5 ulp correctly rounded; then scaled back exactly. Zeros,
-  // infinities, nan, and quotients outside the normal range keep the device's a / b. `precise`
-  // keeps the compiler from reassociating or contracting the steps.
+  // infinities and nan are decided by the bits, as IEEE says: Lavapipe's a / b gave tiny
+  // numbers for x / +-0 and 0 for 0 / 0. Quotients outside the normal range keep the device's
+  // a / b. `precise` keeps the compiler from reassociating or contracting the steps.
   if (d.scalar != Scalar::Float32 && d.scalar != Scalar::Float64) no_helper("fdiv_exact", d);
   const bool dbl = d.scalar == Scalar::Float64;
   const char* t = dbl ? "double" : "float";
@@ -135,8 +154,13 @@ std::string fdiv_body(DType d) {
   const int max_exp = dbl ? 1023 : 127;
   // a = ma * 2^ea and b = mb * 2^eb with ma, mb in [1, 2) keeping the signs; k = ea - eb.
   const std::string classify = dbl ? R"(uvec2 ua = unpackDouble2x32(a), ub = unpackDouble2x32(b);
-  uint xa = ua.y & 0x7fffffffu, xb = ub.y & 0x7fffffffu;
-  if ((xa | ua.x) == 0u || (xb | ub.x) == 0u || xa >= 0x7ff00000u || xb >= 0x7ff00000u) return plain;
+  uint xa = ua.y & 0x7fffffffu, xb = ub.y & 0x7fffffffu, sign = (ua.y ^ ub.y) & 0x80000000u;
+  bool za = (xa | ua.x) == 0u, zb = (xb | ub.x) == 0u;
+  bool ia = xa == 0x7ff00000u && ua.x == 0u, ib = xb == 0x7ff00000u && ub.x == 0u;
+  if ((xa >= 0x7ff00000u && !ia) || (xb >= 0x7ff00000u && !ib) || (za && zb) || (ia && ib))
+    return packDouble2x32(uvec2(0u, 0x7ff80000u));
+  if (ia || zb) return packDouble2x32(uvec2(0u, sign | 0x7ff00000u));
+  if (za || ib) return packDouble2x32(uvec2(0u, sign));
   int k = 0;
   if (xa < 0x00100000u) {
     ua = unpackDouble2x32(a * 18014398509481984.0lf);
@@ -152,8 +176,12 @@ std::string fdiv_body(DType d) {
   double ma = packDouble2x32(uvec2(ua.x, (ua.y & 0x800fffffu) | 0x3ff00000u));
   double mb = packDouble2x32(uvec2(ub.x, (ub.y & 0x800fffffu) | 0x3ff00000u));)"
                                    : R"(uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
-  uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu;
-  if (xa == 0u || xb == 0u || xa >= 0x7f800000u || xb >= 0x7f800000u) return plain;
+  uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, sign = (ua ^ ub) & 0x80000000u;
+  if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == 0u && xb == 0u) ||
+      (xa == 0x7f800000u && xb == 0x7f800000u))
+    return uintBitsToFloat(0x7fc00000u);
+  if (xa == 0x7f800000u || xb == 0u) return uintBitsToFloat(sign | 0x7f800000u);
+  if (xa == 0u || xb == 0x7f800000u) return uintBitsToFloat(sign);
   int k = 0;
   if (xa < 0x00800000u) {
     ua = floatBitsToUint(a * 16777216.0f);
@@ -284,16 +312,48 @@ std::string threefry_body(DType d) {
          "  return (uint64_t(x1) << 32) | uint64_t(x0);";
 }
 
+// Float to integer type To: truncates toward zero, saturates at To's bounds, and gives 0 for
+// nan, as the CPU device does (codegen/cpu_alu.cpp). GLSL leaves out-of-range conversions
+// undefined (Lavapipe gave INT_MIN for all). The bounds 2^(bits-1) and 2^bits are exact in
+// every float type that can reach them.
+template <Scalar To>
+std::string float_to_int_body(DType from) {
+  if (from.scalar != Scalar::Float32 && from.scalar != Scalar::Float64)
+    no_helper("float_to_int", from);
+  const DType to{To, 1};
+  const int bits = 8 * to.scalar_size();
+  const bool is_signed = !to.is_unsigned();
+  const char* suffix = from.scalar == Scalar::Float64 ? "lf" : "f";
+  const double hi = std::ldexp(1.0, is_signed ? bits - 1 : bits);
+  const int64_t max = is_signed ? int64_t((uint64_t(1) << (bits - 1)) - 1)
+                                : int64_t(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+  const int64_t min = is_signed ? -max - 1 : 0;
+  return fmt::format(
+      "if (isnan_bits(a)) return {0};\n  if (a >= {1:.1f}{2}) return {3};\n"
+      "  if (a <= {4:.1f}{2}) return {5};\n  return {6}(a);",
+      int_literal(to, 0), hi, suffix, int_literal(to, max), is_signed ? -hi : -1.0,
+      int_literal(to, min), type_name(to));
+}
+
 // Helpers take `a` (and `b`): threefry2x32(a = x, b = key).
 constexpr HelperSpec kHelpers[] = {
-    {"isnan_bits", 1, true, isnan_body, true, ""},
-    {"max_nan", 2, false, max_nan_body, false, "isnan_bits"},
-    {"mod_c", 2, false, mod_body, false, ""},
-    {"log2_exact", 1, false, log2_body, true, ""},
-    {"exp2_exact", 1, false, exp2_body, true, ""},
-    {"fdiv_exact", 2, false, fdiv_body, true, ""},
-    {"sin_exact", 1, false, sin_body, true, ""},
-    {"threefry2x32", 2, false, threefry_body, false, ""},
+    {"isnan_bits", 1, Scalar::Bool, isnan_body, true, ""},
+    {"max_nan", 2, Scalar::Void, max_nan_body, false, "isnan_bits"},
+    {"mod_c", 2, Scalar::Void, mod_body, false, ""},
+    {"mul_zero", 1, Scalar::Void, mul_zero_body, true, ""},
+    {"log2_exact", 1, Scalar::Void, log2_body, true, ""},
+    {"exp2_exact", 1, Scalar::Void, exp2_body, true, ""},
+    {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, ""},
+    {"sin_exact", 1, Scalar::Void, sin_body, true, ""},
+    {"threefry2x32", 2, Scalar::Void, threefry_body, false, ""},
+    {"to_int8", 1, Scalar::Int8, float_to_int_body<Scalar::Int8>, true, "isnan_bits"},
+    {"to_uint8", 1, Scalar::UInt8, float_to_int_body<Scalar::UInt8>, true, "isnan_bits"},
+    {"to_int16", 1, Scalar::Int16, float_to_int_body<Scalar::Int16>, true, "isnan_bits"},
+    {"to_uint16", 1, Scalar::UInt16, float_to_int_body<Scalar::UInt16>, true, "isnan_bits"},
+    {"to_int32", 1, Scalar::Int32, float_to_int_body<Scalar::Int32>, true, "isnan_bits"},
+    {"to_uint32", 1, Scalar::UInt32, float_to_int_body<Scalar::UInt32>, true, "isnan_bits"},
+    {"to_int64", 1, Scalar::Int64, float_to_int_body<Scalar::Int64>, true, "isnan_bits"},
+    {"to_uint64", 1, Scalar::UInt64, float_to_int_body<Scalar::UInt64>, true, "isnan_bits"},
 };
 
 const HelperSpec& spec(const std::string& name) {
@@ -307,8 +367,8 @@ bool via_f32(const HelperSpec& s, DType d) { return s.f16_via_f32 && d.scalar ==
 std::string scalar_body(const HelperSpec& s, DType d) {
   if (!via_f32(s, d)) return s.body(d);
   const char* args = s.arity == 1 ? "float(a)" : "float(a), float(b)";
-  return s.returns_bool ? fmt::format("return {}({});", s.name, args)
-                        : fmt::format("return float16_t({}({}));", s.name, args);
+  return s.result != Scalar::Void ? fmt::format("return {}({});", s.name, args)
+                                  : fmt::format("return float16_t({}({}));", s.name, args);
 }
 
 }  // namespace
@@ -331,7 +391,7 @@ std::string Helpers::definitions() const {
   for (const auto& [name, d] : order_) {
     const HelperSpec& s = spec(name);
     const std::string t = type_name(d);
-    const std::string result = s.returns_bool ? type_name(DType{Scalar::Bool, d.count}) : t;
+    const std::string result = s.result != Scalar::Void ? type_name(DType{s.result, d.count}) : t;
     const std::string params =
         s.arity == 1 ? fmt::format("{} a", t) : fmt::format("{} a, {} b", t, t);
     std::string body;

@@ -280,7 +280,7 @@ class Renderer {
     try {
       switch (u.op) {
         case Ops::CAST:
-          return glsl::cast_expr(u.src.at(0)->dtype, u.dtype, args[0]);
+          return glsl::cast_expr(u.src.at(0)->dtype, u.dtype, args[0], helpers_);
         case Ops::BITCAST:
           return glsl::bitcast_expr(u.src.at(0)->dtype, u.dtype, args[0]);
         case Ops::VECTORIZE: {
@@ -397,6 +397,16 @@ class Renderer {
       return;
     }
     if (d.is_bool() && buffer.op == Ops::DEFINE_GLOBAL) value = glsl::bool_to_storage(d, value);
+    if (d.is_float() && u.src[1]->op != Ops::CONST && inline_[pos(u.src[1].get())]) {
+      // Through a precise temporary, so that the inlined operations become exact (see declare).
+      const std::string tmp = unique("st");
+      line(fmt::format("{}{}{} {} = {};", guard.empty() ? "" : "{ ", exact(d), glsl::type_name(d),
+                       tmp, value));
+      value = tmp;
+      line(fmt::format("{}{} = {};{}", guard, element(buffer, idx, d, index.src[1].get()), value,
+                       guard.empty() ? "" : " }"));
+      return;
+    }
     line(fmt::format("{}{} = {};", guard, element(buffer, idx, d, index.src[1].get()), value));
   }
 
@@ -406,8 +416,15 @@ class Renderer {
     body_ += std::string(2 * std::size_t(indent_), ' ') + s + "\n";
   }
 
+  // Float values are `precise` (NoContraction in SPIR-V, `exact` in Mesa's NIR), and so are the
+  // operations glslang traces into them: the driver's compiler may then not fold x * 0 to 0,
+  // x - x to 0 or (x * a) * b to x * (a * b), which change infinities, nan and zero signs
+  // (SignedZeroInfNanPreserve alone did not stop Lavapipe from folding inf * 0 to 0).
+  static const char* exact(DType d) { return d.is_float() ? "precise " : ""; }
+
   void declare(std::size_t i, const std::string& value) {
-    line(fmt::format("{} {} = {};", glsl::type_name(ops_[i]->dtype), name_of(ops_[i]), value));
+    const DType d = ops_[i]->dtype;
+    line(fmt::format("{}{} {} = {};", exact(d), glsl::type_name(d), name_of(ops_[i]), value));
   }
 
   void statement(std::size_t i) {

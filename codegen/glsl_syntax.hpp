@@ -25,6 +25,8 @@ std::string pointer_type_name(DType d);
 // int8_t(-4), float16_t(0.5), uintBitsToFloat(0x7f800000u) for inf. Negative values and calls
 // come parenthesized or as calls, so the literal can stand anywhere in an expression.
 std::string literal(const UOp& constant);
+// The literal of an integer in integer dtype d, exact for all 64 bits.
+std::string int_literal(DType d, int64_t v);
 // The literal of a plain number in dtype d (for 0, 1 in generated code).
 std::string number(DType d, double value);
 
@@ -57,7 +59,7 @@ class Helpers {
 // Expressions. Arguments are already rendered expressions; results are parenthesized or calls.
 std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src,
                      std::span<const std::string> args, Helpers& helpers);
-std::string cast_expr(DType from, DType to, const std::string& x);
+std::string cast_expr(DType from, DType to, const std::string& x, Helpers& helpers);
 std::string bitcast_expr(DType from, DType to, const std::string& x);
 // bool <-> its one-byte storage, for loads and stores of bool buffers.
 std::string bool_from_storage(DType d, const std::string& x);

@@ -30,12 +30,20 @@ struct GlslTarget {
   // max_storage_buffer_range bytes.
   uint32_t max_bound_buffers = 0;
   uint64_t max_storage_buffer_range = 0;
+  // The device keeps IEEE signed zeros, infinities and nan in float16/32/64 arithmetic when a
+  // shader asks (shaderSignedZeroInfNanPreserveFloatN): the renderer then asks, so that the
+  // driver's compiler cannot fold x * 0 to 0 or (x * a) * b to x * (a * b) where that changes
+  // an inf, a nan or a zero's sign.
+  bool preserve_specials_float16 = false;
+  bool preserve_specials_float32 = false;
+  bool preserve_specials_float64 = false;
 
   // Every optional feature on, with the minimum limits (tests render for it without a device).
   static GlslTarget everything() {
     GlslTarget t;
     t.float16 = t.int8 = t.int16 = t.int64 = t.float64 = t.storage_8bit = t.storage_16bit = true;
     t.subgroup_shuffle = true;
+    t.preserve_specials_float16 = t.preserve_specials_float32 = t.preserve_specials_float64 = true;
     return t;
   }
 };

@@ -59,26 +59,6 @@ std::string shortest(F x) {
 
 std::string float_bits(uint32_t bits) { return fmt::format("uintBitsToFloat(0x{:08x}u)", bits); }
 
-std::string int_literal(DType d, int64_t v) {
-  switch (d.scalar) {
-    case Scalar::Int32:
-      if (v == INT32_MIN) return "(-2147483647-1)";
-      return v < 0 ? fmt::format("({})", v) : std::to_string(v);
-    case Scalar::UInt32:
-      return fmt::format("{}u", uint32_t(v));
-    case Scalar::Int64:
-      if (v == INT64_MIN) return "(-9223372036854775807l-1l)";
-      return v < 0 ? fmt::format("({}l)", v) : fmt::format("{}l", v);
-    case Scalar::UInt64:
-      return fmt::format("{}ul", uint64_t(v));
-    case Scalar::Int8:
-    case Scalar::Int16:
-      return fmt::format("{}({})", kTypes[std::size_t(d.scalar)].scalar, v);
-    default:
-      return fmt::format("{}({}u)", kTypes[std::size_t(d.scalar)].scalar, v);  // uint8, uint16
-  }
-}
-
 std::string float_literal(DType d, double v) {
   switch (d.scalar) {
     case Scalar::Float64:
@@ -100,6 +80,26 @@ std::string float_literal(DType d, double v) {
 }
 
 }  // namespace
+
+std::string int_literal(DType d, int64_t v) {
+  switch (d.scalar) {
+    case Scalar::Int32:
+      if (v == INT32_MIN) return "(-2147483647-1)";
+      return v < 0 ? fmt::format("({})", v) : std::to_string(v);
+    case Scalar::UInt32:
+      return fmt::format("{}u", uint32_t(v));
+    case Scalar::Int64:
+      if (v == INT64_MIN) return "(-9223372036854775807l-1l)";
+      return v < 0 ? fmt::format("({}l)", v) : fmt::format("{}l", v);
+    case Scalar::UInt64:
+      return fmt::format("{}ul", uint64_t(v));
+    case Scalar::Int8:
+    case Scalar::Int16:
+      return fmt::format("{}({})", kTypes[std::size_t(d.scalar)].scalar, v);
+    default:
+      return fmt::format("{}({}u)", kTypes[std::size_t(d.scalar)].scalar, v);  // uint8, uint16
+  }
+}
 
 std::string type_name(DType d) {
   const TypeInfo& t = info(d);
@@ -204,13 +204,16 @@ std::vector<std::string> extension_lines(const Needs& n) {
   return out;
 }
 
-std::string cast_expr(DType from, DType to, const std::string& x) {
+std::string cast_expr(DType from, DType to, const std::string& x, Helpers& helpers) {
   if (to.is_bool() && !from.is_bool()) {
     const std::string zero = number(from.base(), 0);
     if (from.count == 1) return fmt::format("({} != {})", x, zero);
     return fmt::format("notEqual({}, {}({}))", x, type_name(from), zero);
   }
-  return fmt::format("{}({})", type_name(to), x);  // float -> int truncates, as C does
+  // Out of range and nan are undefined in GLSL: a helper saturates them as the CPU device does.
+  if (from.is_float() && !to.is_float())
+    return fmt::format("{}({})", helpers.use("to_" + to.base().name(), from), x);
+  return fmt::format("{}({})", type_name(to), x);
 }
 
 std::string bitcast_expr(DType from, DType to, const std::string& x) {

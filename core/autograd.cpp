@@ -136,7 +136,16 @@ Tensor& Tensor::requires_grad_(bool on) {
   return *this;
 }
 
-bool Tensor::requires_grad() const { return state_->requires_grad; }
+// As torch: a leaf that asked for it, or a result whose graph reaches one (a gradient would
+// flow into it). NoGrad results are detached and reach none.
+bool Tensor::requires_grad() const {
+  if (state_->requires_grad) return true;
+  if (live_leaves.load() == 0) return false;
+  auto states = StateRegistry::get().live();
+  std::erase_if(states, [&](const auto& s) { return s == state_; });
+  return reaches_any(state_->unrealized ? state_->unrealized : node(), gradient_carriers(states));
+}
+bool Tensor::is_leaf() const { return state_->requires_grad || !requires_grad(); }
 std::optional<Tensor> Tensor::grad() const { return state_->grad; }
 
 void Tensor::set_grad(std::optional<Tensor> grad) {

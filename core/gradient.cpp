@@ -169,7 +169,9 @@ const std::vector<GradRule>& gradient_rules() {
        }},
       // Piecewise constant or not real-valued: no gradient.
       {Ops::CMPLT, none}, {Ops::CMPNE, none}, {Ops::AND, none}, {Ops::OR, none}, {Ops::XOR, none},
-      {Ops::SHL, none}, {Ops::SHR, none}, {Ops::IDIV, none}, {Ops::MOD, none}, {Ops::TRUNC, none},
+      {Ops::SHL, none}, {Ops::SHR, none}, {Ops::IDIV, none}, {Ops::MOD, none},
+      // Zero, not none: floor, ceil, round and trunc pass a zero gradient on, as torch.
+      {Ops::TRUNC, [](A a) -> Grads { return {Tensor::zeros_like(a.g)}; }},
       {Ops::BITCAST, none}, {Ops::THREEFRY, none},
       {Ops::REDUCE_AXIS, reduce_grad},
       {Ops::RESHAPE, [](A a) -> Grads { return {a.g.reshape(a.in_shape())}; }},

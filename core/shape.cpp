@@ -12,6 +12,18 @@ int64_t prod(const Shape& s) {
   return n;
 }
 
+void check_size(const Shape& s, int64_t itemsize, std::string_view op) {
+  for (int64_t d : s)
+    if (d < 0)
+      throw Error(std::string(op) + ": shape " + shape_str(s) + " has a negative dimension");
+  if (std::find(s.begin(), s.end(), 0) != s.end()) return;  // no elements, whatever the others
+  int64_t bytes = std::max<int64_t>(itemsize, 1);
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      throw Error(std::string(op) + ": shape " + shape_str(s) +
+                  " has too many elements (its size in bytes does not fit in 64 bits)");
+}
+
 std::string shape_str(const Shape& s) {
   std::string out = "(";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);

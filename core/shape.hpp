@@ -23,6 +23,10 @@ struct Axes {
 
 // Number of elements (1 for the 0-d shape ()).
 int64_t prod(const Shape& s);
+// Throws vkg::Error naming `op` when a dimension of s is negative, or when its element count or
+// its size in bytes (itemsize bytes an element) does not fit in int64: a shape that wraps
+// around would name a tiny buffer for a huge tensor.
+void check_size(const Shape& s, int64_t itemsize, std::string_view op);
 // "(2, 3)", "(5,)", "()" — as tinygrad and numpy print shapes.
 std::string shape_str(const Shape& s);
 // An axis counted from the end when negative (-1 is the last), checked against ndim. Throws

@@ -24,11 +24,6 @@ UOpPtr device_node(const std::string& device) {
   return UOp::make(Ops::DEVICE, dtypes::void_, {}, device.empty() ? default_device() : device);
 }
 
-void check_shape(const Shape& shape, std::string_view op) {
-  for (int64_t d : shape)
-    if (d < 0) throw Error(std::string(op) + ": shape " + shape_str(shape) + " has a negative dimension");
-}
-
 // A tensor of `shape` whose every element is `value` (as dtype d): a 0-d CONST broadcast.
 Tensor const_tensor(Scalarish value, DType d, const Shape& shape, const std::string& device) {
   UOpPtr c = UOp::make(Ops::CONST, d, {device_node(device)}, UOp::const_(d, value)->arg);
@@ -63,7 +58,7 @@ std::vector<std::byte> bool_bytes(const std::vector<bool>& values) {
 }  // namespace
 
 Tensor::Tensor(std::span<const std::byte> bytes, size_t count, DType dtype, Shape shape, std::string device) {
-  check_shape(shape, "Tensor");
+  check_size(shape, dtype.itemsize(), "Tensor");
   if (vkg::prod(shape) != int64_t(count))
     throw Error("Tensor: " + std::to_string(count) + " elements of data do not fill shape " + shape_str(shape) +
                 " (" + std::to_string(vkg::prod(shape)) + " elements)");
@@ -90,19 +85,27 @@ Tensor::Tensor(std::initializer_list<bool> v)
 Tensor::Tensor(Scalarish value) : Tensor(const_tensor(value, literal_dtype(value), {}, "")) {}
 
 Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
-  check_shape(shape, "empty");
+  check_size(shape, dtype.itemsize(), "empty");
   auto buffer = std::make_shared<Buffer>(device.empty() ? default_device() : device, dtype, vkg::prod(shape));
   UOpPtr b = UOp::make(Ops::BUFFER, dtype, {device_node(buffer->device())}, std::shared_ptr<const ArgPayload>(buffer));
   return Tensor(b).reshape(std::move(shape));
 }
 
 Tensor Tensor::full(Shape shape, Scalarish value, std::optional<DType> dtype, std::string device) {
-  check_shape(shape, "full");
-  return const_tensor(value, dtype.value_or(literal_dtype(value)), shape, device);
+  const DType d = dtype.value_or(literal_dtype(value));
+  check_size(shape, d.itemsize(), "full");
+  return const_tensor(value, d, shape, device);
 }
 
-Tensor Tensor::zeros(Shape shape, DType dtype, std::string device) { return full(std::move(shape), 0, dtype, std::move(device)); }
-Tensor Tensor::ones(Shape shape, DType dtype, std::string device) { return full(std::move(shape), 1, dtype, std::move(device)); }
+// Checked here too, so that a bad shape's message names the op the user called.
+Tensor Tensor::zeros(Shape shape, DType dtype, std::string device) {
+  check_size(shape, dtype.itemsize(), "zeros");
+  return full(std::move(shape), 0, dtype, std::move(device));
+}
+Tensor Tensor::ones(Shape shape, DType dtype, std::string device) {
+  check_size(shape, dtype.itemsize(), "ones");
+  return full(std::move(shape), 1, dtype, std::move(device));
+}
 
 // The values are computed on the host and uploaded: exact for every dtype, at the cost of host
 // memory for the whole range.

@@ -218,6 +218,9 @@ class Tensor {
   Tensor where(Scalarish a, Scalarish b) const;
   // A 0-d tensor holding v, in the dtype this tensor and a C++ literal v combine to.
   Tensor scalar_like(Scalarish v) const;
+  // Float to integer truncates toward zero and saturates at the integer type's bounds; nan
+  // becomes 0 (Rust's `as`, WebAssembly's trunc_sat), the same on every device. torch leaves
+  // these to the CPU (x86 gives INT_MIN), so there is no torch rule to follow.
   Tensor cast(DType dtype) const;
   // The same bits read as another dtype of the same size.
   Tensor bitcast(DType dtype) const;
@@ -226,6 +229,8 @@ class Tensor {
   // One kernel each, except where one output reduces more than 32768 elements: that is two
   // kernels (partial results, then theirs), as one invocation must not loop that long.
   Tensor sum(Axes axes = {}, bool keepdim = false) const;
+  // max and min are torch's amax and amin: their gradient is split evenly among tied elements
+  // (torch.max(dim) instead picks the one its index names; use argmax for that).
   Tensor max(Axes axes = {}, bool keepdim = false) const;
   Tensor mean(Axes axes = {}, bool keepdim = false) const;
   // Variance with Bessel's correction by default (correction = 1), as torch and tinygrad.
@@ -287,6 +292,7 @@ class Tensor {
   // x (N, Cin, H, W) with weight (Cin, Cout/groups, KH, KW).
   Tensor conv_transpose2d(const Tensor& weight, const std::optional<Tensor>& bias = {},
                           ConvTranspose2dOptions options = {}) const;
+  // Its gradient goes to the first maximum of each window (row-major), as torch's.
   Tensor max_pool2d(Pool2dOptions options = {}) const;
   Tensor avg_pool2d(Pool2dOptions options = {}) const;  // padding counts as zeros, as torch's default
   // (x - mean) / sqrt(var + eps) over the given axes (default: the last), with the biased
@@ -344,6 +350,7 @@ class Tensor {
   template <class T>
   T item() const {
     if (numel() != 1) throw Error("item: tensor of shape " + shape_str(shape()) + " has " + std::to_string(numel()) + " elements, not 1");
+    check_host_type(dtype_of<T>(), "item");
     return to_vector<T>()[0];
   }
   // The raw bytes of the elements, row-major.
@@ -364,7 +371,12 @@ class Tensor {
   // and it gets a node of its own (equal values are one node otherwise, see the .cpp). Only float
   // tensors can require gradients.
   Tensor& requires_grad_(bool on = true);
+  // True for a leaf with requires_grad_ and for a result computed from one outside NoGrad, as
+  // torch: (w * 2).sum().requires_grad() is true when w requires grad.
   bool requires_grad() const;
+  // No gradient history: a tensor that requires grad itself, or one that does not require grad
+  // (torch's is_leaf). Optimizers take leaves only.
+  bool is_leaf() const;
   // The accumulated gradient (the leaf's shape and dtype), none before the first backward.
   std::optional<Tensor> grad() const;
   // Replaces the gradient; set_grad({}) clears it (zero_grad).

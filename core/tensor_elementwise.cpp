@@ -67,8 +67,17 @@ Tensor Tensor::exp() const {
   return (x * (1.0 / std::numbers::ln2)).exp2();
 }
 Tensor Tensor::log() const { return log2() * std::numbers::ln2; }
-Tensor Tensor::relu() const { return gt(scalar_like(0)).where(*this, scalar_like(0)); }
-Tensor Tensor::abs() const { return lt(scalar_like(0)).where(-*this, *this); }
+// nan passes through as torch's relu; relu(-0) is +0 and relu'(0) is 0, as torch.
+Tensor Tensor::relu() const {
+  const Tensor keep =
+      dtype().is_float() ? gt(scalar_like(0)).logical_or(isnan()) : gt(scalar_like(0));
+  return keep.where(*this, scalar_like(0));
+}
+// What is neither below nor above 0 is +-0 or nan: x * x makes it +0 (or nan) with gradient
+// 2x = 0, so abs(-0) = +0 and abs'(0) = 0, as torch.
+Tensor Tensor::abs() const {
+  return lt(scalar_like(0)).where(-*this, gt(scalar_like(0)).where(*this, *this * *this));
+}
 
 Tensor Tensor::add(const Tensor& b) const { return binary(Ops::ADD, b, "add"); }
 Tensor Tensor::sub(const Tensor& b) const {

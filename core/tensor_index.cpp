@@ -3,6 +3,7 @@
 // elementwise/reduce graph of existing ops, so it costs no kernel of its own and its gradient
 // comes from the primitives'.
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include <vkgrad/core/error.hpp>
@@ -341,9 +342,11 @@ Tensor Tensor::operator[](std::vector<Index> index) const {
       };
       const int64_t start = resolve(s.start, s.step > 0 ? 0 : n - 1);
       const int64_t stop = resolve(s.stop, s.step > 0 ? n : -1);
-      const int64_t step = s.step > 0 ? s.step : -s.step;
-      const int64_t len = s.step > 0 ? std::max<int64_t>(0, (stop - start + step - 1) / step)
-                                     : std::max<int64_t>(0, (start - stop + step - 1) / step);
+      // |step| without overflow: -INT64_MIN does not exist, and any step of n or more takes
+      // at most one element, so INT64_MAX stands in for it.
+      const int64_t step = s.step > 0 ? s.step : s.step == INT64_MIN ? INT64_MAX : -s.step;
+      const int64_t dist = s.step > 0 ? stop - start : start - stop;  // within [-n-1, n+1]
+      const int64_t len = dist <= 0 ? 0 : (dist - 1) / step + 1;
       // A negative step reads the flipped dimension forwards: element i sits at n-1-i there.
       const bool flipped = s.step < 0 && len > 1;
       const int64_t first = len == 0 ? 0 : flipped ? n - 1 - start : start;

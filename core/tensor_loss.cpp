@@ -143,11 +143,12 @@ Tensor Tensor::binary_crossentropy(const Tensor& target, Reduction reduction) co
   return reduce_loss(per, reduction);
 }
 
-// The same on logits x, stably: max(x, 0) - x*y + log(1 + exp(-|x|)).
+// The same on logits x, stably: max(x, 0) - x*y + log(1 + exp(-|x|)). At x = 0, maximum splits
+// its gradient (1/2) and |x|' is 0: the gradient is sigmoid(0) - y, as torch.
 Tensor Tensor::binary_crossentropy_logits(const Tensor& target, Reduction reduction) const {
   check_pair(*this, target, "binary_crossentropy_logits");
   const Tensor x = as_float(*this), y = target.cast(x.dtype());
-  const Tensor per = x.relu() - x * y + ((-x.abs()).exp() + 1).log();
+  const Tensor per = x.maximum(0.0) - x * y + ((-x.abs()).exp() + 1).log();
   return reduce_loss(per, reduction);
 }
 

@@ -99,14 +99,16 @@ Tensor Tensor::round() const {
 
 // ---- activations ----
 
+// The slope's branch at 0 too, so leaky_relu'(0) is the slope, as torch.
 Tensor Tensor::leaky_relu(double negative_slope) const {
-  return lt(0).where(*this * negative_slope, *this);
+  return gt(0).where(*this, *this * negative_slope);
 }
 
-// exp of min(x, 0): the branch that where drops never overflows, so its gradient stays finite.
+// exp of x where x <= 0, else of 0: the branch that where drops never overflows, so its gradient
+// stays finite; at 0 the exp's branch is taken whole, so elu'(0) is alpha, as torch.
 Tensor Tensor::elu(double alpha) const {
   const Tensor x = as_float(*this);
-  return x.gt(0).where(x, (x.minimum(0.0).exp() - 1.0) * alpha);
+  return x.gt(0).where(x, (x.gt(0).where(0.0, x).exp() - 1.0) * alpha);
 }
 
 Tensor Tensor::gelu() const {
@@ -128,10 +130,11 @@ Tensor Tensor::sigmoid() const {
 
 Tensor Tensor::tanh() const { return (as_float(*this) * 2.0).sigmoid() * 2.0 - 1.0; }
 
-// (max(bx, 0) + log(1 + exp(-|bx|))) / b: the exp never overflows, and a large x gives x.
+// (max(bx, 0) + log(1 + exp(-|bx|))) / b: the exp never overflows, and a large x gives x. At 0
+// maximum splits its gradient (1/2) and |x|' is 0, so softplus'(0) = 1/2 = sigmoid(0), as torch.
 Tensor Tensor::softplus(double beta) const {
   const Tensor bx = as_float(*this) * beta;
-  return (bx.relu() + log1p_unit((-bx.abs()).exp())) * (1.0 / beta);
+  return (bx.maximum(0.0) + log1p_unit((-bx.abs()).exp())) * (1.0 / beta);
 }
 
 Tensor Tensor::hardswish() const {
@@ -140,7 +143,12 @@ Tensor Tensor::hardswish() const {
               (1.0 / 6.0));  // 6 * (1/6) rounds to 1: hardswish(x) = x past 3
 }
 
-Tensor Tensor::clip(Scalarish lo, Scalarish hi) const { return maximum(lo).minimum(hi); }
+// By where rather than maximum/minimum: at a bound the gradient is 1 (maximum would split it),
+// as torch's clamp; nan stays nan; lo > hi gives hi everywhere, as torch.
+Tensor Tensor::clip(Scalarish lo, Scalarish hi) const {
+  const Tensor low = lt(lo).where(scalar_like(lo), *this);
+  return low.gt(hi).where(low.scalar_like(hi), low);
+}
 
 // ---- predicates ----
 

@@ -29,13 +29,16 @@ Tensor Tensor::reshape(Shape target) const {
   for (int64_t d : target)
     if (d < -1) fail("reshape", in, "shape " + shape_str(target) + " has a negative dimension");
   if (wild == 1) {
-    int64_t known = 1;
+    Shape known_dims;
     for (int64_t d : target)
-      if (d != -1) known *= d;
+      if (d != -1) known_dims.push_back(d);
+    check_size(known_dims, dtype().itemsize(), "reshape");
+    const int64_t known = vkg::prod(known_dims);
     if (known == 0 || vkg::prod(in) % known != 0)
       fail("reshape", in, "cannot infer the -1 in " + shape_str(target) + " for " + std::to_string(vkg::prod(in)) + " elements");
     *std::find(target.begin(), target.end(), -1) = vkg::prod(in) / known;
   }
+  check_size(target, dtype().itemsize(), "reshape");
   if (vkg::prod(target) != vkg::prod(in))
     fail("reshape", in, "cannot reshape " + std::to_string(vkg::prod(in)) + " elements to " + shape_str(target) + " (" +
                             std::to_string(vkg::prod(target)) + " elements)");
@@ -71,6 +74,7 @@ Tensor Tensor::expand(Shape target) const {
                              " cannot expand to " + std::to_string(target[i]) + " (only size 1 expands)");
     if (target[i] < 0) fail("expand", in, "shape " + shape_str(target) + " has a negative dimension");
   }
+  check_size(target, dtype().itemsize(), "expand");
   if (target == in) return *this;
   const Tensor base = padded == in ? *this : reshape(padded);
   if (target == padded) return base;
@@ -85,11 +89,20 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar
   bool any = false;
   for (const auto& [b, a] : before_after) {
     if (b < 0 || a < 0) fail("pad", in, "pads must not be negative (use shrink)");
+    int64_t grown = 0;
+    if (__builtin_add_overflow(in[arg.size() / 2], b, &grown) ||
+        __builtin_add_overflow(grown, a, &grown))
+      fail(
+          "pad", in,
+          "pads (" + std::to_string(b) + ", " + std::to_string(a) + ") make a dimension too large");
     arg.push_back(b);
     arg.push_back(a);
     any |= b || a;
   }
   if (!any) return *this;
+  Shape grown = in;
+  for (size_t i = 0; i < in.size(); ++i) grown[i] += arg[2 * i] + arg[2 * i + 1];
+  check_size(grown, dtype().itemsize(), "pad");
   const Tensor padded = movement(Ops::PAD, arg);
   if (value.as_double() == 0) return padded;
   // Padding fills zeros; other values are placed where a padded all-true mask is false.

@@ -328,7 +328,24 @@ Tensor Tensor::max_pool2d(Pool2dOptions o) const {
   // Padding never wins the max: -inf for floats, the smallest value for integers.
   const Scalarish fill = dtype().is_float() ? Scalarish(-std::numeric_limits<double>::infinity())
                                             : Scalarish(int64_t(dtypes::min_value(dtype())));
-  return pool2d_windows(*this, o, fill, "max_pool2d").max({-2, -1});
+  const Tensor windows = pool2d_windows(*this, o, fill, "max_pool2d");
+  const Tensor out = windows.max({-2, -1});
+  if (!dtype().is_float()) return out;
+  // The derived gradient would split among ties; torch sends it to the first maximum of each
+  // window, which a running count of hits finds (a nan is the maximum where there is one).
+  const UOpPtr wn = windows.node(), on = out.node();
+  return Tensor(with_custom_gradient(
+      on, {wn}, [wn, on](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+        const Tensor w(wn);
+        const Shape& s = w.shape();
+        Shape flat(s.begin(), s.end() - 2), one = flat;
+        flat.push_back(s[s.size() - 2] * s.back());
+        one.push_back(1);
+        const Tensor x = w.reshape(flat);
+        const Tensor hit = x.eq(Tensor(on).reshape(one)).logical_or(x.isnan());
+        const Tensor first = hit.logical_and(hit.cast(dtypes::int32).cumsum(-1).eq(1));
+        return {first.where(g.reshape(one).expand(flat), 0).reshape(s)};
+      }));
 }
 
 Tensor Tensor::avg_pool2d(Pool2dOptions o) const {
@@ -336,6 +353,7 @@ Tensor Tensor::avg_pool2d(Pool2dOptions o) const {
 }
 
 Tensor Tensor::layernorm(Axes axes, double eps) const {
+  for (int64_t a : axes.list) normalize_axis(a, shape(), "layernorm");  // errors name layernorm
   const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   const Tensor centered = x - x.mean(axes, true);
   const Tensor variance = (centered * centered).mean(axes, true);

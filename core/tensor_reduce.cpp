@@ -28,6 +28,15 @@ Shape without_axes(const Shape& shape, const std::vector<int64_t>& axes) {
   return out;
 }
 
+// What a reduce of no elements gives, and what pads a reduce: 0 for a sum, 1 for a product, the
+// smallest value for a max.
+Scalarish reduce_identity(Ops op, DType d) {
+  if (op == Ops::MAX && d.is_float()) return -std::numeric_limits<double>::infinity();
+  if (op == Ops::MAX && d.is_int()) return int64_t(dtypes::min_value(d));
+  if (op == Ops::MAX) return false;
+  return int64_t(op == Ops::MUL ? 1 : 0);
+}
+
 }  // namespace
 
 // The most elements one output of a reduce kernel sums (or maxes) in its loop. Larger reduces
@@ -90,17 +99,20 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
     if (rows * split != count) {
       std::vector<std::pair<int64_t, int64_t>> pads(kept.size(), {0, 0});
       pads.emplace_back(0, rows * split - count);
-      Scalarish identity = int64_t(op == Ops::MUL ? 1 : 0);
-      if (op == Ops::MAX && dtype().is_float())
-        identity = -std::numeric_limits<double>::infinity();
-      else if (op == Ops::MAX && dtype().is_int())
-        identity = int64_t(dtypes::min_value(dtype()));
-      flat = flat.pad(pads, identity);
+      flat = flat.pad(pads, reduce_identity(op, dtype()));
     }
     Shape split_shape = kept;
     split_shape.push_back(rows);
     split_shape.push_back(split);
     return finish(flat.reshape(split_shape).reduce(op, Axes{last}, false, name));
+  }
+  // Over no elements the result is the identity, as a constant: a kernel would hoist the loads
+  // out of its zero-trip loop and read element 0 of an empty buffer.
+  if (count == 0 && !axes.empty()) {
+    Shape with_ones = shape();
+    for (int64_t a : axes) with_ones[size_t(a)] = 1;
+    const Tensor out = Tensor::full(with_ones, reduce_identity(op, dtype()), dtype(), device());
+    return keepdim ? out : out.reshape(without_axes(shape(), axes));
   }
   Tensor out = *this;
   if (!axes.empty()) out = Tensor(UOp::make(Ops::REDUCE_AXIS, dtype(), {node()}, ReduceArg{op, axes}));

@@ -70,8 +70,14 @@ Tensor cumsum_last(const Tensor& x) {
   blocked.push_back(kScanBlock);
   const Tensor b = x.pad(pads).reshape(blocked);
   const Tensor inside = cumsum_last(b);
+  // The sum of all earlier blocks: the scan of the totals shifted right by one, not the scan
+  // minus the totals, which is inf - inf = nan for every block after an inf.
   const Tensor totals = b.sum(-1);
-  const Tensor before = cumsum_last(totals) - totals;
+  std::vector<std::pair<int64_t, int64_t>> shift(lead.size(), {0, 0}), first(lead.size());
+  shift.emplace_back(1, 0);
+  for (size_t d = 0; d < lead.size(); ++d) first[d] = {0, lead[d]};
+  first.emplace_back(0, blocks);
+  const Tensor before = cumsum_last(totals.pad(shift).shrink(first));
   Shape flat = lead;
   flat.push_back(blocks * kScanBlock);
   std::vector<std::pair<int64_t, int64_t>> keep(lead.size() + 1, {0, 0});

@@ -23,11 +23,13 @@ Tensor shifted(const Tensor& x, int64_t axis) { return x - detached(x.max(axis, 
 }  // namespace
 
 Tensor Tensor::softmax(int64_t axis) const {
+  normalize_axis(axis, shape(), "softmax");  // checked here, so that an error names softmax
   const Tensor e = shifted(as_float(*this), axis).exp();
   return e / e.sum(axis, true);
 }
 
 Tensor Tensor::log_softmax(int64_t axis) const {
+  normalize_axis(axis, shape(), "log_softmax");
   const Tensor m = shifted(as_float(*this), axis);
   return m - m.exp().sum(axis, true).log();
 }

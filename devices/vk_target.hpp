@@ -25,6 +25,9 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   t.max_bound_buffers =
       std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
   t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;
+  t.preserve_specials_float16 = caps.limits.preserve_specials_float16;
+  t.preserve_specials_float32 = caps.limits.preserve_specials_float32;
+  t.preserve_specials_float64 = caps.limits.preserve_specials_float64;
   return t;
 }
 

@@ -18,6 +18,11 @@ void check_params(const std::vector<Tensor>& params, std::string_view who) {
     if (!params[i].requires_grad())
       throw Error(std::string(who) + ": parameter " + std::to_string(i) + " " + shape_str(params[i].shape()) +
                   " does not require grad");
+    if (!params[i].is_leaf())
+      throw Error(std::string(who) + ": parameter " + std::to_string(i) + " " +
+                  shape_str(params[i].shape()) +
+                  " is computed from other tensors; optimize the tensors with requires_grad_ it "
+                  "comes from");
   }
 }
 
@@ -35,13 +40,13 @@ std::string device_of(const std::vector<Tensor>& params) {
 
 }  // namespace
 
-Optimizer::Optimizer(std::vector<Tensor> params, double lr)
+Optimizer::Optimizer(std::vector<Tensor> params, double lr, std::string_view who)
     : params_(std::move(params)),
       device_(device_of(params_)),
       lr_(lr),
       lr_tensor_(std::vector<float>{float(lr)}, Shape{}, device_) {
-  check_params(params_, "Optimizer");
-  check_range(lr, 0.0, INFINITY, "Optimizer", "lr");
+  check_params(params_, who);
+  check_range(lr, 0.0, INFINITY, who, "lr");
 }
 
 Tensor Optimizer::scalar(double v) const { return Tensor(std::vector<float>{float(v)}, Shape{}, device_); }
@@ -73,8 +78,9 @@ void Optimizer::step(std::vector<Tensor> also_realize) {
   realize_all(std::move(out));
 }
 
-SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool nesterov, double dampening)
-    : Optimizer(std::move(params), lr),
+SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool nesterov,
+         double dampening)
+    : Optimizer(std::move(params), lr, "SGD"),
       momentum_(momentum),
       weight_decay_(weight_decay),
       dampening_(dampening),
@@ -102,9 +108,9 @@ Tensor SGD::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {
   return p - lr_tensor() * g;
 }
 
-Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, double eps, double weight_decay,
-           bool decoupled)
-    : Optimizer(std::move(params), lr),
+Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, double eps,
+           double weight_decay, bool decoupled)
+    : Optimizer(std::move(params), lr, decoupled ? "AdamW" : "Adam"),
       beta1_(beta1),
       beta2_(beta2),
       eps_(eps),
@@ -162,7 +168,8 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_m
 
 void CosineAnnealingLR::step() {
   ++steps_;
-  const double t = double(std::min(steps_, t_max_));
+  // Past t_max the lr follows the cosine back up, as torch's closed form (no clamp).
+  const double t = double(steps_);
   opt_.set_lr(eta_min_ + (base_ - eta_min_) * (1.0 + std::cos(std::numbers::pi * t / double(t_max_))) / 2.0);
 }
 

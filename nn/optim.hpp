@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <vkgrad/core/tensor.hpp>
@@ -21,7 +22,8 @@ namespace vkg::nn {
 
 class Optimizer {
  public:
-  Optimizer(std::vector<Tensor> params, double lr);
+  // `who` names the optimizer in errors ("SGD", "Adam").
+  Optimizer(std::vector<Tensor> params, double lr, std::string_view who = "Optimizer");
   virtual ~Optimizer() = default;
   // Clears the gradient of every parameter.
   void zero_grad();
@@ -107,7 +109,8 @@ class StepLR {
   double gamma_, base_;
 };
 
-// CosineAnnealingLR: lr = eta_min + (base - eta_min) * (1 + cos(pi * steps / t_max)) / 2.
+// CosineAnnealingLR: lr = eta_min + (base - eta_min) * (1 + cos(pi * steps / t_max)) / 2, also
+// past t_max (it rises again, with period 2 t_max), as torch.
 class CosineAnnealingLR {
  public:
   CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0.0);

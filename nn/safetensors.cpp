@@ -127,8 +127,7 @@ StateDict load_safetensors(const std::string& path, const std::string& device) {
     } catch (const nlohmann::json::exception& e) {
       throw Error(where + ": malformed entry (" + e.what() + ")");
     }
-    for (int64_t d : shape)
-      if (d < 0) throw Error(where + ": negative dimension in " + shape_str(shape));
+    check_size(shape, dtype.itemsize(), where);
     const uint64_t count = uint64_t(vkg::prod(shape));
     if (end < begin || end > data_size || end - begin != count * uint64_t(dtype.itemsize()))
       throw Error(where + ": bytes [" + std::to_string(begin) + ", " + std::to_string(end) + ") do not hold " +

@@ -148,3 +148,15 @@ TEST(Datasets, FashionMnistFromDebianWhenInstalled) {
   EXPECT_EQ(d.train_labels.data[0], 9);
   EXPECT_EQ(d.test_labels.data[0], 9);
 }
+
+TEST(Safetensors, AHeaderWithAnOverflowingShapeIsRefused) {
+  const std::string path = temp_path("huge.safetensors");
+  // 2^32 x 2^32 elements wrap to 0 in 64 bits: the file must not load as an empty tensor.
+  write_file(
+      path,
+      safetensors_bytes(
+          R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", ""));
+  EXPECT_NE(error_of([&] { nn::load_safetensors(path); }).find("too many elements"),
+            std::string::npos);
+  std::filesystem::remove(path);
+}

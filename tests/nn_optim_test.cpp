@@ -126,8 +126,13 @@ TEST(Optim, SchedulesFollowTheirFormulas) {
   EXPECT_NEAR(sgd2.lr(), (1 + std::cos(M_PI / 4)) / 2, 1e-12);
   cosine.step();
   EXPECT_NEAR(sgd2.lr(), 0.5, 1e-12);
-  for (int i = 0; i < 3; ++i) cosine.step();
+  for (int i = 0; i < 2; ++i) cosine.step();
   EXPECT_NEAR(sgd2.lr(), 0.0, 1e-12);
+  // Past t_max torch's formula rises again (no clamp): t = 5, then t = 8, a full period.
+  cosine.step();
+  EXPECT_NEAR(sgd2.lr(), (1 + std::cos(5 * M_PI / 4)) / 2, 1e-12);
+  for (int i = 0; i < 3; ++i) cosine.step();
+  EXPECT_NEAR(sgd2.lr(), 1.0, 1e-12);
 }
 
 TEST(Optim, MisuseErrors) {
@@ -202,4 +207,17 @@ TEST(Optim, KernelCountOfOneMlpTrainingStepIsPinned) {
   const GlobalCounters after = global_counters();
   EXPECT_EQ(after.schedules - before.schedules, 1);
   EXPECT_EQ(after.kernels - before.kernels, kMlpStepKernels);
+}
+
+TEST(Optim, ErrorsNameTheOptimizer) {
+  const Tensor no_grad = Tensor::ones({2});
+  EXPECT_EQ(error_of([&] { nn::SGD({no_grad}, 0.1); }).rfind("SGD:", 0), 0u);
+  EXPECT_EQ(error_of([&] { nn::Adam({no_grad}); }).rfind("Adam:", 0), 0u);
+  EXPECT_EQ(error_of([&] { nn::AdamW({no_grad}); }).rfind("AdamW:", 0), 0u);
+  Tensor w = Tensor::ones({2}).requires_grad_();
+  EXPECT_EQ(error_of([&] { nn::SGD({w}, -1.0); }).rfind("SGD:", 0), 0u);
+  // A result computed from a leaf requires grad, but is not a parameter an optimizer can update.
+  const std::string non_leaf = error_of([&] { nn::SGD({w * 2}, 0.1); });
+  EXPECT_EQ(non_leaf.rfind("SGD:", 0), 0u) << non_leaf;
+  EXPECT_NE(non_leaf.find("computed from other tensors"), std::string::npos) << non_leaf;
 }

@@ -133,6 +133,9 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   l.min_subgroup_size = p13.minSubgroupSize ? p13.minSubgroupSize : p11.subgroupSize;
   l.max_subgroup_size = p13.maxSubgroupSize ? p13.maxSubgroupSize : p11.subgroupSize;
   l.timestamp_period = pl.timestampPeriod;
+  l.preserve_specials_float16 = p12.shaderSignedZeroInfNanPreserveFloat16;
+  l.preserve_specials_float32 = p12.shaderSignedZeroInfNanPreserveFloat32;
+  l.preserve_specials_float64 = p12.shaderSignedZeroInfNanPreserveFloat64;
 
   uint32_t nfam = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &nfam, nullptr);

@@ -28,6 +28,10 @@ struct Limits {
   uint32_t max_subgroup_size = 0;
   float timestamp_period = 0;         // nanoseconds per timestamp tick
   uint32_t timestamp_valid_bits = 0;  // of the compute queue family; 0: no timestamps
+  // shaderSignedZeroInfNanPreserveFloat16/32/64: a shader may ask that the compiler keep IEEE
+  // semantics for signed zeros, infinities and nan (the SPIR-V SignedZeroInfNanPreserve mode).
+  bool preserve_specials_float16 = false, preserve_specials_float32 = false,
+       preserve_specials_float64 = false;
 };
 
 struct Features {

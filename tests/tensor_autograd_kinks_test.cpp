@@ -1,0 +1,110 @@
+// Gradients at kinks and ties, on both devices, as torch computes them (values from torch 2.x):
+// where an op is not differentiable, torch picks one side, and users compare against torch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/device_compare.hpp"
+#include "support/error_of.hpp"
+
+using namespace vkg;
+using namespace vkg::test;
+
+namespace {
+
+// d/dx sum(f(x)) at the points xs, on `device`.
+template <class F>
+std::vector<double> grad_at(const std::vector<float>& xs, F&& f, const std::string& device) {
+  Tensor x = Tensor(xs, {int64_t(xs.size())}, device).requires_grad_();
+  f(x).sum().backward();
+  EXPECT_TRUE(x.grad().has_value());
+  return x.grad() ? values(*x.grad()) : std::vector<double>{};
+}
+
+template <class F>
+void expect_grad(const std::vector<float>& xs, F&& f, const std::vector<double>& want) {
+  for (const char* dev : {"CPU", "VK"}) {
+    const std::vector<double> got = grad_at(xs, f, dev);
+    ASSERT_EQ(got.size(), want.size()) << dev;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-6) << dev << " at x = " << xs[i];
+  }
+}
+
+}  // namespace
+
+TEST(AutogradKinks, ActivationsAtZeroMatchTorch) {
+  expect_grad({0, 1, -1}, [](const Tensor& x) { return x.abs(); }, {0, 1, -1});
+  expect_grad({0, 2, -2}, [](const Tensor& x) { return x.leaky_relu(0.1); }, {0.1, 1, 0.1});
+  expect_grad({0, 1, -1}, [](const Tensor& x) { return x.relu(); }, {0, 1, 0});
+  expect_grad({0}, [](const Tensor& x) { return x.softplus(); }, {0.5});
+  expect_grad({0}, [](const Tensor& x) { return x.softplus(2.0); }, {0.5});
+  expect_grad({0, 1}, [](const Tensor& x) { return x.elu(0.7); }, {0.7, 1});
+  // torch: hardswish'(-3) = -0.5, hardswish'(3) = 1.5 (the middle piece's (2x + 3) / 6).
+  expect_grad({-3, 3}, [](const Tensor& x) { return x.hardswish(); }, {-0.5, 1.5});
+}
+
+TEST(AutogradKinks, AbsOfNegativeZeroIsPositiveZero) {
+  for (const char* dev : {"CPU", "VK"}) {
+    const std::vector<float> got =
+        Tensor(std::vector<float>{-0.0f, NAN}, {2}, dev).abs().to_vector<float>();
+    EXPECT_FALSE(std::signbit(got[0])) << dev;
+    EXPECT_TRUE(std::isnan(got[1])) << dev;
+  }
+}
+
+TEST(AutogradKinks, BinaryCrossEntropyWithLogitsAtZeroIsSigmoidMinusTarget) {
+  for (const char* dev : {"CPU", "VK"}) {
+    Tensor x = Tensor(std::vector<float>{0, 0, 0}, {3}, dev).requires_grad_();
+    const Tensor y = Tensor(std::vector<float>{0, 1, 0.25f}, {3}, dev);
+    x.binary_crossentropy_logits(y, Reduction::Sum).backward();
+    const std::vector<double> g = values(*x.grad());
+    EXPECT_NEAR(g[0], 0.5, 1e-6) << dev;
+    EXPECT_NEAR(g[1], -0.5, 1e-6) << dev;
+    EXPECT_NEAR(g[2], 0.25, 1e-6) << dev;
+  }
+}
+
+TEST(AutogradKinks, ClampPassesTheGradientAtItsBounds) {
+  // torch.clamp(x, -1, 1) at -1, 1 and inside: 1; outside: 0.
+  expect_grad({-1, 1, 0, 2, -2}, [](const Tensor& x) { return x.clip(-1.0, 1.0); },
+              {1, 1, 1, 0, 0});
+  for (const char* dev : {"CPU", "VK"}) {
+    const std::vector<float> v =
+        Tensor(std::vector<float>{NAN, 5, -5}, {3}, dev).clip(-1.0, 1.0).to_vector<float>();
+    EXPECT_TRUE(std::isnan(v[0])) << dev;
+    EXPECT_EQ(v[1], 1.0f) << dev;
+    EXPECT_EQ(v[2], -1.0f) << dev;
+  }
+}
+
+TEST(AutogradKinks, RoundingOpsGiveAZeroGradient) {
+  for (auto f :
+       {+[](const Tensor& x) { return x.floor(); }, +[](const Tensor& x) { return x.ceil(); },
+        +[](const Tensor& x) { return x.round(); }, +[](const Tensor& x) { return x.trunc(); }})
+    expect_grad({0.5f, -1.5f, 2}, f, {0, 0, 0});
+}
+
+// Decided: max and min along axes are torch.amax/amin (a tie splits the gradient evenly); max
+// pooling sends it to the first maximum of each window, as torch.max_pool2d.
+TEST(AutogradKinks, TiesSplitForMaxAndGoToTheFirstForMaxPool) {
+  expect_grad({3, 1, 3}, [](const Tensor& x) { return x.max(); }, {0.5, 0, 0.5});
+  expect_grad({1, 3, 1}, [](const Tensor& x) { return x.min(); }, {0.5, 0, 0.5});
+  for (const char* dev : {"CPU", "VK"}) {
+    Tensor x =
+        Tensor(std::vector<float>{3, 3, 1, 1, 3, 0, 2, 2}, {1, 1, 2, 4}, dev).requires_grad_();
+    x.max_pool2d({.kernel = 2}).sum().backward();
+    EXPECT_EQ(values(*x.grad()), (std::vector<double>{1, 0, 0, 0, 0, 0, 1, 0})) << dev;
+  }
+}
+
+TEST(AutogradKinks, ResultsOfALeafRequireGrad) {
+  Tensor w = Tensor(std::vector<float>{1, 2}, {2}).requires_grad_();
+  EXPECT_TRUE((w * 2).sum().requires_grad());
+  EXPECT_FALSE((w * 2).detach().requires_grad());
+  EXPECT_FALSE(Tensor(std::vector<float>{1, 2}, {2}).sum().requires_grad());
+  {
+    NoGrad off;
+    EXPECT_FALSE((w * 2).requires_grad());
+  }
+}

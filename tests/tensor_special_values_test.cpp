@@ -1,0 +1,211 @@
+// Special values (inf, nan, signed zero, out-of-range) through the ops users call: Vulkan agrees
+// with the CPU reference device bit for bit on them, and both give what torch gives.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "support/device_compare.hpp"
+
+using namespace vkg;
+using namespace vkg::test;
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+// The same float in every bit that matters: nan matches any nan, and -0 differs from +0.
+testing::AssertionResult same_float(float want, float got) {
+  if (std::isnan(want) && std::isnan(got)) return testing::AssertionSuccess();
+  if (std::bit_cast<uint32_t>(want) == std::bit_cast<uint32_t>(got))
+    return testing::AssertionSuccess();
+  return testing::AssertionFailure() << "want " << want << (std::signbit(want) ? " (sign set)" : "")
+                                     << ", got " << got << (std::signbit(got) ? " (sign set)" : "");
+}
+
+// make(device) on CPU and VK: both must equal `want` element by element.
+template <class Make>
+void expect_on_both(Make&& make, const std::vector<float>& want) {
+  for (const char* dev : {"CPU", "VK"}) {
+    const std::vector<float> got = make(std::string(dev)).template to_vector<float>();
+    ASSERT_EQ(got.size(), want.size()) << dev;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(same_float(want[i], got[i])) << dev << " element " << i;
+  }
+}
+
+Tensor floats(std::vector<float> v, const std::string& dev) {
+  const int64_t n = int64_t(v.size());
+  return Tensor(v, {n}, dev);
+}
+
+}  // namespace
+
+TEST(SpecialValues, DivisionByZeroIsIeeeOnEveryDevice) {
+  const std::vector<float> x = {1, -1, 0, -0.0f, kInf, kNan, 3};
+  // By a tensor of +0 and of -0.
+  expect_on_both(
+      [&](const std::string& d) { return floats(x, d) / Tensor::zeros({7}, dtypes::float32, d); },
+      {kInf, -kInf, kNan, kNan, kInf, kNan, kInf});
+  expect_on_both(
+      [&](const std::string& d) { return floats(x, d) / floats(std::vector<float>(7, -0.0f), d); },
+      {-kInf, kInf, kNan, kNan, -kInf, kNan, -kInf});
+  // By a constant zero, which the compiler sees.
+  expect_on_both([&](const std::string& d) { return floats(x, d) / 0.0f; },
+                 {kInf, -kInf, kNan, kNan, kInf, kNan, kInf});
+  expect_on_both([&](const std::string& d) { return floats(x, d) / -0.0f; },
+                 {-kInf, kInf, kNan, kNan, -kInf, kNan, -kInf});
+  // 0/0 through an integer-to-float division.
+  expect_on_both(
+      [&](const std::string& d) {
+        return Tensor(std::vector<int>{0, 1, -1}, {3}, d) /
+               Tensor(std::vector<int>{0, 0, 0}, {3}, d);
+      },
+      {kNan, kInf, -kInf});
+}
+
+TEST(SpecialValues, ReciprocalKeepsTheSignOfZero) {
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({0.0f, -0.0f, kInf, -kInf, kNan}, d).reciprocal();
+      },
+      {kInf, -kInf, 0.0f, -0.0f, kNan});
+}
+
+TEST(SpecialValues, CompilerRewritesKeepInfNanAndSignedZero) {
+  // sqrt of a negative is nan, and squaring keeps it.
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-1, -4, 4}, d).sqrt().square();
+      },
+      {kNan, kNan, 4});
+  // (x * 1e38) * 10 with x = 0 is 0: the compiler must not fold it to x * inf.
+  expect_on_both(
+      [&](const std::string& d) {
+        return (floats({0, -0.0f, 1}, d) * 1e38f) * 10.0f;
+      },
+      {0, -0.0f, kInf});
+  // x - x is nan for inf, x * 0 is nan for inf and -0 for a negative x.
+  expect_on_both(
+      [&](const std::string& d) {
+        const Tensor t = floats({kInf, 1, -2}, d);
+        return t - t;
+      },
+      {kNan, 0, 0});
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({kInf, 1, -2}, d) * 0.0f;
+      },
+      {kNan, 0, -0.0f});
+  // x + 0 keeps -0 only as -0 + -0.
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, -0.0f}, d) + floats({0.0f, -0.0f}, d);
+      },
+      {0, -0.0f});
+}
+
+TEST(SpecialValues, ElementwiseOpsAgreeWithTheCpuOnSpecialValues) {
+  // Every pair of special operands through the common binary ops and unary ops.
+  const std::vector<float> s = {0, -0.0f, 1, -1, kInf, -kInf, kNan, 1e-40f, 3e38f};
+  const int64_t n = int64_t(s.size());
+  std::vector<float> a, b;
+  for (float x : s)
+    for (float y : s) a.push_back(x), b.push_back(y);
+  auto pair = [&](const std::string& d) {
+    return std::pair{Tensor(a, {n * n}, d), Tensor(b, {n * n}, d)};
+  };
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& d) {
+    auto [x, y] = pair(d);
+    return x / y;
+  }));
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& d) {
+    auto [x, y] = pair(d);
+    return x * y;
+  }));
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& d) {
+    auto [x, y] = pair(d);
+    return x + y;
+  }));
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& d) {
+    auto [x, y] = pair(d);
+    return x - y;
+  }));
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& d) {
+    auto [x, y] = pair(d);
+    return x.maximum(y);
+  }));
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& d) {
+    auto [x, y] = pair(d);
+    return (x * y) / y;
+  }));
+  EXPECT_TRUE(
+      cpu_vk_agree([&](const std::string& d) { return Tensor(s, {n}, d).sqrt().square(); }));
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& d) { return Tensor(s, {n}, d).reciprocal(); }));
+  EXPECT_TRUE(cpu_vk_agree([&](const std::string& d) { return -Tensor(s, {n}, d) * 0.0f; }));
+}
+
+TEST(SpecialValues, ReluPropagatesNan) {
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({kNan, -1, 2, -kInf, kInf}, d).relu();
+      },
+      {kNan, 0, 2, 0, kInf});
+}
+
+TEST(SpecialValues, CumsumPastOneBlockKeepsInfAndNanWhereTheyBegin) {
+  // torch: the running sum is finite before the first inf, inf after it; nan after a nan.
+  for (const char* dev : {"CPU", "VK"}) {
+    std::vector<float> x(1000, 1.0f);
+    x[600] = kInf;
+    const std::vector<float> got = Tensor(x, {1000}, dev).cumsum(0).to_vector<float>();
+    EXPECT_EQ(got[599], 600.0f) << dev;
+    EXPECT_EQ(got[100], 101.0f) << dev;
+    EXPECT_EQ(got[700], kInf) << dev;
+    EXPECT_EQ(got[999], kInf) << dev;
+    x[600] = kNan;
+    const std::vector<float> with_nan = Tensor(x, {1000}, dev).cumsum(0).to_vector<float>();
+    EXPECT_EQ(with_nan[599], 600.0f) << dev;
+    EXPECT_TRUE(std::isnan(with_nan[600])) << dev;
+    EXPECT_TRUE(std::isnan(with_nan[999])) << dev;
+  }
+}
+
+TEST(SpecialValues, VarAndStdOfTooFewElementsAreNanOrInfAsTorch) {
+  // torch.var(tensor([3.])) = nan; var over a size-1 axis is nan per row.
+  expect_on_both([&](const std::string& d) { return floats({3}, d).var(); }, {kNan});
+  expect_on_both([&](const std::string& d) { return floats({3}, d).std(); }, {kNan});
+  expect_on_both(
+      [&](const std::string& d) {
+        return Tensor(std::vector<float>{1, 2}, {2, 1}, d).var(1);
+      },
+      {kNan, kNan});
+  // correction >= n divides by max(0, n - correction) = 0: inf for a spread, nan for none.
+  expect_on_both([&](const std::string& d) { return floats({1, 2}, d).var({}, false, 2); }, {kInf});
+  expect_on_both([&](const std::string& d) { return floats({1, 2}, d).var({}, false, 5); }, {kInf});
+  expect_on_both([&](const std::string& d) { return floats({2, 2}, d).var({}, false, 2); }, {kNan});
+}
+
+// Documented rule (Tensor::cast): float to integer truncates toward zero and saturates at the
+// integer type's bounds; nan becomes 0 (as Rust's `as` and WebAssembly's trunc_sat).
+TEST(SpecialValues, FloatToIntCastSaturatesAndMapsNanToZero) {
+  const std::vector<float> x = {kNan, kInf, -kInf, 3e9f, -3e9f, 2.9f, -2.9f, -0.0f, 2147483520.0f};
+  for (const char* dev : {"CPU", "VK"}) {
+    const std::vector<int32_t> got = floats(x, dev).cast(dtypes::int32).to_vector<int32_t>();
+    const std::vector<int32_t> want = {0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN,
+                                       2, -2,        0,         2147483520};
+    EXPECT_EQ(got, want) << dev;
+    const std::vector<uint8_t> bytes =
+        floats({kNan, 300, -5, 255.5f, kInf}, dev).cast(dtypes::uint8).to_vector<uint8_t>();
+    EXPECT_EQ(bytes, (std::vector<uint8_t>{0, 255, 0, 255, 255})) << dev;
+  }
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& d) {
+    return (random_tensor(dtypes::float32, {4096}, d, 7) * 1e10f).cast(dtypes::int64);
+  }));
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& d) {
+    return (random_tensor(dtypes::float32, {4096}, d, 8) * 100.0f).cast(dtypes::int16);
+  }));
+}
