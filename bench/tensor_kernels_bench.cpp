@@ -1,8 +1,8 @@
 // Generated kernels against hand-written references (issue 4's benchmarks): a fused elementwise
 // chain and a sum over 16 Mi floats in GB/s as ratios to the vec4 add, and a 1024 x 1024 matmul
-// through Tensor::matmul in GFLOPS as a ratio to the subgroup-shuffle matmul. Each iteration runs
-// the reference and then the generated kernel, so the ratio counters (vs_*) compare runs seconds
-// apart on a shared, noisy machine. Inputs are realized before timing and every program is
+// through Tensor::matmul in GFLOPS as a ratio to the subgroup-shuffle matmul, with the heuristics'
+// opts and with BEAM=2's. Each iteration runs the reference and then the generated kernel, so
+// the ratio counters (vs_*) compare runs seconds apart on a shared, noisy machine. Inputs are realized before timing and every program is
 // compiled in a warm-up run; the timed part is Tensor::realize() of the output (schedule, dispatch,
 // submit, wait) by wall clock.
 #include <benchmark/benchmark.h>
@@ -10,21 +10,13 @@
 #include <chrono>
 #include <vector>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 #include "tensor_reference_kernels.hpp"
 
 namespace vkg::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-template <class F>
-double seconds(F&& f) {
-  const auto t0 = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 constexpr int64_t kStreamN = int64_t(16) << 20;
 constexpr double kAddBytes = 3.0 * kStreamN * 4;
@@ -105,39 +97,61 @@ void BM_Tensor_FusedChain_16Mi(benchmark::State& state) {
 }
 BENCHMARK(BM_Tensor_FusedChain_16Mi)->UseManualTime()->Unit(benchmark::kMillisecond);
 
-// a.sum(): GB/s of the input read once (partial sums are not counted as traffic).
-void BM_Tensor_Sum_16Mi(benchmark::State& state) {
-  const Tensor a = filled({kStreamN}, 1.0f);
-  versus_add(state, 4.0 * kStreamN, [&] { a.sum().realize(); });
-}
-BENCHMARK(BM_Tensor_Sum_16Mi)->UseManualTime()->Unit(benchmark::kMillisecond);
-
-// The reference matmul's buffers for one n.
-struct MatmulBuffers {
-  int64_t n;
-  vk::Buffer a, b, c;
-  explicit MatmulBuffers(int64_t size) : n(size) {
+// The hand-written two-pass subgroup sum of kStreamN floats (subgroup_sum_glsl), waited for.
+struct SumBuffers {
+  vk::Buffer x, partials, result;
+  SumBuffers() {
     ReferenceKernels& r = reference_kernels();
-    std::vector<float> host(size_t(n * n), 0.5f);
-    for (vk::Buffer* buf : {&a, &b, &c}) {
-      *buf = r.rt.allocator.allocate(VkDeviceSize(n * n * 4));
-      r.rt.transfer.upload(*buf, std::as_bytes(std::span(host)));
-    }
+    std::vector<float> host(kStreamN, 1.0f);
+    x = r.rt.allocator.allocate(kStreamN * 4);
+    r.rt.transfer.upload(x, std::as_bytes(std::span(host)));
+    partials = r.rt.allocator.allocate(kSumWorkgroups * 64 / 8 * 4);
+    result = r.rt.allocator.allocate(4);
   }
-  void run(const vk::Program& p, int rows_per_lane, int workgroup = 64) {
+  void run() {
     ReferenceKernels& r = reference_kernels();
-    const uint64_t subgroups = uint64_t(n / (8 * rows_per_lane)) * uint64_t(n / 32);
-    const vk::BufferUse uses[] = {
-        {&a, vk::Access::Read}, {&b, vk::Access::Read}, {&c, vk::Access::Write}};
-    r.queue.dispatch(p, vk::Groups::cover(subgroups / uint64_t(workgroup / 8), r.rt.device.caps().limits),
-                     vk::ArgPack().u32(uint32_t(n)).bytes(), uses);
+    const vk::BufferUse pass1[] = {{&x, vk::Access::Read}, {&partials, vk::Access::Write}};
+    r.queue.dispatch(r.sum_pass1, vk::Groups{kSumWorkgroups, 1, 1},
+                     vk::ArgPack().u32(uint32_t(kStreamN / 4)).bytes(), pass1);
+    const vk::BufferUse pass2[] = {{&partials, vk::Access::Read}, {&result, vk::Access::Write}};
+    r.queue.dispatch(r.sum_pass2, vk::Groups{1, 1, 1},
+                     vk::ArgPack().u32(kSumWorkgroups * 64 / 8 / 4).bytes(), pass2);
     r.queue.finish();
+  }
+  float value() {
+    float v = 0;
+    reference_kernels().rt.transfer.download(result, std::as_writable_bytes(std::span(&v, 1)));
+    return v;
   }
 };
 
-// The reference matmul variant used in the ratio: the best BM_Reference_Matmul measures (n, rows
-// per lane, workgroup). 4 rows per lane (a 32 x 4 block per invocation) beat 2 by ~1.3x at 1024.
-constexpr int kBestRowsPerLane = 4, kBestWorkgroup = 8;
+// a.sum(): GB/s of the input read once (partial sums are not counted as traffic), as ratios to
+// the add's GB/s and to the hand-written two-pass sum's time (vs_ref), measured alternately.
+void BM_Tensor_Sum_16Mi(benchmark::State& state) {
+  ReferenceKernels& r = reference_kernels();
+  if (r.rt.device.caps().limits.subgroup_size != 8)
+    return state.SkipWithError("the reference sum's second pass needs 8-wide subgroups");
+  static SumBuffers ref;
+  ref.run();
+  if (ref.value() != float(kStreamN)) return state.SkipWithError("the reference sum is wrong");
+  const Tensor a = filled({kStreamN}, 1.0f);
+  a.sum().realize();  // compiles
+  add_buffers().run();
+  double t_add = 0, t_ref = 0, t_gen = 0;
+  for (auto _ : state) {
+    t_add += seconds([] { add_buffers().run(); });
+    t_ref += seconds([&] { ref.run(); });
+    const double t = seconds([&] { a.sum().realize(); });
+    t_gen += t;
+    state.SetIterationTime(t);
+  }
+  const double n = double(state.iterations()), bytes = 4.0 * kStreamN;
+  state.counters["GB/s"] = bytes * n / t_gen * 1e-9;
+  state.counters["ref_GB/s"] = bytes * n / t_ref * 1e-9;
+  state.counters["vs_add"] = (bytes / t_gen) / (kAddBytes / t_add);
+  state.counters["vs_ref"] = t_ref / t_gen;
+}
+BENCHMARK(BM_Tensor_Sum_16Mi)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 void BM_Reference_Matmul(benchmark::State& state) {
   ReferenceKernels& r = reference_kernels();
@@ -157,10 +171,14 @@ BENCHMARK(BM_Reference_Matmul)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
+// Arg: the BEAM width (0: the heuristics). The BEAM variant's first realize searches (up to
+// BEAM_TIMEOUT seconds, 60 unless set) and caches its choice in VKG_CACHE_DIR/beam; later runs of
+// the benchmark read it from there.
 void BM_Tensor_Matmul_1024(benchmark::State& state) {
   ReferenceKernels& r = reference_kernels();
   if (!r.matmul_fits())
     return state.SkipWithError("needs 8-wide subgroups with shuffle and push descriptors");
+  ScopedSetting beam("BEAM", state.range(0)), timeout("BEAM_TIMEOUT", setting("BEAM_TIMEOUT", 60));
   constexpr int64_t n = 1024;
   const Tensor a = filled({n, n}, 0.5f), b = filled({n, n}, 0.25f);
   MatmulBuffers m(n);
@@ -179,7 +197,12 @@ void BM_Tensor_Matmul_1024(benchmark::State& state) {
   state.counters["ref_GFLOPS"] = flops / t_ref * 1e-9;
   state.counters["vs_ref"] = t_ref / t_gen;
 }
-BENCHMARK(BM_Tensor_Matmul_1024)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Tensor_Matmul_1024)
+    ->ArgName("beam")
+    ->Arg(0)
+    ->Arg(2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vkg::bench

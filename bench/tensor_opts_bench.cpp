@@ -25,7 +25,6 @@
 namespace vkg::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 // One kernel compiled with the given opts, with its own buffers.
 struct Variant {
@@ -72,12 +71,6 @@ struct Variant {
     r.queue.finish();
   }
 };
-
-double seconds(auto&& f) {
-  const auto t0 = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // The reference matmul (its best variant) and its buffers, for the ratio.
 struct Reference {

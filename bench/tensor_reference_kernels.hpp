@@ -3,8 +3,10 @@
 // matmul found for Lavapipe (below). Benchmarks report generated/reference ratios measured in the
 // same run, since the machine is shared and noisy.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,32 @@ void main() {
 )";
 }
 
+// The sum of n floats (n a multiple of 4 * 64 * kSumWorkgroups), two passes. Pass 1: each of
+// kSumWorkgroups workgroups of 64 invocations; each invocation sums its own contiguous run of
+// vec4s (on Lavapipe every lane's load is its own scalar load anyway, and a run per lane streams
+// through the cache), subgroupAdd combines a subgroup's lanes and its first lane writes one
+// partial. Pass 2: one workgroup of one 8-wide subgroup sums the partials the same way. No shared memory or barriers:
+// both are per-lane loops on Lavapipe.
+constexpr uint32_t kSumWorkgroups = 256;
+inline std::string subgroup_sum_glsl(bool second_pass) {
+  return std::string("#version 450\n#define WG ") + (second_pass ? "8" : "64") + R"(
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+layout(local_size_x = WG) in;
+layout(std430, set = 0, binding = 0) restrict readonly buffer In_ { vec4 x[]; };
+layout(std430, set = 0, binding = 1) restrict writeonly buffer Out_ { float partial[]; };
+layout(push_constant) uniform Args { uint n4; } args;  // vec4s to sum
+void main() {
+  const uint invocations = gl_NumWorkGroups.x * WG, id = gl_GlobalInvocationID.x;
+  const uint run = args.n4 / invocations, start = id * run;
+  vec4 acc = vec4(0.0);
+  for (uint i = 0u; i < run; ++i) acc += x[start + i];
+  const float total = subgroupAdd(acc.x + acc.y + acc.z + acc.w);
+  if (subgroupElect()) partial[gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID] = total;
+}
+)";
+}
+
 struct ReferenceKernels {
   vk::Runtime rt;
   vk::Queue queue{rt.device, rt.allocator};
@@ -78,6 +106,10 @@ struct ReferenceKernels {
     return std::make_unique<vk::Program>(
         rt.device, o.name, compile_glsl(subgroup_matmul_glsl(rows_per_lane, workgroup), o), 4, 3);
   }
+  // The two passes of the reference sum (subgroup_sum_glsl).
+  vk::Program sum_pass1{rt.device, "subgroup_sum", compile_glsl(subgroup_sum_glsl(false)), 4, 2};
+  vk::Program sum_pass2{rt.device, "subgroup_sum_2", compile_glsl(subgroup_sum_glsl(true)), 4, 2};
+
   bool matmul_fits() const {
     const auto& c = rt.device.caps();
     return c.limits.subgroup_size == 8 &&
@@ -90,5 +122,41 @@ inline ReferenceKernels& reference_kernels() {
   static ReferenceKernels k;
   return k;
 }
+
+// Wall-clock seconds `f` takes.
+template <class F>
+double seconds(F&& f) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The reference matmul's buffers for one n.
+struct MatmulBuffers {
+  int64_t n;
+  vk::Buffer a, b, c;
+  explicit MatmulBuffers(int64_t size) : n(size) {
+    ReferenceKernels& r = reference_kernels();
+    std::vector<float> host(size_t(n * n), 0.5f);
+    for (vk::Buffer* buf : {&a, &b, &c}) {
+      *buf = r.rt.allocator.allocate(VkDeviceSize(n * n * 4));
+      r.rt.transfer.upload(*buf, std::as_bytes(std::span(host)));
+    }
+  }
+  void run(const vk::Program& p, int rows_per_lane, int workgroup = 64) {
+    ReferenceKernels& r = reference_kernels();
+    const uint64_t subgroups = uint64_t(n / (8 * rows_per_lane)) * uint64_t(n / 32);
+    const vk::BufferUse uses[] = {
+        {&a, vk::Access::Read}, {&b, vk::Access::Read}, {&c, vk::Access::Write}};
+    r.queue.dispatch(p, vk::Groups::cover(subgroups / uint64_t(workgroup / 8), r.rt.device.caps().limits),
+                     vk::ArgPack().u32(uint32_t(n)).bytes(), uses);
+    r.queue.finish();
+  }
+};
+
+// The reference matmul variant used in the ratio: the best BM_Reference_Matmul measures (n, rows
+// per lane, workgroup). 4 rows per lane (a 32 x 4 block per invocation) beat 2 by ~1.3x at 1024.
+constexpr int kBestRowsPerLane = 4, kBestWorkgroup = 8;
 
 }  // namespace vkg::bench

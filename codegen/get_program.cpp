@@ -1,26 +1,44 @@
 #include <vkgrad/codegen/get_program.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <unordered_map>
 
 #include <vkgrad/codegen/lowerer.hpp>
-#include <vkgrad/core/context.hpp>
 
 namespace vkg {
 
-Program get_program(const ScheduleItem& item, const DeviceTraits& traits) {
-  const int debug = int(setting("DEBUG"));
-  if (debug >= 5) std::printf("%s\n", to_string(item.ast).c_str());
+Program get_program(const ScheduleItem& item, const DeviceTraits& traits, const RunOptions& options,
+                    const std::vector<Opt>* opts) {
+  if (options.debug >= 5) std::printf("%s\n", to_string(item.ast).c_str());
   Kernel k(item.ast);
-  if (!setting("NOOPT")) apply_heuristics(k, traits);
+  for (const Opt& o : opts ? *opts : default_opts(k, traits, options)) k.apply(o);
+  Program p = lower_kernel(k, buffer_counts(item), traits);
+  if (options.debug >= 3) std::printf("%s %s\n", p.name.c_str(), k.describe().c_str());
+  if (options.debug >= 5) std::printf("%s", to_string(p).c_str());
+  return p;
+}
+
+std::vector<Opt> default_opts(const Kernel& kernel, const DeviceTraits& traits,
+                              const RunOptions& options) {
+  if (options.noopt) return {};
+  Kernel k = kernel;
+  apply_heuristics(k, traits);
+  return std::vector<Opt>(k.applied().begin() + std::ptrdiff_t(kernel.applied().size()),
+                          k.applied().end());
+}
+
+Program lower_kernel(const Kernel& k, const std::vector<int64_t>& counts,
+                     const DeviceTraits& traits) {
+  const int64_t wg = k.has_reduce() ? traits.default_workgroup : traits.elementwise_workgroup;
+  return lower(k, counts, LowerOptions{std::min(wg, traits.max_workgroup_invocations)});
+}
+
+std::vector<int64_t> buffer_counts(const ScheduleItem& item) {
   std::vector<int64_t> counts;
   for (const auto& b : item.buffers) counts.push_back(b->count());
-  const int64_t wg = k.has_reduce() ? traits.default_workgroup : traits.elementwise_workgroup;
-  Program p = lower(k, counts, LowerOptions{std::min(wg, traits.max_workgroup_invocations)});
-  if (debug >= 3) std::printf("%s %s\n", p.name.c_str(), k.describe().c_str());
-  if (debug >= 5) std::printf("%s", to_string(p).c_str());
-  return p;
+  return counts;
 }
 
 std::string to_string(const Program& program) {

@@ -80,8 +80,35 @@ struct ShuffleAxes {
   bool four_columns = false;
 };
 
-std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes) {
-  const std::vector<const UOp*> loads = k.loads();
+// Loads that vary along some reduce axis: the operands of the reduce's products. A load that is
+// the same for the whole reduce (a bias added before a relu whose output is reduced) is read
+// once per output and is no operand to tile for, however its strides look.
+std::vector<const UOp*> reduce_operands(const Kernel& k) {
+  std::vector<const UOp*> out;
+  for (const UOp* load : k.loads())
+    for (size_t a = 0; a < k.kinds().size(); ++a)
+      if (k.kinds()[a] == AxisKind::Reduce && k.full_shape()[a] > 1 && load_stride(k, load, int(a)) != 0) {
+        out.push_back(load);
+        break;
+      }
+  return out;
+}
+
+// A short global axis (2 to 8 long) for a register tile's rows, taken whole: one along which an
+// operand of the reduce that varies along the columns' axis `n` is reused.
+int whole_rows_axis(const Kernel& k, int n) {
+  const std::vector<const UOp*> operands = reduce_operands(k);
+  for (int a = int(k.kinds().size()) - 1; a >= 0; --a) {
+    const int64_t size = k.full_shape()[size_t(a)];
+    if (a == n || k.kinds()[size_t(a)] != AxisKind::Global || size < 2 || size > 8) continue;
+    for (const UOp* load : operands)
+      if (load_stride(k, load, a) == 0 && load_stride(k, load, n) != 0) return a;
+  }
+  return -1;
+}
+
+std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes, int64_t rows_per_lane) {
+  const std::vector<const UOp*> loads = reduce_operands(k);
   const auto& shape = k.full_shape();
   for (int level = 0; level < 3; ++level) {
     const int64_t columns = level < 2 ? 4 : 1;
@@ -95,12 +122,17 @@ std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes) {
           // Shuffles move 32-bit values (see the lowerer).
           if (load_stride(k, a, l) != 0 || a->dtype.scalar_size() != 4 || a->dtype.is_bool())
             continue;
+          // The shuffled axis: one that also takes the rows each lane loads (a convolution's
+          // batch rather than its 24-wide image rows), else any that takes the lanes.
+          std::optional<ShuffleAxes> fallback;
           for (int s = int(shape.size()) - 1; s >= 0; --s) {
             if (s == l || k.kinds()[size_t(s)] != AxisKind::Global || shape[size_t(s)] % lanes != 0)
               continue;
-            if (load_stride(k, a, s) != 0 && load_stride(k, b, s) == 0)
-              return ShuffleAxes{l, s, columns == 4};
+            if (load_stride(k, a, s) == 0 || load_stride(k, b, s) != 0) continue;
+            if (shape[size_t(s)] % (lanes * rows_per_lane) == 0) return ShuffleAxes{l, s, columns == 4};
+            if (!fallback) fallback = ShuffleAxes{l, s, columns == 4};
           }
+          if (fallback) return fallback;
         }
       }
     }
@@ -143,7 +175,7 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     return;
   }
   const std::optional<ShuffleAxes> tile =
-      traits.shuffle_lanes > 0 ? shuffle_axes(k, traits.shuffle_lanes) : std::nullopt;
+      traits.shuffle_lanes > 0 ? shuffle_axes(k, traits.shuffle_lanes, traits.shuffle_rows_per_lane) : std::nullopt;
   if (tile) {
     // One subgroup per workgroup. Its lanes take neighbouring vec4 columns (`lane`); each lane
     // loads rows_per_lane rows of A's tile and shuffles hand them to the others: every
@@ -168,8 +200,22 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     const int n = tile_axis(k, 4, 16, -1);
     if (n >= 0) k.apply({OptOp::UPCAST, n, 4});
     const int64_t rows = traits.tile_rows;
-    const int m = tile_axis(k, rows, 4 * rows, n);
-    if (m >= 0) k.apply({OptOp::UPCAST, m, rows});
+    int m = tile_axis(k, rows, 4 * rows, n);
+    if (m >= 0) {
+      k.apply({OptOp::UPCAST, m, rows});
+    } else if (n >= 0) {
+      // No long axis for the rows: short ones taken whole, up to 128 accumulators (a
+      // convolution's kernel height and width when its weight gradient has one input channel:
+      // beautiful_mnist's first layer, 0.7 -> 9 GFLOPS on Lavapipe with both, 4 with one).
+      int64_t accumulators = 4;
+      for (int whole = whole_rows_axis(k, n); whole >= 0; whole = whole_rows_axis(k, n)) {
+        const int64_t size = k.full_shape()[size_t(whole)];
+        if (accumulators * size > 128) break;
+        k.apply({OptOp::UPCAST, whole, size});
+        accumulators *= size;
+        m = whole;
+      }
+    }
     if (n >= 0 && m >= 0 && stage_tiles(k, n, m, traits)) return;
   } else if (count_axes(k, AxisKind::Global) >= 1) {
     // Many outputs without reuse (the first step of a split sum): 4 outputs per invocation that

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <system_error>
 
+#include <vkgrad/codegen/fnv1a.hpp>
 #include <vkgrad/core/cache_dir.hpp>
 #include <vkgrad/core/error.hpp>
 
@@ -31,25 +32,6 @@ struct Counters {
   std::atomic<uint64_t> shaderc_compiles{0}, cache_hits{0}, cache_rejects{0}, unoptimized_retries{0};
 };
 Counters counters;
-
-// FNV-1a, 64 bit: tiny, well known, and ample for naming cache files. Each field is hashed with
-// its length first so that ("ab", "c") and ("a", "bc") differ.
-class Fnv1a64 {
- public:
-  Fnv1a64& add(std::string_view field) {
-    uint64_t n = field.size();
-    bytes(&n, sizeof n);
-    bytes(field.data(), field.size());
-    return *this;
-  }
-  uint64_t value() const { return h_; }
-
- private:
-  void bytes(const void* p, size_t n) {
-    for (const auto* b = static_cast<const unsigned char*>(p); n--; ++b) h_ = (h_ ^ *b) * 0x100000001b3ull;
-  }
-  uint64_t h_ = 0xcbf29ce484222325ull;
-};
 
 // Everything besides the source and options that decides the output bytes: a new glslang or
 // spirv-opt may emit different code for the same source.

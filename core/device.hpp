@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <vkgrad/core/run_options.hpp>
 #include <vkgrad/core/schedule.hpp>
 
 namespace vkg {
@@ -41,7 +42,9 @@ class Device {
   virtual void copy_out(Allocation& src, std::span<std::byte> dst) = 0;
 
   // Queues one scheduled kernel; `memory[i]` backs item.buffers[i]. May return before it runs.
-  virtual void run(const ScheduleItem& item, std::span<Allocation* const> memory) = 0;
+  // `options` are the settings of the realize it belongs to (opts, BEAM, DEBUG output).
+  virtual void run(const ScheduleItem& item, std::span<Allocation* const> memory,
+                   const RunOptions& options) = 0;
   // Waits for everything queued; returns what ran since the last call.
   virtual std::vector<RunStat> synchronize() = 0;
 };

@@ -123,6 +123,7 @@ void realize(std::span<Tensor* const> tensors) {
   const Schedule sched = create_schedule(nodes);
   if (!sched.items.empty()) ++counters.schedules;  // reading a realized tensor is not one
   for (const auto& b : sched.uploads) ensure_allocated(*b);
+  const RunOptions options = RunOptions::from_settings();
   std::vector<Device*> used;
   try {
     for (const ScheduleItem& item : sched.items) {
@@ -136,7 +137,7 @@ void realize(std::span<Tensor* const> tensors) {
       }
       if (item.buffers[0]->count() == 0) continue;  // nothing to compute into
       Device& dev = device(dev_name);
-      dev.run(item, memory);
+      dev.run(item, memory, options);
       ++counters.kernels;
       if (std::find(used.begin(), used.end(), &dev) == used.end()) used.push_back(&dev);
     }

@@ -51,15 +51,41 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
   int64_t count = 1;
   for (int64_t a : axes) count *= shape()[size_t(a)];
   if (count > kMaxReducePerOutput) {
-    // The reduced axes go last, as one axis of `count` elements, padded with the op's identity
-    // to `rows` x `split`: split partial results per output, partial s over elements
-    // s, s + split, ... (adjacent partials read adjacent elements), then a reduce of those.
     std::vector<int64_t> order;
     Shape kept;
     for (size_t i = 0; i < shape().size(); ++i)
       if (!std::binary_search(axes.begin(), axes.end(), int64_t(i)))
         order.push_back(int64_t(i)), kept.push_back(shape()[i]);
     order.insert(order.end(), axes.begin(), axes.end());
+    const int64_t last = int64_t(kept.size());
+    auto finish = [&](const Tensor& partial) {
+      const Tensor out = partial.reduce(op, Axes{last}, false, name);
+      if (!keepdim) return out;
+      Shape with_ones = shape();
+      for (int64_t a : axes) with_ones[size_t(a)] = 1;
+      return out.reshape(with_ones);
+    };
+    // Where the outermost reduced axis has a divisor `parts` that brings each output's share
+    // under the limit, partial p reduces its p-th block of that axis with every inner reduced
+    // axis whole: the first kernel keeps the input's views as they are (a convolution's weight
+    // gradient, reducing over (batch, y, x), stays a matmul over windows with a batch of
+    // partials; no flattened index to divide back into (b, y, x)), and each partial reads
+    // contiguous runs. The fewest such parts: each extra one is another output to write and add;
+    // at most the limit, so that the second reduce is one kernel.
+    const int64_t outer = shape()[size_t(axes.front())];
+    for (int64_t parts = 2; parts <= std::min(outer, kMaxReducePerOutput); ++parts) {
+      if (outer % parts != 0 || count / parts > kMaxReducePerOutput) continue;
+      Shape split_shape = kept;
+      split_shape.push_back(parts);
+      split_shape.push_back(outer / parts);
+      for (size_t i = 1; i < axes.size(); ++i) split_shape.push_back(shape()[size_t(axes[i])]);
+      std::vector<int64_t> inner;
+      for (int64_t a = last + 1; a < int64_t(split_shape.size()); ++a) inner.push_back(a);
+      return finish(permute(order).reshape(split_shape).reduce(op, Axes{inner}, false, name));
+    }
+    // Otherwise the reduced axes go last, as one axis of `count` elements, padded with the op's identity
+    // to `rows` x `split`: split partial results per output, partial s over elements
+    // s, s + split, ... (adjacent partials read adjacent elements), then a reduce of those.
     int64_t split = 256;
     for (int64_t d = 256; d >= 8; --d)
       if (count % d == 0) {
@@ -78,13 +104,7 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
     Shape split_shape = kept;
     split_shape.push_back(rows);
     split_shape.push_back(split);
-    const int64_t last = int64_t(kept.size());
-    const Tensor partial = flat.reshape(split_shape).reduce(op, Axes{last}, false, name);
-    const Tensor out = partial.reduce(op, Axes{last}, false, name);
-    if (!keepdim) return out;
-    Shape with_ones = shape();
-    for (int64_t a : axes) with_ones[size_t(a)] = 1;
-    return out.reshape(with_ones);
+    return finish(flat.reshape(split_shape).reduce(op, Axes{last}, false, name));
   }
   // Over no elements the result is the identity, as a constant: a kernel would hoist the loads
   // out of its zero-trip loop and read element 0 of an empty buffer.

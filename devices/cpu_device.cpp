@@ -44,8 +44,14 @@ class CpuDevice final : public Device {
       std::memcpy(dst.data(), h.bytes.data(), n);
   }
 
-  void run(const ScheduleItem& item, std::span<Allocation* const> memory) override {
-    const Program& p = cache_.get(item, [&] { return get_program(item, DeviceTraits{}); });
+  // BEAM is a no-op here: the interpreter is the oracle, not a target to tune, and its times say
+  // nothing about a GPU's. Kernels get the heuristics' opts (or none under NOOPT).
+  void run(const ScheduleItem& item, std::span<Allocation* const> memory,
+           const RunOptions& options) override {
+    RunOptions heuristics = options;
+    heuristics.beam = 0;
+    const Program& p =
+        cache_.get(item, heuristics, [&] { return get_program(item, DeviceTraits{}, heuristics); });
     std::vector<HostBuffer> buffers;
     for (Allocation* a : memory) buffers.emplace_back(static_cast<HostAllocation*>(a)->bytes);
     const auto t0 = std::chrono::steady_clock::now();

@@ -1,7 +1,8 @@
 // Compiled kernels by scheduled AST: the AST is hash-consed, so an equal kernel built again is
 // the same node and finds its compiled form here. Buffer sizes are part of the key because the
 // program records them, and so are the settings that change which opts get_program applies
-// (a kernel compiled under NOOPT=1 must not be reused once it is unset, and the reverse).
+// (a kernel compiled under NOOPT=1 or BEAM=n must not be reused once it is unset, and the
+// reverse).
 #pragma once
 #include <map>
 #include <memory>
@@ -9,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <vkgrad/core/context.hpp>
+#include <vkgrad/core/run_options.hpp>
 #include <vkgrad/core/schedule.hpp>
 
 namespace vkg {
@@ -18,8 +19,8 @@ template <class Compiled>
 class KernelCache {
  public:
   template <class Make>
-  Compiled& get(const ScheduleItem& item, Make&& make) {
-    std::vector<int64_t> variant{setting("NOOPT")};  // then the buffer sizes
+  Compiled& get(const ScheduleItem& item, const RunOptions& options, Make&& make) {
+    std::vector<int64_t> variant{options.noopt, options.beam};  // then the buffer sizes
     for (const auto& b : item.buffers) variant.push_back(b->count());
     std::lock_guard lock(mu_);
     auto key = std::pair{item.ast.get(), std::move(variant)};

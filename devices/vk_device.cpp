@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <vkgrad/codegen/beam_cache.hpp>
 #include <vkgrad/codegen/get_program.hpp>
 #include <vkgrad/codegen/glsl_launch.hpp>
 #include <vkgrad/codegen/glsl_renderer.hpp>
@@ -12,6 +13,7 @@
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/devices/kernel_cache.hpp>
+#include <vkgrad/devices/vk_beam.hpp>
 #include <vkgrad/devices/vk_target.hpp>
 #include <vkgrad/vk/program.hpp>
 #include <vkgrad/vk/queue.hpp>
@@ -86,8 +88,9 @@ class VkDevice final : public Device {
     rt_.transfer.download(static_cast<VkAllocation&>(src).buffer, dst);
   }
 
-  void run(const ScheduleItem& item, std::span<Allocation* const> memory) override {
-    CompiledKernel& k = cache_.get(item, [&] { return compile(item); });
+  void run(const ScheduleItem& item, std::span<Allocation* const> memory,
+           const RunOptions& options) override {
+    CompiledKernel& k = cache_.get(item, options, [&] { return compile(item, options); });
     std::vector<uint64_t> addresses;
     std::vector<vk::BufferUse> uses;
     for (size_t slot = 0; slot < memory.size(); ++slot) {
@@ -115,7 +118,7 @@ class VkDevice final : public Device {
   }
 
  private:
-  CompiledKernel compile(const ScheduleItem& item) {
+  CompiledKernel compile(const ScheduleItem& item, const RunOptions& options) {
     // Said in the user's terms before the renderer names an internal kernel and uop.
     for (const UOp* u : toposort(item.ast.get()))
       if (u->dtype.scalar == Scalar::BFloat16)
@@ -124,9 +127,18 @@ class VkDevice final : public Device {
             "they can be stored, uploaded and read back): create them on the CPU device "
             "(DEVICE=CPU, or device \"CPU\") or use float32 or float16");
     CompiledKernel k;
-    k.program = get_program(item, traits_);
+    if (options.beam > 0 && !options.noopt) {
+      const std::vector<Opt> opts = beam_opts(item, traits_, options, device_key_, [&] {
+        std::vector<uint64_t> bytes;
+        for (const auto& b : item.buffers) bytes.push_back(b->nbytes());
+        return std::make_unique<VkBeamDevice>(rt_, target_, device_key_, bytes);
+      });
+      k.program = get_program(item, traits_, options, &opts);
+    } else {
+      k.program = get_program(item, traits_, options);
+    }
     const std::string glsl = render_glsl(k.program, target_);
-    if (setting("DEBUG") >= 4) std::printf("%s\n", glsl.c_str());
+    if (options.debug >= 4) std::printf("%s\n", glsl.c_str());
     k.layout = arg_layout(k.program, target_);
     k.dims = launch_dims(k.program, target_);
     SpirvCompileOptions opts;

@@ -20,6 +20,7 @@
 #include <vkgrad/vkgrad.hpp>
 
 #include "fashion_mnist_net.hpp"
+#include "image_batches.hpp"
 
 using namespace vkg;
 using Clock = std::chrono::steady_clock;
@@ -77,38 +78,8 @@ Options parse(int argc, char** argv) {
 
 using Net = samples::FashionNet;
 
-// Images `idx` of `images` as (n, 1, 28, 28) floats in [0, 1), centered on the data's mean.
-Tensor image_batch(const nn::IdxArray& images, const std::vector<int64_t>& idx) {
-  const int64_t pixels = images.shape[1] * images.shape[2];
-  std::vector<float> out(idx.size() * size_t(pixels));
-  for (size_t i = 0; i < idx.size(); ++i) {
-    const uint8_t* src = images.data.data() + idx[i] * pixels;
-    for (int64_t p = 0; p < pixels; ++p) out[i * size_t(pixels) + size_t(p)] = (float(src[p]) / 255.0f - 0.286f) / 0.353f;
-  }
-  return Tensor(out, {int64_t(idx.size()), 1, images.shape[1], images.shape[2]});
-}
-
-Tensor label_batch(const nn::IdxArray& labels, const std::vector<int64_t>& idx) {
-  std::vector<int32_t> out(idx.size());
-  for (size_t i = 0; i < idx.size(); ++i) out[i] = labels.data[size_t(idx[i])];
-  return Tensor(out, {int64_t(idx.size())});
-}
-
-double evaluate(const Net& net, const nn::ImageDataset& d, int64_t limit) {
-  const bool was_training = Tensor::training;
-  Tensor::training = false;
-  NoGrad no_grad;
-  const int64_t n = limit > 0 ? std::min<int64_t>(limit, d.test_images.shape[0]) : d.test_images.shape[0];
-  int64_t correct = 0;
-  for (int64_t start = 0; start < n; start += 1000) {
-    std::vector<int64_t> idx;
-    for (int64_t i = start; i < std::min(n, start + 1000); ++i) idx.push_back(i);
-    Tensor pred = net(image_batch(d.test_images, idx)).argmax(1);
-    correct += pred.eq(label_batch(d.test_labels, idx)).cast(dtypes::int32).sum().item<int32_t>();
-  }
-  Tensor::training = was_training;
-  return double(correct) / double(n);
-}
+// Fashion-MNIST's pixel mean and standard deviation: inputs centered on the data.
+constexpr samples::PixelScale kScale{0.286f, 0.353f};
 
 void progress(int64_t step, int64_t steps, float loss, double steps_per_s, bool tty) {
   const int width = 30;
@@ -151,7 +122,8 @@ int main(int argc, char** argv) {
       }
       std::vector<int64_t> idx(size_t(opt.batch));
       for (int64_t& i : idx) i = pick(rng);
-      Tensor x = image_batch(data.train_images, idx), y = label_batch(data.train_labels, idx);
+      Tensor x = samples::image_batch(data.train_images, idx, kScale);
+      Tensor y = samples::label_batch(data.train_labels, idx);
 
       adam.zero_grad();
       Tensor loss = net(x).sparse_categorical_crossentropy(y);
@@ -167,13 +139,13 @@ int main(int argc, char** argv) {
         progress(step + 1, opt.steps, last_loss, double(step + 1) / secs, tty);
       if (opt.eval_every > 0 && (step + 1) % opt.eval_every == 0 && step + 1 < opt.steps)
         std::printf("%stest accuracy after %lld steps: %.2f%%\n", tty ? "\n" : "", (long long)(step + 1),
-                    100.0 * evaluate(net, data, opt.test_limit));
+                    100.0 * samples::test_accuracy(net, data, opt.test_limit, kScale));
     }
     const double train_secs = std::chrono::duration<double>(Clock::now() - train_start).count();
     std::printf("%strained %lld steps of %lld images in %.1f s (%.1f images/s)\n", tty ? "\n" : "", (long long)step,
                 (long long)opt.batch, train_secs, double(step * opt.batch) / std::max(train_secs, 1e-9));
 
-    const double acc = evaluate(net, data, opt.test_limit);
+    const double acc = samples::test_accuracy(net, data, opt.test_limit, kScale);
     const double total = std::chrono::duration<double>(Clock::now() - t0).count();
     std::printf("test accuracy: %.2f%% (%s test images)\ntime taken: %.1f s\n", 100.0 * acc,
                 opt.test_limit > 0 ? std::to_string(opt.test_limit).c_str() : "10000", total);

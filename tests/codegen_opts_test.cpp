@@ -295,6 +295,33 @@ TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
   EXPECT_EQ(agree(bwd), dw);
 }
 
+// The weight gradient of a convolution with one input channel (beautiful_mnist's first layer):
+// outputs (co, k) with no axis for a shuffle tile's rows, so the register tile takes the kernel
+// taps whole as its rows (UPCAST by 5) next to 4 output channels.
+TEST_F(Opts, LavapipeHeuristicsTileASingleChannelWeightGradientByWholeTaps) {
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t batch = 3, width = 37, taps = 5, cout = 16, out_w = width - taps + 1;
+  const std::vector<float> x = ints(batch * width, 7, 11, 5), dy = ints(batch * cout * out_w, 3, 7, 3);
+  std::vector<float> dw(size_t(cout * taps), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t co = 0; co < cout; ++co)
+      for (int64_t k = 0; k < taps; ++k)
+        for (int64_t i = 0; i < out_w; ++i)
+          dw[size_t(co * taps + k)] += dy[size_t((b * cout + co) * out_w + i)] * x[size_t(b * width + i + k)];
+  // windows[b, k, i] = x[b, i + k]
+  const Tensor windows = Tensor(x, {batch, 1, width})
+                             .expand({batch, taps, width})
+                             .reshape({batch, taps * width})
+                             .pad({{0, 0}, {0, taps}})
+                             .reshape({batch, taps, width + 1})
+                             .shrink({{0, batch}, {0, taps}, {0, out_w}});
+  const Tensor g = (Tensor(dy, {batch, cout, 1, out_w}) * windows.reshape({batch, 1, taps, out_w})).sum({0, 3});
+  const Lowered bwd = lowered(g, {}, &cpu);
+  EXPECT_NE(bwd.describe.find("amount=5)"), std::string::npos) << bwd.describe;
+  EXPECT_EQ(bwd.describe.find("SHUFFLE"), std::string::npos) << bwd.describe;
+  EXPECT_EQ(agree(bwd), dw);
+}
+
 // STAGE: classic shared-memory tiling (what GPUs want): a 2-D workgroup of 4x4 invocations, each
 // with a 4x4 register tile, copies the A and B tiles of each 8-step of k into shared memory
 // together, then computes from there: k of 1, 3 and 8 tile steps, and a fused epilogue.

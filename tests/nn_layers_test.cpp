@@ -6,6 +6,9 @@
 
 #include <vkgrad/vkgrad.hpp>
 
+#include <vkgrad/core/schedule.hpp>
+
+#include "../samples/beautiful_mnist_net.hpp"
 #include "support/error_of.hpp"
 
 using namespace vkg;
@@ -123,4 +126,22 @@ TEST(Layers, StateDictNamesNestAndLoadAssigns) {
   EXPECT_NE(error_of([&] { net.load_state_dict(values); }).find("b.bias"), std::string::npos);
   net.load_state_dict(values, false);
   EXPECT_EQ(net.a.bias->to_vector<float>(), std::vector<float>(3, 0.0f));
+}
+
+// tinygrad's beautiful_mnist model at its batch of 512 (samples/beautiful_mnist_net.hpp): the
+// forward pass, the loss and every parameter's gradient schedule as a pinned number of kernels
+// (scheduled, not run). A change that splits or fuses differently shows up here first.
+TEST(Layers, BeautifulMnistStepKernelCountIsPinned) {
+  Tensor::manual_seed(0);
+  samples::BeautifulMnistNet net;
+  for (Tensor& p : net.parameters()) p.realize();
+  const Tensor x = Tensor::rand({512, 1, 28, 28}).realize();
+  const Tensor y = Tensor::randint(0, 10, {512}).realize();
+  Tensor::training = true;
+  Tensor loss = net(x).sparse_categorical_crossentropy(y);
+  loss.backward();
+  std::vector<UOpPtr> outputs{loss.node()};
+  for (const Tensor& p : net.parameters()) outputs.push_back(p.grad()->node());
+  Tensor::training = false;
+  EXPECT_EQ(create_schedule(outputs).items.size(), 59u);
 }

@@ -166,6 +166,30 @@ TEST(TensorReductions, MulReducesPastTheSplitPadWithOne) {
   EXPECT_EQ(t.any().item<bool>(), true);
 }
 
+// A reduce over (batch, y, x) past the split, as batchnorm's statistics and a convolution's
+// weight gradient: the partials are blocks of the batch axis (2 of 48 images, the fewest whose
+// share fits 32768), each with y and x whole, so the first kernel's output is (channels, 2) and
+// no flat index is divided back into (b, y, x). Small integers keep every order of summation
+// exact: both devices give the closed form.
+TEST(TensorReductions, SumPastTheSplitTakesPartialsFromTheOuterAxis) {
+  const int64_t b = 96, c = 5, h = 19, w = 20;  // 96 * 19 * 20 = 36480 per channel
+  std::vector<float> v(size_t(b * c * h * w));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(int64_t(i * 7 % 13) - 6);
+  std::vector<float> want(size_t(c), 0);
+  for (size_t i = 0; i < v.size(); ++i) want[(i / size_t(h * w)) % size_t(c)] += v[i];
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor x(v, {b, c, h, w}, dev);
+    const Tensor s = x.sum({0, 2, 3});
+    EXPECT_EQ(s.to_vector<float>(), want);
+    const Schedule plan = create_schedule({x.sum({0, 2, 3}).node()});
+    ASSERT_EQ(plan.items.size(), 2u);
+    const std::string first = to_string(plan.items[0].ast);
+    EXPECT_NE(first.find("shape=(5, 2, 1, 1, 1)"), std::string::npos) << first;
+    EXPECT_EQ(first.find("IDIV"), std::string::npos) << first;
+  }
+}
+
 TEST(TensorReductions, VulkanMatchesCpuOnEveryDtype) {
   for (DType d : vk_dtypes()) {
     EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {

@@ -1,0 +1,28 @@
+// The settings that decide how a kernel is compiled and reported, read once where a realize
+// starts and handed down to the device and codegen, so that nothing below reads the environment
+// (a ScopedSetting of one thread then applies to exactly the realizes it wraps).
+#pragma once
+#include <cstdint>
+
+#include <vkgrad/core/context.hpp>
+
+namespace vkg {
+
+struct RunOptions {
+  int debug = 0;       // DEBUG: 3 prints opts, 4 the GLSL, 5 the AST and linear UOps
+  bool noopt = false;  // NOOPT: no opts at all
+  int beam = 0;        // BEAM: beam width of the opt search; 0 for the heuristics
+  // BEAM_TIMEOUT: seconds one kernel's search may spend before it stops expanding the beam.
+  double beam_timeout_s = 10;
+
+  static RunOptions from_settings() {
+    RunOptions o;
+    o.debug = int(setting("DEBUG"));
+    o.noopt = setting("NOOPT") != 0;
+    o.beam = int(setting("BEAM"));
+    o.beam_timeout_s = double(setting("BEAM_TIMEOUT", 10));
+    return o;
+  }
+};
+
+}  // namespace vkg
