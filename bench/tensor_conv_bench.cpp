@@ -1,9 +1,10 @@
-// The convolutions of tinygrad's beautiful_mnist model at batch 512 (samples/beautiful_mnist_net.hpp),
-// each layer's forward, input gradient and weight gradient realized on its own, in GFLOPS as a
-// ratio to the best hand-written matmul (tensor_reference_kernels.hpp) run in the same iteration:
-// the goal is at least 0.7 for every kernel over 5% of a training step. A realize may
-// run more than one kernel (a weight gradient's partial sums, then their sum); the time is all of
-// it, the FLOP count the convolution's.
+// The convolutions of tinygrad's beautiful_mnist model at batch 512
+// (samples/beautiful_mnist_net.hpp), each layer's forward, input gradient and weight gradient
+// realized on its own, in GFLOPS as a ratio to the best hand-written matmul
+// (tensor_reference_kernels.hpp) run in the same iteration: the goal is at least 0.7 for
+// every kernel over 5% of a training step. A realize may run more than one kernel (a weight
+// gradient's partial sums, then their sum); the time is all of it, the FLOP count the
+// convolution's.
 #include <benchmark/benchmark.h>
 
 #include <vector>

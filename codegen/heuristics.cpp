@@ -87,7 +87,8 @@ std::vector<const UOp*> reduce_operands(const Kernel& k) {
   std::vector<const UOp*> out;
   for (const UOp* load : k.loads())
     for (size_t a = 0; a < k.kinds().size(); ++a)
-      if (k.kinds()[a] == AxisKind::Reduce && k.full_shape()[a] > 1 && load_stride(k, load, int(a)) != 0) {
+      if (k.kinds()[a] == AxisKind::Reduce && k.full_shape()[a] > 1 &&
+          load_stride(k, load, int(a)) != 0) {
         out.push_back(load);
         break;
       }
@@ -129,7 +130,8 @@ std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes, int64_t 
             if (s == l || k.kinds()[size_t(s)] != AxisKind::Global || shape[size_t(s)] % lanes != 0)
               continue;
             if (load_stride(k, a, s) == 0 || load_stride(k, b, s) != 0) continue;
-            if (shape[size_t(s)] % (lanes * rows_per_lane) == 0) return ShuffleAxes{l, s, columns == 4};
+            if (shape[size_t(s)] % (lanes * rows_per_lane) == 0)
+              return ShuffleAxes{l, s, columns == 4};
             if (!fallback) fallback = ShuffleAxes{l, s, columns == 4};
           }
           if (fallback) return fallback;
@@ -175,7 +177,8 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     return;
   }
   const std::optional<ShuffleAxes> tile =
-      traits.shuffle_lanes > 0 ? shuffle_axes(k, traits.shuffle_lanes, traits.shuffle_rows_per_lane) : std::nullopt;
+      traits.shuffle_lanes > 0 ? shuffle_axes(k, traits.shuffle_lanes, traits.shuffle_rows_per_lane)
+                               : std::nullopt;
   if (tile) {
     // One subgroup per workgroup. Its lanes take neighbouring vec4 columns (`lane`); each lane
     // loads rows_per_lane rows of A's tile and shuffles hand them to the others: every
@@ -200,7 +203,7 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     const int n = tile_axis(k, 4, 16, -1);
     if (n >= 0) k.apply({OptOp::UPCAST, n, 4});
     const int64_t rows = traits.tile_rows;
-    int m = tile_axis(k, rows, 4 * rows, n);
+    const int m = tile_axis(k, rows, 4 * rows, n);
     if (m >= 0) {
       k.apply({OptOp::UPCAST, m, rows});
     } else if (n >= 0) {
@@ -213,7 +216,6 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
         if (accumulators * size > 128) break;
         k.apply({OptOp::UPCAST, whole, size});
         accumulators *= size;
-        m = whole;
       }
     }
     if (n >= 0 && m >= 0 && stage_tiles(k, n, m, traits)) return;

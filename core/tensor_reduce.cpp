@@ -83,9 +83,9 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
       for (int64_t a = last + 1; a < int64_t(split_shape.size()); ++a) inner.push_back(a);
       return finish(permute(order).reshape(split_shape).reduce(op, Axes{inner}, false, name));
     }
-    // Otherwise the reduced axes go last, as one axis of `count` elements, padded with the op's identity
-    // to `rows` x `split`: split partial results per output, partial s over elements
-    // s, s + split, ... (adjacent partials read adjacent elements), then a reduce of those.
+    // Otherwise the reduced axes go last, as one axis of `count` elements, padded with the op's
+    // identity to `rows` x `split`: split partial results per output, partial s over elements s, s
+    // + split, ... (adjacent partials read adjacent elements), then a reduce of those.
     int64_t split = 256;
     for (int64_t d = 256; d >= 8; --d)
       if (count % d == 0) {
@@ -115,7 +115,8 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
     return keepdim ? out : out.reshape(without_axes(shape(), axes));
   }
   Tensor out = *this;
-  if (!axes.empty()) out = Tensor(UOp::make(Ops::REDUCE_AXIS, dtype(), {node()}, ReduceArg{op, axes}));
+  if (!axes.empty())
+    out = Tensor(UOp::make(Ops::REDUCE_AXIS, dtype(), {node()}, ReduceArg{op, axes}));
   return keepdim ? out : out.reshape(without_axes(shape(), axes));
 }
 
@@ -128,7 +129,9 @@ Tensor Tensor::sum(Axes axes, bool keepdim) const {
 
 Tensor Tensor::max(Axes axes, bool keepdim) const {
   for (int64_t d : shape())
-    if (d == 0) throw Error("max: cannot reduce a tensor with no elements (shape " + shape_str(shape()) + ")");
+    if (d == 0)
+      throw Error("max: cannot reduce a tensor with no elements (shape " + shape_str(shape()) +
+                  ")");
   return reduce(Ops::MAX, std::move(axes), keepdim, "max");
 }
 
@@ -156,7 +159,9 @@ Tensor Tensor::std(Axes axes, bool keepdim, int64_t correction) const {
 // for integers (a bijection, so the smallest int8 -128 needs no -(-128)), logical not for bools.
 Tensor Tensor::min(Axes axes, bool keepdim) const {
   for (int64_t d : shape())
-    if (d == 0) throw Error("min: cannot reduce a tensor with no elements (shape " + shape_str(shape()) + ")");
+    if (d == 0)
+      throw Error("min: cannot reduce a tensor with no elements (shape " + shape_str(shape()) +
+                  ")");
   if (dtype().is_float()) return -(-*this).max(std::move(axes), keepdim);
   return bitwise_not().max(std::move(axes), keepdim).bitwise_not();
 }

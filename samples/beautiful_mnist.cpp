@@ -35,10 +35,11 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "%s\nusage: beautiful_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S]\n"
-               "                       [--test-limit N] [--quick]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "%s\nusage: beautiful_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S]\n"
+      "                       [--test-limit N] [--quick]\n",
+      why);
   std::exit(2);
 }
 
@@ -51,15 +52,24 @@ Options parse(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "--steps") o.steps = std::stoll(value());
-      else if (a == "--batch") o.batch = std::stoll(value());
-      else if (a == "--lr") o.lr = std::stod(value());
-      else if (a == "--data") o.data = value();
-      else if (a == "--seed") o.seed = std::stoull(value());
-      else if (a == "--test-limit") o.test_limit = std::stoll(value());
-      else if (a == "--quick") o.steps = 5, o.batch = 64, o.test_limit = 1000;  // a smoke run
-      else if (a == "--help" || a == "-h") usage("Trains tinygrad's beautiful_mnist model on Fashion-MNIST.");
-      else usage(("unknown option " + a).c_str());
+      if (a == "--steps")
+        o.steps = std::stoll(value());
+      else if (a == "--batch")
+        o.batch = std::stoll(value());
+      else if (a == "--lr")
+        o.lr = std::stod(value());
+      else if (a == "--data")
+        o.data = value();
+      else if (a == "--seed")
+        o.seed = std::stoull(value());
+      else if (a == "--test-limit")
+        o.test_limit = std::stoll(value());
+      else if (a == "--quick")
+        o.steps = 5, o.batch = 64, o.test_limit = 1000;  // a smoke run
+      else if (a == "--help" || a == "-h")
+        usage("Trains tinygrad's beautiful_mnist model on Fashion-MNIST.");
+      else
+        usage(("unknown option " + a).c_str());
     } catch (const std::logic_error&) {
       usage(("bad value for " + a).c_str());
     }
@@ -106,18 +116,20 @@ int main(int argc, char** argv) {
       adam.step(extra);  // forward, backward, the update and the running statistics: one schedule
       loss_value = loss.item<float>();
       step_secs.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-      std::printf("step %3lld  loss %.4f  %.0f ms\n", (long long)step + 1, loss_value, 1e3 * step_secs.back());
+      std::printf("step %3lld  loss %.4f  %.0f ms\n", (long long)step + 1, loss_value,
+                  1e3 * step_secs.back());
       std::fflush(stdout);
     }
     // Steps 3..N: the first compiles every kernel, the second may still fill caches.
-    const std::vector<double> steady(step_secs.begin() + std::min<ptrdiff_t>(2, ptrdiff_t(step_secs.size()) - 1),
-                                     step_secs.end());
+    const std::vector<double> steady(
+        step_secs.begin() + std::min<ptrdiff_t>(2, ptrdiff_t(step_secs.size()) - 1),
+        step_secs.end());
     const double ms = 1e3 * median(steady);
     const double images_per_s = double(opt.batch) / (ms / 1e3);
     std::printf("first step (compiles every kernel): %.2f s\n", step_secs.front());
     std::printf("median step of steps %s..%lld: %.0f ms (batch %lld, %.0f images/s, %.1f GFLOPS)\n",
-                step_secs.size() > 2 ? "3" : "1", (long long)opt.steps, ms, (long long)opt.batch, images_per_s,
-                images_per_s * samples::BeautifulMnistNet::kFlopsPerImage / 1e9);
+                step_secs.size() > 2 ? "3" : "1", (long long)opt.steps, ms, (long long)opt.batch,
+                images_per_s, images_per_s * samples::BeautifulMnistNet::kFlopsPerImage / 1e9);
 
     const auto eval_start = Clock::now();
     const double acc = samples::test_accuracy(net, data, opt.test_limit, kScale);

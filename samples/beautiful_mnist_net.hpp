@@ -20,15 +20,20 @@ struct BeautifulMnistNet : nn::Module {
   nn::Linear fc{576, 10};
 
   Tensor operator()(const Tensor& x) const {
-    Tensor h = conv2(conv1(x).relu()).relu();   // 28 -> 24 -> 20
-    h = bn1(h).max_pool2d();                    // 20 -> 10
-    h = conv4(conv3(h).relu()).relu();          // 10 -> 8 -> 6
-    h = bn2(h).max_pool2d();                    // 6 -> 3
+    Tensor h = conv2(conv1(x).relu()).relu();  // 28 -> 24 -> 20
+    h = bn1(h).max_pool2d();                   // 20 -> 10
+    h = conv4(conv3(h).relu()).relu();         // 10 -> 8 -> 6
+    h = bn2(h).max_pool2d();                   // 6 -> 3
     return fc(h.flatten(1));
   }
   nn::StateDict state_dict() const override {
-    return nn::named({{"conv1", &conv1}, {"conv2", &conv2}, {"bn1", &bn1}, {"conv3", &conv3},
-                      {"conv4", &conv4}, {"bn2", &bn2}, {"fc", &fc}});
+    return nn::named({{"conv1", &conv1},
+                      {"conv2", &conv2},
+                      {"bn1", &bn1},
+                      {"conv3", &conv3},
+                      {"conv4", &conv4},
+                      {"bn2", &bn2},
+                      {"fc", &fc}});
   }
   // BatchNorm's running statistics: realize them with each training step.
   std::vector<Tensor> running_stats() const {

@@ -13,7 +13,8 @@ struct PixelScale {
   float mean = 0, std = 1;
 };
 
-inline Tensor image_batch(const nn::IdxArray& images, const std::vector<int64_t>& idx, PixelScale scale) {
+inline Tensor image_batch(const nn::IdxArray& images, const std::vector<int64_t>& idx,
+                          PixelScale scale) {
   const int64_t pixels = images.shape[1] * images.shape[2];
   std::vector<float> out(idx.size() * size_t(pixels));
   for (size_t i = 0; i < idx.size(); ++i) {
