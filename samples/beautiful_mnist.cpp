@@ -95,7 +95,13 @@ int main(int argc, char** argv) {
     const nn::ImageDataset data = nn::fashion_mnist(opt.data);
     Tensor::manual_seed(opt.seed);
     samples::BeautifulMnistNet net;
-    nn::Adam adam(net.parameters(), opt.lr);
+    // The initial weights as buffers, in one schedule: left lazy, the first step's kernels would
+    // each recompute the random initialization of every weight they read, once per use.
+    std::vector<Tensor> params = net.parameters();
+    std::vector<Tensor*> to_realize;
+    for (Tensor& p : params) to_realize.push_back(&p);
+    realize(to_realize);
+    nn::Adam adam(params, opt.lr);
     std::mt19937_64 rng(opt.seed);
     std::uniform_int_distribution<int64_t> pick(0, data.train_images.shape[0] - 1);
 
