@@ -41,12 +41,27 @@ class Device {
   virtual void copy_in(Allocation& dst, std::span<const std::byte> src) = 0;
   virtual void copy_out(Allocation& src, std::span<std::byte> dst) = 0;
 
+  // Compiles the kernels of `items` it has not compiled yet, in parallel where there are cores,
+  // so that run() records them without waiting on a compiler. The realize engine calls it with a
+  // whole schedule before running its first kernel. A kernel that fails to compile here is left
+  // for run() to compile again and report, in schedule order.
+  virtual void prepare(std::span<const ScheduleItem> items, const RunOptions& options) {
+    (void)items, (void)options;
+  }
   // Queues one scheduled kernel; `memory[i]` backs item.buffers[i]. May return before it runs.
   // `options` are the settings of the realize it belongs to (opts, BEAM, DEBUG output).
   virtual void run(const ScheduleItem& item, std::span<Allocation* const> memory,
                    const RunOptions& options) = 0;
   // Waits for everything queued; returns what ran since the last call.
   virtual std::vector<RunStat> synchronize() = 0;
+
+  // Kernels compiled so far, and how many of them run() had to compile itself (0 when prepare
+  // saw every kernel first): tests pin that recording never waits on a compiler.
+  struct CompileCounts {
+    int64_t compiled = 0;
+    int64_t compiled_in_run = 0;
+  };
+  virtual CompileCounts compile_counts() const { return {}; }
 };
 
 // The device called `name` ("VK", "CPU"; case-insensitive; "VK:1" picks a Vulkan device as

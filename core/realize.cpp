@@ -71,6 +71,14 @@ struct {
   std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0};
 } counters;
 
+// Compiles every kernel of the schedule before the first is recorded (Device::prepare), each
+// device with the items that run on it.
+void prepare_kernels(const std::vector<ScheduleItem>& items, const RunOptions& options) {
+  std::map<std::string, std::vector<ScheduleItem>> by_device;
+  for (const ScheduleItem& item : items) by_device[upper(item.buffers[0]->device())].push_back(item);
+  for (const auto& [name, list] : by_device) device(name).prepare(list, options);
+}
+
 }  // namespace
 
 bool register_device(const std::string& prefix, DeviceFactory factory) {
@@ -126,6 +134,7 @@ void realize(std::span<Tensor* const> tensors) {
   const RunOptions options = RunOptions::from_settings();
   std::vector<Device*> used;
   try {
+    prepare_kernels(sched.items, options);
     for (const ScheduleItem& item : sched.items) {
       const std::string& dev_name = item.buffers[0]->device();
       std::vector<Allocation*> memory;

@@ -2,7 +2,10 @@
 // The adapter fills codegen's GlslTarget and DeviceTraits from the device's capabilities, keeps
 // compiled kernels by AST, and records every kernel of a realize into one queue submission.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <set>
+#include <thread>
 
 #include <vkgrad/codegen/beam_cache.hpp>
 #include <vkgrad/codegen/get_program.hpp>
@@ -88,9 +91,44 @@ class VkDevice final : public Device {
     rt_.transfer.download(static_cast<VkAllocation&>(src).buffer, dst);
   }
 
+  // Compiling is rendering, shaderc and pipeline creation (LLVM on Lavapipe): all of it happens
+  // here, on as many threads as there are cores, so that recording a schedule never stops for it.
+  // BEAM times candidates on the device and DEBUG>=3 prints per kernel: both compile in order.
+  void prepare(std::span<const ScheduleItem> items, const RunOptions& options) override {
+    std::vector<const ScheduleItem*> todo;
+    std::set<std::pair<const UOp*, std::vector<int64_t>>> seen;
+    for (const ScheduleItem& item : items) {
+      if (item.buffers[0]->count() == 0 || cache_.contains(item, options)) continue;
+      std::vector<int64_t> counts;
+      for (const auto& b : item.buffers) counts.push_back(b->count());
+      if (seen.emplace(item.ast.get(), std::move(counts)).second) todo.push_back(&item);
+    }
+    const bool in_order = (options.beam > 0 && !options.noopt) || options.debug >= 3;
+    const size_t threads =
+        in_order ? 1 : std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < todo.size();) {
+        try {
+          cache_.get(*todo[i], options, [&] { return compile(*todo[i], options); });
+        } catch (...) {
+          // run() compiles it again and reports the error in schedule order.
+        }
+      }
+    };
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+  }
+
+  CompileCounts compile_counts() const override { return {compiled_.load(), compiled_in_run_.load()}; }
+
   void run(const ScheduleItem& item, std::span<Allocation* const> memory,
            const RunOptions& options) override {
-    CompiledKernel& k = cache_.get(item, options, [&] { return compile(item, options); });
+    CompiledKernel& k = cache_.get(item, options, [&] {
+      ++compiled_in_run_;
+      return compile(item, options);
+    });
     std::vector<uint64_t> addresses;
     std::vector<vk::BufferUse> uses;
     for (size_t slot = 0; slot < memory.size(); ++slot) {
@@ -148,6 +186,8 @@ class VkDevice final : public Device {
     const uint32_t bound = k.layout.bound ? uint32_t(k.program.buffers.size()) : 0;
     k.pipeline = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv,
                                                k.layout.push_constant_bytes, bound);
+    k.pipeline->pipeline();  // created now, on the compiling thread, not at the first dispatch
+    ++compiled_;
     return k;
   }
 
@@ -159,6 +199,7 @@ class VkDevice final : public Device {
   std::string device_key_;
   KernelCache<CompiledKernel> cache_;
   std::vector<RunStat> pending_;
+  std::atomic<int64_t> compiled_{0}, compiled_in_run_{0};
 };
 
 const bool registered =

@@ -2,6 +2,10 @@
 // realized buffers, and the errors of reading values out.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/vkgrad.hpp>
 
 using namespace vkg;
@@ -77,5 +81,27 @@ TEST(RealizeErrors, UnknownDeviceNamesTheKnownOnes) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("TPU"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("CPU"), std::string::npos) << e.what();
+  }
+}
+
+// Compile before record: a schedule's kernels are all compiled (in parallel where there are
+// cores) before the first is recorded, so run() never compiles one itself.
+TEST(RealizeCompile, EveryKernelOfAScheduleIsCompiledBeforeRecording) {
+  Device& vk = device("VK");
+  const Device::CompileCounts before = vk.compile_counts();
+  std::vector<float> v(6 * 5);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(int(i % 11) - 5) * 0.25f;
+  // Constants no other test uses, so the kernels are new to this process: softmax's three.
+  Tensor x = Tensor(v, {6, 5}) * 1.375f;
+  const std::vector<float> got = x.softmax(1).to_vector<float>();
+  const Device::CompileCounts after = vk.compile_counts();
+  EXPECT_GE(after.compiled - before.compiled, 2);
+  EXPECT_EQ(after.compiled_in_run, before.compiled_in_run);
+  for (int r = 0; r < 6; ++r) {
+    double mx = -1e30, sum = 0;
+    for (int c = 0; c < 5; ++c) mx = std::max(mx, double(v[size_t(r * 5 + c)]) * 1.375);
+    for (int c = 0; c < 5; ++c) sum += std::exp(double(v[size_t(r * 5 + c)]) * 1.375 - mx);
+    for (int c = 0; c < 5; ++c)
+      EXPECT_NEAR(got[size_t(r * 5 + c)], std::exp(double(v[size_t(r * 5 + c)]) * 1.375 - mx) / sum, 1e-6);
   }
 }
