@@ -19,6 +19,7 @@
 #include <atomic>
 #include <mutex>
 
+#include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -33,6 +34,14 @@ std::atomic<int64_t> next_identity{1};
 
 UOpPtr numbered_detach(const UOpPtr& value) {
   return UOp::make(Ops::DETACH, value->dtype, {value}, int64_t(next_identity.fetch_add(1)));
+}
+
+// Whether a tensor at `n` holds a whole buffer in order (a BUFFER, a reshape of one, or an
+// assign to one that is not realized yet), which an assign can then write in place.
+bool writable_in_place(const UOp& n) {
+  if (n.op == Ops::ASSIGN) return true;
+  const UOp* b = n.op == Ops::RESHAPE ? n.src[0].get() : &n;
+  return b->op == Ops::BUFFER && buffer_of(*b).count() == prod(*n.shape());
 }
 
 // Weak references to the states autograd must find at backward: leaves, and realized tensors
@@ -163,7 +172,13 @@ Tensor& Tensor::assign(const Tensor& value) {
     throw Error("assign: the value has shape " + shape_str(value.shape()) + " (" +
                 value.dtype().name() + " on " + value.device() + "), the tensor " +
                 shape_str(shape()) + " (" + dtype().name() + " on " + device() + ")");
-  state_->node = numbered_detach(value.cast(dtype()).node());
+  const UOpPtr v = value.cast(dtype()).node();
+  // A tensor that holds a whole buffer is written in place: the scheduler stores the value into
+  // that buffer once every read of the old contents in its schedule has run. The argument numbers
+  // the assign, so a second equal assign is a new node (not one the realized-node cache knows).
+  state_->node = writable_in_place(*node()) ? UOp::make(Ops::ASSIGN, dtype(), {node(), v},
+                                                        int64_t(next_identity.fetch_add(1)))
+                                            : numbered_detach(v);
   state_->unrealized = nullptr;
   state_->leaf_before_realize.reset();
   return *this;

@@ -16,6 +16,13 @@ Buffer::Buffer(std::string device, DType dtype, int64_t count)
   if (count < 0) throw Error("a buffer cannot hold " + std::to_string(count) + " elements");
 }
 
+std::shared_ptr<const Buffer> Buffer::next_version(const std::shared_ptr<const Buffer>& written) {
+  auto next = std::make_shared<Buffer>(written->device_, written->dtype_, written->count_);
+  next->storage_ = written->storage_ ? written->storage_ : written;
+  next->allocation = written->storage().allocation;  // null until the storage is allocated
+  return next;
+}
+
 size_t Buffer::hash() const { return std::hash<int64_t>{}(id_); }
 
 bool Buffer::equals(const ArgPayload& other) const {

@@ -20,7 +20,17 @@ class Buffer final : public ArgPayload {
  public:
   Buffer(std::string device, DType dtype, int64_t count);
 
+  // The storage of `written` under a new id: what an in-place assign leaves its tensor at. A
+  // BUFFER node names one version of a storage's contents, so graphs built after the write are
+  // new nodes and never meet a result the realized-node cache computed from the old contents.
+  // Both share one allocation (made once, for the first version).
+  static std::shared_ptr<const Buffer> next_version(const std::shared_ptr<const Buffer>& written);
+
   int64_t id() const { return id_; }
+  // The first version of this buffer's storage (itself unless next_version made it); buffers
+  // with one storage share their memory.
+  const Buffer& storage() const { return storage_ ? *storage_ : *this; }
+  int64_t storage_id() const { return storage().id(); }
   const std::string& device() const { return device_; }
   DType dtype() const { return dtype_; }
   int64_t count() const { return count_; }
@@ -40,6 +50,7 @@ class Buffer final : public ArgPayload {
 
  private:
   int64_t id_;
+  std::shared_ptr<const Buffer> storage_;  // null for a first version
   std::string device_;
   DType dtype_;
   int64_t count_;

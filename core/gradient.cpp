@@ -216,7 +216,9 @@ UOpPtr with_custom_gradient(const UOpPtr& value, std::vector<UOpPtr> inputs,
 
 std::span<const UOpPtr> gradient_sources(const UOp& n) {
   if (const CustomGradient* c = custom_gradient_of(n)) return c->inputs;
-  if (n.op == Ops::DETACH || n.op == Ops::BUFFER || n.op == Ops::CONST) return {};  // a BUFFER's source is its DEVICE
+  // A BUFFER's source is its DEVICE; an ASSIGN's value is detached, as an optimizer's update.
+  if (n.op == Ops::DETACH || n.op == Ops::BUFFER || n.op == Ops::CONST || n.op == Ops::ASSIGN)
+    return {};
   return n.src;
 }
 

@@ -107,6 +107,10 @@ Device& device(const std::string& requested) {
 }
 
 Allocation& ensure_allocated(const Buffer& buffer) {
+  if (!buffer.allocation && &buffer.storage() != &buffer) {
+    ensure_allocated(buffer.storage());  // versions share their storage's memory
+    buffer.allocation = buffer.storage().allocation;
+  }
   if (!buffer.allocation) {
     Device& dev = device(buffer.device());
     buffer.allocation = dev.allocate(buffer);

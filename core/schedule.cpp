@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <set>
 #include <tuple>
 #include <unordered_set>
@@ -75,6 +76,13 @@ const UOp* viewed_buffer(const UOp* n, Chain& chain) {
   return n->op == Ops::BUFFER ? n : nullptr;
 }
 
+// The BUFFER node an ASSIGN writes: its target, through earlier assigns not yet realized and the
+// reshape of a whole buffer (Tensor::assign writes in place only such targets).
+const UOp* assign_target(const UOp* n) {
+  while (n->op == Ops::ASSIGN || n->op == Ops::RESHAPE) n = n->src[0].get();
+  return n;
+}
+
 // Nodes realized by earlier schedules, with the buffer views holding their values. Keys are
 // weak: an entry goes stale when its node dies (and a new node at that address is not it).
 struct RealizedCache {
@@ -125,6 +133,7 @@ class Analysis {
       reached_by.clear();
       const std::vector<const UOp*> roots(realized.begin(), realized.end());
       for (const UOp* root : roots) walk_kernel(root);
+      if (realized.size() == before) separate_assign_values();
       grew = realized.size() != before;
     }
   }
@@ -140,6 +149,50 @@ class Analysis {
     std::optional<std::pair<Shape, std::vector<int64_t>>> reduce;  // full shape and axes
   };
   std::unordered_map<const UOp*, const UOp*> reached_by;  // reduce -> the kernel that fused it
+
+  // An assign's kernel stores element i of the target and may read its old contents at element
+  // i only: reading another (a flip, a row sum) would see elements other invocations already
+  // overwrote. Such a value is computed into a buffer of its own first. Checked once the kernels
+  // have settled, as realizing an inner reduce often removes the read.
+  void separate_assign_values() {
+    const std::vector<const UOp*> roots(realized.begin(), realized.end());
+    for (const UOp* n : roots) {
+      if (n->op != Ops::ASSIGN || previously_realized(n)) continue;
+      const UOp* value = n->src[1].get();
+      std::set<std::pair<const UOp*, Chain>> checked;
+      if (reads_elsewhere(value, {}, nullptr, buffer_of(*assign_target(n)).storage_id(), checked))
+        realize(value);
+    }
+  }
+
+  // Whether the kernel computing `n` (seen through `chain`, as KernelBuilder lowers it) loads
+  // `storage` at an element other than the one it stores. Above a reduce, reshapes keep the
+  // element; below it, only a view that is the output's expanded over the reduced axes does (a
+  // bias read by its own gradient's sum). Realized values are whole buffers in order, or other
+  // kernels, so the walk stops at them.
+  bool reads_elsewhere(const UOp* n, const Chain& chain, const UOp* reduce, int64_t storage,
+                       std::set<std::pair<const UOp*, Chain>>& checked) const {
+    if (n->op == Ops::BUFFER) {
+      const Buffer& b = buffer_of(*n);
+      if (b.storage_id() != storage) return false;
+      const ShapeTracker whole = ShapeTracker::from_shape({b.count()});
+      if (!reduce)
+        return !std::all_of(chain.begin(), chain.end(),
+                            [](const UOp* m) { return m->op == Ops::RESHAPE; });
+      const ShapeTracker same = whole.reshape(*reduce->shape()).expand(*reduce->src[0]->shape());
+      return apply_chain(whole, chain).simplify() != same.simplify();
+    }
+    if (n->op == Ops::CONST || is_leaf(n) || !checked.insert({n, chain}).second) return false;
+    if (is_movement(n->op)) {
+      Chain inner{n};
+      inner.insert(inner.end(), chain.begin(), chain.end());
+      return reads_elsewhere(n->src[0].get(), inner, reduce, storage, checked);
+    }
+    if (n->op == Ops::REDUCE_AXIS) return reads_elsewhere(n->src[0].get(), {}, n, storage, checked);
+    for (const UOpPtr& s : n->src)
+      if (reads_elsewhere(s.get(), chain, reduce, storage, checked)) return true;
+    return false;
+  }
 
   void walk_kernel(const UOp* root) {
     if (previously_realized(root)) return;
@@ -186,6 +239,14 @@ class Analysis {
       else realize(n);
       return;
     }
+    if (n->op == Ops::ASSIGN) {
+      if (!is_root) {
+        realize(n);
+        return;
+      }
+      visit(n->src[1].get(), only_reshapes, padded, in_reduce, ks, seen);
+      return;
+    }
     throw Error("schedule: cannot compute a " + std::string(op_name(n->op)) + " node yet");
   }
 };
@@ -199,7 +260,9 @@ class KernelBuilder {
   ScheduleItem build(const std::shared_ptr<const Buffer>& out) {
     slot_of(out);
     const Shape& shape = *root_->shape();
-    const UOp* value_root = root_->op == Ops::CONTIGUOUS ? root_->src[0].get() : root_;
+    const UOp* value_root = root_->op == Ops::CONTIGUOUS ? root_->src[0].get()
+                            : root_->op == Ops::ASSIGN   ? root_->src[1].get()
+                                                         : root_;
     // A kernel with a reduce works in the reduce's coordinates: its output shape (1 at the
     // reduced axes) after it. The root, reached from the reduce through reshapes only, is
     // reshaped back into them.
@@ -217,6 +280,9 @@ class KernelBuilder {
     return ScheduleItem{UOp::make(Ops::SINK, dtypes::void_, {store}), buffers_};
   }
 
+  // The leaves the kernel loads, with the storage each one's buffer has.
+  const std::vector<std::pair<const UOp*, int64_t>>& loads() const { return loads_; }
+
  private:
   const UOp* root_;
   const Analysis& analysis_;
@@ -224,6 +290,7 @@ class KernelBuilder {
   UOpPtr to_kernel_shape_;
   std::vector<std::shared_ptr<const Buffer>> buffers_;
   std::map<std::pair<const UOp*, Chain>, UOpPtr> memo_;
+  std::vector<std::pair<const UOp*, int64_t>> loads_;
 
   // The first reduce of this kernel, searched without entering realized nodes.
   const UOp* find_reduce(const UOp* n) {
@@ -239,9 +306,10 @@ class KernelBuilder {
     return nullptr;
   }
 
+  // One slot per storage: an assign's kernel reads the old contents of the buffer it writes.
   int slot_of(const std::shared_ptr<const Buffer>& b) {
     for (size_t i = 0; i < buffers_.size(); ++i)
-      if (buffers_[i]->id() == b->id()) return int(i);
+      if (buffers_[i]->storage_id() == b->storage_id()) return int(i);
     buffers_.push_back(b);
     return int(buffers_.size() - 1);
   }
@@ -276,6 +344,7 @@ class KernelBuilder {
       buffer_chain.insert(buffer_chain.end(), chain.begin(), chain.end());
       const auto b = buffer_ptr(*buf);
       const int slot = slot_of(b);
+      loads_.emplace_back(n, b->storage_id());
       ShapeTracker st = apply_chain(ShapeTracker::from_shape({b->count()}), buffer_chain);
       return UOp::make(Ops::LOAD, n->dtype, {global(slot, b->dtype()), view(st)});
     }
@@ -295,6 +364,70 @@ class KernelBuilder {
     return UOp::make(n->op, n->dtype, std::move(src), n->arg);
   }
 };
+
+// What one item computes (its root) and loads (leaves, with their buffers' storage).
+struct ItemAccess {
+  const UOp* root;
+  std::vector<std::pair<const UOp*, int64_t>> loads;
+};
+
+// Puts every kernel that reads a buffer's contents from before an assign ahead of the ASSIGN
+// kernel that overwrites them: the toposort does not, since such a reader need not be an
+// ancestor of the assign (the loss reads the weights the update writes). A stable Kahn sort over
+// the producer edges and those, so the toposort order stays wherever it is free.
+void order_around_assigns(Schedule& sched, const std::vector<ItemAccess>& access) {
+  const size_t n = access.size();
+  std::unordered_map<const UOp*, size_t> item_of;
+  for (size_t i = 0; i < n; ++i) item_of.emplace(access[i].root, i);
+  // A load reads the version an assign of this schedule left, or (nullptr) what the buffer held
+  // before the schedule.
+  auto version = [&](const UOp* leaf) -> const UOp* {
+    return leaf->op == Ops::ASSIGN && item_of.count(leaf) ? leaf : nullptr;
+  };
+  std::map<std::pair<int64_t, const UOp*>, std::vector<size_t>> readers;
+  std::vector<std::vector<size_t>> next(n);
+  std::vector<size_t> waits(n, 0);
+  auto edge = [&](size_t from, size_t to) {
+    if (from == to) return;
+    next[from].push_back(to);
+    ++waits[to];
+  };
+  for (size_t j = 0; j < n; ++j)
+    for (const auto& [leaf, storage] : access[j].loads) {
+      readers[{storage, version(leaf)}].push_back(j);
+      if (auto p = item_of.find(leaf); p != item_of.end()) edge(p->second, j);
+    }
+  for (size_t a = 0; a < n; ++a) {
+    const UOp* root = access[a].root;
+    if (root->op != Ops::ASSIGN) continue;
+    const UOp* prev = root->src[0].get();
+    while (prev->op == Ops::RESHAPE) prev = prev->src[0].get();
+    prev = version(prev);
+    if (prev) edge(item_of.at(prev), a);  // writes of one buffer keep their order
+    const int64_t storage = sched.items[a].buffers[0]->storage_id();
+    for (size_t j : readers[{storage, prev}]) edge(j, a);
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (waits[i] == 0) ready.push(i);
+  std::vector<ScheduleItem> ordered;
+  while (!ready.empty()) {
+    const size_t i = ready.top();
+    ready.pop();
+    ordered.push_back(std::move(sched.items[i]));
+    for (size_t j : next[i])
+      if (--waits[j] == 0) ready.push(j);
+  }
+  if (ordered.size() != n) {
+    for (size_t i = 0; i < n; ++i)
+      if (waits[i] && access[i].root->op == Ops::ASSIGN)
+        throw Error("assign: a tensor of shape " + shape_str(*access[i].root->shape()) +
+                    " is read at its old value by a computation that also needs its new value, in "
+                    "one realize; realize the old value (or the assign) first");
+    throw Error("schedule: the kernels around an assign form a cycle (internal)");
+  }
+  sched.items = std::move(ordered);
+}
 
 }  // namespace
 
@@ -316,6 +449,8 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
     if (auto p = analysis.prior.find(o.get()); p != analysis.prior.end()) sched.realized.emplace(o.get(), p->second);
 
   std::unordered_set<int64_t> uploads;
+  std::vector<ItemAccess> access;  // by item
+  bool has_assign = false;
   for (const UOp* n : order) {
     if (n->op == Ops::BUFFER) {
       auto b = buffer_ptr(*n);
@@ -334,12 +469,22 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
       }
     }
     const std::string device = n->device_node() ? n->device_node()->arg_as<std::string>() : std::string();
-    auto out = std::make_shared<Buffer>(device, n->dtype, prod(*n->shape()));
-    sched.items.push_back(KernelBuilder(n, analysis, sched).build(out));
-    UOpPtr bnode = UOp::make(Ops::BUFFER, n->dtype, {n->device_node()->ptr()}, std::shared_ptr<const ArgPayload>(out));
+    // An assign stores into its target's buffer and leaves the tensor at the next version of it.
+    const bool assign = n->op == Ops::ASSIGN;
+    const std::shared_ptr<const Buffer> out =
+        assign ? buffer_ptr(*assign_target(n))
+               : std::make_shared<Buffer>(device, n->dtype, prod(*n->shape()));
+    KernelBuilder builder(n, analysis, sched);
+    sched.items.push_back(builder.build(out));
+    access.push_back({n, builder.loads()});
+    has_assign = has_assign || assign;
+    const auto held = assign ? Buffer::next_version(out) : out;
+    UOpPtr bnode = UOp::make(Ops::BUFFER, n->dtype, {n->device_node()->ptr()},
+                             std::shared_ptr<const ArgPayload>(held));
     UOpPtr view = *n->shape() == Shape{out->count()} ? bnode : UOp::make(Ops::RESHAPE, n->dtype, {bnode}, *n->shape());
     sched.realized.emplace(n, view);
   }
+  if (has_assign) order_around_assigns(sched, access);
   return sched;
 }
 

@@ -391,6 +391,12 @@ class Tensor {
   // Replaces this tensor's value (lazily) by `value` cast to this dtype; the shapes must agree.
   // Every alias sees the new value; the value's graph is detached (optimizer updates). A leaf
   // stays the same leaf: graphs built after the assign send its gradient here.
+  //
+  // A realized tensor (one that holds a whole buffer) is written in place: its buffer keeps its
+  // memory, which is what lets a JIT replay a training step over fixed buffers. Kernels of the
+  // same realize that read the old value run before the write. A lazy graph built before the
+  // assign and realized only after it, though, reads the buffer's new contents (as a torch view
+  // would): realize (or clone) what must keep the old value before the assign is realized.
   Tensor& assign(const Tensor& value);
 
  private:

@@ -34,6 +34,13 @@ void check_range(double v, double lo, double hi, std::string_view who, std::stri
 
 Tensor zeros_state(const Tensor& p) { return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); }
 
+// A realized 0-d float32 1 on the parameters' device, a state to multiply in place.
+Tensor one_state(const std::vector<Tensor>& params) {
+  return Tensor::ones({}, dtypes::float32, params.empty() ? default_device() : params[0].device())
+      .contiguous()
+      .realize();
+}
+
 std::string device_of(const std::vector<Tensor>& params) {
   return params.empty() ? default_device() : params[0].device();
 }
@@ -54,7 +61,8 @@ Tensor Optimizer::scalar(double v) const { return Tensor(std::vector<float>{floa
 void Optimizer::set_lr(double lr) {
   check_range(lr, 0.0, INFINITY, "set_lr", "lr");
   lr_ = lr;
-  lr_tensor_ = scalar(lr);
+  // Written now, in place: a captured step (vkg::Jit) reads the learning rate from this buffer.
+  lr_tensor_.assign(scalar(lr)).realize();
 }
 
 void Optimizer::zero_grad() {
@@ -63,10 +71,10 @@ void Optimizer::zero_grad() {
 
 void Optimizer::step(std::vector<Tensor> also_realize) {
   ++steps_;
-  begin_step();
   std::vector<Tensor> out = std::move(also_realize);
   {
     NoGrad no_grad;
+    begin_step(out);
     for (size_t i = 0; i < params_.size(); ++i) {
       const std::optional<Tensor> g = params_[i].grad();
       if (!g) continue;
@@ -97,11 +105,10 @@ Tensor SGD::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {
   Tensor g = weight_decay_ != 0 ? grad + p * weight_decay_ : grad;
   if (momentum_ != 0) {
     if (!velocity_[i]) {
-      velocity_[i] = g;  // torch starts the buffer at the first gradient
+      velocity_[i] = g.contiguous();  // torch starts the buffer at the first gradient
     } else {
-      velocity_[i] = *velocity_[i] * momentum_ + g * (1.0 - dampening_);
+      velocity_[i]->assign(*velocity_[i] * momentum_ + g * (1.0 - dampening_));  // in place
     }
-    velocity_[i] = velocity_[i]->contiguous();
     states.push_back(*velocity_[i]);
     g = nesterov_ ? g + *velocity_[i] * momentum_ : *velocity_[i];
   }
@@ -115,7 +122,9 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
       beta2_(beta2),
       eps_(eps),
       weight_decay_(weight_decay),
-      decoupled_(decoupled) {
+      decoupled_(decoupled),
+      beta1_t_(one_state(this->params())),
+      beta2_t_(one_state(this->params())) {
   const char* who = decoupled ? "AdamW" : "Adam";
   check_range(beta1, 0.0, 1.0 - 1e-12, who, "beta1");
   check_range(beta2, 0.0, 1.0 - 1e-12, who, "beta2");
@@ -127,10 +136,13 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
   }
 }
 
-void Adam::begin_step() {
-  const double t = double(steps_taken());
-  step_size_ = scalar(lr() / (1.0 - std::pow(beta1_, t)));
-  bias_correction2_sqrt_ = scalar(std::sqrt(1.0 - std::pow(beta2_, t)));
+void Adam::begin_step(std::vector<Tensor>& states) {
+  beta1_t_.assign(beta1_t_ * beta1_);
+  beta2_t_.assign(beta2_t_ * beta2_);
+  states.push_back(beta1_t_);
+  states.push_back(beta2_t_);
+  step_size_ = lr_tensor() / (1.0 - beta1_t_);
+  bias_correction2_sqrt_ = (1.0 - beta2_t_).sqrt();
 }
 
 Tensor Adam::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {

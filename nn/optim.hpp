@@ -6,9 +6,11 @@
 //   opt.step({loss});   // one schedule: forward, backward, the update, and the loss
 //
 // step() builds each parameter's new value lazily, assigns it, and realizes every parameter and
-// optimizer state (and the extra tensors given) in one schedule. The learning rate and the
-// per-step factors are tensors uploaded each step, not constants in the kernels, so a schedule
-// of learning rates does not compile new kernels.
+// optimizer state (and the extra tensors given) in one schedule. The assigns write in place, so
+// after the first step the parameters and states keep their buffers: a step captured by vkg::Jit
+// replays over the same memory. The learning rate and the per-step factors (Adam's beta^t) are
+// device tensors updated in place, not constants in the kernels, so a schedule of learning rates
+// compiles no new kernels and a replayed step advances them as an eager one does.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -39,8 +41,9 @@ class Optimizer {
   // The new value of params_[i] given its gradient (lazy), assigning the optimizer's own states as
   // needed; the states to realize go into `states`.
   virtual Tensor update(size_t i, const Tensor& grad, std::vector<Tensor>& states) = 0;
-  // Called once per step before the updates, with steps_ already counted.
-  virtual void begin_step() {}
+  // Called once per step before the updates, with steps_ already counted; the states it
+  // assigns go into `states`.
+  virtual void begin_step(std::vector<Tensor>& states) { (void)states; }
   // A 0-d float tensor holding v on the parameters' device.
   Tensor scalar(double v) const;
   // The learning rate as such a tensor.
@@ -79,12 +82,14 @@ class Adam : public Optimizer {
 
  protected:
   Tensor update(size_t i, const Tensor& grad, std::vector<Tensor>& states) override;
-  void begin_step() override;
+  void begin_step(std::vector<Tensor>& states) override;
 
  private:
   double beta1_, beta2_, eps_, weight_decay_;
   bool decoupled_;
   std::vector<Tensor> m_, v_;
+  Tensor beta1_t_,
+      beta2_t_;  // beta^t on the device, multiplied in place each step (as tinygrad's b1_t)
   std::optional<Tensor> step_size_, bias_correction2_sqrt_;  // lr / (1 - beta1^t), sqrt(1 - beta2^t)
 };
 

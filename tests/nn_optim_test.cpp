@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/vkgrad.hpp>
@@ -220,4 +221,41 @@ TEST(Optim, ErrorsNameTheOptimizer) {
   const std::string non_leaf = error_of([&] { nn::SGD({w * 2}, 0.1); });
   EXPECT_EQ(non_leaf.rfind("SGD:", 0), 0u) << non_leaf;
   EXPECT_NE(non_leaf.find("computed from other tensors"), std::string::npos) << non_leaf;
+}
+
+// After the first step (which gives parameters that were never realized buffers of their own),
+// each step writes the parameters, the optimizer's states and BatchNorm's running statistics in
+// place: the same memory every step, which is what a JIT replays over.
+TEST(Optim, StepsKeepParametersAndStatisticsInTheirBuffers) {
+  auto memory_of = [](const Tensor& t) {
+    const UOp* n = t.node().get();
+    while (n->op != Ops::BUFFER) n = n->src[0].get();
+    return buffer_of(*n).allocation.get();
+  };
+  Tensor::manual_seed(3);
+  nn::Linear l1(8, 16), l2(16, 4);
+  nn::BatchNorm bn(16);
+  Tensor x = Tensor::randn({32, 8}).realize();
+  Tensor y = Tensor::randint(0, 4, {32}).realize();
+  nn::Adam adam(nn::parameters(l1, bn, l2), 0.01);
+  Tensor::training = true;
+  std::vector<float> losses;
+  std::vector<const Allocation*> first;
+  for (int step = 0; step < 4; ++step) {
+    adam.zero_grad();
+    Tensor loss = l2(bn(l1(x)).relu()).sparse_categorical_crossentropy(y);
+    loss.backward();
+    std::vector<Tensor> extra = bn.buffers();
+    extra.push_back(loss);
+    adam.step(extra);
+    losses.push_back(loss.item<float>());
+    std::vector<const Allocation*> now;
+    for (const Tensor& t : adam.params()) now.push_back(memory_of(t));
+    for (const Tensor& t : bn.buffers()) now.push_back(memory_of(t));
+    if (step == 0) first = now;
+    EXPECT_EQ(now, first) << "step " << step;
+  }
+  Tensor::training = false;
+  EXPECT_LT(losses.back(), losses.front());
+  EXPECT_EQ(bn.num_batches_tracked.item<int32_t>(), 4);
 }

@@ -1,0 +1,133 @@
+// In-place assign: a realized tensor's assign writes its own buffer, after every read of the old
+// value in the same realize, with the values an out-of-place computation gives.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include <vkgrad/core/buffer.hpp>
+#include <vkgrad/vkgrad.hpp>
+
+#include "support/error_of.hpp"
+
+using namespace vkg;
+using vkg::test::error_of;
+
+namespace {
+
+// The buffer a realized tensor holds.
+const Buffer& held(const Tensor& t) {
+  const UOp* n = t.node().get();
+  while (n->op != Ops::BUFFER) n = n->src[0].get();
+  return buffer_of(*n);
+}
+
+const std::vector<float> kStart{1.5f, -2.0f, 3.25f, 0.5f, -1.0f, 4.0f};
+
+class Assign : public testing::TestWithParam<std::string> {
+ protected:
+  Tensor start() const { return Tensor(kStart, {6}, GetParam()).realize(); }
+};
+
+}  // namespace
+
+TEST_P(Assign, WritesTheTensorsOwnBuffer) {
+  Tensor a = start();
+  const int64_t storage = held(a).storage_id();
+  const Allocation* memory = held(a).allocation.get();
+  a.assign(a * 2 + 1).realize();
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{4.0f, -3.0f, 7.5f, 2.0f, -1.0f, 9.0f}));
+  EXPECT_EQ(held(a).storage_id(), storage);
+  EXPECT_EQ(held(a).allocation.get(), memory);
+}
+
+// Values that read the old contents elsewhere than at the element being written (a flip, a
+// reduce, a transpose) are computed apart first; all must equal the out-of-place result.
+TEST_P(Assign, MatchesTheOutOfPlaceResult) {
+  const std::vector<std::function<Tensor(const Tensor&)>> values{
+      [](const Tensor& a) { return a * a - 3; },
+      [](const Tensor& a) { return a.flip({0}); },
+      [](const Tensor& a) { return a + a.sum(); },
+      [](const Tensor& a) {
+        return a.reshape({2, 3}).permute({1, 0}).reshape({6});
+      },
+      [](const Tensor& a) {
+        return (a.reshape({2, 3}) - a.reshape({2, 3}).max(1, true)).reshape({6});
+      },
+      [](const Tensor& a) {
+        return a.reshape({2, 3}).sum(0, true).expand({2, 3}).reshape({6}) + a;
+      },
+  };
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::vector<float> want = values[i](Tensor(kStart, {6}, GetParam())).to_vector<float>();
+    Tensor a = start();
+    const int64_t storage = held(a).storage_id();
+    a.assign(values[i](a)).realize();
+    EXPECT_EQ(a.to_vector<float>(), want) << "value " << i;
+    EXPECT_EQ(held(a).storage_id(), storage) << "value " << i;
+  }
+}
+
+// The assign's kernel runs after every kernel of the realize that reads the old value, also
+// those that are not its ancestors (a loss beside an optimizer update).
+TEST_P(Assign, ReadsOfTheOldValueInTheSameRealizeSeeIt) {
+  Tensor a = start();
+  Tensor total = a.sum();
+  Tensor scaled = (a * 3).contiguous();
+  a.assign(a + 10);
+  Tensor* all[] = {&a, &total, &scaled};
+  realize(all);
+  EXPECT_FLOAT_EQ(total.item<float>(), 6.25f);
+  EXPECT_EQ(scaled.to_vector<float>(),
+            (std::vector<float>{4.5f, -6.0f, 9.75f, 1.5f, -3.0f, 12.0f}));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{11.5f, 8.0f, 13.25f, 10.5f, 9.0f, 14.0f}));
+}
+
+TEST_P(Assign, ChainedAssignsInOneRealizeApplyInOrder) {
+  Tensor a = start();
+  a.assign(a + 1);
+  Tensor mid = a * 1;  // reads the value between the two assigns
+  a.assign(a * 2);
+  Tensor* all[] = {&a, &mid};
+  realize(all);
+  EXPECT_EQ(mid.to_vector<float>(), (std::vector<float>{2.5f, -1.0f, 4.25f, 1.5f, 0.0f, 5.0f}));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{5.0f, -2.0f, 8.5f, 3.0f, 0.0f, 10.0f}));
+}
+
+// Hash-consing gives an expression built again the same node; the assign leaves the tensor at a
+// new version of its buffer, so the realized-node cache does not serve the old result.
+TEST_P(Assign, AnExpressionBuiltAgainAfterTheAssignSeesTheNewValue) {
+  Tensor a = start();
+  Tensor before = (a * a).sum();
+  EXPECT_FLOAT_EQ(before.item<float>(), 34.0625f);
+  a.assign(a * 0 + 1).realize();
+  EXPECT_FLOAT_EQ((a * a).sum().item<float>(), 6.0f);
+  EXPECT_FLOAT_EQ(before.item<float>(), 34.0625f);  // realized before: its own buffer
+}
+
+// The documented footgun: a lazy graph over the old value, realized only after the assign, reads
+// the buffer's new contents (as a torch view would).
+TEST_P(Assign, ALazyGraphRealizedAfterTheAssignReadsTheNewContents) {
+  Tensor a = start();
+  Tensor lazy = a + 0.5f;
+  a.assign(a * 0).realize();
+  EXPECT_EQ(lazy.to_vector<float>(), std::vector<float>(6, 0.5f));
+}
+
+TEST_P(Assign, OldAndNewValueInOneKernelIsAClearError) {
+  Tensor a = start();
+  Tensor old = a * 1;
+  a.assign(a + 1);
+  Tensor mix = old + a;
+  const std::string e = error_of([&] { mix.realize(); });
+  EXPECT_NE(e.find("assign: a tensor of shape (6,)"), std::string::npos) << e;
+  EXPECT_NE(e.find("old value"), std::string::npos) << e;
+  EXPECT_EQ((old + 0).to_vector<float>(), kStart);  // nothing ran: the library is usable
+}
+
+TEST_P(Assign, ALazyTensorIsReplacedNotWritten) {
+  Tensor b = Tensor(kStart, {6}, GetParam()) * 2;  // not realized: no buffer of its own yet
+  b.assign(b + 1);
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{4.0f, -3.0f, 7.5f, 2.0f, -1.0f, 9.0f}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Assign, testing::Values("CPU", "VK"));
