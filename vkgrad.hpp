@@ -3,6 +3,7 @@
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/dtype.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/jit.hpp>
 #include <vkgrad/core/rewrite.hpp>
 #include <vkgrad/core/shape.hpp>
 #include <vkgrad/core/tensor.hpp>

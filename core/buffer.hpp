@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ class Buffer final : public ArgPayload {
   // Bytes to copy in when the buffer is first allocated (a tensor made from C++ data); empty for
   // buffers whose contents a kernel produces.
   std::shared_ptr<const std::vector<std::byte>> initial_data;
+  // For host data that must be new on every run of a captured step (the random generator's
+  // counter): makes the next contents. A JIT replay uploads its result before the kernels run.
+  std::function<std::vector<std::byte>()> regenerate;
 
   // The device memory holding the buffer, once the realize engine has allocated it
   // (core/device.hpp's ensure_allocated). Set once, under the engine's lock.

@@ -21,6 +21,13 @@ class Allocation {
   virtual ~Allocation() = default;
 };
 
+// A device's record of a sequence of kernels over fixed memory, which it can run again without
+// recording anything (what vkg::Jit replays).
+class Recording {
+ public:
+  virtual ~Recording() = default;
+};
+
 // One kernel or copy a device ran, for DEBUG=2 lines.
 struct RunStat {
   std::string name;     // kernel name, or "copy N, VK <- CPU"
@@ -54,6 +61,18 @@ class Device {
                    const RunOptions& options) = 0;
   // Waits for everything queued; returns what ran since the last call.
   virtual std::vector<RunStat> synchronize() = 0;
+
+  // Records `items` (memory[i][j] backs items[i].buffers[j], all allocated) for replay(). The
+  // default keeps the list and runs it again item by item; the Vulkan device records one command
+  // buffer and submits it again.
+  virtual std::unique_ptr<Recording> record(std::span<const ScheduleItem> items,
+                                            std::vector<std::vector<Allocation*>> memory,
+                                            const RunOptions& options);
+  // Runs a recording once more and waits for it; returns what ran.
+  virtual std::vector<RunStat> replay(Recording& recording);
+  // Queues a copy of `bytes` bytes between two allocations of this device, done before the next
+  // replay or kernel runs. The default goes through the host.
+  virtual void copy(Allocation& src, Allocation& dst, size_t bytes);
 
   // Kernels compiled so far, and how many of them run() had to compile itself (0 when prepare
   // saw every kernel first): tests pin that recording never waits on a compiler.

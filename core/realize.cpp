@@ -13,6 +13,7 @@
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/jit_capture.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -68,7 +69,7 @@ void print_stats(const std::string& device, const std::vector<RunStat>& stats) {
 std::mutex engine_mu;  // one realize at a time: allocation state lives in shared Buffers
 // Atomic: uploads also happen outside realize (reading a tensor's bytes allocates it).
 struct {
-  std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0};
+  std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0}, replays{0};
 } counters;
 
 // Compiles every kernel of the schedule before the first is recorded (Device::prepare), each
@@ -124,8 +125,53 @@ Allocation& ensure_allocated(const Buffer& buffer) {
   return *buffer.allocation;
 }
 
+namespace {
+struct ListedRecording final : Recording {
+  std::vector<ScheduleItem> items;
+  std::vector<std::vector<Allocation*>> memory;
+  RunOptions options;
+};
+}  // namespace
+
+std::unique_ptr<Recording> Device::record(std::span<const ScheduleItem> items,
+                                          std::vector<std::vector<Allocation*>> memory,
+                                          const RunOptions& options) {
+  auto r = std::make_unique<ListedRecording>();
+  r->items.assign(items.begin(), items.end());
+  r->memory = std::move(memory);
+  r->options = options;
+  return r;
+}
+
+std::vector<RunStat> Device::replay(Recording& recording) {
+  auto& r = static_cast<ListedRecording&>(recording);
+  for (size_t i = 0; i < r.items.size(); ++i) run(r.items[i], r.memory[i], r.options);
+  return synchronize();
+}
+
+void Device::copy(Allocation& src, Allocation& dst, size_t bytes) {
+  std::vector<std::byte> host(bytes);
+  copy_out(src, host);
+  copy_in(dst, host);
+}
+
 GlobalCounters global_counters() {
-  return GlobalCounters{counters.schedules.load(), counters.kernels.load(), counters.uploads.load()};
+  return GlobalCounters{counters.schedules.load(), counters.kernels.load(), counters.uploads.load(),
+                        counters.replays.load()};
+}
+
+Capture*& active_capture() {
+  thread_local Capture* capture = nullptr;
+  return capture;
+}
+
+std::mutex& engine_mutex() { return engine_mu; }
+
+void report_replay(const Device& device, std::vector<RunStat> stats) {
+  ++counters.replays;
+  counters.kernels += int64_t(stats.size());
+  for (RunStat& s : stats) s.name += " (jit)";
+  print_stats(device.name(), stats);
 }
 
 void realize(std::span<Tensor* const> tensors) {
@@ -168,6 +214,13 @@ void realize(std::span<Tensor* const> tensors) {
   }
   for (Device* dev : used) print_stats(dev->name(), dev->synchronize());
   commit_realized(sched);
+  if (Capture* capture = active_capture()) {
+    for (const ScheduleItem& item : sched.items)
+      if (item.buffers[0]->count() > 0) capture->items.push_back(item);
+    for (const auto& b : sched.uploads)
+      if (b->regenerate) capture->regenerated.push_back(b);
+    for (Tensor* t : tensors) capture->realized.push_back(t->state_);
+  }
   // By the nodes taken before any changes: two of the tensors may be aliases of one state.
   for (size_t i = 0; i < tensors.size(); ++i) tensors[i]->set_realized(sched.realized.at(nodes[i].get()));
 }
@@ -184,6 +237,11 @@ void Tensor::check_host_type(DType wanted, std::string_view op) const {
 }
 
 std::vector<std::byte> Tensor::bytes() const {
+  if (active_capture())
+    throw Error(
+        "Jit: reading a tensor's value (item, to_vector, bytes) while the JIT captures its "
+        "function: a replay runs the captured kernels without the function, so the value would "
+        "not be read again. Return the tensor from the function and read it after the call");
   Tensor t = *this;
   t.realize();
   const UOp* n = t.node().get();

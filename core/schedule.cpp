@@ -457,10 +457,11 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
       if (b->initial_data && uploads.insert(b->id()).second) sched.uploads.push_back(b);
     }
     if (!analysis.realized.count(n)) continue;
-    // A node that only views a whole buffer in order needs no kernel.
+    // A node that only views a whole buffer in order needs no kernel (unless it is a clone).
     Chain chain;
     const UOp* value = n->op == Ops::CONTIGUOUS ? n->src[0].get() : n;
-    if (const UOp* buf = viewed_buffer(value, chain)) {
+    const bool clone = n->op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(n->arg);
+    if (const UOp* buf = clone ? nullptr : viewed_buffer(value, chain)) {
       const ShapeTracker st = apply_chain(ShapeTracker::from_shape({buffer_of(*buf).count()}), chain);
       // contiguous() alone holds for a prefix (a shrink to [0, k)): that is not the whole buffer.
       if (st.contiguous() && prod(*n->shape()) == buffer_of(*buf).count()) {

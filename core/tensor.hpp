@@ -326,6 +326,9 @@ class Tensor {
 
   // A tensor that is materialized in its own buffer when realized (a fusion boundary).
   Tensor contiguous() const;
+  // A copy in a buffer of its own, also of a realized tensor (which contiguous() only views):
+  // what keeps a JIT output past the next call. Gradients flow through it.
+  Tensor clone() const;
 
   // ---- running ----
   // Computes the tensor (and everything it needs) now; afterwards it is a view of its buffer.
@@ -409,6 +412,7 @@ class Tensor {
   // Points the tensor at the buffer view holding its value, keeping what autograd needs.
   void set_realized(UOpPtr view);
   friend void realize(std::span<Tensor* const> tensors);
+  friend class Jit;
 
   std::shared_ptr<TensorState> state_;
 };

@@ -1,6 +1,7 @@
 // Movement ops: zero-copy changes of how a tensor's elements are addressed. Each checks its
 // arguments against the shape and builds one movement node (or none, when it changes nothing).
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 
 #include <vkgrad/core/error.hpp>
@@ -149,5 +150,12 @@ Tensor Tensor::transpose(int64_t a, int64_t b) const {
 }
 
 Tensor Tensor::contiguous() const { return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {node()})); }
+
+// A CONTIGUOUS numbered like no other: never the buffer it views (core/schedule.cpp), and a new
+// node on every call, so each clone is a copy of its own.
+Tensor Tensor::clone() const {
+  static std::atomic<int64_t> next_clone{1};
+  return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {node()}, next_clone.fetch_add(1)));
+}
 
 }  // namespace vkg

@@ -4,9 +4,11 @@
 // THREEFRY op, so every device gives the same values and nothing random is made on the host: the
 // host uploads the two words (counter, seed) and one small arange per dimension.
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <numbers>
 
+#include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -62,16 +64,23 @@ Tensor element_index(const Shape& shape, const std::string& device) {
 // 64 random bits per element of `shape`, taking prod(shape) counters from the generator.
 Tensor random_bits(const Shape& shape, const std::string& device_or_default) {
   const std::string device = device_or_default.empty() ? default_device() : device_or_default;
-  uint64_t base = 0, seed = 0;
-  {
+  // One buffer for both words, so that a new counter or seed is new data, never a new kernel.
+  // A JIT replay draws them again (Buffer::regenerate): replayed randoms advance as eager ones.
+  const auto draw = [n = uint64_t(vkg::prod(shape))] {
     Generator& g = generator();
     std::lock_guard lock(g.mu);
-    base = g.counter;
-    seed = g.seed;
-    g.counter += uint64_t(vkg::prod(shape));
-  }
-  // One buffer for both words, so that a new counter or seed is new data, never a new kernel.
-  const Tensor words(std::vector<uint64_t>{base, seed}, {2}, device);
+    const uint64_t w[2] = {g.counter, g.seed};
+    g.counter += n;
+    std::vector<std::byte> bytes(sizeof w);
+    std::memcpy(bytes.data(), w, sizeof w);
+    return bytes;
+  };
+  auto buffer = std::make_shared<Buffer>(device, dtypes::uint64, 2);
+  buffer->initial_data = std::make_shared<const std::vector<std::byte>>(draw());
+  buffer->regenerate = draw;
+  const Tensor words(UOp::make(Ops::BUFFER, dtypes::uint64,
+                               {UOp::make(Ops::DEVICE, dtypes::void_, {}, device)},
+                               std::shared_ptr<const ArgPayload>(buffer)));
   const Tensor counter =
       element_index(shape, device) + broadcast_scalar(words.shrink({{0, 1}}), shape);
   const Tensor key = broadcast_scalar(words.shrink({{1, 2}}), shape);

@@ -125,6 +125,66 @@ class VkDevice final : public Device {
 
   void run(const ScheduleItem& item, std::span<Allocation* const> memory,
            const RunOptions& options) override {
+    pending_.push_back(dispatch(item, memory, options));
+  }
+
+  // One command buffer for the whole list, recorded once; a replay submits it again. Inputs
+  // change by copies into the captured buffers (Device::copy) before it, not by new bindings:
+  // push descriptors and pushed addresses live inside the command buffer, so rebinding would
+  // mean recording again (or descriptor sets updated per replay). A copy of a batch of inputs
+  // costs far less than recording (bench_nn BM_MlpAdamStep_Jit vs _BareSubmit).
+  std::unique_ptr<Recording> record(std::span<const ScheduleItem> items,
+                                    std::vector<std::vector<Allocation*>> memory,
+                                    const RunOptions& options) override {
+    prepare(items, options);
+    auto r = std::make_unique<VkRecording>();
+    queue_.begin_capture();
+    try {
+      for (size_t i = 0; i < items.size(); ++i)
+        r->stats.push_back(dispatch(items[i], memory[i], options));
+      r->commands = queue_.end_capture();
+    } catch (...) {
+      queue_.cancel_capture();
+      throw;
+    }
+    return r;
+  }
+
+  std::vector<RunStat> replay(Recording& recording) override {
+    auto& r = static_cast<VkRecording&>(recording);
+    queue_.wait(queue_.replay(*r.commands));
+    std::vector<RunStat> out = r.stats;
+    if (queue_.timing()) {
+      const std::vector<vk::KernelTime> times = queue_.replay_timings(*r.commands);
+      for (size_t i = 0; i < out.size() && i < times.size(); ++i) out[i].ns = times[i].ns;
+    }
+    return out;
+  }
+
+  void copy(Allocation& src, Allocation& dst, size_t bytes) override {
+    queue_.copy(static_cast<VkAllocation&>(src).buffer, static_cast<VkAllocation&>(dst).buffer,
+                bytes);
+  }
+
+  std::vector<RunStat> synchronize() override {
+    queue_.finish();
+    std::vector<RunStat> out = std::exchange(pending_, {});
+    if (queue_.timing()) {
+      const std::vector<vk::KernelTime> times = queue_.take_timings();
+      for (size_t i = 0; i < out.size() && i < times.size(); ++i) out[i].ns = times[i].ns;
+    }
+    return out;
+  }
+
+ private:
+  struct VkRecording final : Recording {
+    std::unique_ptr<vk::Queue::Recorded> commands;
+    std::vector<RunStat> stats;
+  };
+
+  // Records one kernel into the queue's command buffer (or the capture under way).
+  RunStat dispatch(const ScheduleItem& item, std::span<Allocation* const> memory,
+                   const RunOptions& options) {
     CompiledKernel& k = cache_.get(item, options, [&] {
       ++compiled_in_run_;
       return compile(item, options);
@@ -141,21 +201,9 @@ class VkDevice final : public Device {
     if (k.layout.spilled) args = pack_spill_address(queue_.spill(args));
     queue_.dispatch(*k.pipeline, vk::Groups{k.dims[0], k.dims[1], k.dims[2]}, args, uses,
                     k.program.name);
-    pending_.push_back(
-        RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0});
+    return RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0};
   }
 
-  std::vector<RunStat> synchronize() override {
-    queue_.finish();
-    std::vector<RunStat> out = std::exchange(pending_, {});
-    if (queue_.timing()) {
-      const std::vector<vk::KernelTime> times = queue_.take_timings();
-      for (size_t i = 0; i < out.size() && i < times.size(); ++i) out[i].ns = times[i].ns;
-    }
-    return out;
-  }
-
- private:
   CompiledKernel compile(const ScheduleItem& item, const RunOptions& options) {
     // Said in the user's terms before the renderer names an internal kernel and uop.
     for (const UOp* u : toposort(item.ast.get()))

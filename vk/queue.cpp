@@ -60,6 +60,24 @@ void Queue::retire_completed() {
   }
 }
 
+std::unique_ptr<Queue::Batch> Queue::make_batch() {
+  auto b = std::make_unique<Batch>();
+  VkCommandPoolCreateInfo info =
+      structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  info.queueFamilyIndex = device_.queue_family();
+  VkCommandPool pool;
+  check(vkCreateCommandPool(device_.get(), &info, nullptr, &pool), "vkCreateCommandPool");
+  b->pool = UniqueCommandPool(device_.get(), pool);
+  VkCommandBufferAllocateInfo alloc =
+      structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  alloc.commandPool = pool;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(device_.get(), &alloc, &b->cmd), "vkAllocateCommandBuffers");
+  return b;
+}
+
 void Queue::begin_recording() {
   if (recording_) return;
   retire_completed();
@@ -67,21 +85,7 @@ void Queue::begin_recording() {
     recording_ = std::move(idle_.back());
     idle_.pop_back();
   } else {
-    auto b = std::make_unique<Batch>();
-    VkCommandPoolCreateInfo info =
-        structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
-    info.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-    info.queueFamilyIndex = device_.queue_family();
-    VkCommandPool pool;
-    check(vkCreateCommandPool(device_.get(), &info, nullptr, &pool), "vkCreateCommandPool");
-    b->pool = UniqueCommandPool(device_.get(), pool);
-    VkCommandBufferAllocateInfo alloc =
-        structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-    alloc.commandPool = pool;
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    alloc.commandBufferCount = 1;
-    check(vkAllocateCommandBuffers(device_.get(), &alloc, &b->cmd), "vkAllocateCommandBuffers");
-    recording_ = std::move(b);
+    recording_ = make_batch();
   }
   VkCommandBufferBeginInfo begin =
       structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
@@ -253,7 +257,74 @@ uint64_t Queue::spill(std::span<const std::byte> blob) {
   }
 }
 
+Queue::Recorded::Recorded(Device& device, std::unique_ptr<Batch> batch)
+    : device_(device), batch_(std::move(batch)) {}
+
+Queue::Recorded::~Recorded() {
+  try {
+    device_.timeline().wait(batch_->point);  // the pool and ring must outlive its last run
+  } catch (...) {
+    // Lost device: nothing runs any more.
+  }
+}
+
+void Queue::begin_capture() {
+  if (capturing_) throw Error("Queue: a capture is already under way");
+  submit();
+  recording_ = make_batch();
+  // Not one-time-submit: replays submit it again. Replays never overlap (each waits for the one
+  // before, see replay()), so no simultaneous-use either.
+  VkCommandBufferBeginInfo begin =
+      structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  VkResult r = vkBeginCommandBuffer(recording_->cmd, &begin);
+  if (r != VK_SUCCESS) {
+    recording_.reset();
+    throw_result(r, "vkBeginCommandBuffer");
+  }
+  record_barrier(recording_->cmd, kSubmissionStart);
+  hazards_.reset();
+  bound_ = VK_NULL_HANDLE;
+  capturing_ = true;
+}
+
+std::unique_ptr<Queue::Recorded> Queue::end_capture() {
+  if (!capturing_) throw Error("Queue: end_capture without begin_capture");
+  capturing_ = false;
+  std::unique_ptr<Batch> b = std::move(recording_);
+  record_barrier(b->cmd, kSubmissionEnd);
+  check(vkEndCommandBuffer(b->cmd), "vkEndCommandBuffer");
+  return std::unique_ptr<Recorded>(new Recorded(device_, std::move(b)));
+}
+
+void Queue::cancel_capture() {
+  if (!capturing_) return;
+  capturing_ = false;
+  recording_.reset();  // never submitted: its pool can go at once
+}
+
+uint64_t Queue::replay(Recorded& recorded) {
+  if (capturing_) throw Error("Queue: replay during a capture");
+  submit();  // copies into the captured inputs, recorded just before
+  Batch& b = *recorded.batch_;
+  device_.timeline().wait(b.point);  // a command buffer may not be pending twice
+  b.point = device_.timeline().submit(b.cmd);
+  last_point_ = b.point;
+  ++stats_.submits;
+  return b.point;
+}
+
+std::vector<KernelTime> Queue::replay_timings(Recorded& recorded) {
+  std::vector<KernelTime> out;
+  Batch& b = *recorded.batch_;
+  if (b.timestamps && !b.timestamps->empty()) {
+    device_.timeline().wait(b.point);
+    b.timestamps->collect(out, /*keep_labels=*/true);
+  }
+  return out;
+}
+
 uint64_t Queue::submit() {
+  if (capturing_) throw Error("Queue: submit during a capture (internal)");
   if (!recording_) return last_point_;
   std::unique_ptr<Batch> b = std::move(recording_);
   record_barrier(b->cmd, kSubmissionEnd);

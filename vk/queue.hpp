@@ -63,6 +63,9 @@ struct QueueStats {
 };
 
 class Queue {
+ private:
+  struct Batch;
+
  public:
   Queue(Device& device, Allocator& allocator, const QueueOptions& options = {});
   // Waits for what it submitted; commands recorded but not submitted are dropped.
@@ -90,6 +93,21 @@ class Queue {
   // (64-byte aligned), valid for the commands of the submission being recorded.
   uint64_t spill(std::span<const std::byte> blob);
 
+  // Capture, for a JIT: commands recorded between begin_capture() and end_capture() go into a
+  // command buffer of their own that replay() submits again, as often as asked, with the same
+  // buffers, arguments and barriers. Nothing is recorded on a replay. A Recorded owns its
+  // command buffer, argument ring and timestamps; destroying it waits for its last replay.
+  class Recorded;
+  // Submits what was recorded before, then starts the capture.
+  void begin_capture();
+  std::unique_ptr<Recorded> end_capture();
+  // Drops a capture that failed halfway (a dispatch threw).
+  void cancel_capture();
+  // Submits commands recorded since the last submit, then `recorded` again; returns its point.
+  uint64_t replay(Recorded& recorded);
+  // The timings of the last replay of `recorded`, once it has completed (empty without timing).
+  std::vector<KernelTime> replay_timings(Recorded& recorded);
+
   // Submits what was recorded; returns its timeline point (the last point if nothing was).
   uint64_t submit();
   // Blocks until `point` has completed. Throws vkg::DeviceLost if the device was lost.
@@ -106,8 +124,8 @@ class Queue {
   const QueueStats& stats() const { return stats_; }
 
  private:
-  struct Batch;
   void begin_recording();
+  std::unique_ptr<Batch> make_batch();
   void retire_completed();
   void before_command(std::span<const BufferUse> uses, std::string_view label);
   void after_command();
@@ -118,6 +136,7 @@ class Queue {
   Allocator& allocator_;
   bool timing_ = false;
   std::unique_ptr<Batch> recording_;
+  bool capturing_ = false;  // recording_ is a capture: submit() must not take it
   std::deque<std::unique_ptr<Batch>> in_flight_;
   std::vector<std::unique_ptr<Batch>> idle_;
   HazardTracker hazards_;
@@ -128,6 +147,19 @@ class Queue {
   uint64_t last_point_ = 0;
   std::vector<KernelTime> timings_;
   QueueStats stats_;
+};
+
+class Queue::Recorded {
+ public:
+  ~Recorded();
+  Recorded(const Recorded&) = delete;
+  Recorded& operator=(const Recorded&) = delete;
+
+ private:
+  friend class Queue;
+  Recorded(Device& device, std::unique_ptr<Batch> batch);
+  Device& device_;
+  std::unique_ptr<Batch> batch_;
 };
 
 }  // namespace vkg::vk

@@ -37,7 +37,7 @@ void Timestamps::end(VkCommandBuffer cmd) {
                        pools_[pair / kPairsPerPool].get(), 2 * (pair % kPairsPerPool) + 1);
 }
 
-void Timestamps::collect(std::vector<KernelTime>& out) {
+void Timestamps::collect(std::vector<KernelTime>& out, bool keep_labels) {
   const Limits& l = device_.caps().limits;
   const uint64_t mask =
       l.timestamp_valid_bits >= 64 ? ~0ull : ((1ull << l.timestamp_valid_bits) - 1);
@@ -52,10 +52,10 @@ void Timestamps::collect(std::vector<KernelTime>& out) {
         "vkGetQueryPoolResults");
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t ticks = (scratch_[2 * i + 1] - scratch_[2 * i]) & mask;  // survives wrap
-      out.push_back({std::move(labels_[first + i]), double(ticks) * l.timestamp_period});
+      out.push_back({labels_[first + i], double(ticks) * l.timestamp_period});
     }
   }
-  labels_.clear();
+  if (!keep_labels) labels_.clear();
 }
 
 }  // namespace vkg::vk

@@ -32,8 +32,9 @@ class Timestamps {
   bool empty() const { return labels_.empty(); }
 
   // After the command buffer's submission has completed: appends one record per bracketed
-  // command, in recording order, and forgets them so the object can be reused.
-  void collect(std::vector<KernelTime>& out);
+  // command, in recording order, and forgets them so the object can be reused, unless
+  // keep_labels (a command buffer submitted again, whose next run fills the same queries).
+  void collect(std::vector<KernelTime>& out, bool keep_labels = false);
 
  private:
   static constexpr uint32_t kPairsPerPool = 256;

@@ -1,0 +1,77 @@
+// vkg::Jit, tinygrad's TinyJit for C++: wraps a function of tensors. The first call runs it as
+// usual; the second runs it while capturing every kernel it realizes, and records them once as
+// the device's command buffer; every later call replays that command buffer with the new inputs
+// copied into the buffers the capture read them from. Nothing is traced, scheduled, lowered,
+// compiled or recorded on a replay.
+//
+//   nn::Adam opt(model.parameters(), 1e-3);
+//   Jit step([&](const std::vector<Tensor>& in) {
+//     opt.zero_grad();
+//     Tensor loss = model(in[0]).sparse_categorical_crossentropy(in[1]);
+//     loss.backward();
+//     opt.step({loss});
+//     return std::vector<Tensor>{loss};
+//   });
+//   for (...) float l = step({x, y})[0].item<float>();
+//
+// What the function may do, and what a replay does (tinygrad's test_jit_footguns.py):
+//  - The inputs are realized before each call. The function sees them by value: the capture
+//    reads copies in buffers of the Jit's own, and a replay copies the new inputs into those (or
+//    uploads host data straight there), so assigning to an input inside the function does not
+//    reach the caller's tensor. A replay needs the captured call's shapes, dtypes and devices:
+//    another is a vkg::Error (use a Jit per shape, or reset()).
+//  - Reading a value (item, to_vector, bytes) while the function is captured is a vkg::Error: a
+//    replay would not read it again. Return the tensor and read it after the call.
+//  - The outputs live in buffers that every replay writes again: a tensor one call returned holds
+//    the next call's value after it. Keep one with clone() (a copy in a buffer of its own).
+//  - C++ values the function reads (a double, a step count, a Tensor made from host data inside
+//    it) are frozen at the capture. Keep what changes in tensors made outside the function and
+//    update them in place (Optimizer::set_lr, the optimizers' beta^t do so); the optimizer's C++
+//    step count does not advance on a replay.
+//  - Random numbers advance on every replay: a replay draws from the global generator as an
+//    eager call would, so the same seed gives a replayed run and an eager one the same numbers.
+//  - Tensors the function realizes (parameters, optimizer states, running statistics) are
+//    written in place by each replay; a lazy graph over one, built before a replay and realized
+//    after it, reads the new contents.
+//  - Everything runs on one device.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg {
+
+class Jit {
+ public:
+  using Function = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+  explicit Jit(Function function);
+  ~Jit();
+  Jit(const Jit&) = delete;
+  Jit& operator=(const Jit&) = delete;
+
+  // Calls the function (calls 1 and 2) or replays its capture (3 and later); returns its
+  // outputs, realized.
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+
+  int64_t calls() const { return calls_; }
+  bool captured() const { return plan_ != nullptr; }
+  // Kernels a replay runs (0 before the capture).
+  size_t kernels() const;
+  // Forgets the capture: the next call runs the function as a first call would.
+  void reset();
+
+ private:
+  struct Plan;
+  std::vector<Tensor> capture(std::vector<Tensor> inputs);
+  std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
+
+  Function function_;
+  int64_t calls_ = 0;
+  std::unique_ptr<Plan> plan_;
+};
+
+}  // namespace vkg

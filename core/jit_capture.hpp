@@ -1,0 +1,31 @@
+// What the realize engine does for vkg::Jit (core/jit.hpp): while a capture is active on a
+// thread, every schedule realize runs there is also recorded into it; replays are reported as
+// realize reports its kernels. Internal to core.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <vkgrad/core/device.hpp>
+#include <vkgrad/core/schedule.hpp>
+
+namespace vkg {
+
+struct TensorState;
+
+struct Capture {
+  std::vector<ScheduleItem> items;  // every kernel run, in order (empty ones left out)
+  std::vector<std::shared_ptr<const Buffer>> regenerated;  // host data renewed per run
+  std::vector<std::weak_ptr<TensorState>> realized;        // tensors realize pointed at buffers
+};
+
+// The capture this thread records into, or nullptr.
+Capture*& active_capture();
+
+// Serializes realizes and replays: allocation state lives in shared Buffers.
+std::mutex& engine_mutex();
+
+// Counts a replay's kernels and prints them at DEBUG=2, marked "(jit)".
+void report_replay(const Device& device, std::vector<RunStat> stats);
+
+}  // namespace vkg

@@ -1,0 +1,219 @@
+// vkg::Jit: the first call runs the function, the second captures it, later calls replay the
+// capture, with the semantics of tinygrad's test_jit.py and test_jit_footguns.py.
+#include <gtest/gtest.h>
+
+#include <vkgrad/core/counters.hpp>
+#include <vkgrad/core/device.hpp>
+#include <vkgrad/vkgrad.hpp>
+
+#include "support/error_of.hpp"
+
+using namespace vkg;
+using vkg::test::error_of;
+
+namespace {
+
+std::vector<float> ramp(int n, float start, float step) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[size_t(i)] = start + step * float(i);
+  return v;
+}
+
+// out[r] = sum_c (2 x[r, c] + y[c]): one fused reduce.
+std::vector<float> expected(const std::vector<float>& x, const std::vector<float>& y) {
+  std::vector<float> out(2, 0.0f);
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c) out[size_t(r)] += 2 * x[size_t(r * 3 + c)] + y[size_t(c)];
+  return out;
+}
+
+class Jitted : public testing::TestWithParam<std::string> {
+ protected:
+  std::string dev() const { return GetParam(); }
+  Tensor x(int call) const { return Tensor(ramp(6, float(call), 0.5f), {2, 3}, dev()); }
+  Tensor y(int call) const { return Tensor(ramp(3, -float(call), 1.0f), {3}, dev()); }
+};
+
+}  // namespace
+
+TEST_P(Jitted, TheFunctionRunsTwiceOverManyCallsAndEveryCallIsRight) {
+  int runs = 0;
+  Jit f([&](const std::vector<Tensor>& in) {
+    ++runs;
+    return std::vector<Tensor>{(in[0] * 2 + in[1]).sum(1)};
+  });
+  for (int call = 0; call < 5; ++call) {
+    const std::vector<float> got = f({x(call), y(call)})[0].to_vector<float>();
+    EXPECT_EQ(got, expected(ramp(6, float(call), 0.5f), ramp(3, -float(call), 1.0f)))
+        << "call " << call;
+  }
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(f.calls(), 5);
+  EXPECT_TRUE(f.captured());
+  EXPECT_EQ(f.kernels(), 1u);
+}
+
+// Inputs already on the device (computed, or realized) are copied into the captured buffers.
+TEST_P(Jitted, InputsOnTheDeviceAreCopiedIn) {
+  Jit f([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(in[0] * 2 + in[1]).sum(1)};
+  });
+  for (int call = 0; call < 4; ++call) {
+    Tensor xs = (x(call) * 1).realize();
+    Tensor ys = y(call) + 0;  // lazy: realized by the call
+    EXPECT_EQ(f({xs, ys})[0].to_vector<float>(),
+              expected(ramp(6, float(call), 0.5f), ramp(3, -float(call), 1.0f)))
+        << "call " << call;
+  }
+}
+
+// A state outside the function, assigned in place inside it: the optimizer's pattern in small.
+TEST_P(Jitted, AnAssignInTheFunctionAccumulatesOnEveryReplay) {
+  Tensor total = Tensor::zeros({3}, dtypes::float32, dev()).contiguous().realize();
+  Jit f([&](const std::vector<Tensor>& in) {
+    total.assign(total + in[0]);
+    return std::vector<Tensor>{total * 1};
+  });
+  std::vector<float> want(3, 0.0f);
+  for (int call = 0; call < 5; ++call) {
+    for (int i = 0; i < 3; ++i) want[size_t(i)] += float(call) + float(i);
+    EXPECT_EQ(f({Tensor(ramp(3, float(call), 1.0f), {3}, dev())})[0].to_vector<float>(), want);
+  }
+  EXPECT_EQ(total.to_vector<float>(), want);
+}
+
+TEST_P(Jitted, RandomNumbersAdvanceOnEveryReplayAsEagerOnes) {
+  auto body = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{Tensor::rand({8}, dtypes::float32, dev()) + in[0]};
+  };
+  const Tensor zero = Tensor::zeros({8}, dtypes::float32, dev());
+  Tensor::manual_seed(5);
+  std::vector<std::vector<float>> eager;
+  for (int call = 0; call < 4; ++call) eager.push_back(body({zero})[0].to_vector<float>());
+  Tensor::manual_seed(5);
+  Jit f(body);
+  for (int call = 0; call < 4; ++call) {
+    EXPECT_EQ(f({zero})[0].to_vector<float>(), eager[size_t(call)]) << "call " << call;
+    if (call > 0) EXPECT_NE(eager[size_t(call)], eager[size_t(call - 1)]);
+  }
+}
+
+// A C++ value the function reads, or host data it makes, is frozen at the capture.
+TEST_P(Jitted, CppValuesReadByTheFunctionAreFrozenAtTheCapture) {
+  float scale = 2;
+  Jit f([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * scale + Tensor(std::vector<float>{scale}, {1}, dev())};
+  });
+  const Tensor one(std::vector<float>{1}, {1}, dev());
+  EXPECT_EQ(f({one})[0].to_vector<float>(), std::vector<float>{4});
+  scale = 3;
+  EXPECT_EQ(f({one})[0].to_vector<float>(), std::vector<float>{6});  // captured with 3
+  scale = 10;
+  EXPECT_EQ(f({one})[0].to_vector<float>(), std::vector<float>{6});  // replayed: still 3
+}
+
+// The outputs live in buffers that every replay writes again; clone() keeps one.
+TEST_P(Jitted, OutputsAreOverwrittenByTheNextCallAndCloneKeepsOne) {
+  Jit f([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(in[0] * 2 + in[1]).sum(1)};
+  });
+  f({x(0), y(0)});
+  f({x(1), y(1)});
+  Tensor third = f({x(2), y(2)})[0];
+  Tensor kept = third.clone().realize();
+  f({x(3), y(3)});
+  EXPECT_EQ(third.to_vector<float>(), expected(ramp(6, 3, 0.5f), ramp(3, -3, 1.0f)));
+  EXPECT_EQ(kept.to_vector<float>(), expected(ramp(6, 2, 0.5f), ramp(3, -2, 1.0f)));
+}
+
+TEST_P(Jitted, AnInputOfAnotherShapeDtypeDeviceOrCountIsAClearError) {
+  Jit f([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(in[0] * 2 + in[1]).sum(1)};
+  });
+  f({x(0), y(0)});
+  f({x(1), y(1)});
+  const Tensor wide(ramp(8, 0, 1), {2, 4}, dev());
+  std::string e = error_of([&] { f({wide, y(2)}); });
+  EXPECT_NE(
+      e.find("input 0 is (2, 4) float32 on " + dev() + ", the captured call's was (2, 3) float32"),
+      std::string::npos)
+      << e;
+  e = error_of([&] { f({x(2), Tensor(std::vector<int32_t>{1, 2, 3}, {3}, dev())}); });
+  EXPECT_NE(e.find("input 1 is (3,) int32"), std::string::npos) << e;
+  const std::string other = dev() == "VK" ? "CPU" : "VK";
+  e = error_of([&] { f({x(2), Tensor(ramp(3, 0, 1), {3}, other)}); });
+  EXPECT_NE(e.find("on " + other + ", the captured call's was (3,) float32 on " + dev()),
+            std::string::npos)
+      << e;
+  e = error_of([&] { f({x(2)}); });
+  EXPECT_NE(e.find("called with 1 inputs, the captured call had 2"), std::string::npos) << e;
+  EXPECT_EQ(f({x(2), y(2)})[0].to_vector<float>(), expected(ramp(6, 2, 0.5f), ramp(3, -2, 1.0f)));
+}
+
+TEST_P(Jitted, ReadingAValueWhileCapturingIsAClearError) {
+  Jit f([](const std::vector<Tensor>& in) {
+    const float s = in[0].sum().item<float>();  // fine in the first call, not in the capture
+    return std::vector<Tensor>{in[0] * s};
+  });
+  const Tensor a(std::vector<float>{1, 2}, {2}, dev());
+  EXPECT_EQ(f({a})[0].to_vector<float>(), (std::vector<float>{3, 6}));
+  const std::string e = error_of([&] { f({a}); });
+  EXPECT_NE(e.find("Jit: reading a tensor's value (item, to_vector, bytes) while the JIT captures"),
+            std::string::npos)
+      << e;
+  EXPECT_FALSE(f.captured());
+  EXPECT_EQ((a + 1).to_vector<float>(), (std::vector<float>{2, 3}));  // the library is usable
+}
+
+TEST_P(Jitted, ResetCapturesAgain) {
+  int runs = 0;
+  Jit f([&](const std::vector<Tensor>& in) {
+    ++runs;
+    return std::vector<Tensor>{in[0] + 1};
+  });
+  for (int call = 0; call < 3; ++call) f({Tensor(ramp(4, 0, 1), {4}, dev())});
+  f.reset();
+  for (int call = 0; call < 3; ++call)
+    EXPECT_EQ(f({Tensor(ramp(8, 0, 1), {8}, dev())})[0].to_vector<float>(), ramp(8, 1, 1));
+  EXPECT_EQ(runs, 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Jitted, testing::Values("CPU", "VK"));
+
+// A replay submits the recorded command buffer: no schedule, no compile, no recording.
+TEST(Jit, AReplaySchedulesAndCompilesNothing) {
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * 3).softmax(1)}; });
+  const auto input = [](int call) { return Tensor(ramp(12, float(call), 0.25f), {3, 4}); };
+  f({input(0)});
+  f({input(1)});
+  const GlobalCounters before = global_counters();
+  const Device::CompileCounts compiled = device("VK").compile_counts();
+  const Tensor out = f({input(2)})[0];
+  const GlobalCounters after = global_counters();
+  EXPECT_EQ(after.schedules, before.schedules);
+  EXPECT_EQ(after.replays, before.replays + 1);
+  EXPECT_EQ(after.kernels - before.kernels, int64_t(f.kernels()));
+  EXPECT_EQ(device("VK").compile_counts().compiled, compiled.compiled);
+  EXPECT_EQ(out.to_vector<float>(), (input(2) * 3).softmax(1).to_vector<float>());
+}
+
+TEST(Jit, DebugTwoMarksReplayedKernels) {
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].exp2().sum()}; });
+  const Tensor a(ramp(5, 0, 1), {5});
+  f({a});
+  f({a});
+  ScopedSetting debug("DEBUG", 2);
+  testing::internal::CaptureStdout();
+  const float got = f({a})[0].item<float>();
+  const std::string printed = testing::internal::GetCapturedStdout();
+  EXPECT_FLOAT_EQ(got, 31.0f);
+  EXPECT_NE(printed.find(" (jit)"), std::string::npos) << printed;
+}
+
+TEST(Jit, AJitInsideAnotherJitsCaptureIsAClearError) {
+  Jit inner([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });
+  Jit outer([&](const std::vector<Tensor>& in) { return inner({in[0] * 2}); });
+  const Tensor a(std::vector<float>{1}, {1});
+  outer({a});
+  EXPECT_NE(error_of([&] { outer({a}); }).find("inside another Jit's function"), std::string::npos);
+}
