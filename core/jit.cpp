@@ -78,6 +78,9 @@ Jit::~Jit() = default;
 
 size_t Jit::kernels() const { return plan_ ? plan_->items.size() : 0; }
 
+Recording* Jit::recording() const { return plan_ ? plan_->recording.get() : nullptr; }
+Device* Jit::device() const { return plan_ ? plan_->device : nullptr; }
+
 void Jit::reset() {
   plan_.reset();
   calls_ = 0;
@@ -121,7 +124,7 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   auto plan = std::make_unique<Plan>();
   plan->items = std::move(captured.items);
   for (const ScheduleItem& item : plan->items) {
-    Device& dev = device(item.buffers[0]->device());
+    Device& dev = vkg::device(item.buffers[0]->device());
     if (plan->device && plan->device != &dev)
       throw Error("Jit: the function runs kernels on " + plan->device->name() + " and " +
                   dev.name() + "; a capture replays on one device");
@@ -185,7 +188,7 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
     for (size_t i = 0; i < in.size(); ++i) {
       const Buffer& captured = *plan.inputs[i];
       const Buffer& given = buffer_of(buffer_node(*in[i].node()));
-      Device& dev = device(captured.device());
+      Device& dev = vkg::device(captured.device());
       if (from_host[i])
         dev.copy_in(ensure_allocated(captured), *given.initial_data);
       else if (given.storage_id() != captured.storage_id())

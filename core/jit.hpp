@@ -44,6 +44,9 @@
 
 namespace vkg {
 
+class Device;
+class Recording;
+
 class Jit {
  public:
   using Function = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
@@ -63,6 +66,11 @@ class Jit {
   size_t kernels() const;
   // Forgets the capture: the next call runs the function as a first call would.
   void reset();
+
+  // The device's recording of the capture and its device (nullptr before it, or when the
+  // function ran no kernel): for benchmarks that time its bare submission against a replay.
+  Recording* recording() const;
+  Device* device() const;
 
  private:
   struct Plan;

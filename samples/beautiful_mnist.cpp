@@ -3,10 +3,12 @@
 // replacement), inputs are pixel / 255, the loss is sparse categorical cross-entropy and Adam
 // updates the weights; the test accuracy is over the test images in batchnorm's eval mode, and
 // evaluation is not counted as training time. Prints the first step's time (it compiles every
-// kernel), the median step time of steps 3..N, images/s, GFLOPS and the test accuracy.
+// kernel), the median step time of steps 3..N, images/s, GFLOPS and the test accuracy. The step
+// runs through vkg::Jit as tinygrad's does (@TinyJit): step 2 is captured, steps 3..N replay it;
+// --no-jit schedules every step anew.
 //
 //   beautiful_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S] [--test-limit N]
-//                   [--quick]
+//                   [--quick] [--no-jit]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,13 +34,14 @@ struct Options {
   std::string data = nn::kFashionMnistDir;
   uint64_t seed = 42;
   int64_t test_limit = 0;  // evaluate on the first N test images only (0: all 10000)
+  bool jit = true;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(
       stderr,
       "%s\nusage: beautiful_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S]\n"
-      "                       [--test-limit N] [--quick]\n",
+      "                       [--test-limit N] [--quick] [--no-jit]\n",
       why);
   std::exit(2);
 }
@@ -64,6 +67,8 @@ Options parse(int argc, char** argv) {
         o.seed = std::stoull(value());
       else if (a == "--test-limit")
         o.test_limit = std::stoll(value());
+      else if (a == "--no-jit")
+        o.jit = false;
       else if (a == "--quick")
         o.steps = 5, o.batch = 64, o.test_limit = 1000;  // a smoke run
       else if (a == "--help" || a == "-h")
@@ -105,6 +110,18 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(opt.seed);
     std::uniform_int_distribution<int64_t> pick(0, data.train_images.shape[0] - 1);
 
+    // Forward, backward, the update and the running statistics: one schedule per step.
+    auto train_step = [&](const std::vector<Tensor>& in) {
+      adam.zero_grad();
+      Tensor loss = net(in[0]).sparse_categorical_crossentropy(in[1]);
+      loss.backward();
+      std::vector<Tensor> extra = net.running_stats();
+      extra.push_back(loss);
+      adam.step(extra);
+      return std::vector<Tensor>{loss};
+    };
+    Jit jit_step(train_step);
+
     Tensor::training = true;
     std::vector<double> step_secs;
     float loss_value = 0;
@@ -114,12 +131,7 @@ int main(int argc, char** argv) {
       const auto start = Clock::now();
       Tensor x = samples::image_batch(data.train_images, idx, kScale);
       Tensor y = samples::label_batch(data.train_labels, idx);
-      adam.zero_grad();
-      Tensor loss = net(x).sparse_categorical_crossentropy(y);
-      loss.backward();
-      std::vector<Tensor> extra = net.running_stats();
-      extra.push_back(loss);
-      adam.step(extra);  // forward, backward, the update and the running statistics: one schedule
+      const Tensor loss = (opt.jit ? jit_step({x, y}) : train_step({x, y}))[0];
       loss_value = loss.item<float>();
       step_secs.push_back(std::chrono::duration<double>(Clock::now() - start).count());
       std::printf("step %3lld  loss %.4f  %.0f ms\n", (long long)step + 1, loss_value,
@@ -132,7 +144,9 @@ int main(int argc, char** argv) {
         step_secs.end());
     const double ms = 1e3 * median(steady);
     const double images_per_s = double(opt.batch) / (ms / 1e3);
-    std::printf("first step (compiles every kernel): %.2f s\n", step_secs.front());
+    std::printf("first step (compiles every kernel): %.2f s; steps %s\n", step_secs.front(),
+                opt.jit ? "3..N replay step 2's capture (JIT)" : "scheduled anew (--no-jit)");
+    if (jit_step.captured()) std::printf("kernels per step: %zu\n", jit_step.kernels());
     std::printf("median step of steps %s..%lld: %.0f ms (batch %lld, %.0f images/s, %.1f GFLOPS)\n",
                 step_secs.size() > 2 ? "3" : "1", (long long)opt.steps, ms, (long long)opt.batch,
                 images_per_s, images_per_s * samples::BeautifulMnistNet::kFlopsPerImage / 1e9);

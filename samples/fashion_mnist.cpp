@@ -1,10 +1,11 @@
 // Trains a small convolutional network on Fashion-MNIST through Vulkan: the main job of vkgrad's
 // demo. The network (fashion_mnist_net.hpp) is tinygrad's beautiful MNIST example made smaller for
 // a 2-core CPU device; every step is one lazy graph (forward, backward and the Adam update)
-// realized as one schedule of fused kernels.
+// realized as one schedule of fused kernels. The step runs through vkg::Jit: the second step is
+// captured and the rest replay its command buffer (--no-jit schedules every step anew).
 //
 //   fashion_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S] [--quick]
-//                 [--eval-every N] [--save model.safetensors] [--time-limit SECONDS]
+//                 [--eval-every N] [--save model.safetensors] [--time-limit SECONDS] [--no-jit]
 //
 // Data: Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist), or --data.
 #include <algorithm>
@@ -37,12 +38,16 @@ struct Options {
   int64_t test_limit = 0;   // evaluate on the first N test images only (0: all 10000)
   double time_limit = 0;    // stop training after this many seconds (0: no limit)
   std::string save;
+  bool jit = true;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "%s\nusage: fashion_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S] [--quick]\n"
-               "                     [--eval-every N] [--test-limit N] [--time-limit SECONDS] [--save FILE]\n",
+               "%s\nusage: fashion_mnist [--steps N] [--batch B] [--lr LR] [--data DIR] [--seed S] "
+               "[--quick]\n"
+               "                     [--eval-every N] [--test-limit N] [--time-limit SECONDS] "
+               "[--save FILE]\n"
+               "                     [--no-jit]\n",
                why);
   std::exit(2);
 }
@@ -65,6 +70,8 @@ Options parse(int argc, char** argv) {
       else if (a == "--test-limit") o.test_limit = std::stoll(value());
       else if (a == "--time-limit") o.time_limit = std::stod(value());
       else if (a == "--save") o.save = value();
+      else if (a == "--no-jit")
+        o.jit = false;
       else if (a == "--quick") o.steps = 30, o.batch = 32, o.test_limit = 1000;  // CI: a minute, no accuracy goal
       else if (a == "--help" || a == "-h") usage("Trains a CNN on Fashion-MNIST.");
       else usage(("unknown option " + a).c_str());
@@ -108,6 +115,21 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(opt.seed);
     std::uniform_int_distribution<int64_t> pick(0, data.train_images.shape[0] - 1);
 
+    // One training step: forward, backward, the update and the running statistics, one schedule.
+    // The learning-rate schedule stays outside: set_lr writes the lr tensor the step reads.
+    auto train_step = [&](const std::vector<Tensor>& in) {
+      adam.zero_grad();
+      Tensor loss = net(in[0]).sparse_categorical_crossentropy(in[1]);
+      loss.backward();
+      std::vector<Tensor> extra = net.running_stats();
+      extra.push_back(loss);
+      adam.step(extra);
+      return std::vector<Tensor>{loss};
+    };
+    Jit jit_step(train_step);
+    std::printf("training step: %s\n",
+                opt.jit ? "JIT (replays a captured command buffer)" : "eager (--no-jit)");
+
     const bool tty = isatty(STDOUT_FILENO);
     const int64_t report_every = tty ? 1 : 50;
     Tensor::training = true;
@@ -125,12 +147,7 @@ int main(int argc, char** argv) {
       Tensor x = samples::image_batch(data.train_images, idx, kScale);
       Tensor y = samples::label_batch(data.train_labels, idx);
 
-      adam.zero_grad();
-      Tensor loss = net(x).sparse_categorical_crossentropy(y);
-      loss.backward();
-      std::vector<Tensor> extra = net.running_stats();
-      extra.push_back(loss);
-      adam.step(extra);  // forward, backward, the update and the running statistics: one schedule
+      const Tensor loss = (opt.jit ? jit_step({x, y}) : train_step({x, y}))[0];
       schedule.step();
       last_loss = loss.item<float>();
 
@@ -145,6 +162,7 @@ int main(int argc, char** argv) {
     std::printf("%strained %lld steps of %lld images in %.1f s (%.1f images/s)\n", tty ? "\n" : "", (long long)step,
                 (long long)opt.batch, train_secs, double(step * opt.batch) / std::max(train_secs, 1e-9));
 
+    if (jit_step.captured()) std::printf("kernels per step: %zu\n", jit_step.kernels());
     const double acc = samples::test_accuracy(net, data, opt.test_limit, kScale);
     const double total = std::chrono::duration<double>(Clock::now() - t0).count();
     std::printf("test accuracy: %.2f%% (%s test images)\ntime taken: %.1f s\n", 100.0 * acc,

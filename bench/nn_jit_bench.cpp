@@ -1,0 +1,74 @@
+// vkg::Jit on issue 9's workload: one Adam training step of an MLP 784-128-10 at batch 128,
+// eager (traced, scheduled and recorded every step) against JIT (a replay of the captured
+// command buffer), and the bare submission of that command buffer as the floor of a replay's
+// host time. Each step takes a new batch from host memory, as a training loop does.
+#include <benchmark/benchmark.h>
+
+#include <vkgrad/core/device.hpp>
+#include <vkgrad/vkgrad.hpp>
+
+namespace vkg::bench {
+namespace {
+
+constexpr int64_t kBatch = 128;
+
+struct MlpStep {
+  nn::Linear l1{784, 128}, l2{128, 10};
+  std::unique_ptr<nn::Adam> adam;
+  std::vector<float> pixels = std::vector<float>(kBatch * 784);
+  std::vector<int32_t> labels = std::vector<int32_t>(kBatch);
+
+  MlpStep() {
+    Tensor::manual_seed(0);
+    std::vector<Tensor> params = nn::parameters(l1, l2);
+    for (Tensor& p : params) p.realize();
+    adam = std::make_unique<nn::Adam>(params, 1e-3);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = float(int(i % 251) - 125) / 125.0f;
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = int32_t(i % 10);
+  }
+  // A new batch from the host (the same numbers: the speed does not depend on them).
+  std::vector<Tensor> batch() const {
+    return {Tensor(pixels, {kBatch, 784}), Tensor(labels, {kBatch})};
+  }
+  std::vector<Tensor> operator()(const std::vector<Tensor>& in) {
+    adam->zero_grad();
+    Tensor loss = l2(l1(in[0]).relu()).sparse_categorical_crossentropy(in[1]);
+    loss.backward();
+    adam->step({loss});
+    return {loss};
+  }
+};
+
+void BM_MlpAdamStep_Eager(benchmark::State& state) {
+  MlpStep step;
+  step(step.batch());  // compiles every kernel
+  step(step.batch());
+  for (auto _ : state) benchmark::DoNotOptimize(step(step.batch()));
+}
+BENCHMARK(BM_MlpAdamStep_Eager)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_MlpAdamStep_Jit(benchmark::State& state) {
+  MlpStep step;
+  Jit jit([&](const std::vector<Tensor>& in) { return step(in); });
+  jit(step.batch());
+  jit(step.batch());  // captured
+  for (auto _ : state) benchmark::DoNotOptimize(jit(step.batch()));
+  state.counters["kernels"] = double(jit.kernels());
+}
+BENCHMARK(BM_MlpAdamStep_Jit)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The floor of a replay: the captured command buffer submitted and waited for, nothing else (no
+// input copy, no random words, no DEBUG bookkeeping, no new buffer versions).
+void BM_MlpAdamStep_BareSubmit(benchmark::State& state) {
+  MlpStep step;
+  Jit jit([&](const std::vector<Tensor>& in) { return step(in); });
+  jit(step.batch());
+  jit(step.batch());
+  Device& device = *jit.device();
+  Recording& recording = *jit.recording();
+  for (auto _ : state) benchmark::DoNotOptimize(device.replay(recording));
+}
+BENCHMARK(BM_MlpAdamStep_BareSubmit)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace vkg::bench
