@@ -81,6 +81,15 @@ class Device {
     int64_t compiled_in_run = 0;
   };
   virtual CompileCounts compile_counts() const { return {}; }
+
+  // Device memory in live buffers now, and the most since reset_peak_bytes() (0 where the
+  // device does not count): what the memory planner's figures are measured in.
+  struct MemoryCounts {
+    int64_t live_bytes = 0;
+    int64_t peak_bytes = 0;
+  };
+  virtual MemoryCounts memory_counts() const { return {}; }
+  virtual void reset_peak_bytes() {}
 };
 
 // The device called `name` ("VK", "CPU"; case-insensitive; "VK:1" picks a Vulkan device as

@@ -60,8 +60,10 @@ class CaptureScope {
 
 struct Jit::Plan {
   Device* device = nullptr;
-  std::vector<ScheduleItem> items;  // keeps every captured buffer, and so its memory, alive
+  size_t kernels = 0;
   std::unique_ptr<Recording> recording;
+  // The memory of every buffer the recording uses, kept while the buffers themselves may go.
+  std::vector<std::shared_ptr<Allocation>> memory;
   std::vector<std::shared_ptr<const Buffer>> inputs;  // where the capture read each input
   std::vector<std::string> signatures;
   std::vector<std::shared_ptr<const Buffer>> regenerated;
@@ -76,7 +78,7 @@ Jit::Jit(Function function) : function_(std::move(function)) {
 
 Jit::~Jit() = default;
 
-size_t Jit::kernels() const { return plan_ ? plan_->items.size() : 0; }
+size_t Jit::kernels() const { return plan_ ? plan_->kernels : 0; }
 
 Recording* Jit::recording() const { return plan_ ? plan_->recording.get() : nullptr; }
 Device* Jit::device() const { return plan_ ? plan_->device : nullptr; }
@@ -122,8 +124,9 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
     realize_each(out);
   }
   auto plan = std::make_unique<Plan>();
-  plan->items = std::move(captured.items);
-  for (const ScheduleItem& item : plan->items) {
+  const std::vector<ScheduleItem>& items = captured.items;
+  plan->kernels = items.size();
+  for (const ScheduleItem& item : items) {
     Device& dev = vkg::device(item.buffers[0]->device());
     if (plan->device && plan->device != &dev)
       throw Error("Jit: the function runs kernels on " + plan->device->name() + " and " +
@@ -147,14 +150,21 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
       plan->rewritten.push_back(s);
   }
   if (plan->device) {
+    // The memory is what the capture's run used: intermediates already share it within each of
+    // its schedules (core/memory_planner.hpp). Planning again over the whole capture would need
+    // memory of its own, as the capture's graphs (its gradients, the loss's graph) keep the
+    // originals in the realized-node cache.
     std::lock_guard lock(engine_mutex());
     std::vector<std::vector<Allocation*>> memory;
-    for (const ScheduleItem& item : plan->items) {
+    std::unordered_set<const Allocation*> held;
+    for (const ScheduleItem& item : items) {
       memory.emplace_back();
-      for (const auto& b : item.buffers) memory.back().push_back(&ensure_allocated(*b));
+      for (const auto& b : item.buffers) {
+        memory.back().push_back(&ensure_allocated(*b));
+        if (held.insert(b->allocation.get()).second) plan->memory.push_back(b->allocation);
+      }
     }
-    plan->recording =
-        plan->device->record(plan->items, std::move(memory), RunOptions::from_settings());
+    plan->recording = plan->device->record(items, std::move(memory), RunOptions::from_settings());
   }
   plan_ = std::move(plan);
   return out;

@@ -14,6 +14,7 @@
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/jit_capture.hpp>
+#include <vkgrad/core/memory_planner.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -180,6 +181,17 @@ void realize(std::span<Tensor* const> tensors) {
   for (Tensor* t : tensors) nodes.push_back(t->node());
   const Schedule sched = create_schedule(nodes);
   if (!sched.items.empty()) ++counters.schedules;  // reading a realized tensor is not one
+  std::unordered_set<int64_t> lent;
+  if (!setting("NO_MEMORY_PLANNER") && !sched.items.empty()) {
+    // Non-leaf outputs that can carry a gradient keep their graph for a later backward
+    // (Tensor::set_realized): the planner leaves that graph's realized values where they are.
+    std::vector<UOpPtr> kept_graphs;
+    if (!NoGrad::active())
+      for (size_t i = 0; i < tensors.size(); ++i)
+        if (!tensors[i]->state_->requires_grad && tensors[i]->requires_grad())
+          kept_graphs.push_back(nodes[i]);
+    lent = plan_memory(sched, nodes, kept_graphs);
+  }
   for (const auto& b : sched.uploads) ensure_allocated(*b);
   const RunOptions options = RunOptions::from_settings();
   std::vector<Device*> used;
@@ -213,7 +225,7 @@ void realize(std::span<Tensor* const> tensors) {
     throw;
   }
   for (Device* dev : used) print_stats(dev->name(), dev->synchronize());
-  commit_realized(sched);
+  commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
     for (const ScheduleItem& item : sched.items)
       if (item.buffers[0]->count() > 0) capture->items.push_back(item);

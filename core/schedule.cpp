@@ -103,6 +103,11 @@ struct RealizedCache {
     }
     return it->second.second;
   }
+  // Drops entries whose node died: their views would keep dead intermediates' buffers alive.
+  void sweep() {
+    std::lock_guard lock(mu);
+    std::erase_if(table, [](const auto& kv) { return kv.second.first.expired(); });
+  }
   void remember(const UOp* n, const UOpPtr& view) {
     std::lock_guard lock(mu);
     if (table.size() > 4096)  // sweep dead entries now and then
@@ -489,8 +494,14 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
   return sched;
 }
 
-void commit_realized(const Schedule& sched) {
-  for (const auto& [n, view] : sched.realized) RealizedCache::get().remember(n, view);
+void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& lent) {
+  RealizedCache::get().sweep();
+  for (const auto& [n, view] : sched.realized) {
+    const UOp* b = view.get();
+    while (b->op != Ops::BUFFER) b = b->src[0].get();  // a realized value views a whole buffer
+    if (lent.count(buffer_of(*b).id())) continue;
+    RealizedCache::get().remember(n, view);
+  }
 }
 
 }  // namespace vkg

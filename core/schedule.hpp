@@ -32,6 +32,7 @@
 #pragma once
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <vkgrad/core/buffer.hpp>
@@ -59,8 +60,9 @@ struct Schedule {
 Schedule create_schedule(const std::vector<UOpPtr>& outputs);
 
 // Records that `sched` has run: later schedules read its realized nodes from their buffers
-// instead of computing them again. Call it only once every item has run.
-void commit_realized(const Schedule& sched);
+// instead of computing them again. Call it only once every item has run. Nodes held in one of
+// `lent` (buffers whose memory the memory planner passed on to others) are left out.
+void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& lent = {});
 
 // The Buffer of a BUFFER node as a shared pointer.
 std::shared_ptr<const Buffer> buffer_ptr(const UOp& buffer_node);

@@ -122,6 +122,11 @@ class VkDevice final : public Device {
   }
 
   CompileCounts compile_counts() const override { return {compiled_.load(), compiled_in_run_.load()}; }
+  MemoryCounts memory_counts() const override {
+    const vk::AllocatorStats s = rt_.allocator.stats();
+    return {int64_t(s.live_bytes), int64_t(s.peak_live_bytes)};
+  }
+  void reset_peak_bytes() override { rt_.allocator.reset_peak(); }
 
   void run(const ScheduleItem& item, std::span<Allocation* const> memory,
            const RunOptions& options) override {

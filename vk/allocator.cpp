@@ -211,6 +211,7 @@ Buffer Allocator::allocate(VkDeviceSize bytes, Usage usage) {
     }
   }
   stats_.live_bytes += capacity;
+  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
 
   Buffer b;
   b.owner_ = this;
@@ -457,6 +458,11 @@ void Allocator::reclaim() {
 AllocatorStats Allocator::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
+}
+
+void Allocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_live_bytes = stats_.live_bytes;
 }
 
 }  // namespace vkg::vk

@@ -39,6 +39,7 @@ struct AllocatorOptions {
 struct AllocatorStats {
   VkDeviceSize device_bytes = 0;    // held from the driver, in all blocks
   VkDeviceSize live_bytes = 0;      // in buffers that exist now (capacities)
+  VkDeviceSize peak_live_bytes = 0;  // the most live_bytes since the last reset_peak()
   VkDeviceSize cached_bytes = 0;    // in freed buffers kept for reuse
   uint32_t blocks = 0;              // vkAllocateMemory allocations alive
   uint64_t memory_allocations = 0;  // vkAllocateMemory calls that succeeded, ever
@@ -75,6 +76,8 @@ class Allocator {
   void reclaim();
 
   AllocatorStats stats() const;
+  // Starts peak_live_bytes again from live_bytes.
+  void reset_peak();
   // Whether buffers of this usage have mapped() memory.
   bool host_mapped(Usage usage) const { return mapped_for_[static_cast<int>(usage)]; }
   Device& device() { return device_; }
