@@ -497,6 +497,9 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
 void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& lent) {
   RealizedCache::get().sweep();
   for (const auto& [n, view] : sched.realized) {
+    // A node that is its own buffer view needs no entry, and one would hold its key (and the
+    // buffer) alive for good: every item() of a realized tensor added one.
+    if (view.get() == n) continue;
     const UOp* b = view.get();
     while (b->op != Ops::BUFFER) b = b->src[0].get();  // a realized value views a whole buffer
     if (lent.count(buffer_of(*b).id())) continue;
