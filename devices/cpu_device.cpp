@@ -50,14 +50,15 @@ class CpuDevice final : public Device {
            const RunOptions& options) override {
     RunOptions heuristics = options;
     heuristics.beam = 0;
-    const Program& p =
+    cache_.trim();  // nothing here outlives a run
+    const std::shared_ptr<Program> p =
         cache_.get(item, heuristics, [&] { return get_program(item, DeviceTraits{}, heuristics); });
     std::vector<HostBuffer> buffers;
     for (Allocation* a : memory) buffers.emplace_back(static_cast<HostAllocation*>(a)->bytes);
     const auto t0 = std::chrono::steady_clock::now();
-    run_program(p, buffers);
+    run_program(*p, buffers);
     const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    stats_.push_back(RunStat{p.name, int(buffers.size()), p.bytes, p.flops, ns});
+    stats_.push_back(RunStat{p->name, int(buffers.size()), p->bytes, p->flops, ns});
   }
 
   std::vector<RunStat> synchronize() override { return std::exchange(stats_, {}); }

@@ -4,6 +4,8 @@
 // (a kernel compiled under NOOPT=1 or BEAM=n must not be reused once it is unset, and the
 // reverse).
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,41 +17,67 @@
 
 namespace vkg {
 
+// Bounded: past `capacity` entries, trim() drops the least recently used down to three quarters
+// of it. Entries are shared, so a kernel something still holds (a JIT's recording) outlives its
+// entry. Call trim() only where nothing being recorded uses a kernel it may drop (the Vulkan
+// adapter calls it before compiling a schedule, when its queue is idle).
 template <class Compiled>
 class KernelCache {
  public:
+  explicit KernelCache(size_t capacity = 4096) : capacity_(capacity) {}
+
   // The compiled kernel of `item`, made by make() on a miss. make() runs outside the lock, so
   // several threads compile different kernels at once (Device::prepare); when two race to make
   // the same one, the first to finish is kept.
   template <class Make>
-  Compiled& get(const ScheduleItem& item, const RunOptions& options, Make&& make) {
+  std::shared_ptr<Compiled> get(const ScheduleItem& item, const RunOptions& options, Make&& make) {
     Key key = key_of(item, options);
-    if (Compiled* found = find(key)) return *found;
-    auto made = std::make_unique<Compiled>(make());
+    if (std::shared_ptr<Compiled> found = find(key)) return found;
+    auto made = std::make_shared<Compiled>(make());
     std::lock_guard lock(mu_);
-    auto it = entries_.try_emplace(std::move(key), Entry{item.ast, std::move(made)}).first;
-    return *it->second.compiled;
+    auto it = entries_.try_emplace(std::move(key), Entry{item.ast, std::move(made), 0}).first;
+    it->second.last_use = ++tick_;
+    return it->second.compiled;
   }
   bool contains(const ScheduleItem& item, const RunOptions& options) {
     return find(key_of(item, options)) != nullptr;
+  }
+  size_t size() {
+    std::lock_guard lock(mu_);
+    return entries_.size();
+  }
+  void trim() {
+    std::lock_guard lock(mu_);
+    if (entries_.size() <= capacity_) return;
+    std::vector<uint64_t> uses;
+    for (const auto& [key, e] : entries_) uses.push_back(e.last_use);
+    const size_t drop = entries_.size() - capacity_ * 3 / 4;
+    std::nth_element(uses.begin(), uses.begin() + ptrdiff_t(drop - 1), uses.end());
+    const uint64_t newest_dropped = uses[drop - 1];
+    std::erase_if(entries_, [&](const auto& kv) { return kv.second.last_use <= newest_dropped; });
   }
 
  private:
   using Key = std::pair<const UOp*, std::vector<int64_t>>;
   struct Entry {
     UOpPtr ast;  // keeps the key's node alive, so its address is never reused by another AST
-    std::unique_ptr<Compiled> compiled;
+    std::shared_ptr<Compiled> compiled;
+    uint64_t last_use;
   };
   static Key key_of(const ScheduleItem& item, const RunOptions& options) {
     std::vector<int64_t> variant{options.noopt, options.beam};  // then the buffer sizes
     for (const auto& b : item.buffers) variant.push_back(b->count());
     return Key{item.ast.get(), std::move(variant)};
   }
-  Compiled* find(const Key& key) {
+  std::shared_ptr<Compiled> find(const Key& key) {
     std::lock_guard lock(mu_);
     auto it = entries_.find(key);
-    return it == entries_.end() ? nullptr : it->second.compiled.get();
+    if (it == entries_.end()) return nullptr;
+    it->second.last_use = ++tick_;
+    return it->second.compiled;
   }
+  size_t capacity_;
+  uint64_t tick_ = 0;
   std::mutex mu_;
   std::map<Key, Entry> entries_;
 };

@@ -95,6 +95,7 @@ class VkDevice final : public Device {
   // here, on as many threads as there are cores, so that recording a schedule never stops for it.
   // BEAM times candidates on the device and DEBUG>=3 prints per kernel: both compile in order.
   void prepare(std::span<const ScheduleItem> items, const RunOptions& options) override {
+    cache_.trim();  // the queue is idle: no command being recorded uses a kernel it drops
     std::vector<const ScheduleItem*> todo;
     std::set<std::pair<const UOp*, std::vector<int64_t>>> seen;
     for (const ScheduleItem& item : items) {
@@ -146,7 +147,7 @@ class VkDevice final : public Device {
     queue_.begin_capture();
     try {
       for (size_t i = 0; i < items.size(); ++i)
-        r->stats.push_back(dispatch(items[i], memory[i], options));
+        r->stats.push_back(dispatch(items[i], memory[i], options, &r->kernels));
       r->commands = queue_.end_capture();
     } catch (...) {
       queue_.cancel_capture();
@@ -183,17 +184,21 @@ class VkDevice final : public Device {
 
  private:
   struct VkRecording final : Recording {
-    std::unique_ptr<vk::Queue::Recorded> commands;
+    std::vector<std::shared_ptr<CompiledKernel>> kernels;  // its pipelines, past cache trims
+    std::unique_ptr<vk::Queue::Recorded> commands;         // destroyed first: it uses them
     std::vector<RunStat> stats;
   };
 
   // Records one kernel into the queue's command buffer (or the capture under way).
   RunStat dispatch(const ScheduleItem& item, std::span<Allocation* const> memory,
-                   const RunOptions& options) {
-    CompiledKernel& k = cache_.get(item, options, [&] {
+                   const RunOptions& options,
+                   std::vector<std::shared_ptr<CompiledKernel>>* keep = nullptr) {
+    const std::shared_ptr<CompiledKernel> compiled = cache_.get(item, options, [&] {
       ++compiled_in_run_;
       return compile(item, options);
     });
+    if (keep) keep->push_back(compiled);
+    const CompiledKernel& k = *compiled;
     std::vector<uint64_t> addresses;
     std::vector<vk::BufferUse> uses;
     for (size_t slot = 0; slot < memory.size(); ++slot) {
