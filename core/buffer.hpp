@@ -38,8 +38,8 @@ class Buffer final : public ArgPayload {
   size_t nbytes() const { return size_t(count_) * size_t(dtype_.itemsize()); }
 
   // Bytes to copy in when the buffer is first allocated (a tensor made from C++ data); empty for
-  // buffers whose contents a kernel produces.
-  std::shared_ptr<const std::vector<std::byte>> initial_data;
+  // buffers whose contents a kernel produces, and dropped once uploaded (the device holds them).
+  mutable std::shared_ptr<const std::vector<std::byte>> initial_data;
   // For host data that must be new on every run of a captured step (the random generator's
   // counter): makes the next contents. A JIT replay uploads its result before the kernels run.
   std::function<std::vector<std::byte>()> regenerate;

@@ -118,6 +118,7 @@ Allocation& ensure_allocated(const Buffer& buffer) {
     buffer.allocation = dev.allocate(buffer);
     if (buffer.initial_data) {
       dev.copy_in(*buffer.allocation, *buffer.initial_data);
+      buffer.initial_data.reset();  // the upload is synchronous: nothing reads the host copy now
       ++counters.uploads;
       print_stats(dev.name(), {RunStat{"copy " + std::to_string(buffer.nbytes()) + ", " + dev.name() + " <- HOST", 1,
                                        int64_t(buffer.nbytes()), 0, 0}});

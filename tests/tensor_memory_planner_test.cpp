@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/memory_planner.hpp>
@@ -64,4 +65,17 @@ TEST(MemoryPlanner, ValuesAreThoseWithoutItAndThePeakIsLower) {
   EXPECT_NEAR(planned, want, std::abs(want) * 1e-3);  // float32 sums of 32768 terms
   // Six intermediates of 128 KiB without the planner, two blocks with it.
   EXPECT_GE(without - with, 3 * kN * 4) << "with " << with << " without " << without;
+}
+
+// Nothing keeps memory it no longer needs: a tensor made from host data drops its host copy once
+// the device has it.
+TEST(HostData, IsDroppedOnceUploaded) {
+  Tensor t(std::vector<float>{1, 2, 3}, {3});
+  const UOp* n = t.node().get();
+  while (n->op != Ops::BUFFER) n = n->src[0].get();
+  const Buffer& b = buffer_of(*n);
+  ASSERT_TRUE(b.initial_data);
+  EXPECT_EQ((t * 2).to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  EXPECT_FALSE(b.initial_data);
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 3}));
 }
