@@ -26,8 +26,9 @@
 //    the next call's value after it. Keep one with clone() (a copy in a buffer of its own).
 //  - C++ values the function reads (a double, a step count, a Tensor made from host data inside
 //    it) are frozen at the capture. Keep what changes in tensors made outside the function and
-//    update them in place (Optimizer::set_lr, the optimizers' beta^t do so); the optimizer's C++
-//    step count does not advance on a replay.
+//    update them in place: call Optimizer::set_lr (and lr schedules) outside the function, which
+//    then reads the new rate; the optimizers' beta^t are such tensors. The optimizer's C++ step
+//    count does not advance on a replay.
 //  - Random numbers advance on every replay: a replay draws from the global generator as an
 //    eager call would, so the same seed gives a replayed run and an eager one the same numbers.
 //  - Tensors the function realizes (parameters, optimizer states, running statistics) are
