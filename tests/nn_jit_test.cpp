@@ -112,3 +112,30 @@ TEST(JitTraining, FiveHundredStepsKeepDeviceMemoryFlat) {
     EXPECT_LT(loss, 2.0f);
   }
 }
+
+// A learning rate set outside the jitted function (set_lr writes the lr tensor in place) is what
+// the replays read.
+TEST(JitTraining, AnLrSetOutsideTheFunctionReachesTheReplays) {
+  Tensor::manual_seed(4);
+  nn::Linear l(4, 2);
+  std::vector<Tensor> params = l.parameters();
+  for (Tensor& p : params) p.realize();
+  nn::SGD sgd(params, 0.1);
+  Jit step([&](const std::vector<Tensor>& in) {
+    sgd.zero_grad();
+    Tensor loss = l(in[0]).square().mean();
+    loss.backward();
+    sgd.step({loss});
+    return std::vector<Tensor>{loss};
+  });
+  const Tensor x(std::vector<float>{1, -2, 0.5f, 3, 2, 1, -1, 0}, {2, 4});
+  for (int i = 0; i < 3; ++i) step({x});
+  sgd.set_lr(0);
+  const std::vector<float> frozen = l.weight.to_vector<float>();
+  for (int i = 0; i < 2; ++i) step({x});
+  EXPECT_EQ(l.weight.to_vector<float>(), frozen);
+  sgd.set_lr(0.1);
+  step({x});
+  EXPECT_NE(l.weight.to_vector<float>(), frozen);
+  EXPECT_EQ(step.calls(), 6);
+}
