@@ -94,7 +94,9 @@ TEST_P(Jitted, RandomNumbersAdvanceOnEveryReplayAsEagerOnes) {
   Jit f(body);
   for (int call = 0; call < 4; ++call) {
     EXPECT_EQ(f({zero})[0].to_vector<float>(), eager[size_t(call)]) << "call " << call;
-    if (call > 0) EXPECT_NE(eager[size_t(call)], eager[size_t(call - 1)]);
+    if (call > 0) {
+      EXPECT_NE(eager[size_t(call)], eager[size_t(call - 1)]);
+    }
   }
 }
 
