@@ -170,9 +170,11 @@ int64_t group_amount(const Kernel& k, int axis, int64_t most) {
 
 void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
   if (!k.has_reduce()) {
-    // Elementwise: 4 elements per invocation amortize the per-invocation cost of index math.
+    // Elementwise: 4 elements per invocation amortize the per-invocation cost of index math,
+    // and what the 4 share is computed once: a per-channel term broadcast over an image (a
+    // BatchNorm backward's divisions and square root: beautiful_mnist's E_512_32_400).
     const int axis = last_axis_of(k, AxisKind::Global);
-    if (divides(k, axis, 4) && k.full_shape()[size_t(axis)] >= 4 * traits.elementwise_workgroup)
+    if (divides(k, axis, 4) && output_count(k) >= 4 * traits.elementwise_workgroup)
       k.apply({OptOp::UPCAST, axis, 4});
     return;
   }
