@@ -15,10 +15,14 @@
 
 namespace vkg {
 
-// A device's memory for one Buffer.
+// A device's memory for one Buffer. Counted in GlobalCounters::mem_used while it lives.
 class Allocation {
  public:
-  virtual ~Allocation() = default;
+  virtual ~Allocation();
+
+ private:
+  friend Allocation& ensure_allocated(const Buffer& buffer);
+  int64_t counted_bytes_ = 0;
 };
 
 // One kernel or copy a device ran, for DEBUG=2 lines.

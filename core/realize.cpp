@@ -68,7 +68,7 @@ void print_stats(const std::string& device, const std::vector<RunStat>& stats) {
 std::mutex engine_mu;  // one realize at a time: allocation state lives in shared Buffers
 // Atomic: uploads also happen outside realize (reading a tensor's bytes allocates it).
 struct {
-  std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0};
+  std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0}, mem_used{0};
 } counters;
 
 }  // namespace
@@ -102,6 +102,8 @@ Allocation& ensure_allocated(const Buffer& buffer) {
   if (!buffer.allocation) {
     Device& dev = device(buffer.device());
     buffer.allocation = dev.allocate(buffer);
+    buffer.allocation->counted_bytes_ = int64_t(buffer.nbytes());
+    counters.mem_used += buffer.allocation->counted_bytes_;
     if (buffer.initial_data) {
       dev.copy_in(*buffer.allocation, *buffer.initial_data);
       ++counters.uploads;
@@ -112,8 +114,11 @@ Allocation& ensure_allocated(const Buffer& buffer) {
   return *buffer.allocation;
 }
 
+Allocation::~Allocation() { counters.mem_used -= counted_bytes_; }
+
 GlobalCounters global_counters() {
-  return GlobalCounters{counters.schedules.load(), counters.kernels.load(), counters.uploads.load()};
+  return GlobalCounters{counters.schedules.load(), counters.kernels.load(), counters.uploads.load(),
+                        counters.mem_used.load()};
 }
 
 void realize(std::span<Tensor* const> tensors) {
