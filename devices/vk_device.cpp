@@ -3,6 +3,7 @@
 // compiled kernels by AST, and records every kernel of a realize into one queue submission.
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include <vkgrad/codegen/beam_cache.hpp>
 #include <vkgrad/codegen/get_program.hpp>
@@ -109,6 +110,7 @@ class VkDevice final : public Device {
 
   std::vector<RunStat> synchronize() override {
     queue_.finish();
+    save_pipeline_cache();
     std::vector<RunStat> out = std::exchange(pending_, {});
     if (queue_.timing()) {
       const std::vector<vk::KernelTime> times = queue_.take_timings();
@@ -145,10 +147,44 @@ class VkDevice final : public Device {
     opts.device_key = device_key_;
     opts.name = k.program.name;
     const std::vector<uint32_t> spirv = compile_glsl(glsl, opts);
-    const uint32_t bound = k.layout.bound ? uint32_t(k.program.buffers.size()) : 0;
-    k.pipeline = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv,
-                                               k.layout.push_constant_bytes, bound);
+    try {
+      k.pipeline = make_pipeline(k, spirv);
+    } catch (const Error&) {
+      // A module from the disk cache that the device rejects, though its entry's name and
+      // checksum hold (a broken build wrote it), would fail every run: compile it again, which
+      // replaces the entry. The same bytes again are not the cache's fault: report the error.
+      opts.read_cache = false;
+      const std::vector<uint32_t> fresh = compile_glsl(glsl, opts);
+      if (fresh == spirv) throw;
+      k.pipeline = make_pipeline(k, fresh);
+    }
     return k;
+  }
+
+  // The program and its pipeline, created now rather than at the first dispatch so that a module
+  // the device rejects is found while it can still be compiled again.
+  std::unique_ptr<vk::Program> make_pipeline(const CompiledKernel& k,
+                                             const std::vector<uint32_t>& spirv) {
+    const uint32_t bound = k.layout.bound ? uint32_t(k.program.buffers.size()) : 0;
+    auto p = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv,
+                                           k.layout.push_constant_bytes, bound);
+    p->pipeline();
+    pipelines_unsaved_ = true;
+    return p;
+  }
+
+  // The VkPipelineCache goes to disk after each realize that created pipelines. Its destructor's
+  // save never runs (the device registry is immortal, so devices are never destroyed), and a hook
+  // at exit would still miss every program that is killed or crashes. A training run creates
+  // nearly all its pipelines in its first step, so the next run starts warm after one write;
+  // later writes come only with new pipelines, which cost a driver compile each anyway. A cache
+  // we cannot write only costs the next run its compiles, so failures are ignored.
+  void save_pipeline_cache() {
+    if (!std::exchange(pipelines_unsaved_, false)) return;
+    try {
+      rt_.device.pipeline_cache().save();
+    } catch (const Error&) {
+    }
   }
 
   std::string name_;
@@ -159,6 +195,7 @@ class VkDevice final : public Device {
   std::string device_key_;
   KernelCache<CompiledKernel> cache_;
   std::vector<RunStat> pending_;
+  bool pipelines_unsaved_ = false;  // created since the pipeline cache was last saved
 };
 
 const bool registered =

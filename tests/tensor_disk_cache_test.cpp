@@ -1,6 +1,7 @@
 // What a program finds in VKG_CACHE_DIR, seen from fresh processes (this binary run again with
-// only DiskCacheChild): SPIR-V entries that are swapped or bit-flipped are compiled again, the
-// results stay right, and the entries are rewritten.
+// only DiskCacheChild): SPIR-V entries that are swapped, bit-flipped or rejected by the device
+// are compiled again, the results stay right, and the entries are rewritten; the pipeline cache
+// is written while the device is still open (devices live until the process exits).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,6 +39,34 @@ std::vector<uint32_t> module_of(const std::string& entry) {
   std::copy_n(entry.data() + test::kSpirvEntryHeaderBytes, words.size() * 4,
               reinterpret_cast<char*>(words.data()));
   return words;
+}
+
+// Makes the workgroup's x size `lanes`: in OpExecutionMode LocalSize, or in OpExecutionModeId
+// LocalSizeId through a new OpConstant (glslang writes that for SPIR-V 1.6). Returns whether it
+// found either.
+bool widen_workgroup(std::vector<uint32_t>& words, uint32_t lanes) {
+  constexpr uint32_t kOpExecutionMode = 16, kOpConstant = 43, kOpExecutionModeId = 331;
+  constexpr uint32_t kLocalSize = 17, kLocalSizeId = 38;
+  for (size_t i = 5; i < words.size(); i += std::max<uint32_t>(words[i] >> 16, 1)) {
+    const uint32_t op = words[i] & 0xffff;
+    if (op == kOpExecutionMode && words[i + 2] == kLocalSize) {
+      words[i + 3] = lanes;
+      return true;
+    }
+    if (op == kOpExecutionModeId && words[i + 2] == kLocalSizeId) {
+      const uint32_t x = words[i + 3], id = words[3]++;  // a fresh id below the new bound
+      words[i + 3] = id;
+      for (size_t j = i; j < words.size(); j += std::max<uint32_t>(words[j] >> 16, 1))
+        if ((words[j] & 0xffff) == kOpConstant && words[j + 2] == x) {
+          const uint32_t type = words[j + 1];
+          words.insert(words.begin() + std::ptrdiff_t(j + 4),
+                       {(4u << 16) | kOpConstant, type, id, lanes});
+          return true;
+        }
+      return false;
+    }
+  }
+  return false;
 }
 
 class DiskCache : public testing::Test {
@@ -95,6 +124,41 @@ TEST_F(DiskCache, FlippedBitsStillComputeRightAndAreRewritten) {
   }
   EXPECT_EQ(run(), "compiles=2 rejects=2");
   EXPECT_TRUE(entries() == good) << "the entries were not rewritten as they were";
+}
+
+// An entry with the right name and checksum whose module the device cannot run (here a workgroup
+// of 2^20 lanes, valid SPIR-V beyond every device's limit) is replaced, not failed on forever.
+TEST_F(DiskCache, AModuleTheDeviceRejectsIsCompiledAgainAndRewritten) {
+  run();
+  const auto good = entries();
+  ASSERT_EQ(good.size(), 2u);
+  for (const auto& [file, bytes] : good) {
+    std::vector<uint32_t> words = module_of(bytes);
+    const bool changed = widen_workgroup(words, 1u << 20);
+    ASSERT_TRUE(changed) << "no LocalSize in " << file;
+    write_bytes(file, test::spirv_cache_entry(test::spirv_entry_key(bytes), words));
+  }
+  EXPECT_EQ(run(), "compiles=2 rejects=0");
+  EXPECT_TRUE(entries() == good) << "the entries were not rewritten as they were";
+  EXPECT_EQ(run(), "compiles=0 rejects=0");
+}
+
+// The child leaves a VkPipelineCache file behind (before, it was written only by a destructor
+// that never runs): a header for this device at least, whatever the driver keeps in it.
+TEST_F(DiskCache, PipelineCacheIsWrittenWhileTheDeviceIsOpen) {
+  run();
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir_))
+    if (e.path().filename().string().starts_with("pipeline-")) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  const std::string bytes = read_bytes(files[0]);
+  ASSERT_GE(bytes.size(), 32u);
+  uint32_t header[2];
+  std::copy_n(bytes.data(), sizeof header, reinterpret_cast<char*>(header));
+  EXPECT_GE(header[0], 32u);  // headerSize
+  EXPECT_EQ(header[1], 1u);   // VK_PIPELINE_CACHE_HEADER_VERSION_ONE
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_NE(e.path().extension(), ".tmp") << e.path();
 }
 
 // The child half of the tests above: two kernels, checked, then its compile counts reported.
