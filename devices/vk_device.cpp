@@ -10,7 +10,6 @@
 #include <vkgrad/codegen/glsl_launch.hpp>
 #include <vkgrad/codegen/glsl_renderer.hpp>
 #include <vkgrad/codegen/spirv_compiler.hpp>
-#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/devices/kernel_cache.hpp>
@@ -48,7 +47,7 @@ class VkDevice final : public Device {
   explicit VkDevice(std::string name)
       : name_(std::move(name)),
         rt_(options_for(name_)),
-        queue_(rt_.device, rt_.allocator, vk::QueueOptions{setting("DEBUG") >= 2}),
+        queue_(rt_.device, rt_.allocator),
         target_(glsl_target_of(rt_.device.caps())) {
     const auto& caps = rt_.device.caps();
     traits_.max_workgroup_invocations = caps.limits.max_workgroup_invocations;
@@ -92,6 +91,8 @@ class VkDevice final : public Device {
   void run(const ScheduleItem& item, std::span<Allocation* const> memory,
            const RunOptions& options) override {
     CompiledKernel& k = cache_.get(item, options, [&] { return compile(item, options); });
+    // Timed per realize, as its DEBUG asks: timing serializes the kernels, so it is off otherwise.
+    queue_.set_timing(options.debug >= 2);
     std::vector<uint64_t> addresses;
     std::vector<vk::BufferUse> uses;
     for (size_t slot = 0; slot < memory.size(); ++slot) {
@@ -112,10 +113,10 @@ class VkDevice final : public Device {
     queue_.finish();
     save_pipeline_cache();
     std::vector<RunStat> out = std::exchange(pending_, {});
-    if (queue_.timing()) {
-      const std::vector<vk::KernelTime> times = queue_.take_timings();
-      for (size_t i = 0; i < out.size() && i < times.size(); ++i) out[i].ns = times[i].ns;
-    }
+    // All of a realize's kernels are timed or none are (one RunOptions): times match in order.
+    const std::vector<vk::KernelTime> times = queue_.take_timings();
+    if (times.size() == out.size())
+      for (size_t i = 0; i < out.size(); ++i) out[i].ns = times[i].ns;
     return out;
   }
 
