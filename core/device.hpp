@@ -63,7 +63,7 @@ bool register_device(const std::string& prefix, DeviceFactory factory);
 
 // The allocation behind `buffer` on its device, allocating it (and uploading its initial data)
 // on first use. `debug` is the DEBUG level of the realize it serves (2 prints the upload); the
-// first form reads DEBUG itself.
+// first form reads DEBUG itself. Call it under the realize engine's lock (core/realize.cpp).
 Allocation& ensure_allocated(const Buffer& buffer, int debug);
 Allocation& ensure_allocated(const Buffer& buffer);
 

@@ -66,7 +66,9 @@ void print_stats(const std::string& device, const std::vector<RunStat>& stats, i
   }
 }
 
-std::mutex engine_mu;  // one realize at a time: allocation state lives in shared Buffers
+// One realize (or read) at a time, process-wide: allocation state lives in shared Buffers, the
+// devices' queues and the DEBUG totals are shared too (README, Threads).
+std::mutex engine_mu;
 // Atomic: uploads also happen outside realize (reading a tensor's bytes allocates it).
 struct {
   std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0}, mem_used{0};
@@ -198,8 +200,10 @@ std::vector<std::byte> Tensor::bytes() const {
     throw OutOfMemory("bytes: the host cannot hold the " + std::to_string(b.nbytes()) +
                       " bytes of a tensor of shape " + shape_str(shape()) + " " + dtype().name());
   }
-  Allocation& memory = ensure_allocated(b);
+  // Under the engine's lock: a Buffer's allocation is set once, and another thread may be
+  // reading (or realizing from) the same buffer now.
   std::lock_guard lock(engine_mu);
+  Allocation& memory = ensure_allocated(b);
   vkg::device(b.device()).copy_out(memory, out);
   return out;
 }
