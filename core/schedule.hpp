@@ -62,6 +62,9 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs);
 // instead of computing them again. Call it only once every item has run.
 void commit_realized(const Schedule& sched);
 
+// How many nodes have a realized value recorded for later schedules (for tests of freeing).
+size_t realized_node_count();
+
 // The Buffer of a BUFFER node as a shared pointer.
 std::shared_ptr<const Buffer> buffer_ptr(const UOp& buffer_node);
 
