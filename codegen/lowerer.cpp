@@ -297,8 +297,13 @@ UOpPtr Lowerer::unrolled_vector(const UOp* load, const Combo& c, int at_lane) {
       auto [index, valid] = address(load->src[1].get(), lane, at_lane);
       idx.push_back(indexed(load->src[0], index, valid));
     }
-    UOpPtr v =
-        LaneVectorizer::consecutive(idx) ? UOp::make(Ops::LOAD, d.vec(int(w)), {idx[0]}) : nullptr;
+    UOpPtr v;
+    if (LaneVectorizer::consecutive(idx)) {
+      // Masked lanes (one mask for all: see consecutive) read zeros, as scalar loads do.
+      const DType vd = d.vec(int(w));
+      v = idx[0]->src.size() > 2 ? UOp::make(Ops::LOAD, vd, {idx[0], UOp::const_(vd, 0)})
+                                 : UOp::make(Ops::LOAD, vd, {idx[0]});
+    }
     it = unrolled_loads_.emplace(std::move(key), v).first;
   }
   return it->second;

@@ -8,11 +8,14 @@
 #pragma GCC visibility pop
 #include <spirv-tools/libspirv.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <system_error>
+#include <thread>
 
 #include <vkgrad/codegen/fnv1a.hpp>
 #include <vkgrad/core/cache_dir.hpp>
@@ -26,7 +29,12 @@ constexpr uint32_t kSpirvMagic = 0x07230203;
 constexpr size_t kSpirvHeaderWords = 5;
 
 // Bump when compile_glsl() changes how it turns source into SPIR-V, to orphan old cache entries.
-constexpr std::string_view kCacheFormat = "vkg-spirv-1";
+constexpr std::string_view kCacheFormat = "vkg-spirv-2";
+
+// A cache entry's header (spirv_compiler.hpp describes it); the module follows.
+constexpr uint32_t kEntryMagic = 0x53474B56;  // "VKGS" read as bytes
+constexpr uint32_t kEntryVersion = 1;
+constexpr size_t kEntryHeaderWords = 6;
 
 struct Counters {
   std::atomic<uint64_t> shaderc_compiles{0}, cache_hits{0}, cache_rejects{0}, unoptimized_retries{0};
@@ -77,26 +85,45 @@ bool is_whole_module(const std::vector<uint32_t>& w) {
   return i == w.size() && last != 0 && w[last] == ((1u << 16) | kOpFunctionEnd);
 }
 
-std::vector<uint32_t> read_module(const std::filesystem::path& file) {
+uint32_t checksum(const std::vector<uint32_t>& words) {
+  return uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(words.data()), uInt(words.size() * 4)));
+}
+
+// The module of the entry in `file` if the entry is whole, is the one stored under `key`, and its
+// checksum holds; else empty. A module under the wrong name or with a flipped bit can be valid
+// SPIR-V that computes something else: the name alone must never be trusted.
+std::vector<uint32_t> read_entry(const std::filesystem::path& file, uint64_t key) {
   std::ifstream in(file, std::ios::binary | std::ios::ate);
   if (!in) return {};
   auto size = static_cast<std::streamoff>(in.tellg());
-  if (size <= 0 || size % 4 != 0) return {};
+  if (size <= std::streamoff(kEntryHeaderWords * 4) || size % 4 != 0) return {};
   std::vector<uint32_t> words(static_cast<size_t>(size) / 4);
   in.seekg(0);
   if (!in.read(reinterpret_cast<char*>(words.data()), size)) return {};
-  return words;
+  uint64_t stored_key;
+  std::memcpy(&stored_key, &words[2], sizeof stored_key);
+  if (words[0] != kEntryMagic || words[1] != kEntryVersion || stored_key != key ||
+      words[4] != words.size() - kEntryHeaderWords)
+    return {};
+  std::vector<uint32_t> module(words.begin() + kEntryHeaderWords, words.end());
+  if (checksum(module) != words[5] || !is_whole_module(module)) return {};
+  return module;
 }
 
 // Writes to a file private to this process and thread, then renames it into place: rename is
-// atomic, so a reader in another process sees either no file or the whole module. A cache we
+// atomic, so a reader in another process sees either no file or the whole entry. A cache we
 // cannot write (read-only home, full disk) only costs the next run a compile.
-void write_module(const std::filesystem::path& file, const std::vector<uint32_t>& words) {
+void write_entry(const std::filesystem::path& file, uint64_t key,
+                 const std::vector<uint32_t>& module) {
   static std::atomic<uint64_t> serial{0};
+  std::vector<uint32_t> words{kEntryMagic,         kEntryVersion,           uint32_t(key),
+                              uint32_t(key >> 32), uint32_t(module.size()), checksum(module)};
+  words.insert(words.end(), module.begin(), module.end());
   std::error_code ec;
   std::filesystem::create_directories(file.parent_path(), ec);
   auto tmp = file;
-  tmp += fmt::format(".tmp.{}.{}", ::getpid(), serial++);
+  tmp += fmt::format(".tmp.{}.{}.{}", ::getpid(),
+                     std::hash<std::thread::id>{}(std::this_thread::get_id()), serial++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(words.data()), static_cast<std::streamsize>(words.size() * 4));
@@ -154,18 +181,19 @@ std::filesystem::path spirv_cache_file(std::string_view glsl, const SpirvCompile
 
 std::vector<uint32_t> compile_glsl(std::string_view glsl, const SpirvCompileOptions& options) {
   if (!options.disk_cache) return compile_with_shaderc(glsl, options);
-  auto file = spirv_cache_file(glsl, options);
+  const uint64_t key = cache_key(glsl, options);
+  auto file = cache_dir() / "spirv" / fmt::format("{:016x}.spv", key);
   std::error_code ec;
-  if (std::filesystem::exists(file, ec)) {
-    auto words = read_module(file);
-    if (is_whole_module(words)) {
+  if (options.read_cache && std::filesystem::exists(file, ec)) {
+    auto words = read_entry(file, key);
+    if (!words.empty()) {
       counters.cache_hits++;
       return words;
     }
     counters.cache_rejects++;  // overwritten below with a good module
   }
   auto words = compile_with_shaderc(glsl, options);
-  write_module(file, words);
+  write_entry(file, key, words);
   return words;
 }
 

@@ -2,9 +2,15 @@
 //
 // Every kernel the renderer writes passes through compile_glsl(). A cold compile costs milliseconds
 // (glslang front end plus spirv-opt); the cache turns the second run of a program into file reads.
-// Cache entries live in cache_dir()/spirv/<16 hex digits>.spv, each a plain SPIR-V module (so
-// `spirv-dis` reads it), named by a 64-bit FNV-1a hash of everything that decides its bytes: the
-// source, the caller's device key, the options, and the compiler's version.
+// Cache entries live in cache_dir()/spirv/<16 hex digits>.spv, named by a 64-bit FNV-1a hash (the
+// key) of everything that decides their bytes: the source, the caller's device key, the options,
+// and the compiler's version. An entry is six little-endian 32-bit words, then the module:
+//   0 magic "VKGS"   1 format version (1)   2-3 the key   4 module words   5 CRC-32 of the module
+// A read checks all of them (a valid module under the wrong name, or with a flipped constant,
+// would compute something else); an entry that fails is compiled again and rewritten. A module
+// that passes and still fails on the device is the caller's to replace (read_cache below): running
+// SPIRV-Tools' validator on every read would cost 120-230 us a hit against 8 us (bench_codegen
+// BM_CompileDiskCacheHit). `tail -c +25 X.spv | spirv-dis -` shows the module.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -22,6 +28,9 @@ struct SpirvCompileOptions {
   bool optimize = true;
   // Read and write cache_dir()/spirv. Off compiles every time and leaves the disk alone.
   bool disk_cache = true;
+  // With disk_cache: off skips the read, compiles, and replaces the entry (for a module the
+  // device rejected although the entry looked right).
+  bool read_cache = true;
   // Shown in error messages as the file name: `kernel:12: error: ...`.
   std::string name = "kernel";
 };

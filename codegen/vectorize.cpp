@@ -22,8 +22,12 @@ bool lanewise(Ops op) { return is_alu(op) || op == Ops::CAST; }
 }  // namespace
 
 bool LaneVectorizer::consecutive(const std::vector<UOpPtr>& indexes) {
+  // The same buffer, and the same valid mask where there is one (a padded input's window reads
+  // four channels of one pixel: all in the padding or none).
   for (const UOpPtr& ix : indexes)
-    if (ix->op != Ops::INDEX || ix->src.size() != 2 || ix->src[0] != indexes[0]->src[0])
+    if (ix->op != Ops::INDEX || ix->src.size() < 2 || ix->src.size() > 3 ||
+        ix->src.size() != indexes[0]->src.size() || ix->src[0] != indexes[0]->src[0] ||
+        (ix->src.size() == 3 && ix->src[2] != indexes[0]->src[2]))
       return false;
   for (size_t k = 1; k < indexes.size(); ++k) {
     const UOpPtr diff = simplify(indexes[k]->src[1] - indexes[0]->src[1]);
@@ -54,13 +58,18 @@ UOpPtr LaneVectorizer::vectorize_uncached(const std::vector<UOpPtr>& lanes) {
         if (l != lanes[0]) return keep_scalar();
       return UOp::make(Ops::CONST, vd, {}, a.arg);
     case Ops::LOAD: {
-      std::vector<UOpPtr> idx;
+      // LOAD(INDEX) or, masked, LOAD(INDEX, alt): lanes of one mask read their alts together.
+      std::vector<UOpPtr> idx, alts;
       for (const UOpPtr& l : lanes) {
-        if (l->src.size() != 1) return keep_scalar();  // masked: lanes may read their alt value
+        if (l->src.size() != lanes[0]->src.size() || l->src.size() > 2) return keep_scalar();
         idx.push_back(l->src[0]);
+        if (l->src.size() == 2) alts.push_back(l->src[1]);
       }
       if (!consecutive(idx)) return keep_scalar();
-      return UOp::make(Ops::LOAD, vd, {idx[0]});
+      if (alts.empty()) return UOp::make(Ops::LOAD, vd, {idx[0]});
+      const UOpPtr alt = vectorize(alts);
+      if (!alt) return keep_scalar();
+      return UOp::make(Ops::LOAD, vd, {idx[0], alt});
     }
     case Ops::DEFINE_ACC: {
       // Per-lane accumulators over the same loops become one vector accumulator.

@@ -15,6 +15,12 @@
 // node while it may carry a gradient. A leaf answers to both nodes (the old one held weakly: an
 // optimizer's update graph would otherwise keep a whole training step alive); a realized
 // non-leaf's buffer view stands for its old graph (an alias in the gradient request).
+//
+// Threads. backward() and realize() read the autograd fields (node, requires_grad, unrealized,
+// leaf_before_realize) of every registered state, also those of tensors other threads own and
+// change. Those fields are therefore written under state_mu, and read under it when they are
+// another tensor's; a thread reads its own tensor's fields without it (only it writes them).
+// .grad is written only for the leaves a graph reaches, which the caller owns (README, Threads).
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -28,6 +34,7 @@ namespace vkg {
 
 namespace {
 
+std::mutex state_mu;  // see "Threads" above; taken before StateRegistry::mu, never after
 thread_local int no_grad_depth = 0;
 std::atomic<int64_t> live_leaves{0};  // states with requires_grad set
 std::atomic<int64_t> next_identity{1};
@@ -132,6 +139,7 @@ Tensor& Tensor::requires_grad_(bool on) {
   if (on && !dtype().is_float())
     throw Error("requires_grad_: only float tensors can require gradients, got " + dtype().name() +
                 " of shape " + shape_str(shape()));
+  std::lock_guard lock(state_mu);
   state_->requires_grad = on;
   if (!on) {
     live_leaves.fetch_sub(1);
@@ -152,6 +160,7 @@ bool Tensor::requires_grad() const {
   if (live_leaves.load() == 0) return false;
   auto states = StateRegistry::get().live();
   std::erase_if(states, [&](const auto& s) { return s == state_; });
+  std::lock_guard lock(state_mu);
   return reaches_any(state_->unrealized ? state_->unrealized : node(), gradient_carriers(states));
 }
 bool Tensor::is_leaf() const { return state_->requires_grad || !requires_grad(); }
@@ -175,10 +184,12 @@ Tensor& Tensor::assign(const Tensor& value) {
   const UOpPtr v = value.cast(dtype()).node();
   // A tensor that holds a whole buffer is written in place: the scheduler stores the value into
   // that buffer once every read of the old contents in its schedule has run. The argument numbers
-  // the assign, so a second equal assign is a new node (not one the realized-node cache knows).
-  state_->node = writable_in_place(*node()) ? UOp::make(Ops::ASSIGN, dtype(), {node(), v},
+  // the assign, so a second equal assign is a new node (not one whose value is recorded).
+  UOpPtr fresh = writable_in_place(*node()) ? UOp::make(Ops::ASSIGN, dtype(), {node(), v},
                                                         int64_t(next_identity.fetch_add(1)))
                                             : numbered_detach(v);
+  std::lock_guard lock(state_mu);
+  state_->node = std::move(fresh);
   state_->unrealized = nullptr;
   state_->leaf_before_realize.reset();
   return *this;
@@ -186,10 +197,14 @@ Tensor& Tensor::assign(const Tensor& value) {
 
 void Tensor::set_realized(UOpPtr view) {
   if (view == node()) return;
+  const auto states = !state_->requires_grad && !NoGrad::active() && live_leaves.load() > 0
+                          ? StateRegistry::get().live()
+                          : std::vector<std::shared_ptr<TensorState>>{};
+  std::lock_guard lock(state_mu);
   if (state_->requires_grad) {
     state_->leaf_before_realize = node();
   } else if (!NoGrad::active() && live_leaves.load() > 0) {
-    const auto carriers = gradient_carriers(StateRegistry::get().live());
+    const auto carriers = gradient_carriers(states);
     if (reaches_any(node(), carriers)) {
       state_->unrealized = node();
       StateRegistry::get().add(state_);
@@ -221,16 +236,22 @@ void Tensor::backward(const Tensor& gradient) const {
   req.root = node();
   req.seed = gradient.cast(dtype()).node();
   std::unordered_map<const UOp*, std::vector<TensorState*>> leaves_of;
+  std::unordered_map<TensorState*, DType> leaf_dtype;
   std::vector<UOpPtr> keep_alive;  // the weakly held nodes, while they are targets
-  for (const auto& s : states) {
-    if (s->requires_grad) {
-      for (const UOpPtr& n : leaf_nodes(*s)) {
-        req.targets.insert(n.get());
-        leaves_of[n.get()].push_back(s.get());
-        keep_alive.push_back(n);
+  {
+    std::lock_guard lock(state_mu);
+    for (const auto& s : states) {
+      if (s->requires_grad) {
+        leaf_dtype.emplace(s.get(), s->node->dtype);
+        for (const UOpPtr& n : leaf_nodes(*s)) {
+          req.targets.insert(n.get());
+          leaves_of[n.get()].push_back(s.get());
+          keep_alive.push_back(n);
+        }
+      } else if (s->unrealized) {
+        req.aliases.emplace(s->node.get(), s->unrealized);
+        keep_alive.push_back(s->node);
       }
-    } else if (s->unrealized) {
-      req.aliases.emplace(s->node.get(), s->unrealized);
     }
   }
   // A realized tensor differentiates the graph that computed it.
@@ -244,7 +265,7 @@ void Tensor::backward(const Tensor& gradient) const {
   std::unordered_map<TensorState*, std::optional<Tensor>> found;
   for (const auto& [n, g] : grads)
     for (TensorState* s : leaves_of.at(n)) {
-      const Tensor part = Tensor(g).cast(s->node->dtype);
+      const Tensor part = Tensor(g).cast(leaf_dtype.at(s));
       found[s] = found[s] ? *found[s] + part : part;
     }
   for (auto& [s, g] : found) {

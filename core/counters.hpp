@@ -9,6 +9,7 @@ struct GlobalCounters {
   int64_t schedules = 0;  // calls of realize that ran at least one kernel
   int64_t kernels = 0;    // kernels run
   int64_t uploads = 0;    // host buffers copied to a device
+  int64_t mem_used = 0;   // bytes of device memory held by buffers alive now (requested sizes)
   int64_t replays = 0;    // vkg::Jit calls that replayed a capture (their kernels count above)
 };
 

@@ -15,10 +15,14 @@
 
 namespace vkg {
 
-// A device's memory for one Buffer.
+// A device's memory for one Buffer. Counted in GlobalCounters::mem_used while it lives.
 class Allocation {
  public:
-  virtual ~Allocation() = default;
+  virtual ~Allocation();
+
+ private:
+  friend Allocation& ensure_allocated(const Buffer& buffer, int debug);
+  int64_t counted_bytes_ = 0;
 };
 
 // A device's record of a sequence of kernels over fixed memory, which it can run again without
@@ -101,7 +105,9 @@ using DeviceFactory = std::function<std::unique_ptr<Device>(const std::string& n
 bool register_device(const std::string& prefix, DeviceFactory factory);
 
 // The allocation behind `buffer` on its device, allocating it (and uploading its initial data)
-// on first use.
+// on first use. `debug` is the DEBUG level of the realize it serves (2 prints the upload); the
+// first form reads DEBUG itself. Call it under the realize engine's lock (core/realize.cpp).
+Allocation& ensure_allocated(const Buffer& buffer, int debug);
 Allocation& ensure_allocated(const Buffer& buffer);
 
 }  // namespace vkg

@@ -44,7 +44,8 @@ std::unordered_map<int64_t, std::shared_ptr<Allocation>> share_memory(
         block = std::move(fit->second);
         pool.erase(fit);
       } else {
-        block = {device(b.device()).allocate(b), b.nbytes(), b.device()};
+        ensure_allocated(b);  // allocated (and counted in mem_used) as the block's first user
+        block = {b.allocation, b.nbytes(), b.device()};
       }
       out[id] = block.memory;
       held[id] = std::move(block);

@@ -51,14 +51,15 @@ struct Totals {
 Totals totals;
 int64_t run_index = 0;
 
-void print_stats(const std::string& device, const std::vector<RunStat>& stats) {
+// `debug`: the DEBUG level of the realize (or read) the stats belong to.
+void print_stats(const std::string& device, const std::vector<RunStat>& stats, int debug) {
   for (const RunStat& s : stats) {
     ++run_index;
     totals.kernels += 1;
     totals.flops += s.flops;
     totals.bytes += s.bytes;
     totals.ns += s.ns;
-    if (setting("DEBUG") < 2) continue;
+    if (debug < 2) continue;
     const double gflops = s.ns > 0 ? double(s.flops) / s.ns : 0.0;
     const double gbs = s.ns > 0 ? double(s.bytes) / s.ns : 0.0;
     std::printf("*** %-6s %5lld %-34s arg %2d mem %6.2f GB tm %10.2fus/%10.2fms (%9.2f GFLOPS %7.1f GB/s)\n",
@@ -67,10 +68,12 @@ void print_stats(const std::string& device, const std::vector<RunStat>& stats) {
   }
 }
 
-std::mutex engine_mu;  // one realize at a time: allocation state lives in shared Buffers
+// One realize (or read) at a time, process-wide: allocation state lives in shared Buffers, the
+// devices' queues and the DEBUG totals are shared too (README, Threads).
+std::mutex engine_mu;
 // Atomic: uploads also happen outside realize (reading a tensor's bytes allocates it).
 struct {
-  std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0}, replays{0};
+  std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0}, mem_used{0}, replays{0};
 } counters;
 
 // Compiles every kernel of the schedule before the first is recorded (Device::prepare), each
@@ -108,24 +111,35 @@ Device& device(const std::string& requested) {
   return *r.open.emplace(name, std::move(dev)).first->second;
 }
 
-Allocation& ensure_allocated(const Buffer& buffer) {
+Allocation& ensure_allocated(const Buffer& buffer, int debug) {
   if (!buffer.allocation && &buffer.storage() != &buffer) {
-    ensure_allocated(buffer.storage());  // versions share their storage's memory
+    ensure_allocated(buffer.storage(), debug);  // versions share their storage's memory
     buffer.allocation = buffer.storage().allocation;
   }
   if (!buffer.allocation) {
     Device& dev = device(buffer.device());
     buffer.allocation = dev.allocate(buffer);
+    buffer.allocation->counted_bytes_ = int64_t(buffer.nbytes());
+    counters.mem_used += buffer.allocation->counted_bytes_;
     if (buffer.initial_data) {
       dev.copy_in(*buffer.allocation, *buffer.initial_data);
       buffer.initial_data.reset();  // the upload is synchronous: nothing reads the host copy now
       ++counters.uploads;
-      print_stats(dev.name(), {RunStat{"copy " + std::to_string(buffer.nbytes()) + ", " + dev.name() + " <- HOST", 1,
-                                       int64_t(buffer.nbytes()), 0, 0}});
+      print_stats(
+          dev.name(),
+          {RunStat{"copy " + std::to_string(buffer.nbytes()) + ", " + dev.name() + " <- HOST", 1,
+                   int64_t(buffer.nbytes()), 0, 0}},
+          debug);
     }
   }
   return *buffer.allocation;
 }
+
+Allocation& ensure_allocated(const Buffer& buffer) {
+  return ensure_allocated(buffer, int(setting("DEBUG")));
+}
+
+Allocation::~Allocation() { counters.mem_used -= counted_bytes_; }
 
 namespace {
 struct ListedRecording final : Recording {
@@ -159,7 +173,7 @@ void Device::copy(Allocation& src, Allocation& dst, size_t bytes) {
 
 GlobalCounters global_counters() {
   return GlobalCounters{counters.schedules.load(), counters.kernels.load(), counters.uploads.load(),
-                        counters.replays.load()};
+                        counters.mem_used.load(), counters.replays.load()};
 }
 
 Capture*& active_capture() {
@@ -173,7 +187,7 @@ void report_replay(const Device& device, std::vector<RunStat> stats) {
   ++counters.replays;
   counters.kernels += int64_t(stats.size());
   for (RunStat& s : stats) s.name += " (jit)";
-  print_stats(device.name(), stats);
+  print_stats(device.name(), stats, int(setting("DEBUG")));
 }
 
 void realize(std::span<Tensor* const> tensors) {
@@ -193,8 +207,8 @@ void realize(std::span<Tensor* const> tensors) {
           kept_graphs.push_back(nodes[i]);
     lent = plan_memory(sched, nodes, kept_graphs);
   }
-  for (const auto& b : sched.uploads) ensure_allocated(*b);
   const RunOptions options = RunOptions::from_settings();
+  for (const auto& b : sched.uploads) ensure_allocated(*b, options.debug);
   std::vector<Device*> used;
   try {
     prepare_kernels(sched.items, options);
@@ -205,7 +219,7 @@ void realize(std::span<Tensor* const> tensors) {
         if (upper(b->device()) != upper(dev_name))
           throw Error("a kernel reads " + b->device() + " and " + dev_name +
                       " buffers: copy tensors to one device first");
-        memory.push_back(&ensure_allocated(*b));
+        memory.push_back(&ensure_allocated(*b, options.debug));
       }
       if (item.buffers[0]->count() == 0) continue;  // nothing to compute into
       Device& dev = device(dev_name);
@@ -225,7 +239,7 @@ void realize(std::span<Tensor* const> tensors) {
     }
     throw;
   }
-  for (Device* dev : used) print_stats(dev->name(), dev->synchronize());
+  for (Device* dev : used) print_stats(dev->name(), dev->synchronize(), options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
     for (const ScheduleItem& item : sched.items)
@@ -269,8 +283,10 @@ std::vector<std::byte> Tensor::bytes() const {
     throw OutOfMemory("bytes: the host cannot hold the " + std::to_string(b.nbytes()) +
                       " bytes of a tensor of shape " + shape_str(shape()) + " " + dtype().name());
   }
-  Allocation& memory = ensure_allocated(b);
+  // Under the engine's lock: a Buffer's allocation is set once, and another thread may be
+  // reading (or realizing from) the same buffer now.
   std::lock_guard lock(engine_mu);
+  Allocation& memory = ensure_allocated(b);
   vkg::device(b.device()).copy_out(memory, out);
   return out;
 }

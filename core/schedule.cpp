@@ -1,6 +1,7 @@
 #include <vkgrad/core/schedule.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -18,6 +19,40 @@ std::shared_ptr<const Buffer> buffer_ptr(const UOp& node) {
   buffer_of(node);  // checks the node
   return std::static_pointer_cast<const Buffer>(std::get<std::shared_ptr<const ArgPayload>>(node.arg));
 }
+
+// A node's value computed by an earlier schedule: the buffer view holding it.
+struct RealizedRecord {
+  UOpPtr view;
+  explicit RealizedRecord(UOpPtr v);
+  ~RealizedRecord();
+};
+
+// Reads and writes UOp::realized_, which the node carries so that it dies with the node.
+struct RealizedValues {
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::atomic<size_t>& count() {
+    static std::atomic<size_t> c{0};
+    return c;
+  }
+  static UOpPtr lookup(const UOp* n) {
+    std::lock_guard lock(mu());
+    return n->realized_ ? n->realized_->view : nullptr;
+  }
+  static void remember(const UOp* n, const UOpPtr& view) {
+    // A node that is its own value (a buffer view read again) needs no record, and a record
+    // holding its own node would keep it, and its buffer, alive forever.
+    if (view.get() == n) return;
+    auto record = std::make_shared<const RealizedRecord>(view);
+    std::lock_guard lock(mu());
+    std::swap(n->realized_, record);
+  }  // a replaced record dies here, after the lock: its view may take other nodes with it
+};
+
+RealizedRecord::RealizedRecord(UOpPtr v) : view(std::move(v)) { ++RealizedValues::count(); }
+RealizedRecord::~RealizedRecord() { --RealizedValues::count(); }
 
 namespace {
 
@@ -83,39 +118,6 @@ const UOp* assign_target(const UOp* n) {
   return n;
 }
 
-// Nodes realized by earlier schedules, with the buffer views holding their values. Keys are
-// weak: an entry goes stale when its node dies (and a new node at that address is not it).
-struct RealizedCache {
-  std::mutex mu;
-  std::unordered_map<const UOp*, std::pair<std::weak_ptr<const UOp>, UOpPtr>> table;
-
-  static RealizedCache& get() {
-    static RealizedCache cache;
-    return cache;
-  }
-  UOpPtr lookup(const UOp* n) {
-    std::lock_guard lock(mu);
-    auto it = table.find(n);
-    if (it == table.end()) return nullptr;
-    if (it->second.first.expired()) {
-      table.erase(it);
-      return nullptr;
-    }
-    return it->second.second;
-  }
-  // Drops entries whose node died: their views would keep dead intermediates' buffers alive.
-  void sweep() {
-    std::lock_guard lock(mu);
-    std::erase_if(table, [](const auto& kv) { return kv.second.first.expired(); });
-  }
-  void remember(const UOp* n, const UOpPtr& view) {
-    std::lock_guard lock(mu);
-    if (table.size() > 4096)  // sweep dead entries now and then
-      std::erase_if(table, [](const auto& kv) { return kv.second.first.expired(); });
-    table[n] = {n->ptr(), view};
-  }
-};
-
 // Decides which nodes are realized (get a buffer of their own) by walking each kernel from its
 // root, and repeats until the set stops growing: realizing a node can only make other kernels
 // simpler, so the walk converges.
@@ -127,7 +129,7 @@ class Analysis {
     return n->op == Ops::BUFFER || n->op == Ops::CONST || realized.count(n) || previously_realized(n);
   }
   bool previously_realized(const UOp* n) const { return prior.count(n) != 0; }
-  std::unordered_map<const UOp*, UOpPtr> prior;  // from RealizedCache
+  std::unordered_map<const UOp*, UOpPtr> prior;  // from RealizedValues
 
   void run(const std::vector<UOpPtr>& outputs) {
     // Every output gets a buffer of its own shape, even a constant or a view of another buffer.
@@ -439,14 +441,13 @@ void order_around_assigns(Schedule& sched, const std::vector<ItemAccess>& access
 Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
   Schedule sched;
   Analysis analysis;
-  RealizedCache& cache = RealizedCache::get();
   std::vector<const UOp*> order;
   {
     const UOpPtr sink = UOp::make(Ops::SINK, dtypes::void_, outputs);
     for (const UOp* n : toposort(sink.get()))
       if (n != sink.get()) {
         order.push_back(n);
-        if (UOpPtr v = cache.lookup(n)) analysis.prior.emplace(n, v);
+        if (UOpPtr v = RealizedValues::lookup(n)) analysis.prior.emplace(n, v);
       }
   }
   analysis.run(outputs);
@@ -494,16 +495,16 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
   return sched;
 }
 
+size_t realized_node_count() { return RealizedValues::count().load(); }
+
 void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& lent) {
-  RealizedCache::get().sweep();
   for (const auto& [n, view] : sched.realized) {
-    // A node that is its own buffer view needs no entry, and one would hold its key (and the
-    // buffer) alive for good: every item() of a realized tensor added one.
-    if (view.get() == n) continue;
-    const UOp* b = view.get();
-    while (b->op != Ops::BUFFER) b = b->src[0].get();  // a realized value views a whole buffer
-    if (lent.count(buffer_of(*b).id())) continue;
-    RealizedCache::get().remember(n, view);
+    if (!lent.empty() && view.get() != n) {
+      const UOp* b = view.get();
+      while (b->op != Ops::BUFFER) b = b->src[0].get();  // a realized value views a whole buffer
+      if (lent.count(buffer_of(*b).id())) continue;      // its memory holds something else now
+    }
+    RealizedValues::remember(n, view);
   }
 }
 

@@ -64,6 +64,9 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs);
 // `lent` (buffers whose memory the memory planner passed on to others) are left out.
 void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& lent = {});
 
+// How many nodes have a realized value recorded for later schedules (for tests of freeing).
+size_t realized_node_count();
+
 // The Buffer of a BUFFER node as a shared pointer.
 std::shared_ptr<const Buffer> buffer_ptr(const UOp& buffer_node);
 

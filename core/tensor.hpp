@@ -400,6 +400,8 @@ class Tensor {
   // same realize that read the old value run before the write. A lazy graph built before the
   // assign and realized only after it, though, reads the buffer's new contents (as a torch view
   // would): realize (or clone) what must keep the old value before the assign is realized.
+  // Tensors that share a buffer (detach() of a realized tensor; equal expressions realized while
+  // both are alive) see each other's in-place writes: make state that is assigned with clone().
   Tensor& assign(const Tensor& value);
 
  private:

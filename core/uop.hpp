@@ -20,6 +20,7 @@ namespace vkg {
 
 class UOp;
 using UOpPtr = std::shared_ptr<const UOp>;
+struct RealizedRecord;  // core/schedule.cpp
 template <class T>
 concept IsUOpPtr = std::same_as<std::remove_cvref_t<T>, UOpPtr>;
 
@@ -138,10 +139,16 @@ class UOp : public std::enable_shared_from_this<UOp> {
  private:
   UOp(Ops op, DType dtype, std::vector<UOpPtr> src, Arg arg, size_t hash);
   friend struct UOpInterner;
+  friend struct RealizedValues;  // core/schedule.cpp
   size_t hash_;
   int64_t vmin_ = 0, vmax_ = 0;
   std::optional<Shape> shape_;
   const UOp* device_ = nullptr;  // a source of this node (or this node) keeps it alive
+  // The buffer view holding this node's value once a schedule has computed it: set by the
+  // scheduler under its lock, not part of the node's identity. Kept on the node so that the
+  // record, and the buffer it holds, die with the node (a table keyed by node would have to find
+  // its dead entries, and pin their buffers until it did).
+  mutable std::shared_ptr<const RealizedRecord> realized_;
 };
 
 // Arithmetic that builds (unsimplified) ALU nodes. Integer `/` is IDIV and `%` is MOD, both

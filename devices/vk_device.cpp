@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include <vkgrad/codegen/beam_cache.hpp>
 #include <vkgrad/codegen/get_program.hpp>
 #include <vkgrad/codegen/glsl_launch.hpp>
 #include <vkgrad/codegen/glsl_renderer.hpp>
 #include <vkgrad/codegen/spirv_compiler.hpp>
-#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/devices/kernel_cache.hpp>
@@ -50,7 +50,7 @@ class VkDevice final : public Device {
   explicit VkDevice(std::string name)
       : name_(std::move(name)),
         rt_(options_for(name_)),
-        queue_(rt_.device, rt_.allocator, vk::QueueOptions{setting("DEBUG") >= 2}),
+        queue_(rt_.device, rt_.allocator),
         target_(glsl_target_of(rt_.device.caps())) {
     const auto& caps = rt_.device.caps();
     traits_.max_workgroup_invocations = caps.limits.max_workgroup_invocations;
@@ -174,11 +174,12 @@ class VkDevice final : public Device {
 
   std::vector<RunStat> synchronize() override {
     queue_.finish();
+    save_pipeline_cache();
     std::vector<RunStat> out = std::exchange(pending_, {});
-    if (queue_.timing()) {
-      const std::vector<vk::KernelTime> times = queue_.take_timings();
-      for (size_t i = 0; i < out.size() && i < times.size(); ++i) out[i].ns = times[i].ns;
-    }
+    // All of a realize's kernels are timed or none are (one RunOptions): times match in order.
+    const std::vector<vk::KernelTime> times = queue_.take_timings();
+    if (times.size() == out.size())
+      for (size_t i = 0; i < out.size(); ++i) out[i].ns = times[i].ns;
     return out;
   }
 
@@ -199,6 +200,8 @@ class VkDevice final : public Device {
     });
     if (keep) keep->push_back(compiled);
     const CompiledKernel& k = *compiled;
+    // Timed per realize, as its DEBUG asks: timing serializes the kernels, so it is off otherwise.
+    queue_.set_timing(options.debug >= 2);
     std::vector<uint64_t> addresses;
     std::vector<vk::BufferUse> uses;
     for (size_t slot = 0; slot < memory.size(); ++slot) {
@@ -241,12 +244,45 @@ class VkDevice final : public Device {
     opts.device_key = device_key_;
     opts.name = k.program.name;
     const std::vector<uint32_t> spirv = compile_glsl(glsl, opts);
-    const uint32_t bound = k.layout.bound ? uint32_t(k.program.buffers.size()) : 0;
-    k.pipeline = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv,
-                                               k.layout.push_constant_bytes, bound);
-    k.pipeline->pipeline();  // created now, on the compiling thread, not at the first dispatch
+    try {
+      k.pipeline = make_pipeline(k, spirv);
+    } catch (const Error&) {
+      // A module from the disk cache that the device rejects, though its entry's name and
+      // checksum hold (a broken build wrote it), would fail every run: compile it again, which
+      // replaces the entry. The same bytes again are not the cache's fault: report the error.
+      opts.read_cache = false;
+      const std::vector<uint32_t> fresh = compile_glsl(glsl, opts);
+      if (fresh == spirv) throw;
+      k.pipeline = make_pipeline(k, fresh);
+    }
     ++compiled_;
     return k;
+  }
+
+  // The program and its pipeline, created now rather than at the first dispatch so that a module
+  // the device rejects is found while it can still be compiled again.
+  std::unique_ptr<vk::Program> make_pipeline(const CompiledKernel& k,
+                                             const std::vector<uint32_t>& spirv) {
+    const uint32_t bound = k.layout.bound ? uint32_t(k.program.buffers.size()) : 0;
+    auto p = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv,
+                                           k.layout.push_constant_bytes, bound);
+    p->pipeline();
+    pipelines_unsaved_ = true;
+    return p;
+  }
+
+  // The VkPipelineCache goes to disk after each realize that created pipelines. Its destructor's
+  // save never runs (the device registry is immortal, so devices are never destroyed), and a hook
+  // at exit would still miss every program that is killed or crashes. A training run creates
+  // nearly all its pipelines in its first step, so the next run starts warm after one write;
+  // later writes come only with new pipelines, which cost a driver compile each anyway. A cache
+  // we cannot write only costs the next run its compiles, so failures are ignored.
+  void save_pipeline_cache() {
+    if (!pipelines_unsaved_.exchange(false)) return;
+    try {
+      rt_.device.pipeline_cache().save();
+    } catch (const Error&) {
+    }
   }
 
   std::string name_;
@@ -258,6 +294,8 @@ class VkDevice final : public Device {
   KernelCache<CompiledKernel> cache_;
   std::vector<RunStat> pending_;
   std::atomic<int64_t> compiled_{0}, compiled_in_run_{0};
+  // Pipelines created since the pipeline cache was last saved (set by compiling threads).
+  std::atomic<bool> pipelines_unsaved_ = false;
 };
 
 const bool registered =

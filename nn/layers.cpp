@@ -86,12 +86,17 @@ StateDict ConvTranspose2d::state_dict() const {
   return sd;
 }
 
-BatchNorm::BatchNorm(int64_t n, double eps_, double momentum_, bool affine, bool track, std::string device)
-    : running_mean(Tensor::zeros(checked_shape("BatchNorm", {{"num_features", n}}, {n}), dtypes::default_float, device)
-                       .contiguous()
+// The running statistics are clone()s: each layer's own buffers, which assign writes in place
+// (a contiguous() of an equal constant realized by another thread at the same moment would be
+// that tensor's buffer).
+BatchNorm::BatchNorm(int64_t n, double eps_, double momentum_, bool affine, bool track,
+                     std::string device)
+    : running_mean(Tensor::zeros(checked_shape("BatchNorm", {{"num_features", n}}, {n}),
+                                 dtypes::default_float, device)
+                       .clone()
                        .realize()),
-      running_var(Tensor::ones({n}, dtypes::default_float, device).contiguous().realize()),
-      num_batches_tracked(Tensor::zeros({}, dtypes::int32, device).contiguous().realize()),
+      running_var(Tensor::ones({n}, dtypes::default_float, device).clone().realize()),
+      num_batches_tracked(Tensor::zeros({}, dtypes::int32, device).clone().realize()),
       eps(eps_),
       momentum(momentum_),
       track_running_stats(track) {

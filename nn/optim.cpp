@@ -32,12 +32,17 @@ void check_range(double v, double lo, double hi, std::string_view who, std::stri
                 std::to_string(hi) + "], got " + std::to_string(v));
 }
 
-Tensor zeros_state(const Tensor& p) { return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); }
+// States are clone()s, buffers of their own that assign writes in place: a contiguous() of an
+// equal constant realized while another one's node is alive (another thread's optimizer, made at
+// the same moment) would be that state's buffer.
+Tensor zeros_state(const Tensor& p) {
+  return Tensor::zeros(p.shape(), p.dtype(), p.device()).clone().realize();
+}
 
 // A realized 0-d float32 1 on the parameters' device, a state to multiply in place.
 Tensor one_state(const std::vector<Tensor>& params) {
   return Tensor::ones({}, dtypes::float32, params.empty() ? default_device() : params[0].device())
-      .contiguous()
+      .clone()
       .realize();
 }
 

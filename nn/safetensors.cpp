@@ -1,12 +1,16 @@
 #include <vkgrad/nn/safetensors.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +72,14 @@ Header read_header(std::ifstream& in, const std::string& path) {
   return h;
 }
 
+// `path` plus this process's id, this thread's and a count: no two writers share a temp file.
+std::string unique_temp_name(const std::string& path) {
+  static std::atomic<uint64_t> serial{0};
+  return path + "." + std::to_string(::getpid()) + "." +
+         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())) + "." +
+         std::to_string(serial++) + ".tmp";
+}
+
 }  // namespace
 
 void save_safetensors(const std::string& path, const StateDict& tensors, const std::map<std::string, std::string>& metadata) {
@@ -95,16 +107,27 @@ void save_safetensors(const std::string& path, const StateDict& tensors, const s
   text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned, as the reference writer does
   const uint64_t n = text.size();
 
-  const std::string tmp = path + ".tmp";
+  // Written whole under a name of its own, then renamed over `path`: a reader sees the old file
+  // or the new one, and of two writers (threads or processes) the last rename wins whole.
+  const std::string tmp = unique_temp_name(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error("save_safetensors: cannot write " + tmp);
     out.write(reinterpret_cast<const char*>(&n), 8);
     out.write(text.data(), std::streamsize(n));
     for (auto& d : data) out.write(reinterpret_cast<const char*>(d.data()), std::streamsize(d.size()));
-    if (!out.flush()) throw Error("save_safetensors: writing " + tmp + " failed");
+    if (!out.flush()) {
+      out.close();
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw Error("save_safetensors: writing " + tmp + " failed");
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("save_safetensors: cannot rename " + tmp + " to " + path);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw Error("save_safetensors: cannot rename " + tmp + " to " + path);
+  }
 }
 
 StateDict load_safetensors(const std::string& path, const std::string& device) {

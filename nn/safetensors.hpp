@@ -10,7 +10,8 @@
 namespace vkg::nn {
 
 // Writes `tensors` (realizing them) to `path`, with optional string metadata. Names must be
-// distinct and non-empty.
+// distinct and non-empty. The file is written under a temp name of its own and renamed into
+// place, so readers see a whole file, and of concurrent writers the last one wins whole.
 void save_safetensors(const std::string& path, const StateDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -124,16 +125,21 @@ int main(int argc, char** argv) {
 
     Tensor::training = true;
     std::vector<double> step_secs;
+    // Process CPU time (all threads, Lavapipe's included) per step: on a shared machine it is
+    // steadier than wall time for comparing builds.
+    std::vector<double> step_cpu_secs;
     float loss_value = 0;
     for (int64_t step = 0; step < opt.steps; ++step) {
       std::vector<int64_t> idx(size_t(opt.batch));
       for (int64_t& i : idx) i = pick(rng);
       const auto start = Clock::now();
+      const std::clock_t cpu_start = std::clock();
       Tensor x = samples::image_batch(data.train_images, idx, kScale);
       Tensor y = samples::label_batch(data.train_labels, idx);
       const Tensor loss = (opt.jit ? jit_step({x, y}) : train_step({x, y}))[0];
       loss_value = loss.item<float>();
       step_secs.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      step_cpu_secs.push_back(double(std::clock() - cpu_start) / CLOCKS_PER_SEC);
       std::printf("step %3lld  loss %.4f  %.0f ms\n", (long long)step + 1, loss_value,
                   1e3 * step_secs.back());
       std::fflush(stdout);
@@ -143,6 +149,9 @@ int main(int argc, char** argv) {
         step_secs.begin() + std::min<ptrdiff_t>(2, ptrdiff_t(step_secs.size()) - 1),
         step_secs.end());
     const double ms = 1e3 * median(steady);
+    const double cpu_ms =
+        1e3 * median(std::vector<double>(step_cpu_secs.end() - ptrdiff_t(steady.size()),
+                                         step_cpu_secs.end()));
     const double images_per_s = double(opt.batch) / (ms / 1e3);
     std::printf("first step (compiles every kernel): %.2f s; steps %s\n", step_secs.front(),
                 opt.jit ? "3..N replay step 2's capture (JIT)" : "scheduled anew (--no-jit)");
@@ -150,6 +159,7 @@ int main(int argc, char** argv) {
     std::printf("median step of steps %s..%lld: %.0f ms (batch %lld, %.0f images/s, %.1f GFLOPS)\n",
                 step_secs.size() > 2 ? "3" : "1", (long long)opt.steps, ms, (long long)opt.batch,
                 images_per_s, images_per_s * samples::BeautifulMnistNet::kFlopsPerImage / 1e9);
+    std::printf("median CPU time per step (all threads): %.0f ms\n", cpu_ms);
 
     const auto eval_start = Clock::now();
     const double acc = samples::test_accuracy(net, data, opt.test_limit, kScale);

@@ -51,6 +51,27 @@ TEST_F(Kernels, MaskedLoadWithOutOfBoundsRawIndexAgrees) {
             (std::vector<float>{-1.5f, -1.5f, -1.5f, 1, 2, 3, 4, 5, -1.5f, -1.5f}));
 }
 
+// A vec4 load under one mask for its four elements (a padded conv input read four channels at a
+// time): masked groups read the alt vector, the others one aligned vec4.
+TEST_F(Kernels, MaskedVec4LoadAgrees) {
+  const int64_t groups = 5;
+  using B = ProgramBuilder;
+  B b("E_masked_vec4");
+  auto out = b.global(dtypes::float32, 4 * groups, true);
+  auto in = b.global(dtypes::float32, 4 * groups);
+  auto g = b.special("gidx0", groups);
+  const DType f4 = dtypes::float32.vec(4);
+  auto inside = alu(Ops::AND, g->ne(0), g->lt(4));
+  auto v = b.load(in, g * 4, inside, UOp::const_(f4, -1.5), 4);
+  b.store(out, g * 4, v + UOp::const_(f4, 1.0));
+  const Program p = b.build({groups, 1, 1}, {1, 1, 1});
+  std::vector<float> x(4 * groups);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.25f;
+  auto got = from_bytes<float>(expect_agree(p, {Bytes(4 * groups * 4), to_bytes(x)})[0]);
+  for (int64_t i = 0; i < 4 * groups; ++i)
+    EXPECT_EQ(got[size_t(i)], i < 4 || i >= 16 ? -0.5f : float(i) * 0.25f + 1.0f) << i;
+}
+
 TEST_F(Kernels, IntDivModWithNegativeOperandsAgree) {
   std::vector<int32_t> a, b;
   for (int32_t x : {7, -7, 6, -6, 0, 1, -1, 13, -13, INT32_MAX, INT32_MIN + 1})
@@ -90,11 +111,14 @@ TEST_F(Kernels, WorkgroupSumThroughLocalMemoryAgrees) {
 }
 
 TEST_F(Kernels, SubgroupShuffleAgrees) {
-  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) GTEST_SKIP() << "needs 8-wide subgroups";
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
   std::vector<float> in(3 * 8);
   for (std::size_t i = 0; i < in.size(); ++i) in[i] = float(i);
-  const auto out = from_bytes<float>(expect_agree(subgroup_shuffle(3), {Bytes(in.size() * 4), to_bytes(in)})[0]);
-  for (std::size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], 10.0f * float(i / 8 * 8 + 3) + float(i / 8 * 8 + 6));
+  const auto out =
+      from_bytes<float>(expect_agree(subgroup_shuffle(3), {Bytes(in.size() * 4), to_bytes(in)})[0]);
+  for (std::size_t i = 0; i < in.size(); ++i)
+    EXPECT_EQ(out[i], 10.0f * float(i / 8 * 8 + 3) + float(i / 8 * 8 + 6));
 }
 
 TEST_F(Kernels, Vec4LoadAddStoreAgrees) {

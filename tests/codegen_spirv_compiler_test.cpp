@@ -14,6 +14,8 @@
 #include <vkgrad/codegen/spirv_compiler.hpp>
 #include <vkgrad/core/error.hpp>
 
+#include "support/spirv_cache_entry.hpp"
+
 extern char** environ;
 
 namespace fs = std::filesystem;
@@ -42,6 +44,15 @@ std::string add_kernel(const std::string& tag) {
          "  uint i = gl_GlobalInvocationID.x;\n"
          "  if (i < args.n) F32(args.out0).v[i] = F32(args.in0).v[i] + F32(args.in1).v[i];\n"
          "}\n";
+}
+
+// A kernel whose code, not only its text, differs with `factor`.
+std::string scale_kernel(const std::string& factor) {
+  return "#version 460\n"
+         "layout(local_size_x = 64) in;\n"
+         "layout(std430, binding = 0) buffer Data { float v[]; } data;\n"
+         "void main() { data.v[gl_GlobalInvocationID.x] *= " +
+         factor + "; }\n";
 }
 
 uint64_t shaderc_calls() { return vkg::spirv_compiler_stats().shaderc_compiles; }
@@ -165,7 +176,7 @@ TEST_F(SpirvCompiler, CorruptCacheFileIsIgnoredAndRewritten) {
   auto good = compile_glsl(src);
   auto file = vkg::spirv_cache_file(src);
   std::string good_bytes = read_bytes(file);
-  ASSERT_EQ(good_bytes.size(), good.size() * 4);
+  ASSERT_EQ(good_bytes.size(), vkg::test::kSpirvEntryHeaderBytes + good.size() * 4);
 
   // Garbage, a size that is no whole number of words, a module cut after a whole instruction.
   for (std::string bad : {std::string("not spir-v at all"), good_bytes.substr(0, good_bytes.size() - 2),
@@ -177,6 +188,67 @@ TEST_F(SpirvCompiler, CorruptCacheFileIsIgnoredAndRewritten) {
     EXPECT_EQ(vkg::spirv_compiler_stats().cache_rejects, rejects + 1);
     EXPECT_EQ(read_bytes(file), good_bytes);
   }
+}
+
+// An entry is checked against the name it was asked for and its checksum: a valid module under
+// another kernel's name, or one with a flipped constant, used to be handed out as it was.
+TEST_F(SpirvCompiler, SwappedEntriesAreRecompiledAndRewritten) {
+  auto src_a = scale_kernel("2.0"), src_b = scale_kernel("3.0");
+  auto good_a = compile_glsl(src_a), good_b = compile_glsl(src_b);
+  ASSERT_NE(good_a, good_b);
+  auto file_a = vkg::spirv_cache_file(src_a), file_b = vkg::spirv_cache_file(src_b);
+  std::string bytes_a = read_bytes(file_a), bytes_b = read_bytes(file_b);
+  write_bytes(file_a, bytes_b);
+  write_bytes(file_b, bytes_a);
+
+  uint64_t before = shaderc_calls(), rejects = vkg::spirv_compiler_stats().cache_rejects;
+  EXPECT_EQ(compile_glsl(src_a), good_a);
+  EXPECT_EQ(compile_glsl(src_b), good_b);
+  EXPECT_EQ(shaderc_calls(), before + 2);
+  EXPECT_EQ(vkg::spirv_compiler_stats().cache_rejects, rejects + 2);
+  EXPECT_EQ(read_bytes(file_a), bytes_a);
+  EXPECT_EQ(read_bytes(file_b), bytes_b);
+}
+
+TEST_F(SpirvCompiler, FlippedBitsAreRecompiledAndRewritten) {
+  auto src = add_kernel("flipped");
+  auto good = compile_glsl(src);
+  auto file = vkg::spirv_cache_file(src);
+  const std::string good_bytes = read_bytes(file);
+  // Every bit of one word in the middle of the module, then one bit of the stored checksum.
+  for (size_t byte : {good_bytes.size() / 2, size_t(20)}) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string bad = good_bytes;
+      bad[byte] = char(bad[byte] ^ (1 << bit));
+      write_bytes(file, bad);
+      uint64_t before = shaderc_calls();
+      EXPECT_EQ(compile_glsl(src), good) << "byte " << byte << " bit " << bit;
+      EXPECT_EQ(shaderc_calls(), before + 1);
+      EXPECT_EQ(read_bytes(file), good_bytes);
+    }
+  }
+}
+
+// For a module that the device rejected although its entry was right: read_cache off compiles
+// again and replaces the entry.
+TEST_F(SpirvCompiler, ReadCacheOffRecompilesAndRewritesTheEntry) {
+  auto src = add_kernel("read cache off");
+  auto good = compile_glsl(src);
+  auto file = vkg::spirv_cache_file(src);
+  const std::string good_bytes = read_bytes(file);
+  std::vector<uint32_t> broken = good;
+  broken[3] = 1;  // the header's id bound: a whole module, with a valid entry, that is invalid
+  write_bytes(file, vkg::test::spirv_cache_entry(vkg::test::spirv_entry_key(good_bytes), broken));
+  ASSERT_EQ(compile_glsl(src), broken) << "the entry is right, so it is read";
+
+  SpirvCompileOptions fresh;
+  fresh.read_cache = false;
+  uint64_t before = shaderc_calls();
+  EXPECT_EQ(compile_glsl(src, fresh), good);
+  EXPECT_EQ(shaderc_calls(), before + 1);
+  EXPECT_EQ(read_bytes(file), good_bytes);
+  EXPECT_EQ(compile_glsl(src), good);
+  EXPECT_EQ(shaderc_calls(), before + 1);
 }
 
 TEST_F(SpirvCompiler, DiskCacheCanBeBypassed) {
@@ -234,6 +306,10 @@ TEST_F(SpirvCompiler, ConcurrentCompilesAgree) {
     EXPECT_EQ(shared[t], shared[0]);
   }
   EXPECT_EQ(compile_glsl(add_kernel("shared by threads")), shared[0]);
+  for (int t = 0; t < kThreads; ++t) {
+    auto file = vkg::spirv_cache_file(add_kernel("thread " + std::to_string(t)));
+    EXPECT_EQ(read_bytes(file).size(), vkg::test::kSpirvEntryHeaderBytes + own[t].size() * 4);
+  }
   // Every rename landed; no temp file is left behind.
   for (auto& entry : fs::directory_iterator(dir_ / "spirv")) EXPECT_EQ(entry.path().extension(), ".spv");
 }

@@ -2,10 +2,13 @@
 // libraries write them, and clear errors for missing, truncated and corrupt files.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include <zlib.h>
 
@@ -163,5 +166,64 @@ TEST(Safetensors, AHeaderWithAnOverflowingShapeIsRefused) {
           R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", ""));
   EXPECT_NE(error_of([&] { nn::load_safetensors(path); }).find("too many elements"),
             std::string::npos);
+  std::filesystem::remove(path);
+}
+
+// Two threads saving different state dicts to one path, while a third reads it: every read and
+// the final file are whole and one of the two (the last rename wins), and no temp file is left.
+// With one temp name per path, a writer truncated the other's half-written file or found it
+// renamed away ("cannot rename").
+TEST(Safetensors, ConcurrentSavesToOnePathLeaveOneWholeFile) {
+  const std::string path = temp_path("contended.safetensors");
+  const nn::StateDict a{{"x", Tensor(std::vector<float>(4096, 1.0f), {4096}, "CPU")}};
+  const nn::StateDict b{{"x", Tensor(std::vector<float>(1024, 2.0f), {32, 32}, "CPU")},
+                        {"y", Tensor(std::vector<int32_t>{7}, {1}, "CPU")}};
+  auto is_a_or_b = [&](const nn::StateDict& sd) {
+    if (sd.size() == 1 && sd[0].second.shape() == Shape{4096})
+      return sd[0].second.to_vector<float>() == std::vector<float>(4096, 1.0f);
+    return sd.size() == 2 && sd[0].second.shape() == Shape{32, 32} &&
+           sd[0].second.to_vector<float>() == std::vector<float>(1024, 2.0f) &&
+           sd[1].second.to_vector<int32_t>() == std::vector<int32_t>{7};
+  };
+  std::mutex mu;
+  std::vector<std::string> problems;
+  auto note = [&](std::string what) {
+    std::lock_guard lock(mu);
+    problems.push_back(std::move(what));
+  };
+  std::atomic<bool> writing{true};
+  auto writer = [&](const nn::StateDict& sd) {
+    for (int i = 0; i < 150; ++i) {
+      try {
+        nn::save_safetensors(path, sd);
+      } catch (const std::exception& e) {
+        note(std::string("save: ") + e.what());
+      }
+    }
+  };
+  std::thread reader([&] {
+    int reads = 0;
+    while (writing || reads == 0) {
+      if (!std::filesystem::exists(path)) continue;
+      try {
+        if (!is_a_or_b(nn::load_safetensors(path, "CPU"))) note("a read saw neither state dict");
+        ++reads;
+      } catch (const std::exception& e) {
+        note(std::string("load: ") + e.what());
+      }
+    }
+  });
+  std::thread wa(writer, std::cref(a)), wb(writer, std::cref(b));
+  wa.join();
+  wb.join();
+  writing = false;
+  reader.join();
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problems, the first: " << problems.front();
+  EXPECT_TRUE(is_a_or_b(nn::load_safetensors(path, "CPU")));
+  const std::string name = std::filesystem::path(path).filename().string();
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+    EXPECT_FALSE(e.path().filename().string().starts_with(name + "."))
+        << "left behind: " << e.path();
   std::filesystem::remove(path);
 }

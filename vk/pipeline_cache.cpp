@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <system_error>
+#include <thread>
 
 #include <unistd.h>
 
@@ -60,6 +62,7 @@ PipelineCache::PipelineCache(VkDevice device, const Capabilities& caps, bool per
   }
   check(r, "vkCreatePipelineCache");
   cache_ = UniquePipelineCache(device_, cache);
+  loaded_bytes_ = loaded_.size();
 }
 
 PipelineCache::~PipelineCache() {
@@ -71,6 +74,7 @@ PipelineCache::~PipelineCache() {
 
 bool PipelineCache::save() {
   if (!persistent_) return false;
+  std::lock_guard lock(save_mu_);
   size_t size = 0;
   check(vkGetPipelineCacheData(device_, cache_.get(), &size, nullptr), "vkGetPipelineCacheData");
   if (size == 0) return false;
@@ -80,8 +84,11 @@ bool PipelineCache::save() {
   data.resize(size);
   if (data == loaded_) return false;
   // Write then rename, so a concurrent reader sees the old file or the new one, never half of one.
+  // The temp name is this process's, thread's and save's own: two writers never share one.
+  static std::atomic<uint64_t> serial{0};
   std::filesystem::path tmp = path_;
-  tmp += fmt::format(".{}.tmp", ::getpid());
+  tmp += fmt::format(".{}.{}.{}.tmp", ::getpid(),
+                     std::hash<std::thread::id>{}(std::this_thread::get_id()), serial++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data.data()),

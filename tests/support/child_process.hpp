@@ -1,0 +1,43 @@
+// Runs this test binary again as a child process with only some tests and extra environment
+// variables: for what only a fresh process shows (what it reads from a disk cache, what it
+// leaves there at exit).
+#pragma once
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace vkg::test {
+
+// The child's exit status, or -1 if it could not be started or did not exit normally. Its output
+// goes to `log` (a file) when one is named, else to this process's.
+inline int run_child(const std::string& gtest_filter, const std::vector<std::string>& extra_env,
+                     const std::string& log = {}) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", filter = "--gtest_filter=" + gtest_filter;
+  char* argv[] = {exe.data(), filter.data(), nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!log.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  }
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+}  // namespace vkg::test
