@@ -39,9 +39,9 @@ Tensor zeros_state(const Tensor& p) {
   return Tensor::zeros(p.shape(), p.dtype(), p.device()).clone().realize();
 }
 
-// A realized 0-d float32 1 on the parameters' device, a state to multiply in place.
-Tensor one_state(const std::vector<Tensor>& params) {
-  return Tensor::ones({}, dtypes::float32, params.empty() ? default_device() : params[0].device())
+// A realized float32 (1, 1) on the parameters' device, a state to multiply in place.
+Tensor ones_state(const std::vector<Tensor>& params) {
+  return Tensor::ones({2}, dtypes::float32, params.empty() ? default_device() : params[0].device())
       .clone()
       .realize();
 }
@@ -128,8 +128,7 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
       eps_(eps),
       weight_decay_(weight_decay),
       decoupled_(decoupled),
-      beta1_t_(one_state(this->params())),
-      beta2_t_(one_state(this->params())) {
+      betas_t_(ones_state(this->params())) {
   const char* who = decoupled ? "AdamW" : "Adam";
   check_range(beta1, 0.0, 1.0 - 1e-12, who, "beta1");
   check_range(beta2, 0.0, 1.0 - 1e-12, who, "beta2");
@@ -142,12 +141,12 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
 }
 
 void Adam::begin_step(std::vector<Tensor>& states) {
-  beta1_t_.assign(beta1_t_ * beta1_);
-  beta2_t_.assign(beta2_t_ * beta2_);
-  states.push_back(beta1_t_);
-  states.push_back(beta2_t_);
-  step_size_ = lr_tensor() / (1.0 - beta1_t_);
-  bias_correction2_sqrt_ = (1.0 - beta2_t_).sqrt();
+  // (beta1, beta2) as a constant pair: where i is 0, beta1, else beta2.
+  const Tensor i = Tensor::arange(0, 2, 1, betas_t_.device());
+  betas_t_.assign(betas_t_ * i.eq(0).where(beta1_, beta2_).cast(dtypes::float32));
+  states.push_back(betas_t_);
+  step_size_ = lr_tensor() / (1.0 - betas_t_[0]);
+  bias_correction2_sqrt_ = (1.0 - betas_t_[1]).sqrt();
 }
 
 Tensor Adam::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {

@@ -88,8 +88,9 @@ class Adam : public Optimizer {
   double beta1_, beta2_, eps_, weight_decay_;
   bool decoupled_;
   std::vector<Tensor> m_, v_;
-  Tensor beta1_t_,
-      beta2_t_;  // beta^t on the device, multiplied in place each step (as tinygrad's b1_t)
+  // (beta1^t, beta2^t) on the device, multiplied in place each step (as tinygrad's b1_t, b2_t):
+  // one tensor, so that advancing both is one kernel.
+  Tensor betas_t_;
   std::optional<Tensor> step_size_, bias_correction2_sqrt_;  // lr / (1 - beta1^t), sqrt(1 - beta2^t)
 };
 
