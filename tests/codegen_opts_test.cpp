@@ -301,13 +301,15 @@ TEST_F(Opts, LavapipeHeuristicsTileConvolutionsAndTheirWeightGradients) {
 TEST_F(Opts, LavapipeHeuristicsTileASingleChannelWeightGradientByWholeTaps) {
   const DeviceTraits cpu = lavapipe_traits();
   const int64_t batch = 3, width = 37, taps = 5, cout = 16, out_w = width - taps + 1;
-  const std::vector<float> x = ints(batch * width, 7, 11, 5), dy = ints(batch * cout * out_w, 3, 7, 3);
+  const std::vector<float> x = ints(batch * width, 7, 11, 5),
+                           dy = ints(batch * cout * out_w, 3, 7, 3);
   std::vector<float> dw(size_t(cout * taps), 0);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t co = 0; co < cout; ++co)
       for (int64_t k = 0; k < taps; ++k)
         for (int64_t i = 0; i < out_w; ++i)
-          dw[size_t(co * taps + k)] += dy[size_t((b * cout + co) * out_w + i)] * x[size_t(b * width + i + k)];
+          dw[size_t(co * taps + k)] +=
+              dy[size_t((b * cout + co) * out_w + i)] * x[size_t(b * width + i + k)];
   // windows[b, k, i] = x[b, i + k]
   const Tensor windows = Tensor(x, {batch, 1, width})
                              .expand({batch, taps, width})
@@ -315,11 +317,77 @@ TEST_F(Opts, LavapipeHeuristicsTileASingleChannelWeightGradientByWholeTaps) {
                              .pad({{0, 0}, {0, taps}})
                              .reshape({batch, taps, width + 1})
                              .shrink({{0, batch}, {0, taps}, {0, out_w}});
-  const Tensor g = (Tensor(dy, {batch, cout, 1, out_w}) * windows.reshape({batch, 1, taps, out_w})).sum({0, 3});
+  const Tensor g =
+      (Tensor(dy, {batch, cout, 1, out_w}) * windows.reshape({batch, 1, taps, out_w})).sum({0, 3});
   const Lowered bwd = lowered(g, {}, &cpu);
   EXPECT_NE(bwd.describe.find("amount=5)"), std::string::npos) << bwd.describe;
   EXPECT_EQ(bwd.describe.find("SHUFFLE"), std::string::npos) << bwd.describe;
   EXPECT_EQ(agree(bwd), dw);
+}
+
+// A padded convolution on channels-last operands (what conv2d's convolve makes of one with
+// channels in fours): its 5-wide kernel rows take no unroll, so the channels do (UNROLL on an
+// outer reduce axis), and each lane reads four channels of a padded window as one masked vec4
+// load (the four share the window's mask). Against the direct loop.
+TEST_F(Opts, LavapipeHeuristicsUnrollTheChannelsOfAChannelsLastPaddedConv) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t batch = 8, cin = 8, side = 6, taps = 5, cout = 8, pad = 2;
+  const std::vector<float> x = ints(batch * cin * side * side, 7, 11, 5),
+                           w = ints(cout * cin * taps * taps, 5, 13, 6);
+  // Channels-last host data (uploads, so that the kernel reads them), viewed as (N, C, H, W) and
+  // (Co, Ci, Kh, Kw): convolve's own channels-last copies are then no-ops.
+  auto nhwc = [](const std::vector<float>& v, int64_t n, int64_t c, int64_t hw) {
+    std::vector<float> out(v.size());
+    for (int64_t a = 0; a < n; ++a)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t p = 0; p < hw; ++p)
+          out[size_t((a * hw + p) * c + ch)] = v[size_t((a * c + ch) * hw + p)];
+    return out;
+  };
+  const Tensor xs =
+      Tensor(nhwc(x, batch, cin, side * side), {batch, side, side, cin}).permute({0, 3, 1, 2});
+  const Tensor ws =
+      Tensor(nhwc(w, cout, cin, taps * taps), {cout, taps, taps, cin}).permute({0, 3, 1, 2});
+  std::vector<float> want(size_t(batch * cout * side * side), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t co = 0; co < cout; ++co)
+      for (int64_t y = 0; y < side; ++y)
+        for (int64_t i = 0; i < side; ++i)
+          for (int64_t ci = 0; ci < cin; ++ci)
+            for (int64_t ky = 0; ky < taps; ++ky)
+              for (int64_t kx = 0; kx < taps; ++kx) {
+                const int64_t iy = y + ky - pad, ix = i + kx - pad;
+                if (iy < 0 || iy >= side || ix < 0 || ix >= side) continue;
+                want[size_t(((b * cout + co) * side + y) * side + i)] +=
+                    w[size_t(((co * cin + ci) * taps + ky) * taps + kx)] *
+                    x[size_t(((b * cin + ci) * side + iy) * side + ix)];
+              }
+  const Lowered conv = lowered(xs.conv2d(ws, {}, {.padding = pad}), {}, &cpu);
+  EXPECT_NE(conv.describe.find("UNROLL"), std::string::npos) << conv.describe;
+  int masked_vec4_loads = 0;
+  for (const UOpPtr& u : conv.program.uops)
+    if (u->op == Ops::LOAD && u->dtype.count == 4 && u->src.size() == 2 &&
+        u->src[0]->src.size() == 3)
+      ++masked_vec4_loads;
+  EXPECT_GT(masked_vec4_loads, 0) << conv.describe;
+  EXPECT_EQ(agree(conv), want);
+}
+
+// Elementwise kernels take 4 elements per invocation when there are enough invocations, though
+// the last axis is short: a per-channel term broadcast over 20x20 images (BatchNorm's backward
+// shape) is then computed once per 4 elements.
+TEST_F(Opts, LavapipeHeuristicsUpcastElementwiseKernelsWithShortRows) {
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t batch = 4, channels = 8, pixels = 400;
+  const std::vector<float> x = ints(batch * channels * pixels, 7, 11, 5),
+                           v = ints(channels, 3, 7, 0);
+  const Tensor y =
+      Tensor(x, {batch, channels, pixels}) * (Tensor(v, {1, channels, 1}) + 1).abs().sqrt();
+  const Lowered e = lowered(y, {}, &cpu);
+  EXPECT_NE(e.describe.find("UPCAST"), std::string::npos) << e.describe;
+  agree(e);
 }
 
 // STAGE: classic shared-memory tiling (what GPUs want): a 2-D workgroup of 4x4 invocations, each
