@@ -31,6 +31,20 @@ std::pair<Tensor, Tensor> batch(int step) {
   return {Tensor(x, {16, 64}), Tensor(y, {16})};
 }
 
+// One Adam step of `net` on (images, labels), the BatchNorm statistics and the loss in its
+// schedule: the function both tests run eagerly and through the JIT.
+auto adam_step(Mlp& net, nn::Adam& adam) {
+  return [&net, &adam](const std::vector<Tensor>& in) {
+    adam.zero_grad();
+    Tensor loss = net(in[0]).sparse_categorical_crossentropy(in[1]);
+    loss.backward();
+    std::vector<Tensor> extra = net.bn.buffers();
+    extra.push_back(loss);
+    adam.step(extra);
+    return std::vector<Tensor>{loss};
+  };
+}
+
 struct TrainingRun {
   std::vector<float> losses;
   std::vector<float> weights;  // l2.weight after the last step
@@ -42,15 +56,7 @@ TrainingRun train(bool jit, int steps) {
   std::vector<Tensor> params = net.parameters();
   for (Tensor& p : params) p.realize();
   nn::Adam adam(params, 0.01);
-  auto step = [&](const std::vector<Tensor>& in) {
-    adam.zero_grad();
-    Tensor loss = net(in[0]).sparse_categorical_crossentropy(in[1]);
-    loss.backward();
-    std::vector<Tensor> extra = net.bn.buffers();
-    extra.push_back(loss);
-    adam.step(extra);
-    return std::vector<Tensor>{loss};
-  };
+  auto step = adam_step(net, adam);
   Jit jitted(step);
   TrainingRun run;
   Tensor::training = true;
@@ -89,15 +95,7 @@ TEST(JitTraining, FiveHundredStepsKeepDeviceMemoryFlat) {
     Tensor::manual_seed(2);
     Mlp net;
     nn::Adam adam(net.parameters(), 0.01);
-    auto step = [&](const std::vector<Tensor>& in) {
-      adam.zero_grad();
-      Tensor loss = net(in[0]).sparse_categorical_crossentropy(in[1]);
-      loss.backward();
-      std::vector<Tensor> extra = net.bn.buffers();
-      extra.push_back(loss);
-      adam.step(extra);
-      return std::vector<Tensor>{loss};
-    };
+    auto step = adam_step(net, adam);
     Jit jitted(step);
     Tensor::training = true;
     int64_t at_100 = 0;

@@ -87,9 +87,13 @@ void Queue::begin_recording() {
   } else {
     recording_ = make_batch();
   }
+  begin_batch(VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+}
+
+void Queue::begin_batch(VkCommandBufferUsageFlags usage) {
   VkCommandBufferBeginInfo begin =
       structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  begin.flags = usage;
   VkResult r = vkBeginCommandBuffer(recording_->cmd, &begin);
   if (r != VK_SUCCESS) {
     recording_.reset();
@@ -186,9 +190,10 @@ void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> 
     // An empty buffer still binds a few bytes of its (256-byte) capacity: ranges must be > 0.
     const VkDeviceSize range = std::max<VkDeviceSize>(b.size(), 4);
     if (range > max_range)
-      throw Error(fmt::format("program '{}': buffer {} of {} bytes exceeds maxStorageBufferRange "
-                              "({} bytes); bind it by device address",
-                              program.name(), i, b.size(), max_range));
+      throw Error(
+          fmt::format("program '{}': buffer {} of {} bytes exceeds maxStorageBufferRange "
+                      "({} bytes); bind it by device address",
+                      program.name(), i, b.size(), max_range));
     bound_infos_[i] = {b.handle(), b.offset(), range};
     VkWriteDescriptorSet& w = bound_writes_[i];
     w = structure<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
@@ -274,16 +279,7 @@ void Queue::begin_capture() {
   recording_ = make_batch();
   // Not one-time-submit: replays submit it again. Replays never overlap (each waits for the one
   // before, see replay()), so no simultaneous-use either.
-  VkCommandBufferBeginInfo begin =
-      structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  VkResult r = vkBeginCommandBuffer(recording_->cmd, &begin);
-  if (r != VK_SUCCESS) {
-    recording_.reset();
-    throw_result(r, "vkBeginCommandBuffer");
-  }
-  record_barrier(recording_->cmd, kSubmissionStart);
-  hazards_.reset();
-  bound_ = VK_NULL_HANDLE;
+  begin_batch(0);
   capturing_ = true;
 }
 

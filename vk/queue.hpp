@@ -125,6 +125,8 @@ class Queue {
 
  private:
   void begin_recording();
+  // Begins recording_'s command buffer with `usage` and resets the state a new batch starts from.
+  void begin_batch(VkCommandBufferUsageFlags usage);
   std::unique_ptr<Batch> make_batch();
   void retire_completed();
   void before_command(std::span<const BufferUse> uses, std::string_view label);
@@ -140,7 +142,7 @@ class Queue {
   std::deque<std::unique_ptr<Batch>> in_flight_;
   std::vector<std::unique_ptr<Batch>> idle_;
   HazardTracker hazards_;
-  std::vector<Range> ranges_;  // scratch, reused by every command
+  std::vector<Range> ranges_;                        // scratch, reused by every command
   std::vector<VkDescriptorBufferInfo> bound_infos_;  // scratch for push descriptors
   std::vector<VkWriteDescriptorSet> bound_writes_;
   VkPipeline bound_ = VK_NULL_HANDLE;
