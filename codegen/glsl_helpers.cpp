@@ -166,9 +166,15 @@ std::string exp2_body(DType d) {
 std::string fdiv_body(DType d) {
   // Vulkan allows 2.5 ulp for a / b, and Lavapipe computes x / c for a constant c as x * (1 / c)
   // (var() of 1..4 gave 1.6666667). Here a and b are scaled by powers of two to [1, 2); their
-  // quotient q is corrected once by the remainder ma - q * mb, computed exactly with Dekker's
-  // product (not fma: Vulkan lets a driver split fma into a multiply and an add, and Lavapipe
-  // does), which makes a q within 1.5 ulp correctly rounded; then scaled back exactly. Zeros,
+  // quotient q is corrected by the remainder ma - q * mb, computed exactly with Dekker's product
+  // (not fma: Vulkan lets a driver split fma into a multiply and an add, and Lavapipe does).
+  // One Newton step brings q within an ulp but can round the wrong way when the quotient lies
+  // next to a midpoint between two floats (4 / 0.49999997 gave 8, not 8.000001), so the
+  // remainder of the corrected q decides the last step: q moves one ulp when the remainder is
+  // more than half an ulp times mb. No quotient is ever exactly a midpoint (a 25-bit odd
+  // significand times mb has more than 24 bits), and the remainder and the half-ulp bound are
+  // multiples of an ulp of the bound apart, so the rounded comparison is exact. Then q is scaled
+  // back exactly. Zeros,
   // infinities and nan are decided by the bits, as IEEE says: Lavapipe's a / b gave tiny
   // numbers for x / +-0 and 0 for 0 / 0. Quotients outside the normal range keep the device's
   // a / b. `precise` keeps the compiler from reassociating or contracting the steps.
@@ -222,17 +228,32 @@ std::string fdiv_body(DType d) {
   k += int((ua >> 23) & 0xffu) - int((ub >> 23) & 0xffu);
   float ma = uintBitsToFloat((ua & 0x807fffffu) | 0x3f800000u);
   float mb = uintBitsToFloat((ub & 0x807fffffu) | 0x3f800000u);)";
+  // r<n> = ma - q * mb exactly (while q * mb is within 2x of ma), from Dekker's split of q.
+  const auto remainder = [&](int n) {
+    return fmt::format(
+        "precise {0} cq{1} = {2} * q, qh{1} = cq{1} - (cq{1} - q), ql{1} = q - qh{1};\n"
+        "  precise {0} p{1} = q * mb;\n"
+        "  precise {0} e{1} = ((qh{1} * bh - p{1}) + qh{1} * bl + ql{1} * bh) + ql{1} * bl;\n"
+        "  precise {0} r{1} = (ma - p{1}) - e{1};",
+        t, n, split);
+  };
   const std::string pow2 = dbl ? "packDouble2x32(uvec2(0u, uint(k + 1023) << 20))"
                                : "uintBitsToFloat(uint(k + 127) << 23)";
   return fmt::format(R"(precise {0} plain = a / b;
   {1}
-  precise {0} q = ma / mb;
-  precise {0} cq = {2} * q, qh = cq - (cq - q), ql = q - qh;
+  ma = abs(ma);
+  mb = abs(mb);
   precise {0} cb = {2} * mb, bh = cb - (cb - mb), bl = mb - bh;
-  precise {0} p = q * mb;
-  precise {0} e = ((qh * bh - p) + qh * bl + ql * bh) + ql * bl;
-  precise {0} r = (ma - p) - e;
-  q = q + r * ({0}(1) / mb);
+  precise {0} q = ma / mb;
+  {8}
+  q = q + r0 * ({0}(1) / mb);
+  // q is in [0.5, 2]: the ulps above and below it.
+  precise {0} up = q >= {0}(1) ? {9} : {10}, down = q > {0}(1) ? {9} : {10};
+  if (q == {0}(0.5)) down *= {0}(0.5);
+  {11}
+  if (r1 > up * mb * {0}(0.5)) q += up;
+  else if (-r1 > down * mb * {0}(0.5)) q -= down;
+  if (sign != 0u) q = -q;
   if (k == {4}) {{
     q *= {0}(2);
     k = {5};
@@ -240,7 +261,9 @@ std::string fdiv_body(DType d) {
   if (k < {6} || k > {5}) return plain;
   precise {0} scaled = q * {3};
   return abs(scaled) >= {7} ? scaled : plain;)",
-                     t, classify, split, pow2, max_exp + 1, max_exp, 1 - max_exp, min_normal);
+                     t, classify, split, pow2, max_exp + 1, max_exp, 1 - max_exp, min_normal,
+                     remainder(0), dbl ? "2.220446049250313e-16lf" : "1.1920929e-07f",
+                     dbl ? "1.1102230246251565e-16lf" : "5.9604645e-08f", remainder(1));
 }
 
 std::string sin_body(DType d) {
