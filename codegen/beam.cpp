@@ -191,8 +191,17 @@ std::vector<Opt> beam_actions(const Kernel& k, const DeviceTraits& traits) {
   const int64_t outputs = product_of(k, {AxisKind::Upcast, AxisKind::Shuffle});
   const int64_t unrolled = outputs * product_of(k, {AxisKind::Unroll});
   const bool has_local = locals > 1;
+  // The lowerer takes a SHUFFLE axis only in a workgroup of exactly one subgroup with no GROUP
+  // axes and no STAGE (lower_kernel): offering SHUFFLE elsewhere, or after it LOCAL, GROUP,
+  // STAGE or an UPCAST that shrinks the workgroup, would only add candidates that fail to lower.
+  const bool shuffled = k.shuffle_axis() >= 0;
+  const bool shuffle_fits = !shuffled && !k.staged() && product_of(k, {AxisKind::Group}) == 1 &&
+                            locals == traits.shuffle_lanes;
   std::vector<Opt> out;
   auto add = [&](OptOp op, int axis, int64_t amount) {
+    if (shuffled && (op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::STAGE ||
+                     k.kinds()[size_t(axis)] == AxisKind::Local))
+      return;
     const Opt o{op, axis, amount};
     if (std::find(out.begin(), out.end(), o) == out.end() && applies(k, o)) out.push_back(o);
   };
@@ -202,7 +211,7 @@ std::vector<Opt> beam_actions(const Kernel& k, const DeviceTraits& traits) {
       case AxisKind::Global:
         for (int64_t n : kLocalAmounts)
           if (locals * n <= traits.max_workgroup_invocations) add(OptOp::LOCAL, a, n);
-        if (traits.shuffle_lanes > 0 && outputs * traits.shuffle_lanes <= kMaxOutputs &&
+        if (shuffle_fits && outputs * traits.shuffle_lanes <= kMaxOutputs &&
             unrolled * traits.shuffle_lanes <= kMaxUnrolled)
           add(OptOp::SHUFFLE, a, traits.shuffle_lanes);
         [[fallthrough]];

@@ -150,14 +150,49 @@ TEST(BeamActions, EveryActionAppliesAndEachOptKindIsTried) {
   EXPECT_GT(kinds[size_t(OptOp::UPCAST)], 0);
   EXPECT_GT(kinds[size_t(OptOp::UNROLL)], 0);
   EXPECT_GT(kinds[size_t(OptOp::GROUP)], 0);
-  EXPECT_GT(kinds[size_t(OptOp::SHUFFLE)], 0);
-  // STAGE needs an unroll axis and local axes first.
+  // SHUFFLE needs a workgroup of one subgroup first (below); STAGE an unroll axis and locals.
   Kernel staged = base;
   staged.apply({OptOp::LOCAL, 0, 4});  // (16, 64, 4, 64): G G L R
   staged.apply({OptOp::UNROLL, 3, 8});
   bool has_stage = false;
   for (const Opt& o : beam_actions(staged, traits)) has_stage |= o.op == OptOp::STAGE;
   EXPECT_TRUE(has_stage);
+}
+
+// The lowerer takes a SHUFFLE axis only in a workgroup of exactly one subgroup, without GROUP
+// axes or STAGE: the actions offer SHUFFLE only there and nothing that breaks it after, so every
+// action on the way lowers (a candidate that fails to lower costs a search its compile slot).
+TEST(BeamActions, ShuffleIsOfferedOnlyWhereItLowersAndEveryActionLowers) {
+  const Tensor c =
+      Tensor(ints(64 * 64, 7, 11, 5), {64, 64}).matmul(Tensor(ints(64 * 64, 5, 9, 4), {64, 64}));
+  const ScheduleItem item = create_schedule({c.node()}).items.back();
+  const Kernel base(item.ast);
+  DeviceTraits traits;
+  traits.shuffle_lanes = 8;
+  traits.max_workgroup_invocations = 256;
+  const auto has = [&](const Kernel& k, OptOp op) {
+    const std::vector<Opt> actions = beam_actions(k, traits);
+    return std::any_of(actions.begin(), actions.end(), [&](const Opt& o) { return o.op == op; });
+  };
+  Kernel one_subgroup = base;
+  one_subgroup.apply({OptOp::LOCAL, 1, 8});  // (64, 8, 8, 64): G G L R
+  Kernel shuffled = one_subgroup;
+  shuffled.apply({OptOp::SHUFFLE, 0, 8});
+  Kernel two_subgroups = one_subgroup;
+  two_subgroups.apply({OptOp::LOCAL, 0, 2});
+  EXPECT_FALSE(has(base, OptOp::SHUFFLE));
+  EXPECT_TRUE(has(one_subgroup, OptOp::SHUFFLE));
+  EXPECT_FALSE(has(two_subgroups, OptOp::SHUFFLE));
+  for (OptOp op : {OptOp::LOCAL, OptOp::GROUP, OptOp::SHUFFLE}) EXPECT_FALSE(has(shuffled, op));
+  EXPECT_TRUE(has(shuffled, OptOp::UPCAST));
+  for (const Kernel* k : std::array<const Kernel*, 4>{&base, &one_subgroup, &shuffled, &two_subgroups}) {
+    SCOPED_TRACE(k->describe());
+    for (const Opt& o : beam_actions(*k, traits)) {
+      Kernel next = *k;
+      next.apply(o);
+      EXPECT_NO_THROW(lower_kernel(next, buffer_counts(item), traits)) << o.str();
+    }
+  }
 }
 
 TEST(BeamActions, OptsRoundTripThroughTextAndMalformedTextIsRejected) {
