@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -86,40 +87,23 @@ class Search {
   double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
   // Lowers and compiles the candidates in parallel, then times them one by one. Candidates
-  // already seen, or that fail, come back untimed. Past the deadline, only `must` candidates
-  // (the starting ones) are compiled and timed.
+  // already seen, or that fail, come back untimed; of two in one call that end in the same
+  // program the earlier is timed (the heuristics' kernel before the plain one it equals).
+  // Past the deadline, only `must` candidates (the starting ones) are compiled and timed.
   std::vector<Entry> evaluate(const std::vector<std::vector<Opt>>& candidates, bool must) {
+    std::vector<std::optional<Program>> programs(candidates.size());
+    parallel_for(candidates.size(), [&](size_t i) {
+      if (!must && past_deadline()) return;
+      Kernel k = base_;
+      for (const Opt& o : candidates[i]) k.apply(o);
+      programs[i] = lower_kernel(k, counts_, traits_);
+    });
+    for (std::optional<Program>& p : programs)
+      if (p && !first_time(*p)) p.reset();
     std::vector<std::unique_ptr<BeamCandidate>> compiled(candidates.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next++) < candidates.size();) {
-        if (!must && past_deadline()) continue;
-        try {
-          Kernel k = base_;
-          for (const Opt& o : candidates[i]) k.apply(o);
-          const Program p = lower_kernel(k, counts_, traits_);
-          if (!first_time(p)) continue;
-          compiled[i] = device_.compile(p);
-        } catch (const std::exception& e) {
-          ++failed_;  // an opt the lowerer, renderer or device rejects: not a candidate
-          if (options_.debug >= 4) {
-            std::lock_guard lock(mu_);
-            std::printf("beam candidate %s failed: %s\n", opts_str(candidates[i]).c_str(),
-                        e.what());
-          }
-        } catch (...) {
-          ++failed_;
-        }
-      }
-    };
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    const size_t n_threads =
-        std::min(candidates.size(), size_t(options_.threads > 0 ? unsigned(options_.threads) : hw));
-    std::vector<std::thread> threads;
-    for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
-    work();
-    for (std::thread& t : threads) t.join();
-
+    parallel_for(candidates.size(), [&](size_t i) {
+      if (programs[i] && (must || !past_deadline())) compiled[i] = device_.compile(*programs[i]);
+    });
     std::vector<Entry> out;
     for (size_t i = 0; i < candidates.size(); ++i) {
       Entry e{candidates[i], kUntimed};
@@ -136,6 +120,35 @@ class Search {
   bool timed_out() const { return timed_out_; }
 
  private:
+  // fn(0) .. fn(n - 1) on up to `threads` threads; a throw is a candidate the lowerer, renderer
+  // or device rejects, counted as failed and otherwise ignored.
+  template <class Fn>
+  void parallel_for(size_t n, Fn&& fn) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < n;) {
+        try {
+          fn(i);
+        } catch (const std::exception& e) {
+          ++failed_;
+          if (options_.debug >= 4) {
+            std::lock_guard lock(mu_);
+            std::printf("beam candidate failed: %s\n", e.what());
+          }
+        } catch (...) {
+          ++failed_;
+        }
+      }
+    };
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    const size_t n_threads =
+        std::min(n, size_t(options_.threads > 0 ? unsigned(options_.threads) : hw));
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+  }
+
   bool first_time(const Program& p) {
     std::string key = to_string(p);
     for (int64_t d : p.global_size) key += " " + std::to_string(d);
