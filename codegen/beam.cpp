@@ -255,16 +255,23 @@ BeamResult beam_search(const Kernel& base, const std::vector<Opt>& heuristic,
                        const std::vector<int64_t>& counts, const DeviceTraits& traits,
                        const BeamOptions& options, BeamDevice& device) {
   Search search(base, counts, traits, options, device);
-  // The heuristics' kernel first: when it and the plain kernel lower to the same program, the
-  // one timing is the heuristics'. Then the heuristics' choice cut short after each opt, so
-  // that the beam can revise its later choices (the rows of a matmul tile, the unroll) without
-  // climbing from the plain kernel, whose neighbours are the slowest runs of all.
-  std::vector<std::vector<Opt>> seeds{heuristic, {}};
-  for (size_t n = heuristic.size(); n-- > 1;)
-    seeds.emplace_back(heuristic.begin(), heuristic.begin() + std::ptrdiff_t(n));
-  std::vector<Entry> start = search.evaluate(seeds, /*must=*/true);
+  // The heuristics' kernel first, timed whatever the clock says: when it and the plain kernel
+  // lower to the same program, the one timing is the heuristics'. Then the heuristics' choice
+  // cut short after each opt, longest first, so that the beam can revise its later choices (the
+  // rows of a matmul tile, the unroll) without climbing from the plain kernel, whose neighbours
+  // are the slowest runs of all; the plain kernel last. Those are timed within the time limit
+  // only: a big convolution's plain kernel runs for seconds on Lavapipe, and timing it first
+  // left no time for a single beam step.
+  std::vector<Entry> start = search.evaluate({heuristic}, /*must=*/true);
   BeamResult result;
   result.heuristic_ns = start[0].ns;
+  std::vector<std::vector<Opt>> seeds;
+  for (size_t n = heuristic.size(); n-- > 1;)
+    seeds.emplace_back(heuristic.begin(), heuristic.begin() + std::ptrdiff_t(n));
+  seeds.emplace_back();
+  // The plain kernel must run when the heuristics' kernel did not.
+  const bool must = start[0].ns == kUntimed;
+  for (Entry& e : search.evaluate(seeds, must)) start.push_back(std::move(e));
   std::vector<Entry> beam = best_of(start, options.width);
   if (beam.empty())
     throw Error("BEAM: neither the heuristics' kernel nor the plain one of " + base.name() +
