@@ -269,9 +269,13 @@ BeamResult beam_search(const Kernel& base, const std::vector<Opt>& heuristic,
   for (size_t n = heuristic.size(); n-- > 1;)
     seeds.emplace_back(heuristic.begin(), heuristic.begin() + std::ptrdiff_t(n));
   seeds.emplace_back();
-  // The plain kernel must run when the heuristics' kernel did not.
+  // The plain kernel must run when the heuristics' kernel did not. Where the heuristics' kernel
+  // alone takes a good part of the limit, the seeds (each slower, most often) would take the
+  // rest: the search grows the heuristics' kernel instead.
   const bool must = start[0].ns == kUntimed;
-  for (Entry& e : search.evaluate(seeds, must)) start.push_back(std::move(e));
+  const double seeds_s = start[0].ns * 1e-9 * double(seeds.size());
+  if (must || 4 * seeds_s < options.timeout_s)
+    for (Entry& e : search.evaluate(seeds, must)) start.push_back(std::move(e));
   std::vector<Entry> beam = best_of(start, options.width);
   if (beam.empty())
     throw Error("BEAM: neither the heuristics' kernel nor the plain one of " + base.name() +

@@ -1,7 +1,8 @@
 // BEAM search, as tinygrad's BEAM=n: instead of the heuristics' opts, try many and keep the
 // fastest as measured on the device. The beam starts from the heuristics' choice (so the search
 // never does worse than the heuristics), that choice cut short after each of its opts (so it can
-// revise the heuristics' later choices) and the kernel without opts, then grows
+// revise the heuristics' later choices) and the kernel without opts (those two only where the
+// heuristics' kernel is short against the time limit), then grows
 // each of its `width` best kernels by every single opt that applies (LOCAL, UPCAST, UNROLL, GROUP,
 // SHUFFLE, STAGE and a few amounts each), lowers and compiles the new candidates in parallel
 // threads, times them, and keeps the `width` fastest, until no candidate beats the best so far
