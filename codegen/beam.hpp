@@ -6,7 +6,9 @@
 // each of its `width` best kernels by every single opt that applies (LOCAL, UPCAST, UNROLL, GROUP,
 // SHUFFLE, STAGE and a few amounts each), lowers and compiles the new candidates in parallel
 // threads, times them, and keeps the `width` fastest, until no candidate beats the best so far
-// or the time limit passes. Candidates that do not apply, lower or compile are skipped.
+// or the time limit passes. Candidates that do not apply, lower or compile are skipped. The
+// winner then runs in turns with the heuristics' kernel, and replaces it only if faster there:
+// on a shared machine, timings taken minutes apart can differ by more than the opts do.
 //
 // The search knows no device: a BeamDevice compiles a lowered Program and times one run of it.
 // The VK adapter (devices/vk_beam.hpp) times with GPU timestamps on scratch buffers.

@@ -195,6 +195,46 @@ TEST(BeamActions, ShuffleIsOfferedOnlyWhereItLowersAndEveryActionLowers) {
   }
 }
 
+// A machine that was busy while the search timed the heuristics' kernel: its first runs there
+// took 100x as long. Every other candidate is truly twice as slow. The side-by-side duel at the
+// end sees that, and the heuristics' kernel stays the choice.
+TEST(BeamSearch, AWinnerTimedOnABusyMachineMustBeatTheHeuristicsSideBySide) {
+  const Tensor c =
+      Tensor(ints(64 * 64, 7, 11, 5), {64, 64}).matmul(Tensor(ints(64 * 64, 5, 9, 4), {64, 64}));
+  const ScheduleItem item = create_schedule({c.node()}).items.back();
+  const Kernel base(item.ast);
+  DeviceTraits traits;
+  traits.max_workgroup_invocations = 256;
+  const std::vector<Opt> heuristic{{OptOp::UPCAST, 0, 4}};
+  Kernel h = base;
+  h.apply(heuristic[0]);
+  struct Fake : BeamDevice {
+    struct Candidate : BeamCandidate {
+      bool is_heuristic = false;
+    };
+    std::string heuristic_text;
+    int heuristic_runs = 0;
+    std::unique_ptr<BeamCandidate> compile(const Program& p) override {
+      auto out = std::make_unique<Candidate>();
+      out->is_heuristic = to_string(p) == heuristic_text;
+      return out;
+    }
+    double run_ns(BeamCandidate& c) override {
+      if (!static_cast<Candidate&>(c).is_heuristic) return 2000;
+      return ++heuristic_runs <= 3 ? 100000 : 1000;  // busy for the search's runs
+    }
+  } fake;
+  fake.heuristic_text = to_string(lower_kernel(h, buffer_counts(item), traits));
+  BeamOptions options;
+  options.width = 2;
+  options.timeout_s = 5;
+  options.threads = 1;
+  const BeamResult r = beam_search(base, heuristic, buffer_counts(item), traits, options, fake);
+  EXPECT_EQ(opts_to_text(r.opts), opts_to_text(heuristic));
+  EXPECT_EQ(r.ns, 1000);
+  EXPECT_EQ(r.heuristic_ns, 1000);
+}
+
 TEST(BeamActions, OptsRoundTripThroughTextAndMalformedTextIsRejected) {
   const std::vector<Opt> opts{{OptOp::UPCAST, 0, 4}, {OptOp::LOCAL, 1, 8}, {OptOp::STAGE, 3, 8}};
   std::vector<Opt> back;
