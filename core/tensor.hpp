@@ -170,8 +170,45 @@ class Tensor {
   Tensor tanh() const;
   Tensor softplus(double beta = 1.0) const;
   Tensor hardswish() const;
+  Tensor hardtanh(double min = -1.0, double max = 1.0) const;
+  Tensor relu6() const;
+  Tensor hardsigmoid() const;
+  Tensor logsigmoid() const;
+  Tensor softsign() const;
+  Tensor mish() const;
+  Tensor selu() const;
+  Tensor celu(double alpha = 1.0) const;
+  // Inverse trigonometric and hyperbolic functions, and log(1 + x), exp(x) - 1 and log10, to a
+  // few ulps over the whole range (core/tensor_transcendental.cpp says how).
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor log10() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
+  Tensor atanh() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  // atan2(this = y, x), as C and torch: the angle of (x, y), in [-pi, pi].
+  Tensor atan2(const Tensor& x) const;
+  // The result has b's sign bit and this tensor's magnitude (floats; integers promote).
+  Tensor copysign(const Tensor& b) const;
+  // this + weight (end - this), as torch (exact at weight 0 and 1).
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor lerp(const Tensor& end, double weight) const;
+  // log(exp(this) + exp(b)) without overflow.
+  Tensor logaddexp(const Tensor& b) const;
+  // |this - b| <= atol + rtol |b| where both are finite, or equal (so inf matches inf); nan
+  // matches nan only with equal_nan. allclose: every element isclose (a host read).
+  Tensor isclose(const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+                 bool equal_nan = false) const;
+  bool allclose(const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+                bool equal_nan = false) const;
   Tensor clip(Scalarish min, Scalarish max) const;
   Tensor isnan() const;
+  Tensor signbit() const;  // negative or -0 (not nan)
   Tensor isinf() const;
   Tensor isfinite() const;
   Tensor logical_not() const;

@@ -104,11 +104,12 @@ Tensor Tensor::leaky_relu(double negative_slope) const {
   return gt(0).where(*this, *this * negative_slope);
 }
 
-// exp of x where x <= 0, else of 0: the branch that where drops never overflows, so its gradient
-// stays finite; at 0 the exp's branch is taken whole, so elu'(0) is alpha, as torch.
+// expm1 of x where x <= 0, else of 0: the branch that where drops never overflows, so its
+// gradient stays finite; at 0 the expm1's branch is taken whole, so elu'(0) is alpha, as torch.
+// (expm1, not exp - 1: elu(-1e-8) is -1e-8, not 0.)
 Tensor Tensor::elu(double alpha) const {
   const Tensor x = as_float(*this);
-  return x.gt(0).where(x, (x.gt(0).where(0.0, x).exp() - 1.0) * alpha);
+  return x.gt(0).where(x, x.gt(0).where(0.0, x).expm1() * alpha);
 }
 
 Tensor Tensor::gelu() const {
@@ -128,13 +129,44 @@ Tensor Tensor::sigmoid() const {
   return x.ge(0).where(r, e * r);
 }
 
-Tensor Tensor::tanh() const { return (as_float(*this) * 2.0).sigmoid() * 2.0 - 1.0; }
 
 // (max(bx, 0) + log(1 + exp(-|bx|))) / b: the exp never overflows, and a large x gives x. At 0
 // maximum splits its gradient (1/2) and |x|' is 0, so softplus'(0) = 1/2 = sigmoid(0), as torch.
 Tensor Tensor::softplus(double beta) const {
   const Tensor bx = as_float(*this) * beta;
   return (bx.maximum(0.0) + log1p_unit((-bx.abs()).exp())) * (1.0 / beta);
+}
+
+// relu6, hardtanh and hardsigmoid take the constant's branch at their corners, so their
+// gradient there is 0, as torch's hardtanh_backward ((x > lo) and (x < hi)); nan passes.
+Tensor Tensor::hardtanh(double lo, double hi) const {
+  const Tensor x = as_float(*this);
+  return x.le(lo).where(x.scalar_like(lo), x.ge(hi).where(x.scalar_like(hi), x));
+}
+Tensor Tensor::relu6() const { return hardtanh(0.0, 6.0); }
+Tensor Tensor::hardsigmoid() const {
+  const Tensor x = as_float(*this);
+  return x.le(-3.0).where(x.scalar_like(0.0), x.ge(3.0).where(x.scalar_like(1.0), x / 6.0 + 0.5));
+}
+// -softplus(-x): finite for every finite x (log(sigmoid(x)) is -inf below -88).
+Tensor Tensor::logsigmoid() const { return -(-as_float(*this)).softplus(); }
+Tensor Tensor::softsign() const {
+  const Tensor x = as_float(*this);
+  return x / (x.abs() + 1.0);
+}
+Tensor Tensor::mish() const {
+  const Tensor x = as_float(*this);
+  return x * x.softplus().tanh();
+}
+// scale * elu(x, alpha) with torch's constants (Klambauer et al.).
+Tensor Tensor::selu() const {
+  return elu(1.6732632423543772848170429916717) * 1.0507009873554804934193349852946;
+}
+// x above 0, alpha * expm1(x / alpha) at and below: celu'(0) = 1, as torch.
+Tensor Tensor::celu(double alpha) const {
+  if (alpha == 0) throw Error("celu: alpha must not be 0");
+  const Tensor x = as_float(*this);
+  return x.gt(0).where(x, (x.gt(0).where(0.0, x) * (1.0 / alpha)).expm1() * alpha);
 }
 
 Tensor Tensor::hardswish() const {
@@ -153,6 +185,14 @@ Tensor Tensor::clip(Scalarish lo, Scalarish hi) const {
 // ---- predicates ----
 
 Tensor Tensor::isnan() const { return ne(*this); }
+
+// Negative numbers and -0 (1 / -0 is -inf); not nan, whatever its sign bit (GLSL has no
+// portable way to read it, and where it matters torch's results do not depend on it either).
+Tensor Tensor::signbit() const {
+  if (dtype().is_bool()) return Tensor::full(shape(), false, dtypes::bool_, device());
+  if (!dtype().is_float()) return lt(0);
+  return lt(0).logical_or(eq(0).logical_and(reciprocal().lt(0)));
+}
 
 Tensor Tensor::isinf() const {
   if (!dtype().is_float()) return Tensor::full(shape(), false, dtypes::bool_, device());

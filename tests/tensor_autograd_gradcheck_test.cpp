@@ -243,3 +243,56 @@ TEST(AutogradGradcheck, TheRestOfTheOpSurface) {
            x[0].sigmoid().binary_crossentropy(bits) + x[0].mse_loss(probs) + x[0].l1_loss(probs * 3);
   }, {away});
 }
+
+// The small-argument series and the large-argument forms alike: inputs across both sides of
+// every branch boundary (0.25, 0.5, 1, tan(pi/8), tan(3pi/8)), none on one.
+TEST(AutogradGradcheck, TranscendentalFunctions) {
+  const Input wide{{3, 4}, -3.7, 3.3}, unit{{3, 4}, -0.93, 0.97}, above1{{3, 4}, 1.05, 6};
+  gradcheck("log1p, expm1, log10", [](V x) {
+    return x[0].log1p() + x[0].expm1() + (x[0] + 2).log10();
+  }, {unit});
+  gradcheck("sinh, cosh, tanh, asinh, atan", [](V x) {
+    return x[0].sinh() + x[0].cosh() + x[0].tanh() + x[0].asinh() + x[0].atan();
+  }, {wide});
+  gradcheck("acosh", [](V x) { return x[0].acosh(); }, {above1});
+  gradcheck("atanh, asin, acos", [](V x) { return x[0].atanh() + x[0].asin() + x[0].acos(); },
+            {unit});
+  gradcheck("atan2", [](V x) { return x[0].atan2(x[1]); }, {wide, {{3, 4}, -2.9, 3.1}});
+  gradcheck("logaddexp, lerp, copysign", [](V x) {
+    return x[0].logaddexp(x[1]) + x[0].lerp(x[1], x[2]) + x[0].copysign(x[1]);
+  }, {wide, {{3, 4}, -2.9, 3.1}, unit});
+  gradcheck("relu6, hardtanh, hardsigmoid, logsigmoid, softsign, mish, selu, celu", [](V x) {
+    return (x[0] * 2).relu6() + x[0].hardtanh(-1.5, 2) + (x[0] * 2).hardsigmoid() +
+           x[0].logsigmoid() + x[0].softsign() + x[0].mish() + x[0].selu() + x[0].celu(0.7);
+  }, {wide});
+}
+
+// Gradients at the corners follow torch: hardtanh, relu6 and hardsigmoid have gradient 0 at
+// their corners; the odd functions have gradient 1 at +-0; atan2's partials at (0, x) and (y, 0)
+// are 1/x and -1/y; celu'(0) = 1 and selu'(0) = scale * alpha.
+TEST(AutogradGradcheck, CornersFollowTorch) {
+  const auto grad_at = [](std::vector<double> v, const std::function<Tensor(const Tensor&)>& f) {
+    const Tensor x = Tensor(v, {int64_t(v.size())}, "CPU").requires_grad_();
+    f(x).sum().backward();
+    return values(*x.grad());
+  };
+  EXPECT_EQ(grad_at({-1, 1, 0.5}, [](const Tensor& x) { return x.hardtanh(); }),
+            (std::vector<double>{0, 0, 1}));
+  EXPECT_EQ(grad_at({0, 6, 3}, [](const Tensor& x) { return x.relu6(); }),
+            (std::vector<double>{0, 0, 1}));
+  EXPECT_EQ(grad_at({-3, 3, 0}, [](const Tensor& x) { return x.hardsigmoid(); }),
+            (std::vector<double>{0, 0, 1.0 / 6}));
+  for (auto f : {&Tensor::sinh, &Tensor::tanh, &Tensor::asinh, &Tensor::atanh, &Tensor::atan,
+                 &Tensor::asin, &Tensor::log1p, &Tensor::expm1})
+    EXPECT_EQ(grad_at({0.0, -0.0}, [&](const Tensor& x) { return (x.*f)(); }),
+              (std::vector<double>{1, 1}));
+  EXPECT_EQ(grad_at({0.0}, [](const Tensor& x) { return x.cosh(); }), (std::vector<double>{0}));
+  EXPECT_EQ(grad_at({0.0}, [](const Tensor& x) { return x.celu(0.5); }), (std::vector<double>{1}));
+  EXPECT_NEAR(grad_at({0.0}, [](const Tensor& x) { return x.selu(); })[0],
+              1.0507009873554804934193349852946 * 1.6732632423543772848170429916717, 1e-12);
+  const Tensor y = Tensor(std::vector<double>{0, 2}, {2}, "CPU").requires_grad_();
+  const Tensor x = Tensor(std::vector<double>{4, 0}, {2}, "CPU").requires_grad_();
+  y.atan2(x).sum().backward();
+  EXPECT_EQ(values(*y.grad()), (std::vector<double>{0.25, 0}));   // x / (x^2 + y^2)
+  EXPECT_EQ(values(*x.grad()), (std::vector<double>{0, -0.5}));   // -y / (x^2 + y^2)
+}
