@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/symbolic.hpp>
 
 namespace vkg {
 
@@ -219,7 +220,9 @@ void Kernel::apply(const Opt& opt) {
 
 std::string Kernel::name() const {
   std::string n = has_reduce() ? "r" : "E";
-  for (int64_t d : full_shape_) n += "_" + std::to_string(d);
+  // A symbolic size by its variables (E_3_i), as tinygrad names them.
+  for (size_t i = 0; i < full_shape_.size(); ++i)
+    n += "_" + (symbolic() && !sym_full_shape_[i]->is_const() ? render(sym_full_shape_[i]) : std::to_string(full_shape_[i]));
   return full_shape_.empty() ? n + "_" : n;
 }
 

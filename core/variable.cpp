@@ -8,14 +8,14 @@
 
 namespace vkg {
 
-SymInt::SymInt(Plain, int64_t v) : expr_(UOp::const_(dtypes::int32, v)), value_(v) {}
+SymInt::SymInt(Plain, int64_t v) : value_(v) {}
 
 SymInt::SymInt(UOpPtr expr, int64_t value, std::vector<Binding> bindings, bool bound)
     : expr_(simplify(expr)), value_(value), bindings_(std::move(bindings)), bound_(bound) {}
 
 void SymInt::require_bound(std::string_view op) const {
   if (bound_) return;
-  throw Error(std::string(op) + ": variable '" + render(expr_) +
+  throw Error(std::string(op) + ": variable '" + render(expr()) +
               "' has no value: give it one with Variable::bind(value) before using it as a size");
 }
 

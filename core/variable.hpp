@@ -39,9 +39,11 @@ class SymInt {
   SymInt(UOpPtr expr, int64_t value, std::vector<Binding> bindings, bool bound = true);
 
   int64_t value() const { return value_; }
-  const UOpPtr& expr() const { return expr_; }
+  // The expression: a CONST for a plain number (made on demand: braced lists of plain sizes
+  // pass through here on every reshape, and need no node).
+  UOpPtr expr() const { return expr_ ? expr_ : UOp::const_(dtypes::int32, value_); }
   const std::vector<Binding>& bindings() const { return bindings_; }
-  bool is_symbolic() const { return !expr_->is_const(); }
+  bool is_symbolic() const { return expr_ && !expr_->is_const(); }
   bool is_bound() const { return bound_; }
   // Throws vkg::Error naming `op` when this is an unbound variable.
   void require_bound(std::string_view op) const;
@@ -50,7 +52,7 @@ class SymInt {
  private:
   struct Plain {};
   SymInt(Plain, int64_t v);
-  UOpPtr expr_;
+  UOpPtr expr_;  // null for a plain number
   int64_t value_ = 0;
   std::vector<Binding> bindings_;
   bool bound_ = true;
