@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include <vkgrad/codegen/lowerer.hpp>
+#include <vkgrad/core/error.hpp>
 
 namespace vkg {
 
@@ -22,7 +23,8 @@ Program get_program(const ScheduleItem& item, const DeviceTraits& traits, const 
 
 std::vector<Opt> default_opts(const Kernel& kernel, const DeviceTraits& traits,
                               const RunOptions& options) {
-  if (options.noopt) return {};
+  // Symbolic kernels run without opts: a split by a number would need the sizes it divides.
+  if (options.noopt || kernel.symbolic()) return {};
   Kernel k = kernel;
   apply_heuristics(k, traits);
   return std::vector<Opt>(k.applied().begin() + std::ptrdiff_t(kernel.applied().size()),
@@ -39,6 +41,18 @@ std::vector<int64_t> buffer_counts(const ScheduleItem& item) {
   std::vector<int64_t> counts;
   for (const auto& b : item.buffers) counts.push_back(b->count());
   return counts;
+}
+
+std::vector<int64_t> var_values(const Program& program, const ScheduleItem& item) {
+  std::vector<int64_t> out;
+  for (const VarArg& v : program.vars) {
+    auto it = item.var_vals.find(v.name);
+    if (it == item.var_vals.end())
+      throw Error("kernel '" + program.name + "' reads variable '" + v.name +
+                  "', which has no value in this run: bind it (Variable::bind) where the tensor is shaped");
+    out.push_back(it->second);
+  }
+  return out;
 }
 
 std::string to_string(const Program& program) {

@@ -30,6 +30,10 @@ Program lower_kernel(const Kernel& kernel, const std::vector<int64_t>& buffer_co
 // The element count of each buffer of the item, by slot.
 std::vector<int64_t> buffer_counts(const ScheduleItem& item);
 
+// The values of the program's variables (Program::vars order) in this run of the item. Throws
+// vkg::Error naming the kernel and the variable when the item binds none.
+std::vector<int64_t> var_values(const Program& program, const ScheduleItem& item);
+
 // The linear program as the seed notes print it: index, op, dtype, sources by index, arg.
 std::string to_string(const Program& program);
 

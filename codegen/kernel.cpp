@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/symbolic.hpp>
 
 namespace vkg {
 
@@ -53,6 +54,18 @@ Kernel::Kernel(UOpPtr ast) : ast_(std::move(ast)) {
     // Sizes broadcast: 1 stretches to the other size, and that includes 0 (an empty reduce).
     for (size_t i = 0; i < ndim; ++i)
       full_shape_[i] = (full_shape_[i] == 0 || st.shape()[i] == 0) ? 0 : std::max(full_shape_[i], st.shape()[i]);
+  }
+  // Symbolic sizes broadcast the same way: a view's plain 1 stretches to the others' size.
+  for (const auto& [node, st] : views_)
+    if (st.symbolic()) sym_full_shape_.assign(ndim, nullptr);
+  for (const auto& [node, st] : views_) {
+    if (sym_full_shape_.empty()) break;
+    const std::vector<UOpPtr> exprs = st.views().back().shape_exprs();
+    for (size_t i = 0; i < ndim; ++i) {
+      const bool one = exprs[i]->is_const() && exprs[i]->const_int() == 1;
+      if (!sym_full_shape_[i] || (!one && sym_full_shape_[i]->is_const() && sym_full_shape_[i]->const_int() == 1))
+        sym_full_shape_[i] = exprs[i];
+    }
   }
   kinds_.assign(ndim, AxisKind::Global);
   for (int64_t ax : reduce_axes) kinds_[size_t(ax)] = AxisKind::Reduce;
@@ -108,6 +121,11 @@ void Kernel::permute_axes(const std::vector<int64_t>& order) {
     kinds[i] = kinds_[size_t(order[i])];
   }
   for (auto& [node, st] : views_) st = st.permute(order);
+  if (!sym_full_shape_.empty()) {
+    std::vector<UOpPtr> sym(order.size());
+    for (size_t i = 0; i < order.size(); ++i) sym[i] = sym_full_shape_[size_t(order[i])];
+    sym_full_shape_ = std::move(sym);
+  }
   full_shape_ = std::move(shape);
   kinds_ = std::move(kinds);
 }
@@ -115,6 +133,7 @@ void Kernel::permute_axes(const std::vector<int64_t>& order) {
 // Adjacent axes of one kind merge when every view can address the merged axis without a new
 // view: fewer axes mean less index arithmetic (a contiguous 2-D add becomes a 1-D one).
 void Kernel::merge_adjacent() {
+  if (symbolic()) return;  // symbolic axes keep one index each: no division by a variable
   for (int i = int(full_shape_.size()) - 2; i >= 0; --i) {
     if (kinds_[size_t(i)] != kinds_[size_t(i) + 1]) continue;
     std::vector<ShapeTracker> merged;
@@ -164,6 +183,7 @@ void Kernel::apply(const Opt& opt) {
   auto fail = [&](const std::string& why) {
     throw Error("opt " + opt.str() + " does not apply to kernel " + describe() + ": " + why);
   };
+  if (symbolic()) fail("the kernel has symbolic sizes");
   if (opt.axis < 0 || size_t(opt.axis) >= full_shape_.size()) fail("no such axis");
   const AxisKind kind = kinds_[size_t(opt.axis)];
   if (opt.amount <= 0 || full_shape_[size_t(opt.axis)] % opt.amount != 0) fail("the amount does not divide the axis");
@@ -200,7 +220,9 @@ void Kernel::apply(const Opt& opt) {
 
 std::string Kernel::name() const {
   std::string n = has_reduce() ? "r" : "E";
-  for (int64_t d : full_shape_) n += "_" + std::to_string(d);
+  // A symbolic size by its variables (E_3_i), as tinygrad names them.
+  for (size_t i = 0; i < full_shape_.size(); ++i)
+    n += "_" + (symbolic() && !sym_full_shape_[i]->is_const() ? render(sym_full_shape_[i]) : std::to_string(full_shape_[i]));
   return full_shape_.empty() ? n + "_" : n;
 }
 

@@ -59,6 +59,10 @@ class Kernel {
 
   const UOpPtr& ast() const { return ast_; }
   const Shape& full_shape() const { return full_shape_; }
+  // A kernel over symbolic sizes (views with variables) has its shape as expressions too;
+  // full_shape() then holds each size's maximum. Empty for a kernel of plain numbers.
+  const std::vector<UOpPtr>& sym_full_shape() const { return sym_full_shape_; }
+  bool symbolic() const { return !sym_full_shape_.empty(); }
   const std::vector<AxisKind>& kinds() const { return kinds_; }
   const std::vector<Opt>& applied() const { return applied_; }
   bool has_reduce() const;
@@ -73,7 +77,8 @@ class Kernel {
   std::vector<const UOp*> loads() const;
 
   // Applies one opt. Throws vkg::Error naming the opt and the kernel's shape when the axis has
-  // the wrong kind or the amount does not divide it; the kernel is unchanged then.
+  // the wrong kind or the amount does not divide it, or the kernel is symbolic (its sizes are
+  // not known when it is compiled); the kernel is unchanged then.
   void apply(const Opt& opt);
 
   // tinygrad's kernel names: E_ for elementwise kernels, r_ for reductions, then the axis sizes
@@ -89,6 +94,7 @@ class Kernel {
 
   UOpPtr ast_;
   Shape full_shape_;
+  std::vector<UOpPtr> sym_full_shape_;
   std::vector<AxisKind> kinds_;
   std::vector<std::pair<const UOp*, ShapeTracker>> views_;
   std::unordered_map<const UOp*, size_t> view_index_;

@@ -45,7 +45,7 @@ Lowerer::Lowerer(const Kernel& k, const LowerOptions& options) : k_(k) {
         local.push_back(i);
         break;
       case AxisKind::Reduce:
-        axis_idx_[i] = UOp::make(Ops::RANGE, dtypes::int32, {int_const(shape[i])}, int64_t(i));
+        axis_idx_[i] = UOp::make(Ops::RANGE, dtypes::int32, {axis_size(i)}, int64_t(i));
         break;
       case AxisKind::Group:
         group.push_back(i);
@@ -79,7 +79,14 @@ Lowerer::Lowerer(const Kernel& k, const LowerOptions& options) : k_(k) {
   n_local *= group_size_;
   if (local.empty()) {
     // One invocation per output element, in workgroups of a fixed size.
-    unflatten(special("idx0", n_global), global);
+    const UOpPtr idx0 = special("idx0", n_global);
+    unflatten(idx0, global);
+    if (k.symbolic()) {
+      UOpPtr bound = int_const(1);
+      for (size_t i : global) bound = simplify(bound * axis_size(i));
+      if (bound->vmax() >= n_global && bound->vmin() >= n_global) bound = nullptr;  // always all of them
+      if (bound) guard_ = idx0->lt(bound);
+    }
     const int64_t wg = std::max<int64_t>(1, std::min(options.default_workgroup, n_global));
     program_.local_size = {wg, 1, 1};
     program_.global_size = {(n_global + wg - 1) / wg, 1, 1};
@@ -147,6 +154,12 @@ Program Lowerer::run(const std::vector<int64_t>& counts) {
       program_.bytes += counts[size_t(slot)] * u->dtype.base().itemsize();
     }
   program_.flops = estimate_flops();
+  // The variables the kernel reads, by name: the order their values are passed in.
+  for (const UOpPtr& u : program_.uops)
+    if (u->op == Ops::DEFINE_VAR) program_.vars.push_back(u->arg_as<VarArg>());
+  std::sort(program_.vars.begin(), program_.vars.end(),
+            [](const VarArg& a, const VarArg& b) { return a.name < b.name; });
+  program_.vars.erase(std::unique(program_.vars.begin(), program_.vars.end()), program_.vars.end());
   return std::move(program_);
 }
 
@@ -169,7 +182,20 @@ UOpPtr Lowerer::special(const char* name, int64_t size) {
   return UOp::make(Ops::SPECIAL, dtypes::int32, {int_const(size)}, std::string(name));
 }
 
+UOpPtr Lowerer::axis_size(size_t i) const {
+  return k_.symbolic() ? k_.sym_full_shape()[i] : int_const(k_.full_shape()[i]);
+}
+
 void Lowerer::unflatten(const UOpPtr& flat, const std::vector<size_t>& axes) {
+  if (k_.symbolic()) {
+    UOpPtr stride = int_const(1);
+    for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
+      const UOpPtr size = axis_size(*it);
+      axis_idx_[*it] = simplify((flat / stride) % size);
+      stride = simplify(stride * size);
+    }
+    return;
+  }
   int64_t stride = 1;
   for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
     const int64_t size = k_.full_shape()[*it];
@@ -207,7 +233,9 @@ IndexExpr Lowerer::address(const UOp* view_node, const Combo& c, int at_lane) co
     else
       idxs.push_back(int_const(c[i]));
   }
-  return st.expr_idxs(idxs);
+  IndexExpr e = st.expr_idxs(idxs);
+  if (guard_) e.valid = simplify(e.valid->alu(Ops::AND, {guard_}));
+  return e;
 }
 
 UOpPtr Lowerer::indexed(const UOpPtr& global, const UOpPtr& index, const UOpPtr& valid) {
@@ -235,6 +263,7 @@ UOpPtr Lowerer::value_uncached(const UOp* n, const Combo& c) {
       return UOp::make(Ops::LOAD, n->dtype, {idx, UOp::const_(n->dtype, 0)});
     }
     case Ops::CONST: {
+      if (n->src.empty()) return n->ptr();  // a number inside a variable's expression
       const UOpPtr v = UOp::make(Ops::CONST, n->dtype, {}, n->arg);
       const UOpPtr valid = address(n->src[0].get(), c).valid;
       return is_true(valid) ? v : valid->where(v, UOp::const_(n->dtype, 0));

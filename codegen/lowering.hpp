@@ -53,6 +53,12 @@ class Lowerer {
   UOpPtr group_lane_;  // the invocation's place along the group axes (GROUP kernels)
   int64_t group_size_ = 1;
   int64_t next_local_ = 0;
+  // Symbolic kernels launch for the largest sizes; `guard_` (idx0 < the bound number of outputs)
+  // masks every load and store of the invocations past the bound sizes. nullptr otherwise.
+  UOpPtr guard_;
+
+  // The size of axis i: its expression in a symbolic kernel, else the number.
+  UOpPtr axis_size(size_t i) const;
 
   bool is_output_axis(size_t axis) const;
 

@@ -20,8 +20,13 @@ std::string upper(std::string s) {
   return s;
 }
 
-// The BUFFER node under a realized tensor's node: itself, or the reshape of one.
-const UOp& buffer_node(const UOp& view) { return view.op == Ops::RESHAPE ? *view.src[0] : view; }
+// The BUFFER node under a realized tensor's node: itself, or reshapes of one (a symbolic
+// reshape of a tensor made from host data views it through two).
+const UOp& buffer_node(const UOp& view) {
+  const UOp* n = &view;
+  while (n->op == Ops::RESHAPE) n = n->src[0].get();
+  return *n;
+}
 
 bool holds_whole_buffer(const UOp& n) {
   const UOp& b = buffer_node(n);
@@ -180,7 +185,12 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
       throw Error("Jit: input " + std::to_string(i) + " is " + signature(inputs[i]) +
                   ", the captured call's was " + plan.signatures[i] +
                   "; a replay needs the same shapes, dtypes and devices (use a Jit per shape, "
-                  "or reset() to capture again)");
+                  "or reset() to capture again" +
+                  // The capture recorded its buffers' sizes and its variables' values.
+                  (inputs[i].has_symbolic_shape()
+                       ? std::string("; a replay cannot take new values of symbolic sizes yet, but a "
+                                     "new capture reuses their compiled kernels)")
+                       : std::string(")")));
   // Host data not yet on the device is uploaded straight into the captured input's buffer;
   // anything else is realized where it is and copied there on the device.
   std::vector<Tensor> in = inputs;

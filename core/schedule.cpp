@@ -12,6 +12,7 @@
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/shape_tracker.hpp>
+#include <vkgrad/core/symbolic_shape.hpp>
 
 namespace vkg {
 
@@ -59,8 +60,29 @@ namespace {
 // Movement nodes between a consumer and what it reads, in the order they apply (innermost first).
 using Chain = std::vector<const UOp*>;
 
+// A movement with symbolic arguments, applied by its expressions: what a chain that ends in a
+// symbolic shape does, so that its kernel is the same for every binding.
+ShapeTracker apply_symbolic(const ShapeTracker& st, const UOp& m, const SymbolicArg& a) {
+  const std::vector<UOpPtr>& e = a.exprs;
+  switch (m.op) {
+    case Ops::RESHAPE: return st.reshape_sym(e);
+    case Ops::EXPAND: return st.expand_sym(e);
+    case Ops::PAD:
+    case Ops::SHRINK: {
+      std::vector<SymRange> pairs;
+      for (size_t i = 0; i + 1 < e.size(); i += 2) pairs.emplace_back(e[i], e[i + 1]);
+      return m.op == Ops::PAD ? st.pad_sym(pairs) : st.shrink_sym(pairs);
+    }
+    default: throw Error("schedule: a symbolic " + std::string(op_name(m.op)) + " (internal)");
+  }
+}
+
+// Symbolic arguments apply by their expressions, even in a chain that comes back to plain
+// numbers (x.reshape(3, n).reshape(12)): a plain reshape of a symbolic view stacks a view whose
+// numbers are this binding's, which is right for it (and compiled for it).
 ShapeTracker apply_movement(const ShapeTracker& st, const UOp& m) {
-  const auto& a = m.arg_as<std::vector<int64_t>>();
+  if (const SymbolicArg* sa = symbolic_arg(m)) return apply_symbolic(st, m, *sa);
+  const auto& a = *movement_values(m);
   switch (m.op) {
     case Ops::RESHAPE: return st.reshape(a);
     case Ops::PERMUTE: return st.permute(a);
@@ -126,7 +148,8 @@ class Analysis {
   std::unordered_set<const UOp*> realized;
 
   bool is_leaf(const UOp* n) const {
-    return n->op == Ops::BUFFER || n->op == Ops::CONST || realized.count(n) || previously_realized(n);
+    return n->op == Ops::BUFFER || n->op == Ops::CONST || n->op == Ops::BIND || realized.count(n) ||
+           previously_realized(n);
   }
   bool previously_realized(const UOp* n) const { return prior.count(n) != 0; }
   std::unordered_map<const UOp*, UOpPtr> prior;  // from RealizedValues
@@ -146,7 +169,7 @@ class Analysis {
   }
 
   void realize(const UOp* n) {
-    if (n->op == Ops::BUFFER || n->op == Ops::CONST || previously_realized(n)) return;
+    if (n->op == Ops::BUFFER || n->op == Ops::CONST || n->op == Ops::BIND || previously_realized(n)) return;
     realized.insert(n);
   }
 
@@ -189,7 +212,7 @@ class Analysis {
       const ShapeTracker same = whole.reshape(*reduce->shape()).expand(*reduce->src[0]->shape());
       return apply_chain(whole, chain).simplify() != same.simplify();
     }
-    if (n->op == Ops::CONST || is_leaf(n) || !checked.insert({n, chain}).second) return false;
+    if (n->op == Ops::CONST || n->op == Ops::BIND || is_leaf(n) || !checked.insert({n, chain}).second) return false;
     if (is_movement(n->op)) {
       Chain inner{n};
       inner.insert(inner.end(), chain.begin(), chain.end());
@@ -210,7 +233,7 @@ class Analysis {
 
   void visit(const UOp* n, bool only_reshapes, bool padded, bool in_reduce, KernelState& ks,
              std::set<std::tuple<const UOp*, bool, bool, bool>>& seen, bool is_root = false) {
-    if (n->op == Ops::BUFFER || n->op == Ops::CONST || (!is_root && is_leaf(n))) return;
+    if (n->op == Ops::BUFFER || n->op == Ops::CONST || n->op == Ops::BIND || (!is_root && is_leaf(n))) return;
     if (!seen.insert({n, only_reshapes, padded, in_reduce}).second) return;
     if (is_movement(n->op)) {
       visit(n->src[0].get(), only_reshapes && n->op == Ops::RESHAPE, padded || n->op == Ops::PAD, in_reduce, ks, seen);
@@ -276,15 +299,21 @@ class KernelBuilder {
     Chain top;
     if (const UOp* r = find_reduce(value_root)) {
       const Shape& o = *r->shape();
-      if (o != shape) {
-        to_kernel_shape_ = UOp::make(Ops::RESHAPE, root_->dtype, {root_->ptr()}, o);
+      if (o != shape || r->sym_shape() != nullptr) {
+        Arg arg = o;
+        if (r->sym_shape()) arg = make_symbolic_arg(o, *r->sym_shape(), {});
+        to_kernel_shape_ = UOp::make(Ops::RESHAPE, root_->dtype, {root_->ptr()}, std::move(arg));
         top.push_back(to_kernel_shape_.get());
       }
     }
     UOpPtr value = lower(value_root, top);
-    ShapeTracker out_st = apply_chain(ShapeTracker::from_shape(shape), top);
+    const ShapeTracker out_base =
+        root_->sym_shape() ? ShapeTracker::from_sym_shape(*root_->sym_shape()) : ShapeTracker::from_shape(shape);
+    ShapeTracker out_st = apply_chain(out_base, top);
     UOpPtr store = UOp::make(Ops::STORE, dtypes::void_, {global(0, out->dtype()), view(out_st), value});
-    return ScheduleItem{UOp::make(Ops::SINK, dtypes::void_, {store}), buffers_};
+    ScheduleItem item{UOp::make(Ops::SINK, dtypes::void_, {store}), buffers_, {}};
+    for (const Binding& b : merge_bindings(bindings_, "schedule")) item.var_vals[b.var->arg_as<VarArg>().name] = b.value;
+    return item;
   }
 
   // The leaves the kernel loads, with the storage each one's buffer has.
@@ -298,6 +327,7 @@ class KernelBuilder {
   std::vector<std::shared_ptr<const Buffer>> buffers_;
   std::map<std::pair<const UOp*, Chain>, UOpPtr> memo_;
   std::vector<std::pair<const UOp*, int64_t>> loads_;
+  std::vector<std::vector<Binding>> bindings_;  // of the symbolic nodes this kernel reads
 
   // The first reduce of this kernel, searched without entering realized nodes.
   const UOp* find_reduce(const UOp* n) {
@@ -342,6 +372,13 @@ class KernelBuilder {
   }
 
   UOpPtr lower_uncached(const UOp* n, const Chain& chain) {
+    // A variable's value as a tensor: the kernel reads the (unbound) expression.
+    if (n->op == Ops::BIND) {
+      bindings_.push_back(symbolic_arg(*n)->bindings);
+      return n->src[0];
+    }
+    for (const UOp* m : chain)
+      if (const SymbolicArg* a = symbolic_arg(*m)) bindings_.push_back(a->bindings);
     if (n->op == Ops::CONST) {
       return UOp::make(Ops::CONST, n->dtype, {view(apply_chain(ShapeTracker::from_shape({}), chain))}, n->arg);
     }
@@ -488,7 +525,11 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
     const auto held = assign ? Buffer::next_version(out) : out;
     UOpPtr bnode = UOp::make(Ops::BUFFER, n->dtype, {n->device_node()->ptr()},
                              std::shared_ptr<const ArgPayload>(held));
-    UOpPtr view = *n->shape() == Shape{out->count()} ? bnode : UOp::make(Ops::RESHAPE, n->dtype, {bnode}, *n->shape());
+    UOpPtr view = n->sym_shape()
+                      ? UOp::make(Ops::RESHAPE, n->dtype, {bnode},
+                                  make_symbolic_arg(*n->shape(), *n->sym_shape(), collect_bindings(n)))
+                  : *n->shape() == Shape{out->count()} ? bnode
+                                                       : UOp::make(Ops::RESHAPE, n->dtype, {bnode}, *n->shape());
     sched.realized.emplace(n, view);
   }
   if (has_assign) order_around_assigns(sched, access);

@@ -30,7 +30,9 @@
 //    recomputed by each kernel that reads it (at most one pass over that chain per consumer
 //    kernel); a reduce is never recomputed: a reduce needed by two kernels is realized.
 #pragma once
+#include <map>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -43,6 +45,9 @@ namespace vkg {
 struct ScheduleItem {
   UOpPtr ast;                                          // SINK of STOREs
   std::vector<std::shared_ptr<const Buffer>> buffers;  // by DEFINE_GLOBAL slot; outputs first
+  // The values of the variables the AST reads (DEFINE_VARs, by name): its symbolic sizes bound
+  // for this run. The AST is the same for every binding; these go to the kernel at launch.
+  std::map<std::string, int64_t> var_vals;
 };
 
 struct Schedule {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <vkgrad/core/buffer.hpp>
+#include <vkgrad/core/symbolic_shape.hpp>
 #include <vkgrad/core/uop.hpp>
 
 namespace vkg {
@@ -11,7 +12,7 @@ namespace {
 
 using Args = std::vector<int64_t>;
 
-const Args* int_args(const UOp& u) { return std::get_if<Args>(&u.arg); }
+const Args* int_args(const UOp& u) { return movement_values(u); }
 
 std::optional<Shape> movement_shape(const UOp& u, const Shape& in) {
   const Args* a = int_args(u);
@@ -47,6 +48,7 @@ std::optional<Shape> compute_shape(const UOp& u) {
   switch (u.op) {
     case Ops::BUFFER: return Shape{buffer_of(u).count()};
     case Ops::CONST: return Shape{};
+    case Ops::BIND: return u.src.size() == 2 ? std::optional(Shape{}) : std::nullopt;  // a tensor-level variable
     case Ops::REDUCE_AXIS: {
       const Shape* in = u.src.empty() ? nullptr : u.src[0]->shape();
       const auto* r = std::get_if<ReduceArg>(&u.arg);

@@ -136,6 +136,8 @@ std::optional<View> merge(const View& inner, const View& outer, int depth) {
   // Each retry makes progress (a regrouped inner, a narrower outer); the cap only guards
   // against a case that does not, since giving up is always correct.
   if (depth > 16) return std::nullopt;
+  // Symbolic views merge only where the inner one is the buffer itself.
+  if (inner.sym || outer.sym) return inner.contiguous ? std::optional(outer) : std::nullopt;
   if (inner.contiguous) return outer;
   if (outer.contiguous && outer.shape == inner.shape) return inner;
   if (outer.contiguous && outer.size() == inner.size())
@@ -176,6 +178,22 @@ std::vector<UOpPtr> unravel_expr(const Shape& shape, const UOpPtr& flat) {
   return idxs;
 }
 
+// unravel_expr over a symbolic shape.
+std::vector<UOpPtr> unravel_sym(const std::vector<UOpPtr>& shape, const UOpPtr& flat) {
+  std::vector<UOpPtr> idxs(shape.size());
+  UOpPtr acc = flat->const_like(1);
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i]->is_const() && shape[i]->const_int() == 1) {
+      idxs[i] = flat->const_like(0);
+      continue;
+    }
+    const UOpPtr q = acc->is_const() && acc->const_int() == 1 ? flat : flat / acc;
+    idxs[i] = i == 0 ? q : q % shape[i];
+    acc = simplify(acc * shape[i]);
+  }
+  return idxs;
+}
+
 bool is_false(const UOpPtr& u) { return u->is_const() && u->const_int() == 0; }
 
 UOpPtr index_var(size_t i, int64_t extent) {
@@ -196,6 +214,30 @@ ShapeTracker::ShapeTracker(std::vector<View> views) : views_(std::move(views)) {
 
 ShapeTracker ShapeTracker::from_shape(const Shape& shape) {
   return ShapeTracker({View::create(shape)});
+}
+
+ShapeTracker ShapeTracker::from_sym_shape(const std::vector<UOpPtr>& shape) {
+  return ShapeTracker({View::create_symbolic(shape)});
+}
+
+bool ShapeTracker::symbolic() const {
+  return std::any_of(views_.begin(), views_.end(), [](const View& v) { return v.sym.has_value(); });
+}
+
+ShapeTracker ShapeTracker::reshape_sym(const std::vector<UOpPtr>& new_shape) const {
+  if (std::optional<View> v = views_.back().reshape_sym(new_shape)) return with_last(std::move(*v));
+  std::vector<View> vs = views_;
+  vs.push_back(View::create_symbolic(new_shape));
+  return ShapeTracker(std::move(vs));
+}
+ShapeTracker ShapeTracker::expand_sym(const std::vector<UOpPtr>& new_shape) const {
+  return with_last(views_.back().expand_sym(new_shape));
+}
+ShapeTracker ShapeTracker::pad_sym(const std::vector<SymRange>& widths) const {
+  return with_last(views_.back().pad_sym(widths));
+}
+ShapeTracker ShapeTracker::shrink_sym(const std::vector<SymRange>& ranges) const {
+  return with_last(views_.back().shrink_sym(ranges));
 }
 
 ShapeTracker ShapeTracker::with_last(View v) const {
@@ -313,7 +355,7 @@ IndexExpr compose(const std::vector<View>& views, size_t top, const std::vector<
     if (simplified) e = {simplify(e.index), simplify(e.valid)};
     if (is_false(e.valid)) break;
     const View v = views[i].minify();
-    e = view_expr(v, unravel_expr(v.shape, e.index), e.valid);
+    e = view_expr(v, v.sym ? unravel_sym(v.sym->shape, e.index) : unravel_expr(v.shape, e.index), e.valid);
   }
   if (stand_ins && stand_ins->any())
     e = {stand_ins->restore(simplify(e.index)), stand_ins->restore(simplify(e.valid))};

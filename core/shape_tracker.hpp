@@ -26,6 +26,10 @@ class ShapeTracker {
   // Throws vkg::Error if `views` is empty.
   explicit ShapeTracker(std::vector<View> views);
   static ShapeTracker from_shape(const Shape& shape);
+  // A contiguous tracker over a symbolic shape (concrete if every expression is a number).
+  static ShapeTracker from_sym_shape(const std::vector<UOpPtr>& shape);
+  // True when a view holds symbolic sizes.
+  bool symbolic() const;
 
   const std::vector<View>& views() const { return views_; }
   const Shape& shape() const { return views_.back().shape; }
@@ -51,6 +55,13 @@ class ShapeTracker {
   ShapeTracker flip(const std::vector<bool>& flipped) const;
   ShapeTracker flip_axes(const std::vector<int64_t>& axes) const;
   ShapeTracker stride(const std::vector<int64_t>& steps) const;
+  // Movement ops with symbolic arguments (see View's; named apart from the numeric ones, which
+  // a braced list would otherwise make ambiguous); a reshape one view cannot express pushes
+  // a contiguous symbolic view.
+  ShapeTracker reshape_sym(const std::vector<UOpPtr>& new_shape) const;
+  ShapeTracker expand_sym(const std::vector<UOpPtr>& new_shape) const;
+  ShapeTracker pad_sym(const std::vector<SymRange>& widths) const;
+  ShapeTracker shrink_sym(const std::vector<SymRange>& ranges) const;
 
   // Merges the top two views into one, repeatedly, while one view expresses both.
   ShapeTracker simplify() const;

@@ -27,6 +27,7 @@
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/shape.hpp>
 #include <vkgrad/core/uop.hpp>
+#include <vkgrad/core/variable.hpp>
 
 namespace vkg {
 
@@ -141,6 +142,9 @@ class Tensor {
   int64_t numel() const { return vkg::prod(shape()); }
   const std::string& device() const;
   const UOpPtr& node() const;
+  // The shape with its symbolic sizes (core/variable.hpp): shape() holds their values.
+  SymShape sym_shape() const;
+  bool has_symbolic_shape() const { return node()->sym_shape() != nullptr; }
 
   // ---- elementwise ----
   Tensor operator-() const;
@@ -292,6 +296,26 @@ class Tensor {
   Tensor matmul(const Tensor& b) const;
 
   // ---- movement (zero-copy: they only change how elements are addressed) ----
+  // Sizes may be bound variables (Variable("n", 1, 512).bind(7), and sums and products of them):
+  // the result has a symbolic shape, and the kernels that compute it are compiled once for every
+  // value of n (core/variable.hpp). A braced list of plain numbers works as before. Symbolic
+  // pads fill zeros only; a symbolic reshape needs a contiguous tensor or only adds or removes
+  // dimensions of size 1.
+  Tensor reshape(std::initializer_list<SymInt> shape) const { return reshape(SymShape(shape)); }
+  Tensor reshape(const SymShape& shape) const;
+  Tensor expand(std::initializer_list<SymInt> shape) const { return expand(SymShape(shape)); }
+  Tensor expand(const SymShape& shape) const;
+  Tensor pad(std::initializer_list<std::pair<SymInt, SymInt>> before_after, Scalarish value = 0) const {
+    return pad(std::vector<std::pair<SymInt, SymInt>>(before_after), value);
+  }
+  Tensor pad(const std::vector<std::pair<SymInt, SymInt>>& before_after, Scalarish value = 0) const;
+  Tensor shrink(std::initializer_list<std::pair<SymInt, SymInt>> begin_end) const {
+    return shrink(std::vector<std::pair<SymInt, SymInt>>(begin_end));
+  }
+  Tensor shrink(const std::vector<std::pair<SymInt, SymInt>>& begin_end) const;
+  // A 0-d int32 tensor holding a size's value: a constant, or the expression of bound variables
+  // that kernels read at run time (mean over a symbolic axis divides by one).
+  static Tensor from_size(const SymInt& size, std::string device = "");
   Tensor reshape(Shape shape) const;  // one dimension may be -1
   Tensor permute(std::vector<int64_t> order) const;
   Tensor expand(Shape shape) const;   // -1 keeps a dimension
@@ -446,6 +470,14 @@ class Tensor {
   Tensor unary_float(Ops op, std::string_view name) const;
   Tensor reduce(Ops op, const Axes& axes, bool keepdim, std::string_view name) const;
   Tensor broadcast_to(const Shape& shape) const;
+  Tensor broadcast_to(const SymShape& shape) const;
+  // A symbolic movement node (core/symbolic_shape.hpp): values, one expression per value, and
+  // the bindings of the sizes given (this tensor's own are added).
+  Tensor sym_movement(Ops op, std::vector<int64_t> values, std::vector<UOpPtr> exprs,
+                      const std::vector<Binding>& bindings = {}) const;
+  // The symbolic shape `ts` broadcast to (their values broadcast to `s`), or nullopt when none of
+  // them has a symbolic shape.
+  static std::optional<SymShape> symbolic_broadcast(std::initializer_list<const Tensor*> ts, const Shape& s);
   Tensor movement(Ops op, std::vector<int64_t> arg) const;
   void check_host_type(DType wanted, std::string_view op) const;
   // Points the tensor at the buffer view holding its value, keeping what autograd needs.

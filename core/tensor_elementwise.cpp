@@ -42,6 +42,10 @@ Tensor Tensor::binary(Ops op, const Tensor& b, std::string_view name) const {
     throw Error(std::string(name) + ": cannot combine " + dtype().name() + " and " + b.dtype().name());
   }
   const Shape s = broadcast_shape(shape(), b.shape(), name);
+  if (const std::optional<SymShape> ss = symbolic_broadcast({this, &b}, s)) {
+    const Tensor x = cast(out).broadcast_to(*ss), y = b.cast(out).broadcast_to(*ss);
+    return Tensor(UOp::make(op, is_comparison(op) ? dtypes::bool_ : out, {x.node(), y.node()}));
+  }
   const Tensor x = cast(out).broadcast_to(s), y = b.cast(out).broadcast_to(s);
   const DType result = is_comparison(op) ? dtypes::bool_ : out;
   return Tensor(UOp::make(op, result, {x.node(), y.node()}));
@@ -139,6 +143,11 @@ Tensor Tensor::where(const Tensor& a, const Tensor& b) const {
   check_same_device(*this, b, "where");
   const DType out = promote(a.dtype(), b.dtype());
   const Shape s = broadcast_shape(broadcast_shape(shape(), a.shape(), "where"), b.shape(), "where");
+  if (const std::optional<SymShape> ss = symbolic_broadcast({this, &a, &b}, s)) {
+    const Tensor c = cast(dtypes::bool_).broadcast_to(*ss);
+    const Tensor x = a.cast(out).broadcast_to(*ss), y = b.cast(out).broadcast_to(*ss);
+    return Tensor(UOp::make(Ops::WHERE, out, {c.node(), x.node(), y.node()}));
+  }
   const Tensor c = cast(dtypes::bool_).broadcast_to(s);
   const Tensor x = a.cast(out).broadcast_to(s), y = b.cast(out).broadcast_to(s);
   return Tensor(UOp::make(Ops::WHERE, out, {c.node(), x.node(), y.node()}));

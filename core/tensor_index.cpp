@@ -218,6 +218,19 @@ Tensor Tensor::cat(std::span<const Tensor> tensors, int64_t axis) {
   // Each piece is padded with zeros to the full length at its offset; their sum is the result
   // (one fused kernel; each piece's gradient is the matching shrink).
   std::vector<Tensor> pieces;
+  if (std::any_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.has_symbolic_shape(); })) {
+    // Symbolic sizes along the axis: the pads are expressions, so one kernel serves every binding.
+    SymInt sym_total = 0, sym_at = 0;
+    for (const Tensor& t : tensors) sym_total = sym_total + t.sym_shape()[size_t(a)];
+    for (const Tensor& t : tensors) {
+      std::vector<std::pair<SymInt, SymInt>> pads(first.size(), {0, 0});
+      const SymInt n = t.sym_shape()[size_t(a)];
+      pads[size_t(a)] = {sym_at, sym_total - sym_at - n};
+      pieces.push_back(t.cast(dtype).pad(pads));
+      sym_at = sym_at + n;
+    }
+    return sum_of_pieces(pieces, dtype);
+  }
   int64_t at = 0;
   for (const Tensor& t : tensors) {
     std::vector<std::pair<int64_t, int64_t>> pads(first.size(), {0, 0});

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/symbolic_shape.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -44,6 +45,11 @@ Tensor Tensor::reshape(Shape target) const {
     fail("reshape", in, "cannot reshape " + std::to_string(vkg::prod(in)) + " elements to " + shape_str(target) + " (" +
                             std::to_string(vkg::prod(target)) + " elements)");
   if (target == in) return *this;
+  // A symbolic tensor keeps its symbolic sizes through reshapes that only add or remove 1s;
+  // others give plain numbers (the kernel is then compiled for these values).
+  if (const auto* sym = node()->sym_shape())
+    if (std::optional<std::vector<UOpPtr>> carried = carry_reshape(in, *sym, target))
+      return sym_movement(Ops::RESHAPE, std::move(target), std::move(*carried));
   return movement(Ops::RESHAPE, std::move(target));
 }
 
@@ -79,6 +85,12 @@ Tensor Tensor::expand(Shape target) const {
   if (target == in) return *this;
   const Tensor base = padded == in ? *this : reshape(padded);
   if (target == padded) return base;
+  if (const auto* sym = base.node()->sym_shape()) {
+    std::vector<UOpPtr> exprs;
+    for (size_t i = 0; i < target.size(); ++i)
+      exprs.push_back(padded[i] == target[i] ? (*sym)[i] : UOp::const_(dtypes::int32, target[i]));
+    return base.sym_movement(Ops::EXPAND, std::move(target), std::move(exprs));
+  }
   return base.movement(Ops::EXPAND, std::move(target));
 }
 

@@ -135,11 +135,27 @@ Tensor Tensor::max(Axes axes, bool keepdim) const {
   return reduce(Ops::MAX, std::move(axes), keepdim, "max");
 }
 
+namespace {
+
+// The number of elements a reduce over `axes` of `shape` takes per output, as a size.
+SymInt reduced_count(const SymShape& shape, const std::vector<int64_t>& axes) {
+  SymInt n = 1;
+  for (int64_t a : axes) n = n * shape[size_t(a)];
+  return n;
+}
+
+}  // namespace
+
 Tensor Tensor::mean(Axes axes, bool keepdim) const {
   const std::vector<int64_t> ax = reduce_axes(axes, shape(), "mean");
   int64_t n = 1;
   for (int64_t a : ax) n *= shape()[size_t(a)];
   const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  if (has_symbolic_shape()) {
+    // Over symbolic sizes the count is read at run time, so the kernel serves every binding.
+    const Tensor sum = x.sum(ax, keepdim);
+    return sum / Tensor::from_size(reduced_count(sym_shape(), ax), device()).cast(sum.dtype());
+  }
   return x.sum(ax, keepdim) / double(n);
 }
 
@@ -148,6 +164,11 @@ Tensor Tensor::var(Axes axes, bool keepdim, int64_t correction) const {
   int64_t n = 1;
   for (int64_t a : ax) n *= shape()[size_t(a)];
   const Tensor centered = *this - mean(ax, true);
+  if (has_symbolic_shape()) {
+    const SymInt count = reduced_count(sym_shape(), ax) - SymInt(correction);
+    const Tensor sq = (centered * centered).sum(ax, keepdim);
+    return sq / Tensor::from_size(count, device()).cast(sq.dtype());
+  }
   return (centered * centered).sum(ax, keepdim) / double(std::max<int64_t>(0, n - correction));
 }
 
@@ -222,8 +243,21 @@ Tensor Tensor::dot(const Tensor& w) const {
   Shape ws(w.shape().begin(), w.shape().end() - std::min(dw, 2));
   ws.insert(ws.end(), size_t(ones), 1);
   ws.insert(ws.end(), w.shape().end() - std::min(dw, 2), w.shape().end());
-  const Tensor wt = w.reshape(ws).transpose(-1, -std::min(dw, 2));
   const DType out = promote(dtype(), w.dtype());
+  if (has_symbolic_shape() || w.has_symbolic_shape()) {
+    // The same layout with the symbolic sizes placed by hand: a size bound to 1 is not a 1 to
+    // insert or drop.
+    const SymShape sx = sym_shape(), sw = w.sym_shape();
+    SymShape xs_sym(sx.begin(), sx.end() - 1);
+    xs_sym.insert(xs_sym.end(), size_t(ones), SymInt(1));
+    xs_sym.push_back(sx.back());
+    SymShape ws_sym(sw.begin(), sw.end() - std::min(dw, 2));
+    ws_sym.insert(ws_sym.end(), size_t(ones), SymInt(1));
+    ws_sym.insert(ws_sym.end(), sw.end() - std::min(dw, 2), sw.end());
+    const Tensor wt_sym = w.reshape(ws_sym).transpose(-1, -std::min(dw, 2));
+    return (reshape(xs_sym) * wt_sym).sum(-1).cast(out);
+  }
+  const Tensor wt = w.reshape(ws).transpose(-1, -std::min(dw, 2));
   return (reshape(xs) * wt).sum(-1).cast(out);
 }
 

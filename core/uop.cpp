@@ -12,6 +12,7 @@
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/int_math.hpp>
 #include <vkgrad/core/shape_rules.hpp>
+#include <vkgrad/core/symbolic_shape.hpp>
 
 namespace vkg {
 
@@ -193,7 +194,10 @@ UOp::UOp(Ops op, DType dtype, std::vector<UOpPtr> src, Arg arg, size_t hash)
 UOp::~UOp() = default;
 
 UOpPtr UOp::make(Ops op, DType dtype, std::vector<UOpPtr> src, Arg arg) {
-  return UOpInterner::get().intern(op, dtype, std::move(src), std::move(arg));
+  UOpPtr u = UOpInterner::get().intern(op, dtype, std::move(src), std::move(arg));
+  // Sources were made (and got theirs) first; a shapeless node has none.
+  if (u->shape_) std::call_once(u->sym_once_, [&] { u->sym_shape_ = compute_sym_shape(*u); });
+  return u;
 }
 
 size_t live_uop_count() {

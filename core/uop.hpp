@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -98,6 +99,9 @@ class UOp : public std::enable_shared_from_this<UOp> {
   // and CONTIGUOUS over shaped nodes of one shape); nullptr for kernel-level and symbolic nodes.
   // Computed once, at construction (core/shape_rules.cpp).
   const Shape* shape() const { return shape_ ? &*shape_ : nullptr; }
+  // The same shape as integer expressions over unbound variables, for nodes whose shape holds a
+  // symbolic size (core/symbolic_shape.hpp); nullptr when every dimension is a plain number.
+  const std::vector<UOpPtr>* sym_shape() const { return sym_shape_ ? &*sym_shape_ : nullptr; }
 
   // The DEVICE node this tensor-level node lives on: itself for a DEVICE, else its first source's
   // (BUFFER and tensor-level CONST nodes have a DEVICE source). nullptr for nodes with none.
@@ -143,6 +147,10 @@ class UOp : public std::enable_shared_from_this<UOp> {
   size_t hash_;
   int64_t vmin_ = 0, vmax_ = 0;
   std::optional<Shape> shape_;
+  // Set once by make(), after interning: building it makes nodes, which the interner's lock
+  // (held while a node is constructed) forbids.
+  mutable std::optional<std::vector<UOpPtr>> sym_shape_;
+  mutable std::once_flag sym_once_;
   const UOp* device_ = nullptr;  // a source of this node (or this node) keeps it alive
   // The buffer view holding this node's value once a schedule has computed it: set by the
   // scheduler under its lock, not part of the node's identity. Kept on the node so that the

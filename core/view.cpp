@@ -6,6 +6,7 @@
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/int_math.hpp>
+#include <vkgrad/core/symbolic.hpp>
 
 namespace vkg {
 
@@ -146,7 +147,7 @@ View View::create(Shape shape, std::optional<std::vector<int64_t>> strides, int6
     if (shape[i] == 1) st[i] = 0;
   if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
     std::vector<int64_t> zeros(shape.size(), 0);
-    return View{std::move(shape), std::move(zeros), 0, std::nullopt, true};
+    return View{std::move(shape), std::move(zeros), 0, std::nullopt, true, std::nullopt};
   }
   if (mask && is_full(*mask, shape)) mask.reset();
   if (mask && any_empty(*mask)) {
@@ -161,7 +162,7 @@ View View::create(Shape shape, std::optional<std::vector<int64_t>> strides, int6
       }
   }
   const bool contiguous = offset == 0 && !mask && st == strides_for_shape(shape);
-  return View{std::move(shape), std::move(st), offset, std::move(mask), contiguous};
+  return View{std::move(shape), std::move(st), offset, std::move(mask), contiguous, std::nullopt};
 }
 
 int64_t View::size() const { return checked_prod(shape, "View"); }
@@ -173,6 +174,12 @@ size_t View::hash() const {
   for (size_t i = 0; i < shape.size(); ++i) {
     h = hash_mix(hash_mix(h, size_t(shape[i])), size_t(strides[i]));
     if (mask) h = hash_mix(hash_mix(h, size_t((*mask)[i].first)), size_t((*mask)[i].second));
+  }
+  if (sym) {
+    for (const auto* part : {&sym->shape, &sym->strides})
+      for (const UOpPtr& e : *part) h = hash_mix(h, e->hash());
+    h = hash_mix(h, sym->offset->hash());
+    for (const auto& [b, e] : sym->mask) h = hash_mix(hash_mix(h, b->hash()), e->hash());
   }
   return hash_mix(h, (mask ? 2 : 0) | (contiguous ? 1 : 0));
 }
@@ -205,6 +212,7 @@ std::vector<MergedDim> merge_dims(const Shape& shape, const std::vector<int64_t>
 // ---- movement ops ----
 
 std::optional<View> View::reshape(const Shape& new_shape) const {
+  if (sym) return reshape_sym(symbolic_view::as_exprs(new_shape));
   if (new_shape == shape) return *this;
   for (int64_t s : new_shape)
     if (s < 0)
@@ -259,6 +267,7 @@ View View::permute(const std::vector<int64_t>& order) const {
       fail("permute", *this, arg, "is not a permutation of the axes");
     seen[size_t(a)] = true;
   }
+  if (sym) return symbolic_view::permute(*this, order);
   Shape s;
   std::vector<int64_t> st;
   std::optional<Mask> m;
@@ -272,6 +281,7 @@ View View::permute(const std::vector<int64_t>& order) const {
 }
 
 View View::expand(const Shape& new_shape) const {
+  if (sym) return expand_sym(symbolic_view::as_exprs(new_shape));
   const std::string arg = "to " + shape_str(new_shape);
   check_rank("expand", *this, new_shape.size(), arg);
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -299,6 +309,11 @@ View View::pad(const std::vector<PadWidth>& widths) const {
     any |= before != 0 || after != 0;
   }
   if (!any) return *this;
+  if (sym) {
+    std::vector<SymRange> w;
+    for (const auto& [b, a] : widths) w.push_back({UOp::const_(dtypes::int32, b), UOp::const_(dtypes::int32, a)});
+    return pad_sym(w);
+  }
   Mask ranges, valid;
   for (size_t i = 0; i < shape.size(); ++i) {
     ranges.push_back({-widths[i].first, shape[i] + widths[i].second});
@@ -310,6 +325,11 @@ View View::pad(const std::vector<PadWidth>& widths) const {
 View View::shrink(const Mask& ranges) const {
   const std::string arg = pairs_str(ranges);
   check_rank("shrink", *this, ranges.size(), arg);
+  if (sym) {
+    std::vector<SymRange> r;
+    for (const auto& [b, e] : ranges) r.push_back({UOp::const_(dtypes::int32, b), UOp::const_(dtypes::int32, e)});
+    return shrink_sym(r);
+  }
   for (size_t i = 0; i < shape.size(); ++i) {
     const auto [b, e] = ranges[i];
     if (b < 0 || e > shape[i] || b > e)
@@ -321,6 +341,7 @@ View View::shrink(const Mask& ranges) const {
 }
 
 View View::flip(const std::vector<bool>& flipped) const {
+  if (sym) symbolic_view::unsupported("flip");
   std::vector<int64_t> as_ints(flipped.begin(), flipped.end());
   check_rank("flip", *this, flipped.size(), shape_str(as_ints));
   std::vector<int64_t> st = strides;
@@ -347,6 +368,7 @@ View View::flip_axes(const std::vector<int64_t>& axes) const {
 }
 
 View View::stride(const std::vector<int64_t>& steps) const {
+  if (sym) symbolic_view::unsupported("stride");
   const std::string arg = shape_str(steps);
   check_rank("stride", *this, steps.size(), arg);
   if (std::find(steps.begin(), steps.end(), 0) != steps.end())
@@ -372,6 +394,7 @@ View View::stride(const std::vector<int64_t>& steps) const {
 }
 
 View View::minify() const {
+  if (sym) return *this;
   Shape merged;
   for (const MergedDim& d : merge_dims(shape, strides, mask)) merged.push_back(d.size);
   if (merged == shape) return *this;
@@ -385,6 +408,7 @@ IndexExpr View::expr(const std::vector<UOpPtr>& idxs, const UOpPtr& valid) const
   if (idxs.size() != shape.size())
     throw Error("View::expr: " + std::to_string(idxs.size()) + " indexes for shape " +
                 shape_str(shape));
+  if (sym) return symbolic_view::expr(*this, idxs, valid);
   const DType dt = idxs.empty() ? dtypes::int32 : idxs[0]->dtype;
   if (all_masked()) return {UOp::const_(dt, 0), UOp::const_(dtypes::bool_, false)};
   // Terms go most significant (largest stride) first, so the sum reads like an address, as
@@ -413,6 +437,22 @@ IndexExpr View::expr(const std::vector<UOpPtr>& idxs, const UOpPtr& valid) const
 // ---- printing ----
 
 std::string to_string(const View& v) {
+  if (v.sym) {
+    auto list = [](const std::vector<UOpPtr>& es) {
+      std::string out = "(";
+      for (size_t i = 0; i < es.size(); ++i) out += (i ? ", " : "") + render(es[i]);
+      return out + (es.size() == 1 ? ",)" : ")");
+    };
+    std::string m = "None";
+    if (!v.sym->mask.empty()) {
+      m = "(";
+      for (size_t i = 0; i < v.sym->mask.size(); ++i)
+        m += (i ? ", (" : "(") + render(v.sym->mask[i].first) + ", " + render(v.sym->mask[i].second) + ")";
+      m += ")";
+    }
+    return "View(shape=" + list(v.sym->shape) + ", strides=" + list(v.sym->strides) + ", offset=" +
+           render(v.sym->offset) + ", mask=" + m + ", contiguous=" + (v.contiguous ? "True" : "False") + ")";
+  }
   return "View(shape=" + shape_str(v.shape) + ", strides=" + shape_str(v.strides) +
          ", offset=" + std::to_string(v.offset) + ", mask=" + mask_str(v.mask) +
          ", contiguous=" + (v.contiguous ? "True" : "False") + ")";

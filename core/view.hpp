@@ -17,7 +17,6 @@
 #include <vector>
 
 #include <vkgrad/core/shape.hpp>
-#include <vkgrad/core/shape.hpp>
 #include <vkgrad/core/uop.hpp>
 
 namespace vkg {
@@ -36,12 +35,27 @@ struct IndexExpr {
   UOpPtr valid;
 };
 
+// A view whose sizes hold variables, as integer expressions over DEFINE_VARs (CONSTs where a
+// field is a plain number). Kernels are compiled from these, once for every binding.
+using SymRange = std::pair<UOpPtr, UOpPtr>;
+struct SymbolicView {
+  std::vector<UOpPtr> shape, strides;
+  UOpPtr offset;
+  std::vector<SymRange> mask;  // empty: every element exists
+  bool operator==(const SymbolicView&) const = default;
+};
+
 struct View {
   Shape shape;
   std::vector<int64_t> strides;
   int64_t offset = 0;
   std::optional<Mask> mask;  // nullopt: every element exists
   bool contiguous = true;    // row-major over [0, size): offset 0, no mask, canonical strides
+  // Set for a symbolic view (core/view_symbolic.cpp). Its fields are then the truth; the numbers
+  // above hold each dimension's largest size (so sizes read from them are upper bounds, as a
+  // launch grid needs), zero strides and offset, and no mask. Every op keeps a view symbolic;
+  // those that cannot express a symbolic result (flip, stride) throw vkg::Error.
+  std::optional<SymbolicView> sym;
 
   // The canonical view: strides default to row-major; a dimension of size 1, or one that a mask
   // narrows to a single index, gets stride 0 (its one index moves into the offset); a mask that
@@ -68,6 +82,23 @@ struct View {
   // Every |s|-th element of each dimension, from the end when s < 0 (tinygrad's STRIDE).
   View stride(const std::vector<int64_t>& steps) const;
 
+  // ---- symbolic sizes (core/view_symbolic.cpp) ----
+
+  // The canonical symbolic view (row-major strides by default; a dimension that is the plain
+  // number 1 gets stride 0). A view whose fields are all plain numbers comes back concrete.
+  static View create_symbolic(std::vector<UOpPtr> shape, std::optional<std::vector<UOpPtr>> strides = std::nullopt,
+                              UOpPtr offset = nullptr, std::vector<SymRange> mask = {});
+  // This view's fields as expressions (CONSTs for a concrete view).
+  SymbolicView symbolic() const;
+  std::vector<UOpPtr> shape_exprs() const { return symbolic().shape; }
+  // Movement ops with symbolic arguments. Arguments are not checked against the sizes: Tensor
+  // checked them with the bound values. reshape expresses a contiguous view in any shape and
+  // otherwise only inserts or removes dimensions of size 1 (nullopt where it cannot).
+  std::optional<View> reshape_sym(const std::vector<UOpPtr>& new_shape) const;
+  View expand_sym(const std::vector<UOpPtr>& new_shape) const;
+  View pad_sym(const std::vector<SymRange>& widths) const;
+  View shrink_sym(const std::vector<SymRange>& ranges) const;
+
   // The same mapping over the fewest dimensions: adjacent dimensions whose strides chain merge.
   View minify() const;
 
@@ -79,6 +110,13 @@ struct View {
   bool operator==(const View&) const = default;
   size_t hash() const;
 };
+
+namespace symbolic_view {  // the symbolic forms core/view.cpp calls (core/view_symbolic.cpp)
+View permute(const View& v, const std::vector<int64_t>& order);
+IndexExpr expr(const View& v, const std::vector<UOpPtr>& idxs, const UOpPtr& valid);
+[[noreturn]] void unsupported(const char* op);
+std::vector<UOpPtr> as_exprs(const Shape& s);
+}  // namespace symbolic_view
 
 // Row-major strides of `shape`, with 0 for dimensions of size 1.
 std::vector<int64_t> strides_for_shape(const Shape& shape);

@@ -66,6 +66,10 @@ class KernelCache {
   };
   static Key key_of(const ScheduleItem& item, const RunOptions& options) {
     std::vector<int64_t> variant{options.noopt, options.beam};  // then the buffer sizes
+    // A kernel over symbolic sizes serves every binding, whose buffers differ in size: it is
+    // keyed by its AST alone (its program records the first run's sizes, which only decide
+    // whether buffers are bound by descriptor; see arg_layout).
+    if (!item.var_vals.empty()) return Key{item.ast.get(), std::move(variant)};
     for (const auto& b : item.buffers) variant.push_back(b->count());
     return Key{item.ast.get(), std::move(variant)};
   }

@@ -210,7 +210,8 @@ class VkDevice final : public Device {
       const bool written = slot < k.program.buffers.size() && k.program.buffers[slot].written;
       uses.push_back({&b, written ? vk::Access::ReadWrite : vk::Access::Read});
     }
-    std::vector<std::byte> args = pack_args(k.program, k.layout, addresses);
+    const std::vector<int64_t> vars = var_values(k.program, item);
+    std::vector<std::byte> args = pack_args(k.program, k.layout, addresses, vars);
     if (k.layout.spilled) args = pack_spill_address(queue_.spill(args));
     queue_.dispatch(*k.pipeline, vk::Groups{k.dims[0], k.dims[1], k.dims[2]}, args, uses,
                     k.program.name);

@@ -48,7 +48,7 @@ TEST(View, CreateCanonicalizesMasks) {
   EXPECT_TRUE(none.all_masked());
   // A shape with a 0 has no elements: contiguous, zero strides.
   EXPECT_EQ(make({2, 0, 3}, {1, 2, 3}, 4, Mask{{0, 1}, {0, 0}, {0, 3}}),
-            (View{{2, 0, 3}, {0, 0, 0}, 0, std::nullopt, true}));
+            (View{{2, 0, 3}, {0, 0, 0}, 0, std::nullopt, true, std::nullopt}));
   EXPECT_FALSE(make({2}, {1}, 1, std::nullopt).contiguous);
 }
 
