@@ -1,10 +1,10 @@
 // The value semantics of the CPU reference interpreter: ALU ops, CAST and BITCAST on every dtype,
 // and how elements sit in buffer bytes. This is the definition the GLSL renderer must match:
-//   - integers wrap at their dtype's width; IDIV and MOD truncate toward zero (C), and x / 0 is 0,
-//     x % 0 is x (GPUs leave both undefined; the oracle picks a fixed answer);
+//   - ALU ops compute their row's cpu column in core/alu_table.hpp, with the semantics of
+//     core/alu_semantics.hpp (integers wrap, x / 0 is 0, x % 0 is x, shift counts modulo the
+//     width, MAX propagates nan), as constant folding does;
 //   - float32 computes in float, float64 in double, float16 and bfloat16 in float rounded back to
 //     16 bits after every op (core/half.hpp);
-//   - MAX propagates nan from either operand; CMPNE is IEEE (nan != nan);
 //   - float -> int truncates, saturating at the dtype's range, nan gives 0 (undefined on GPUs);
 //   - bool lives in buffers as one byte, read as (byte != 0).
 // Values are carried in Cells: the bytes of the dtype's C++ value type, zero-padded to 64 bits.

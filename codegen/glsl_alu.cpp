@@ -1,7 +1,11 @@
-// ALU ops as GLSL expressions (helpers from glsl_helpers.cpp where GLSL has no exact operator).
+// ALU ops as GLSL expressions: each op's glsl column in core/alu_table.hpp, after the rules that
+// cut across ops (bool operands, Lavapipe's +0 quirks, guards for what Vulkan leaves undefined).
+// Helpers come from glsl_helpers.cpp where GLSL has no exact operator.
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
+#include <limits>
 
 #include <vkgrad/codegen/glsl_syntax.hpp>
 #include <vkgrad/core/error.hpp>
@@ -61,45 +65,51 @@ std::string bool_alu(Ops op, DType d, std::span<const std::string> x) {
   }
 }
 
-const char* infix(Ops op) {
-  switch (op) {
-    case Ops::ADD:
-      return "+";
-    case Ops::SUB:
-      return "-";
-    case Ops::MUL:
-      return "*";
-    case Ops::FDIV:
-    case Ops::IDIV:
-      return "/";
-    case Ops::MOD:
-      return "%";
-    case Ops::XOR:
-      return "^";
-    case Ops::OR:
-      return "|";
-    case Ops::AND:
-      return "&";
-    case Ops::SHL:
-      return "<<";
-    case Ops::SHR:
-      return ">>";
-    default:
-      return nullptr;
-  }
+// The glsl column of alu_table.hpp: how each ALU op is spelled.
+struct Spelling {
+  enum Kind { Infix, Prefix, Call, CallF16ViaF32, Helper, Custom } kind = Custom;
+  const char* text = "";
+};
+constexpr Spelling infix(const char* o) { return {Spelling::Infix, o}; }
+constexpr Spelling prefix(const char* o) { return {Spelling::Prefix, o}; }
+constexpr Spelling call(const char* f) { return {Spelling::Call, f}; }
+// float16 computed in float32 and rounded once, as the CPU computes it (and glslang declares no
+// Float16 capability for a float16 built-in call alone, which validation rejects).
+constexpr Spelling call_f16_via_f32(const char* f) { return {Spelling::CallF16ViaF32, f}; }
+constexpr Spelling helper(const char* name) { return {Spelling::Helper, name}; }
+constexpr Spelling custom{};
+
+constexpr std::array<Spelling, kOpsCount> kSpellings = [] {
+  std::array<Spelling, kOpsCount> t{};
+#define VKG_ALU_GLSL(op, arity, dtypes, result, flags, cpu, gradient, bounds, glsl) \
+  t[size_t(Ops::op)] = glsl;
+  VKG_ALU_OPS(VKG_ALU_GLSL)
+#undef VKG_ALU_GLSL
+  return t;
+}();
+
+// Whether the row's dtypes column admits operands of d's scalar type.
+bool accepts(const AluInfo& info, DType d) {
+  if (d.is_bool()) return info.dtypes & alu::Bools;
+  if (d.is_float()) return info.dtypes & alu::Floats;
+  return (info.dtypes & alu::Ints) || (d.scalar == Scalar::UInt64 && (info.dtypes & alu::UInt64));
 }
 
-const char* function(Ops op) {
-  switch (op) {
-    case Ops::EXP2:
-      return "exp2";
-    case Ops::SQRT:
-      return "sqrt";
-    case Ops::TRUNC:
-      return "trunc";
-    default:
-      return nullptr;
+// Every lane of u provably inside [lo, hi]: by its bounds, or lane by lane for a vector of
+// constants (whose bounds may be its dtype's).
+bool within(const UOpPtr& u, int64_t lo, int64_t hi) {
+  if (u->op == Ops::VECTORIZE) {
+    for (const UOpPtr& s : u->src)
+      if (!within(s, lo, hi)) return false;
+    return !u->src.empty();
   }
+  if (u->op == Ops::CONST && !u->dtype.is_float())  // also a vector's splat constant
+    return u->const_int() >= lo && u->const_int() <= hi;
+  return u->dtype.count == 1 && u->vmin() >= lo && u->vmax() <= hi;
+}
+bool nonzero(const UOpPtr& u) {
+  return within(u, 1, std::numeric_limits<int64_t>::max()) ||
+         within(u, std::numeric_limits<int64_t>::min(), -1);
 }
 
 // A float constant +0. Lavapipe's code generator (gallivm's lp_build_mul, lp_build_add and
@@ -122,30 +132,37 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
   if (op == Ops::WHERE)  // mix(x, y, c) takes y where c holds
     return vec ? fmt::format("mix({}, {}, {})", x[2], x[1], x[0])
                : fmt::format("({}?{}:{})", x[0], x[1], x[2]);
-  if (op_family(op) == OpFamily::Unary) {
-    if (d.is_bool()) bad(op, d);
-    if (op == Ops::NEG) return fmt::format("(-{})", x[0]);
-    if (!d.is_float()) bad(op, d);
+  const AluInfo& info = alu_info(op);
+  const Spelling& spelling = kSpellings[size_t(op)];
+  if (info.arity == 1) {
+    if (d.is_bool() || !accepts(info, d)) bad(op, d);
     if (op == Ops::RECIP) {
       const std::string one =
           d.count == 1 ? number(d, 1) : fmt::format("{}({})", type_name(d), number(d, 1));
       return fmt::format("{}({}, {})", helpers.use("fdiv_exact", d), one, x[0]);
     }
-    // GLSL has no double exp2, log2 or sin.
-    if (d.scalar == Scalar::Float64 && (op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN))
-      bad(op, d);
-    if (op == Ops::SIN) return fmt::format("{}({})", helpers.use("sin_exact", d), x[0]);
-    if (op == Ops::LOG2) return fmt::format("{}({})", helpers.use("log2_exact", d), x[0]);
-    if (op == Ops::EXP2) return fmt::format("{}({})", helpers.use("exp2_exact", d), x[0]);
-    // float16 sqrt in float32, rounded once, as the CPU computes it (and glslang declares no
-    // Float16 capability for a float16 built-in call alone, which validation rejects).
-    if (op == Ops::SQRT && d.scalar == Scalar::Float16)
-      return fmt::format("{}(sqrt({}({})))", type_name(d),
-                         type_name(DType{Scalar::Float32, d.count}), x[0]);
-    if (const char* f = function(op)) return fmt::format("{}({})", f, x[0]);
-    bad(op, d);
+    switch (spelling.kind) {
+      case Spelling::Prefix:
+        return fmt::format("({}{})", spelling.text, x[0]);
+      case Spelling::Helper:
+        try {  // GLSL has no double exp2, log2 or sin to build their helpers from
+          return fmt::format("{}({})", helpers.use(spelling.text, d), x[0]);
+        } catch (const Error&) {
+          bad(op, d);
+        }
+      case Spelling::CallF16ViaF32:
+        if (d.scalar == Scalar::Float16)
+          return fmt::format("{}({}({}({})))", type_name(d), spelling.text,
+                             type_name(DType{Scalar::Float32, d.count}), x[0]);
+        return fmt::format("{}({})", spelling.text, x[0]);
+      case Spelling::Call:
+        return fmt::format("{}({})", spelling.text, x[0]);
+      default:
+        bad(op, d);
+    }
   }
   if (d.is_bool()) return bool_alu(op, d, x);
+  if (!accepts(info, d)) bad(op, d);
   if (d.is_float() && (op == Ops::MUL || op == Ops::ADD) &&
       (positive_zero(src[0]) || positive_zero(src[1]))) {
     const std::string& other = positive_zero(src[0]) ? x[1] : x[0];
@@ -166,29 +183,36 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
       return fmt::format("max({}, {})", x[0], x[1]);
     case Ops::MULACC:
       return fmt::format("(({}*{})+{})", x[0], x[1], x[2]);
-    case Ops::THREEFRY:  // a vector (upcast) THREEFRY calls the scalar helper per lane
-      if (d.scalar != Scalar::UInt64) bad(op, d);
-      return fmt::format("{}({}, {})", helpers.use("threefry2x32", d), x[0], x[1]);
-    case Ops::FDIV:
-      if (!d.is_float()) bad(op, d);
-      return fmt::format("{}({}, {})", helpers.use("fdiv_exact", d), x[0], x[1]);
+    // x / 0 and x % 0 are undefined in Vulkan (Lavapipe gives 0xff..ff for unsigned types):
+    // a divisor that may be 0 goes through a helper that gives the CPU device's answer
+    // (core/alu_semantics.hpp). Constant divisors, as in all index math, keep the plain form.
     case Ops::IDIV:
-    case Ops::XOR:
-    case Ops::OR:
-    case Ops::AND:
-    case Ops::SHL:
-    case Ops::SHR:
-      if (!d.is_int()) bad(op, d);
-      break;
+      if (!nonzero(src[1])) return fmt::format("{}({}, {})", helpers.use("idiv_safe", d), x[0], x[1]);
+      return fmt::format("({}/{})", x[0], x[1]);
     case Ops::MOD:
-      if (!d.is_int()) bad(op, d);
+      if (!nonzero(src[1])) return fmt::format("{}({}, {})", helpers.use("mod_safe", d), x[0], x[1]);
       if (!d.is_unsigned()) return fmt::format("{}({}, {})", helpers.use("mod_c", d), x[0], x[1]);
-      break;
+      return fmt::format("({}%{})", x[0], x[1]);
+    // A shift count outside [0, width) is undefined in Vulkan; the CPU device and Lavapipe take
+    // it modulo the width, so a count not known to be in range is masked.
+    case Ops::SHL:
+    case Ops::SHR: {
+      const char* o = op == Ops::SHL ? "<<" : ">>";
+      const int64_t mask = 8 * d.scalar_size() - 1;
+      if (within(src[1], 0, mask)) return fmt::format("({}{}{})", x[0], o, x[1]);
+      return fmt::format("({}{}({}&{}))", x[0], o, x[1], int_literal(d.base(), mask));
+    }
     default:
       break;
   }
-  if (const char* o = infix(op)) return fmt::format("({}{}{})", x[0], o, x[1]);
-  bad(op, d);
+  switch (spelling.kind) {
+    case Spelling::Infix:
+      return fmt::format("({}{}{})", x[0], spelling.text, x[1]);
+    case Spelling::Helper:
+      return fmt::format("{}({}, {})", helpers.use(spelling.text, d), x[0], x[1]);
+    default:
+      bad(op, d);
+  }
 }
 
 }  // namespace vkg::glsl

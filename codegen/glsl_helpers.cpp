@@ -92,6 +92,19 @@ std::string mod_body(DType) {
   return "return a - (a / b) * b;";
 }
 
+// a / b and a % b as the CPU device defines them where b is 0 (core/alu_semantics.hpp): 0 and a.
+// Vulkan leaves both undefined; Lavapipe gives 0 and a for signed types, 0xff..ff for unsigned.
+std::string idiv_safe_body(DType d) {
+  const std::string zero = int_literal(d, 0);
+  return fmt::format("return b == {0} ? {0} : a / b;", zero);
+}
+
+std::string mod_safe_body(DType d) {
+  const std::string zero = int_literal(d, 0);
+  if (d.is_unsigned()) return fmt::format("return b == {} ? a : a % b;", zero);
+  return fmt::format("return b == {} ? a : a - (a / b) * b;", zero);  // C's sign: see mod_body
+}
+
 std::string log2_body(DType d) {
   if (d.scalar != Scalar::Float32) no_helper("log2_exact", d);
   // Lavapipe's log2() has an absolute error of about 1e-7 on [0.5, 2] (as Vulkan allows), dozens
@@ -389,6 +402,8 @@ constexpr HelperSpec kHelpers[] = {
     {"isnan_bits", 1, Scalar::Bool, isnan_body, true, ""},
     {"max_nan", 2, Scalar::Void, max_nan_body, false, "isnan_bits"},
     {"mod_c", 2, Scalar::Void, mod_body, false, ""},
+    {"idiv_safe", 2, Scalar::Void, idiv_safe_body, false, ""},
+    {"mod_safe", 2, Scalar::Void, mod_safe_body, false, ""},
     {"mul_zero", 1, Scalar::Void, mul_zero_body, true, ""},
     {"add_zero", 1, Scalar::Void, add_zero_body, true, ""},
     {"zero_sub", 1, Scalar::Void, zero_sub_body, true, ""},

@@ -1,8 +1,10 @@
 #include <vkgrad/core/bounds.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <vkgrad/core/uop.hpp>
 
@@ -48,10 +50,113 @@ int64_t sat_mul(int64_t a, int64_t b) {
 // C truncating division, with kMin / -1 saturating instead of overflowing.
 int64_t sat_div(int64_t a, int64_t c) { return c == -1 ? -std::max(a, kMin + 1) : a / c; }
 
+// The value-bounds rules the bounds column of alu_table.hpp names: the bounds of an integer or
+// bool op from its sources' bounds, or nullopt for the dtype's range. The result is later
+// intersected with the dtype's range.
+using Bounds = std::optional<Range>;
+Range b(const UOp& u, size_t i) { return Range{u.src[i]->vmin(), u.src[i]->vmax()}; }
+
+Bounds no_bounds(const UOp&) { return std::nullopt; }
+
+Bounds add_bounds(const UOp& u) {
+  return Range{sat_add(b(u, 0).first, b(u, 1).first), sat_add(b(u, 0).second, b(u, 1).second)};
+}
+
+Bounds sub_bounds(const UOp& u) {
+  return Range{sat_add(b(u, 0).first, -std::max(b(u, 1).second, kMin + 1)),
+               sat_add(b(u, 0).second, -std::max(b(u, 1).first, kMin + 1))};
+}
+
+Bounds neg_bounds(const UOp& u) {
+  return Range{-std::max(b(u, 0).second, kMin + 1), -std::max(b(u, 0).first, kMin + 1)};
+}
+
+Bounds mul_bounds(const UOp& u) {
+  const auto [a0, a1] = b(u, 0);
+  const auto [c0, c1] = b(u, 1);
+  const int64_t p[] = {sat_mul(a0, c0), sat_mul(a0, c1), sat_mul(a1, c0), sat_mul(a1, c1)};
+  return Range{*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+}
+
+Bounds idiv_bounds(const UOp& u) {
+  const auto [a0, a1] = b(u, 0);
+  const auto [c0, c1] = b(u, 1);
+  if (c0 > 0 || c1 < 0) {  // a divisor of one sign: truncating division is monotone in each operand
+    const int64_t q[] = {sat_div(a0, c0), sat_div(a0, c1), sat_div(a1, c0), sat_div(a1, c1)};
+    return Range{*std::min_element(q, q + 4), *std::max_element(q, q + 4)};
+  }
+  return std::nullopt;
+}
+
+Bounds mod_bounds(const UOp& u) {
+  const auto [a0, a1] = b(u, 0);
+  const auto [c0, c1] = b(u, 1);
+  if (c0 > 0 || c1 < 0) {  // C remainder: |r| < |c| and r has the sign of the dividend
+    const int64_t m = c0 > 0 ? c1 - 1 : -std::max(c0, kMin + 1) - 1;
+    if (a0 >= 0) return Range{0, std::min(a1, m)};
+    if (a1 <= 0) return Range{std::max(a0, -m), 0};
+    return Range{-m, m};
+  }
+  return std::nullopt;
+}
+
+Bounds max_bounds(const UOp& u) {
+  return Range{std::max(b(u, 0).first, b(u, 1).first), std::max(b(u, 0).second, b(u, 1).second)};
+}
+
+Bounds cmplt_bounds(const UOp& u) {
+  if (u.src[0]->dtype.scalar == Scalar::UInt64) return std::nullopt;  // int64 cannot hold its upper half
+  if (b(u, 0).second < b(u, 1).first) return Range{1, 1};
+  if (b(u, 0).first >= b(u, 1).second) return Range{0, 0};
+  return Range{0, 1};
+}
+
+Bounds cmpne_bounds(const UOp& u) {
+  if (u.src[0]->dtype.scalar == Scalar::UInt64) return std::nullopt;
+  if (b(u, 0).second < b(u, 1).first || b(u, 0).first > b(u, 1).second) return Range{1, 1};
+  if (b(u, 0).first == b(u, 0).second && b(u, 1).first == b(u, 1).second &&
+      b(u, 0).first == b(u, 1).first)
+    return Range{0, 0};
+  return Range{0, 1};
+}
+
+Bounds where_bounds(const UOp& u) {
+  if (b(u, 0).first == 1) return b(u, 1);
+  if (b(u, 0).second == 0) return b(u, 2);
+  return Range{std::min(b(u, 1).first, b(u, 2).first), std::max(b(u, 1).second, b(u, 2).second)};
+}
+
+Bounds and_bounds(const UOp& u) {
+  if (u.dtype.is_bool()) return Range{b(u, 0).first & b(u, 1).first, b(u, 0).second & b(u, 1).second};
+  if (b(u, 0).first >= 0 && b(u, 1).first >= 0) return Range{0, std::min(b(u, 0).second, b(u, 1).second)};
+  return std::nullopt;
+}
+
+Bounds or_bounds(const UOp& u) {
+  if (u.dtype.is_bool()) return Range{b(u, 0).first | b(u, 1).first, b(u, 0).second | b(u, 1).second};
+  return std::nullopt;
+}
+
+Bounds xor_bounds(const UOp& u) {
+  if (u.dtype.is_bool() && b(u, 1).first == b(u, 1).second)  // x ^ const: flips or keeps
+    return b(u, 1).first ? Range{1 - b(u, 0).second, 1 - b(u, 0).first} : b(u, 0);
+  return std::nullopt;
+}
+
+// The bounds rule of each ALU op, from its row.
+using BoundsRule = Bounds (*)(const UOp&);
+const std::array<BoundsRule, kOpsCount> kAluBounds = [] {
+  std::array<BoundsRule, kOpsCount> t{};
+#define VKG_ALU_BOUNDS(op, arity, dtypes, result, flags, cpu, gradient, bounds, ...) \
+  t[size_t(Ops::op)] = bounds;
+  VKG_ALU_OPS(VKG_ALU_BOUNDS)
+#undef VKG_ALU_BOUNDS
+  return t;
+}();
+
 // Bounds of an integer op; the result is later intersected with the dtype's range.
 Range int_bounds(const UOp& u) {
   const auto& s = u.src;
-  auto b = [&](size_t i) { return Range{s[i]->vmin(), s[i]->vmax()}; };
   switch (u.op) {
     case Ops::CONST:
       return {u.const_int(), u.const_int()};
@@ -63,75 +168,15 @@ Range int_bounds(const UOp& u) {
       if (!s.empty()) return {0, std::max<int64_t>(0, sat_add(s.back()->vmax(), -1))};
       break;
     case Ops::BIND:
-      if (!s.empty()) return b(0);
-      break;
-    case Ops::ADD:
-      return {sat_add(b(0).first, b(1).first), sat_add(b(0).second, b(1).second)};
-    case Ops::SUB:
-      return {sat_add(b(0).first, -std::max(b(1).second, kMin + 1)),
-              sat_add(b(0).second, -std::max(b(1).first, kMin + 1))};
-    case Ops::NEG:
-      return {-std::max(b(0).second, kMin + 1), -std::max(b(0).first, kMin + 1)};
-    case Ops::MUL: {
-      const auto [a0, a1] = b(0);
-      const auto [c0, c1] = b(1);
-      const int64_t p[] = {sat_mul(a0, c0), sat_mul(a0, c1), sat_mul(a1, c0), sat_mul(a1, c1)};
-      return {*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
-    }
-    case Ops::IDIV: {
-      const auto [a0, a1] = b(0);
-      const auto [c0, c1] = b(1);
-      if (c0 > 0 ||
-          c1 < 0) {  // a divisor of one sign: truncating division is monotone in each operand
-        const int64_t q[] = {sat_div(a0, c0), sat_div(a0, c1), sat_div(a1, c0), sat_div(a1, c1)};
-        return {*std::min_element(q, q + 4), *std::max_element(q, q + 4)};
-      }
-      break;
-    }
-    case Ops::MOD: {
-      const auto [a0, a1] = b(0);
-      const auto [c0, c1] = b(1);
-      if (c0 > 0 || c1 < 0) {  // C remainder: |r| < |c| and r has the sign of the dividend
-        const int64_t m = c0 > 0 ? c1 - 1 : -std::max(c0, kMin + 1) - 1;
-        if (a0 >= 0) return {0, std::min(a1, m)};
-        if (a1 <= 0) return {std::max(a0, -m), 0};
-        return {-m, m};
-      }
-      break;
-    }
-    case Ops::MAX:
-      return {std::max(b(0).first, b(1).first), std::max(b(0).second, b(1).second)};
-    case Ops::CMPLT:
-      if (s[0]->dtype.scalar == Scalar::UInt64) break;  // int64 bounds cannot hold its upper half
-      if (b(0).second < b(1).first) return {1, 1};
-      if (b(0).first >= b(1).second) return {0, 0};
-      return {0, 1};
-    case Ops::CMPNE:
-      if (s[0]->dtype.scalar == Scalar::UInt64) break;
-      if (b(0).second < b(1).first || b(0).first > b(1).second) return {1, 1};
-      if (b(0).first == b(0).second && b(1).first == b(1).second && b(0).first == b(1).first)
-        return {0, 0};
-      return {0, 1};
-    case Ops::WHERE:
-      if (b(0).first == 1) return b(1);
-      if (b(0).second == 0) return b(2);
-      return {std::min(b(1).first, b(2).first), std::max(b(1).second, b(2).second)};
-    case Ops::AND:
-      if (u.dtype.is_bool()) return {b(0).first & b(1).first, b(0).second & b(1).second};
-      if (b(0).first >= 0 && b(1).first >= 0) return {0, std::min(b(0).second, b(1).second)};
-      break;
-    case Ops::OR:
-      if (u.dtype.is_bool()) return {b(0).first | b(1).first, b(0).second | b(1).second};
-      break;
-    case Ops::XOR:
-      if (u.dtype.is_bool() && b(1).first == b(1).second)  // x ^ const: flips or keeps
-        return b(1).first ? Range{1 - b(0).second, 1 - b(0).first} : b(0);
+      if (!s.empty()) return b(u, 0);
       break;
     case Ops::CAST:
       if ((s[0]->dtype.is_int() && s[0]->dtype.scalar != Scalar::UInt64) || s[0]->dtype.is_bool())
-        return b(0);
+        return b(u, 0);
       break;
     default:
+      if (const BoundsRule rule = kAluBounds[size_t(u.op)])
+        if (const Bounds r = rule(u)) return *r;
       break;
   }
   return dtype_range(u.dtype);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <numbers>
 #include <span>
+#include <type_traits>
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -136,6 +137,30 @@ Grads copy_grad(const GradArgs& a) {
 
 Grads none(const GradArgs&) { return {}; }
 
+// The words of alu_table.hpp's gradient column.
+template <class... Ts>
+Grads grads(const Ts&... g) {
+  return Grads{std::optional<Tensor>(g)...};
+}
+const Grads no_grad{};  // piecewise constant or not real-valued: no gradient flows
+// No rule at all: backward through the op fails, naming it.
+struct NoRule {};
+constexpr NoRule no_rule;
+
+// A row's gradient column as a GradFn; empty for no_rule.
+template <class F>
+GradFn alu_rule(F f) {
+  if constexpr (std::is_same_v<std::invoke_result_t<F, const GradArgs&>, NoRule>)
+    return {};
+  else
+    return [f](const GradArgs& a) -> Grads { return f(a); };
+}
+
+Grads where_grad(const GradArgs& a) {
+  const Tensor c = a.x(0), zero = zero_like(a.g);
+  return {std::nullopt, c.where(a.g, zero), c.where(zero, a.g)};
+}
+
 struct GradRule {
   Ops op;
   GradFn fn;
@@ -147,32 +172,23 @@ const std::vector<GradRule>& gradient_rules() {
   // One line per rule reads as a table:
   // clang-format off
   static const std::vector<GradRule> rules = {
-      {Ops::ADD, [](A a) -> Grads { return {a.g, a.g}; }},
-      {Ops::SUB, [](A a) -> Grads { return {a.g, -a.g}; }},
-      {Ops::MUL, [](A a) -> Grads { return {a.g * a.x(1), a.g * a.x(0)}; }},
-      {Ops::FDIV, [](A a) -> Grads { return {a.g / a.x(1), -a.g * a.out() / a.x(1)}; }},  // -x/y^2 = -(x/y)/y
-      {Ops::NEG, [](A a) -> Grads { return {-a.g}; }},
-      {Ops::RECIP, [](A a) -> Grads { return {-a.g * a.out() * a.out()}; }},
-      {Ops::SQRT, [](A a) -> Grads { return {a.g / (a.out() * 2)}; }},
-      {Ops::EXP2, [](A a) -> Grads { return {a.g * a.out() * std::numbers::ln2}; }},
-      {Ops::LOG2, [](A a) -> Grads { return {a.g / (a.x(0) * std::numbers::ln2)}; }},
-      {Ops::SIN, [](A a) -> Grads { return {a.g * (std::numbers::pi / 2 - a.x(0)).sin()}; }},  // cos x
-      {Ops::MAX, max_grad},
-      {Ops::WHERE, [](A a) -> Grads {
-         const Tensor c = a.x(0), zero = zero_like(a.g);
-         return {std::nullopt, c.where(a.g, zero), c.where(zero, a.g)};
-       }},
+      // The ALU ops: their rows' gradient column in alu_table.hpp.
+#define VKG_ALU_GRAD(op, arity, dtypes, result, flags, cpu, gradient, ...) \
+      {Ops::op, alu_rule([](A a) {                                        \
+         [[maybe_unused]] const Tensor& g = a.g;                          \
+         [[maybe_unused]] const Tensor x = a.x(0);                        \
+         [[maybe_unused]] const Tensor y = a.n.src.size() > 1 ? a.x(1) : x; \
+         [[maybe_unused]] const Tensor out = a.out();                     \
+         return gradient;                                                 \
+       })},
+      VKG_ALU_OPS(VKG_ALU_GRAD)
+#undef VKG_ALU_GRAD
       // Back to the source's dtype; an integer or bool source gets none.
       {Ops::CAST, [](A a) -> Grads {
          if (!a.n.src[0]->dtype.is_float()) return {};
          return {a.g.cast(a.n.src[0]->dtype)};
        }},
-      // Piecewise constant or not real-valued: no gradient.
-      {Ops::CMPLT, none}, {Ops::CMPNE, none}, {Ops::AND, none}, {Ops::OR, none}, {Ops::XOR, none},
-      {Ops::SHL, none}, {Ops::SHR, none}, {Ops::IDIV, none}, {Ops::MOD, none},
-      // Zero, not none: floor, ceil, round and trunc pass a zero gradient on, as torch.
-      {Ops::TRUNC, [](A a) -> Grads { return {Tensor::zeros_like(a.g)}; }},
-      {Ops::BITCAST, none}, {Ops::THREEFRY, none},
+      {Ops::BITCAST, none},
       {Ops::REDUCE_AXIS, reduce_grad},
       {Ops::RESHAPE, [](A a) -> Grads { return {a.g.reshape(a.in_shape())}; }},
       {Ops::PERMUTE, permute_grad},
@@ -192,7 +208,8 @@ const std::vector<GradRule>& gradient_rules() {
 const std::array<const GradFn*, kOpsCount>& rule_table() {
   static const std::array<const GradFn*, kOpsCount> table = [] {
     std::array<const GradFn*, kOpsCount> t{};
-    for (const GradRule& r : gradient_rules()) t[size_t(r.op)] = &r.fn;
+    for (const GradRule& r : gradient_rules())
+      if (r.fn) t[size_t(r.op)] = &r.fn;
     return t;
   }();
   return table;

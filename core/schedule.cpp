@@ -109,14 +109,7 @@ ShapeTracker apply_chain(ShapeTracker st, const Chain& chain) {
 
 // f(0, ..., 0) == 0: such an op may be computed under a pad, whose positions read 0 in every
 // operand and must produce 0.
-bool maps_zero_to_zero(Ops op) {
-  switch (op) {
-    case Ops::EXP2: case Ops::LOG2: case Ops::RECIP: case Ops::FDIV: case Ops::IDIV: case Ops::MOD:
-    case Ops::THREEFRY:
-      return false;
-    default: return true;
-  }
-}
+bool maps_zero_to_zero(Ops op) { return !alu_info(op).has(alu::Zeroless); }
 
 bool is_elementwise(Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST; }
 

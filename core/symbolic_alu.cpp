@@ -1,8 +1,10 @@
 // exec_alu: what one integer or bool ALU op computes on the device. Constant folding and eval_int
-// both go through it, so a folded constant is exactly what the kernel would have computed.
+// both go through it, so a folded constant is exactly what the kernel would have computed: the
+// value comes from the op's row in alu_table.hpp (alu_eval), as on the CPU device.
 #include <algorithm>
 #include <type_traits>
 
+#include <vkgrad/core/alu_eval.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
 #include <vkgrad/core/symbolic_folds.hpp>
@@ -36,71 +38,11 @@ constexpr T from_i64(int64_t v) {
     return static_cast<T>(v);  // modular (C++20): an int64 holds every dtype's bit pattern
 }
 
-template <class T>
-std::optional<int64_t> binary(Ops op, T x, T y) {
-  using W = uint64_t;  // ring ops in unsigned 64 bits, then narrowed: wrap-around without UB
-  constexpr bool is_signed = std::is_signed_v<T>;
-  constexpr int bits = std::is_same_v<T, bool> ? 1 : int(8 * sizeof(T));
-  switch (op) {
-    case Ops::ADD:
-      return int64_t(T(W(x) + W(y)));
-    case Ops::SUB:
-      return int64_t(T(W(x) - W(y)));
-    case Ops::MUL:
-      return int64_t(T(W(x) * W(y)));
-    case Ops::IDIV:
-      if (y == 0) return std::nullopt;
-      if constexpr (is_signed)
-        if (y == -1) return int64_t(T(W(0) - W(x)));  // MIN / -1 wraps to MIN
-      return int64_t(T(x / y));
-    case Ops::MOD:
-      if (y == 0) return std::nullopt;
-      if constexpr (is_signed)
-        if (y == -1) return 0;
-      return int64_t(T(x % y));
-    case Ops::MAX:
-      return int64_t(std::max(x, y));
-    case Ops::CMPLT:
-      return x < y;
-    case Ops::CMPNE:
-      return x != y;
-    case Ops::AND:
-      return int64_t(T(x & y));
-    case Ops::OR:
-      return int64_t(T(x | y));
-    case Ops::XOR:
-      return int64_t(T(x ^ y));
-    case Ops::SHL:
-    case Ops::SHR:
-      if (int64_t(y) < 0 || int64_t(y) >= bits) return std::nullopt;
-      if (op == Ops::SHL) return int64_t(T(W(x) << int(y)));
-      return int64_t(T(x >> int(y)));  // arithmetic for signed types (C++20)
-    default:
-      return std::nullopt;
-  }
-}
-
 }  // namespace
 
 bool symbolic_detail::is_binary_int_op(Ops op) {
-  switch (op) {
-    case Ops::ADD:
-    case Ops::SUB:
-    case Ops::MUL:
-    case Ops::IDIV:
-    case Ops::MOD:
-    case Ops::MAX:
-    case Ops::CMPLT:
-    case Ops::CMPNE:
-    case Ops::AND:
-    case Ops::OR:
-    case Ops::XOR:
-    case Ops::SHL:
-    case Ops::SHR:
-      return true;
-    default:
-      return false;
-  }
+  const AluInfo& a = alu_info(op);
+  return a.arity == 2 && a.has(alu::Folds) && (a.dtypes & (alu::Ints | alu::Bools));
 }
 
 std::optional<int64_t> exec_alu(Ops op, DType result, DType operand, std::span<const int64_t> a) {
@@ -109,11 +51,6 @@ std::optional<int64_t> exec_alu(Ops op, DType result, DType operand, std::span<c
       throw Error("exec_alu: " + std::string(op_name(op)) + " takes " + std::to_string(n) +
                   " arguments");
   };
-  if (op == Ops::WHERE) {
-    need(3);
-    visit_int(op, operand, [](auto) { return std::optional<int64_t>(0); });  // rejects floats
-    return a[0] ? a[1] : a[2];
-  }
   if (op == Ops::CAST) {
     need(1);
     return visit_int(op, operand, [&](auto from) {
@@ -123,28 +60,20 @@ std::optional<int64_t> exec_alu(Ops op, DType result, DType operand, std::span<c
       });
     });
   }
-  if (op == Ops::NEG) {
-    need(1);
-    return visit_int(op, operand, [&](auto t) {
-      using T = decltype(t);
-      return std::optional<int64_t>(int64_t(T(uint64_t(0) - uint64_t(from_i64<T>(a[0])))));
-    });
-  }
-  if (op == Ops::MULACC) {
-    need(3);
-    return visit_int(op, operand, [&](auto t) {
-      using T = decltype(t);
-      const uint64_t x = uint64_t(from_i64<T>(a[0])), y = uint64_t(from_i64<T>(a[1])),
-                     z = uint64_t(from_i64<T>(a[2]));
-      return std::optional<int64_t>(int64_t(T(x * y + z)));
-    });
-  }
-  if (!symbolic_detail::is_binary_int_op(op)) not_integer(op, operand);
-  need(2);
-  (void)result;  // a binary op's result dtype is its operands' (bool for comparisons)
-  return visit_int(op, operand, [&](auto t) {
+  const AluInfo& info = alu_info(op);
+  if (!info.has(alu::Folds)) not_integer(op, operand);
+  need(size_t(info.arity));
+  (void)result;  // an ALU op's result dtype is its operands' (bool for comparisons)
+  return visit_int(op, operand, [&](auto t) -> std::optional<int64_t> {
     using T = decltype(t);
-    return binary<T>(op, from_i64<T>(a[0]), from_i64<T>(a[1]));
+    // WHERE's condition comes as the operands' type, 1 or 0 (alu_table.hpp).
+    const T x = op == Ops::WHERE ? T(a[0] != 0) : from_i64<T>(a[0]), y = info.arity > 1 ? from_i64<T>(a[1]) : x,
+            z = info.arity > 2 ? from_i64<T>(a[2]) : x;
+    if (alu::undefined_in_c(op == Ops::IDIV || op == Ops::MOD, op == Ops::SHL || op == Ops::SHR,
+                            x, y))
+      return std::nullopt;
+    if (info.result == alu::Bool) return int64_t(alu_compare<T>(op, operand, x, y));
+    return int64_t(alu_eval<T>(op, operand, x, y, z));
   });
 }
 

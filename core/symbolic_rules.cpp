@@ -23,13 +23,24 @@ UPat on_signed(UPat p) { return p.dtype_if(is_signed_scalar); }
 UPat on_intlike(UPat p) { return p.dtype_if(is_intlike_scalar); }
 UPat on_bool(UPat p) { return p.dtypes({dtypes::bool_}); }
 
-const std::vector<Ops> kFoldable1 = {Ops::NEG, Ops::CAST};
-const std::vector<Ops> kFoldable2 = {Ops::ADD, Ops::SUB,   Ops::MUL,   Ops::IDIV, Ops::MOD,
-                                     Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::AND,  Ops::OR,
-                                     Ops::XOR, Ops::SHL,   Ops::SHR};
-const std::vector<Ops> kFoldable3 = {Ops::WHERE, Ops::MULACC};
-const std::vector<Ops> kCommutative = {Ops::ADD, Ops::MUL, Ops::MAX, Ops::CMPNE,
-                                       Ops::AND, Ops::OR,  Ops::XOR};
+// The ALU ops whose rows say Folds, by arity (and CAST), and those that commute.
+std::vector<Ops> alu_ops_where(bool (*keep)(const AluInfo&)) {
+  std::vector<Ops> out;
+  for (int i = 0; i < kOpsCount; ++i)
+    if (keep(alu_info(Ops(i)))) out.push_back(Ops(i));
+  return out;
+}
+const std::vector<Ops> kFoldable1 = [] {
+  auto ops = alu_ops_where([](const AluInfo& a) { return a.arity == 1 && a.has(alu::Folds); });
+  ops.push_back(Ops::CAST);
+  return ops;
+}();
+const std::vector<Ops> kFoldable2 =
+    alu_ops_where([](const AluInfo& a) { return a.arity == 2 && a.has(alu::Folds); });
+const std::vector<Ops> kFoldable3 =
+    alu_ops_where([](const AluInfo& a) { return a.arity == 3 && a.has(alu::Folds); });
+const std::vector<Ops> kCommutative =
+    alu_ops_where([](const AluInfo& a) { return a.has(alu::Commutes); });
 
 std::vector<Ops> alu_ops(OpFamily family) {
   std::vector<Ops> out;

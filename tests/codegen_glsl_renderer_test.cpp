@@ -104,13 +104,38 @@ TEST(GlslRenderer, ADtypeTheDeviceCannotDoIsAnErrorNamingDtypeAndKernel) {
 }
 
 TEST(GlslRenderer, IntegerModIsCRemainderNotGlslPercent) {
-  const std::string s = render_and_compile(int_div_mod(dtypes::int32, 4));
+  const std::string s = render_and_compile(int_div_mod_by(dtypes::int32, 4, 3));
   EXPECT_TRUE(has(s, "int mod_c(int a, int b) {\n  return a - (a / b) * b;\n}")) << s;
-  EXPECT_TRUE(has(s, "data1.v[gidx0] = mod_c(val0, val1);")) << s;
+  EXPECT_TRUE(has(s, "data1.v[gidx0] = mod_c(val0, 3);")) << s;
+  EXPECT_TRUE(has(s, "data0.v[gidx0] = (val0/3);")) << s;
   EXPECT_FALSE(has(s, "%")) << s;
   // Unsigned operands have one meaning of %: it stays.
+  const std::string u = render_and_compile(int_div_mod_by(dtypes::uint32, 4, 3));
+  EXPECT_TRUE(has(u, "(val0%3u)")) << u;
+}
+
+// Vulkan leaves x / 0 and x % 0 undefined (Lavapipe gives 0xffffffff for unsigned ones): a
+// divisor that may be 0 goes through helpers that give the CPU device's 0 and x
+// (core/alu_semantics.hpp); a constant divisor, as in index math, keeps the plain form above.
+TEST(GlslRenderer, ADivisorThatMayBeZeroIsGuarded) {
+  const std::string s = render_and_compile(int_div_mod(dtypes::int32, 4));
+  EXPECT_TRUE(has(s, "int idiv_safe(int a, int b) {\n  return b == 0 ? 0 : a / b;\n}")) << s;
+  EXPECT_TRUE(has(s, "int mod_safe(int a, int b) {\n  return b == 0 ? a : a - (a / b) * b;\n}"))
+      << s;
+  EXPECT_TRUE(has(s, "data0.v[gidx0] = idiv_safe(val0, val1);")) << s;
+  EXPECT_TRUE(has(s, "data1.v[gidx0] = mod_safe(val0, val1);")) << s;
   const std::string u = render_and_compile(int_div_mod(dtypes::uint32, 4));
-  EXPECT_TRUE(has(u, "(val0%val1)")) << u;
+  EXPECT_TRUE(has(u, "uint mod_safe(uint a, uint b) {\n  return b == 0u ? a : a % b;\n}")) << u;
+}
+
+// A shift count outside [0, width) is undefined in Vulkan: one not known to be in range is taken
+// modulo the width, as the CPU device and Lavapipe do; a constant count in range stays bare.
+TEST(GlslRenderer, ShiftCountsNotKnownInRangeAreMasked) {
+  const std::string s = render_and_compile(binary_op(Ops::SHL, dtypes::int32, 4));
+  EXPECT_TRUE(has(s, "(val0<<(val1&31))")) << s;
+  const std::string b = render_and_compile(binary_op(Ops::SHR, dtypes::uint8, 4));
+  EXPECT_TRUE(has(b, "(val0>>(val1&uint8_t(7u)))")) << b;
+  EXPECT_TRUE(has(render_and_compile(binary_op_by(Ops::SHL, dtypes::int32, 4, 5)), "(val0<<5)"));
 }
 
 TEST(GlslRenderer, MaskedLoadClampsItsIndexBeforeSelectingAlt) {

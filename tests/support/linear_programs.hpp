@@ -152,6 +152,17 @@ inline Program int_div_mod(DType d, int64_t n) {
   return b.build({n, 1, 1}, {1, 1, 1});
 }
 
+// q[i] = x[i] / c, r[i] = x[i] % c for a constant c, as index math divides.
+inline Program int_div_mod_by(DType d, int64_t n, int64_t c) {
+  ProgramBuilder b("E_divmod_const_" + d.name());
+  auto q = b.global(d, n, true), r = b.global(d, n, true), x = b.global(d, n);
+  auto i = b.special("gidx0", n);
+  auto a = b.load(x, i), k = UOp::const_(d, c);
+  b.store(q, i, a / k);
+  b.store(r, i, a % k);
+  return b.build({n, 1, 1}, {1, 1, 1});
+}
+
 // E_n over bool storage: nz[i] = bool(in[i]) (any nonzero byte is true), inv[i] = !nz[i],
 // big[i] = values[i] > 2 (a comparison stored as bool).
 inline Program bool_storage(int64_t n) {
@@ -230,6 +241,15 @@ inline Program binary_op(Ops op, DType d, int64_t n) {
   auto i = b.special("gidx0", n);
   auto a = b.load(x, i), c = b.load(y, i);
   b.store(out, i, a->alu(op, {c}));
+  return b.build({n, 1, 1}, {1, 1, 1});
+}
+
+// out[i] = op(a[i], c) for a constant c.
+inline Program binary_op_by(Ops op, DType d, int64_t n, int64_t c) {
+  ProgramBuilder b(fmt_name(op, d, n) + "_const");
+  auto out = b.global(d, n, true), x = b.global(d, n);
+  auto i = b.special("gidx0", n);
+  b.store(out, i, b.load(x, i)->alu(op, {UOp::const_(d, c)}));
   return b.build({n, 1, 1}, {1, 1, 1});
 }
 
