@@ -34,24 +34,34 @@ int64_t compiled(const std::string& dev) { return device(dev).compile_counts().c
 
 class Symbolic : public testing::TestWithParam<std::string> {
  protected:
-  std::string dev() const { return GetParam(); }
+  // The device inputs are made on: the test's, or the CPU for the reference results.
+  std::string dev() const { return on_cpu_ ? std::string("CPU") : GetParam(); }
   Tensor input(Shape shape, int seed) const {
     return Tensor(values(prod(shape), seed), shape, dev());
   }
 
-  // For i = 1..4: symbolic(i) and plain(i) agree, and on Vulkan the symbolic ones compile
-  // kernels only for i = 1 (the CPU device compiles nothing it counts).
+  // For i = 1..4: symbolic(i) agrees with plain(i) on this device and with symbolic(i) on the
+  // CPU reference device, and on Vulkan the symbolic ones compile kernels only for i = 1 (the
+  // CPU device compiles nothing it counts).
   void check(const std::function<Tensor(int64_t)>& symbolic,
              const std::function<Tensor(int64_t)>& plain) {
     int64_t later_compiles = 0;
     for (int64_t i = 1; i <= 4; ++i) {
+      const std::string at = "i = " + std::to_string(i);
       const int64_t before = compiled(dev());
       const std::vector<float> got = symbolic(i).to_vector<float>();
       if (i > 1) later_compiles += compiled(dev()) - before;
-      expect_near(got, plain(i).to_vector<float>(), "i = " + std::to_string(i));
+      expect_near(got, plain(i).to_vector<float>(), at);
+      on_cpu_ = true;
+      const std::vector<float> reference = symbolic(i).to_vector<float>();
+      on_cpu_ = false;
+      expect_near(got, reference, at + ", against the CPU device");
     }
     EXPECT_EQ(later_compiles, 0) << "symbolic kernels were compiled again for a new binding";
   }
+
+ private:
+  bool on_cpu_ = false;
 };
 
 const Variable vi("i", 1, 10), vj("j", 1, 10);
