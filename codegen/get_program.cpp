@@ -48,8 +48,9 @@ std::vector<int64_t> var_values(const Program& program, const ScheduleItem& item
   for (const VarArg& v : program.vars) {
     auto it = item.var_vals.find(v.name);
     if (it == item.var_vals.end())
-      throw Error("kernel '" + program.name + "' reads variable '" + v.name +
-                  "', which has no value in this run: bind it (Variable::bind) where the tensor is shaped");
+      throw Error(
+          "kernel '" + program.name + "' reads variable '" + v.name +
+          "', which has no value in this run: bind it (Variable::bind) where the tensor is shaped");
     out.push_back(it->second);
   }
   return out;

@@ -63,7 +63,8 @@ Kernel::Kernel(UOpPtr ast) : ast_(std::move(ast)) {
     const std::vector<UOpPtr> exprs = st.views().back().shape_exprs();
     for (size_t i = 0; i < ndim; ++i) {
       const bool one = exprs[i]->is_const() && exprs[i]->const_int() == 1;
-      if (!sym_full_shape_[i] || (!one && sym_full_shape_[i]->is_const() && sym_full_shape_[i]->const_int() == 1))
+      if (!sym_full_shape_[i] ||
+          (!one && sym_full_shape_[i]->is_const() && sym_full_shape_[i]->const_int() == 1))
         sym_full_shape_[i] = exprs[i];
     }
   }
@@ -222,7 +223,8 @@ std::string Kernel::name() const {
   std::string n = has_reduce() ? "r" : "E";
   // A symbolic size by its variables (E_3_i), as tinygrad names them.
   for (size_t i = 0; i < full_shape_.size(); ++i)
-    n += "_" + (symbolic() && !sym_full_shape_[i]->is_const() ? render(sym_full_shape_[i]) : std::to_string(full_shape_[i]));
+    n += "_" + (symbolic() && !sym_full_shape_[i]->is_const() ? render(sym_full_shape_[i])
+                                                              : std::to_string(full_shape_[i]));
   return full_shape_.empty() ? n + "_" : n;
 }
 

@@ -84,7 +84,8 @@ Lowerer::Lowerer(const Kernel& k, const LowerOptions& options) : k_(k) {
     if (k.symbolic()) {
       UOpPtr bound = int_const(1);
       for (size_t i : global) bound = simplify(bound * axis_size(i));
-      if (bound->vmax() >= n_global && bound->vmin() >= n_global) bound = nullptr;  // always all of them
+      if (bound->vmax() >= n_global && bound->vmin() >= n_global)
+        bound = nullptr;  // always all of them
       if (bound) guard_ = idx0->lt(bound);
     }
     const int64_t wg = std::max<int64_t>(1, std::min(options.default_workgroup, n_global));

@@ -182,15 +182,16 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
                 " inputs, the captured call had " + std::to_string(plan.inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i)
     if (signature(inputs[i]) != plan.signatures[i])
-      throw Error("Jit: input " + std::to_string(i) + " is " + signature(inputs[i]) +
-                  ", the captured call's was " + plan.signatures[i] +
-                  "; a replay needs the same shapes, dtypes and devices (use a Jit per shape, "
-                  "or reset() to capture again" +
-                  // The capture recorded its buffers' sizes and its variables' values.
-                  (inputs[i].has_symbolic_shape()
-                       ? std::string("; a replay cannot take new values of symbolic sizes yet, but a "
-                                     "new capture reuses their compiled kernels)")
-                       : std::string(")")));
+      throw Error(
+          "Jit: input " + std::to_string(i) + " is " + signature(inputs[i]) +
+          ", the captured call's was " + plan.signatures[i] +
+          "; a replay needs the same shapes, dtypes and devices (use a Jit per shape, "
+          "or reset() to capture again" +
+          // The capture recorded its buffers' sizes and its variables' values.
+          (inputs[i].has_symbolic_shape()
+               ? std::string("; a replay cannot take new values of symbolic sizes yet, but a "
+                             "new capture reuses their compiled kernels)")
+               : std::string(")")));
   // Host data not yet on the device is uploaded straight into the captured input's buffer;
   // anything else is realized where it is and copied there on the device.
   std::vector<Tensor> in = inputs;

@@ -65,15 +65,18 @@ using Chain = std::vector<const UOp*>;
 ShapeTracker apply_symbolic(const ShapeTracker& st, const UOp& m, const SymbolicArg& a) {
   const std::vector<UOpPtr>& e = a.exprs;
   switch (m.op) {
-    case Ops::RESHAPE: return st.reshape_sym(e);
-    case Ops::EXPAND: return st.expand_sym(e);
+    case Ops::RESHAPE:
+      return st.reshape_sym(e);
+    case Ops::EXPAND:
+      return st.expand_sym(e);
     case Ops::PAD:
     case Ops::SHRINK: {
       std::vector<SymRange> pairs;
       for (size_t i = 0; i + 1 < e.size(); i += 2) pairs.emplace_back(e[i], e[i + 1]);
       return m.op == Ops::PAD ? st.pad_sym(pairs) : st.shrink_sym(pairs);
     }
-    default: throw Error("schedule: a symbolic " + std::string(op_name(m.op)) + " (internal)");
+    default:
+      throw Error("schedule: a symbolic " + std::string(op_name(m.op)) + " (internal)");
   }
 }
 
@@ -162,7 +165,8 @@ class Analysis {
   }
 
   void realize(const UOp* n) {
-    if (n->op == Ops::BUFFER || n->op == Ops::CONST || n->op == Ops::BIND || previously_realized(n)) return;
+    if (n->op == Ops::BUFFER || n->op == Ops::CONST || n->op == Ops::BIND || previously_realized(n))
+      return;
     realized.insert(n);
   }
 
@@ -205,7 +209,9 @@ class Analysis {
       const ShapeTracker same = whole.reshape(*reduce->shape()).expand(*reduce->src[0]->shape());
       return apply_chain(whole, chain).simplify() != same.simplify();
     }
-    if (n->op == Ops::CONST || n->op == Ops::BIND || is_leaf(n) || !checked.insert({n, chain}).second) return false;
+    if (n->op == Ops::CONST || n->op == Ops::BIND || is_leaf(n) ||
+        !checked.insert({n, chain}).second)
+      return false;
     if (is_movement(n->op)) {
       Chain inner{n};
       inner.insert(inner.end(), chain.begin(), chain.end());
@@ -226,7 +232,9 @@ class Analysis {
 
   void visit(const UOp* n, bool only_reshapes, bool padded, bool in_reduce, KernelState& ks,
              std::set<std::tuple<const UOp*, bool, bool, bool>>& seen, bool is_root = false) {
-    if (n->op == Ops::BUFFER || n->op == Ops::CONST || n->op == Ops::BIND || (!is_root && is_leaf(n))) return;
+    if (n->op == Ops::BUFFER || n->op == Ops::CONST || n->op == Ops::BIND ||
+        (!is_root && is_leaf(n)))
+      return;
     if (!seen.insert({n, only_reshapes, padded, in_reduce}).second) return;
     if (is_movement(n->op)) {
       visit(n->src[0].get(), only_reshapes && n->op == Ops::RESHAPE, padded || n->op == Ops::PAD, in_reduce, ks, seen);
@@ -300,12 +308,14 @@ class KernelBuilder {
       }
     }
     UOpPtr value = lower(value_root, top);
-    const ShapeTracker out_base =
-        root_->sym_shape() ? ShapeTracker::from_sym_shape(*root_->sym_shape()) : ShapeTracker::from_shape(shape);
+    const ShapeTracker out_base = root_->sym_shape()
+                                      ? ShapeTracker::from_sym_shape(*root_->sym_shape())
+                                      : ShapeTracker::from_shape(shape);
     ShapeTracker out_st = apply_chain(out_base, top);
     UOpPtr store = UOp::make(Ops::STORE, dtypes::void_, {global(0, out->dtype()), view(out_st), value});
     ScheduleItem item{UOp::make(Ops::SINK, dtypes::void_, {store}), buffers_, {}};
-    for (const Binding& b : merge_bindings(bindings_, "schedule")) item.var_vals[b.var->arg_as<VarArg>().name] = b.value;
+    for (const Binding& b : merge_bindings(bindings_, "schedule"))
+      item.var_vals[b.var->arg_as<VarArg>().name] = b.value;
     return item;
   }
 
@@ -518,11 +528,13 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
     const auto held = assign ? Buffer::next_version(out) : out;
     UOpPtr bnode = UOp::make(Ops::BUFFER, n->dtype, {n->device_node()->ptr()},
                              std::shared_ptr<const ArgPayload>(held));
-    UOpPtr view = n->sym_shape()
-                      ? UOp::make(Ops::RESHAPE, n->dtype, {bnode},
-                                  make_symbolic_arg(*n->shape(), *n->sym_shape(), collect_bindings(n)))
-                  : *n->shape() == Shape{out->count()} ? bnode
-                                                       : UOp::make(Ops::RESHAPE, n->dtype, {bnode}, *n->shape());
+    UOpPtr view =
+        n->sym_shape()
+            ? UOp::make(Ops::RESHAPE, n->dtype, {bnode},
+                        make_symbolic_arg(*n->shape(), *n->sym_shape(), collect_bindings(n)))
+        : *n->shape() == Shape{out->count()}
+            ? bnode
+            : UOp::make(Ops::RESHAPE, n->dtype, {bnode}, *n->shape());
     sched.realized.emplace(n, view);
   }
   if (has_assign) order_around_assigns(sched, access);

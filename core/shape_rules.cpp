@@ -48,7 +48,8 @@ std::optional<Shape> compute_shape(const UOp& u) {
   switch (u.op) {
     case Ops::BUFFER: return Shape{buffer_of(u).count()};
     case Ops::CONST: return Shape{};
-    case Ops::BIND: return u.src.size() == 2 ? std::optional(Shape{}) : std::nullopt;  // a tensor-level variable
+    case Ops::BIND:
+      return u.src.size() == 2 ? std::optional(Shape{}) : std::nullopt;  // a tensor-level variable
     case Ops::REDUCE_AXIS: {
       const Shape* in = u.src.empty() ? nullptr : u.src[0]->shape();
       const auto* r = std::get_if<ReduceArg>(&u.arg);

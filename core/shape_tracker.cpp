@@ -355,7 +355,8 @@ IndexExpr compose(const std::vector<View>& views, size_t top, const std::vector<
     if (simplified) e = {simplify(e.index), simplify(e.valid)};
     if (is_false(e.valid)) break;
     const View v = views[i].minify();
-    e = view_expr(v, v.sym ? unravel_sym(v.sym->shape, e.index) : unravel_expr(v.shape, e.index), e.valid);
+    e = view_expr(v, v.sym ? unravel_sym(v.sym->shape, e.index) : unravel_expr(v.shape, e.index),
+                  e.valid);
   }
   if (stand_ins && stand_ins->any())
     e = {stand_ins->restore(simplify(e.index)), stand_ins->restore(simplify(e.valid))};

@@ -37,11 +37,13 @@ std::string SymbolicArg::repr() const {
   std::string s = "(";
   for (size_t i = 0; i < exprs.size(); ++i) s += (i ? ", " : "") + render(exprs[i]);
   s += ")";
-  for (const Binding& b : bindings) s += " " + b.var->arg_as<VarArg>().name + "=" + std::to_string(b.value);
+  for (const Binding& b : bindings)
+    s += " " + b.var->arg_as<VarArg>().name + "=" + std::to_string(b.value);
   return s;
 }
 
-Arg make_symbolic_arg(std::vector<int64_t> values, std::vector<UOpPtr> exprs, std::vector<Binding> bindings) {
+Arg make_symbolic_arg(std::vector<int64_t> values, std::vector<UOpPtr> exprs,
+                      std::vector<Binding> bindings) {
   auto a = std::make_shared<SymbolicArg>();
   a->values = std::move(values);
   a->exprs = std::move(exprs);
@@ -83,7 +85,8 @@ std::vector<Binding> collect_bindings(const UOp* root) {
   return merge_bindings(found, "symbolic shape");
 }
 
-std::optional<std::vector<UOpPtr>> carry_reshape(const Shape& from_values, const std::vector<UOpPtr>& from_exprs,
+std::optional<std::vector<UOpPtr>> carry_reshape(const Shape& from_values,
+                                                 const std::vector<UOpPtr>& from_exprs,
                                                  const Shape& target) {
   // Plain 1s of `from` may go and 1s of `target` may come; every other dimension of `from` must
   // reappear in order with its value. A symbolic dimension is kept even where its value is 1 (it
@@ -108,7 +111,8 @@ std::optional<std::vector<UOpPtr>> carry_reshape(const Shape& from_values, const
 }
 
 std::optional<std::vector<UOpPtr>> compute_sym_shape(const UOp& u) {
-  if (u.op == Ops::BUFFER || u.op == Ops::CONST || u.op == Ops::BIND || !u.shape()) return std::nullopt;
+  if (u.op == Ops::BUFFER || u.op == Ops::CONST || u.op == Ops::BIND || !u.shape())
+    return std::nullopt;
   if (u.src.empty()) return std::nullopt;
   const UOp& in = *u.src[0];
   if (is_movement(u.op)) {
@@ -126,19 +130,23 @@ std::optional<std::vector<UOpPtr>> compute_sym_shape(const UOp& u) {
         for (int64_t ax : *a) out.push_back(ins[size_t(ax)]);
         return unless_all_const(out);
       }
-      case Ops::FLIP: return unless_all_const(ins);
+      case Ops::FLIP:
+        return unless_all_const(ins);
       case Ops::PAD:
       case Ops::SHRINK: {
         std::vector<UOpPtr> e;
-        if (s) e = s->exprs;
+        if (s)
+          e = s->exprs;
         else
           for (int64_t v : *a) e.push_back(UOp::const_(dtypes::int32, v));
         std::vector<UOpPtr> out;
         for (size_t i = 0; i < ins.size(); ++i)
-          out.push_back(simplify(u.op == Ops::PAD ? ins[i] + e[2 * i] + e[2 * i + 1] : e[2 * i + 1] - e[2 * i]));
+          out.push_back(simplify(u.op == Ops::PAD ? ins[i] + e[2 * i] + e[2 * i + 1]
+                                                  : e[2 * i + 1] - e[2 * i]));
         return unless_all_const(out);
       }
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
   if (u.op == Ops::REDUCE_AXIS) {

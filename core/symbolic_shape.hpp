@@ -26,7 +26,8 @@ struct SymbolicArg final : ArgPayload {
   std::string repr() const override;
 };
 
-Arg make_symbolic_arg(std::vector<int64_t> values, std::vector<UOpPtr> exprs, std::vector<Binding> bindings);
+Arg make_symbolic_arg(std::vector<int64_t> values, std::vector<UOpPtr> exprs,
+                      std::vector<Binding> bindings);
 
 // The SymbolicArg of a movement or BIND node, or nullptr.
 const SymbolicArg* symbolic_arg(const UOp& u);
@@ -47,7 +48,8 @@ std::vector<Binding> collect_bindings(const UOp* n);
 // `target` (numbers) matched to the dimensions of `from` (values and expressions) for a reshape
 // that only inserts or removes dimensions of size 1: the expressions of the result, or nullopt
 // where the reshape regroups dimensions (the result is then plain numbers).
-std::optional<std::vector<UOpPtr>> carry_reshape(const Shape& from_values, const std::vector<UOpPtr>& from_exprs,
+std::optional<std::vector<UOpPtr>> carry_reshape(const Shape& from_values,
+                                                 const std::vector<UOpPtr>& from_exprs,
                                                  const Shape& target);
 
 }  // namespace vkg

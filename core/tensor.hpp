@@ -305,7 +305,8 @@ class Tensor {
   Tensor reshape(const SymShape& shape) const;
   Tensor expand(std::initializer_list<SymInt> shape) const { return expand(SymShape(shape)); }
   Tensor expand(const SymShape& shape) const;
-  Tensor pad(std::initializer_list<std::pair<SymInt, SymInt>> before_after, Scalarish value = 0) const {
+  Tensor pad(std::initializer_list<std::pair<SymInt, SymInt>> before_after,
+             Scalarish value = 0) const {
     return pad(std::vector<std::pair<SymInt, SymInt>>(before_after), value);
   }
   Tensor pad(const std::vector<std::pair<SymInt, SymInt>>& before_after, Scalarish value = 0) const;
@@ -477,7 +478,8 @@ class Tensor {
                       const std::vector<Binding>& bindings = {}) const;
   // The symbolic shape `ts` broadcast to (their values broadcast to `s`), or nullopt when none of
   // them has a symbolic shape.
-  static std::optional<SymShape> symbolic_broadcast(std::initializer_list<const Tensor*> ts, const Shape& s);
+  static std::optional<SymShape> symbolic_broadcast(std::initializer_list<const Tensor*> ts,
+                                                    const Shape& s);
   Tensor movement(Ops op, std::vector<int64_t> arg) const;
   void check_host_type(DType wanted, std::string_view op) const;
   // Points the tensor at the buffer view holding its value, keeping what autograd needs.

@@ -218,7 +218,8 @@ Tensor Tensor::cat(std::span<const Tensor> tensors, int64_t axis) {
   // Each piece is padded with zeros to the full length at its offset; their sum is the result
   // (one fused kernel; each piece's gradient is the matching shrink).
   std::vector<Tensor> pieces;
-  if (std::any_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.has_symbolic_shape(); })) {
+  if (std::any_of(tensors.begin(), tensors.end(),
+                  [](const Tensor& t) { return t.has_symbolic_shape(); })) {
     // Symbolic sizes along the axis: the pads are expressions, so one kernel serves every binding.
     SymInt sym_total = 0, sym_at = 0;
     for (const Tensor& t : tensors) sym_total = sym_total + t.sym_shape()[size_t(a)];

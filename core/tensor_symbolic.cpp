@@ -13,7 +13,8 @@ namespace vkg {
 namespace {
 
 bool any_symbolic(const std::vector<SymInt>& v) {
-  return std::any_of(v.begin(), v.end(), [](const SymInt& s) { return s.is_symbolic() || !s.is_bound(); });
+  return std::any_of(v.begin(), v.end(),
+                     [](const SymInt& s) { return s.is_symbolic() || !s.is_bound(); });
 }
 
 std::vector<int64_t> values_of(const std::vector<SymInt>& v, std::string_view op) {
@@ -43,8 +44,8 @@ std::vector<SymInt> flatten_pairs(const std::vector<std::pair<SymInt, SymInt>>& 
   return out;
 }
 
-std::vector<std::pair<int64_t, int64_t>> value_pairs(const std::vector<std::pair<SymInt, SymInt>>& pairs,
-                                                     std::string_view op) {
+std::vector<std::pair<int64_t, int64_t>> value_pairs(
+    const std::vector<std::pair<SymInt, SymInt>>& pairs, std::string_view op) {
   std::vector<std::pair<int64_t, int64_t>> out;
   for (const auto& [a, b] : pairs) {
     a.require_bound(op), b.require_bound(op);
@@ -67,9 +68,11 @@ SymShape Tensor::sym_shape() const {
 
 Tensor Tensor::sym_movement(Ops op, std::vector<int64_t> values, std::vector<UOpPtr> exprs,
                             const std::vector<Binding>& bindings) const {
-  std::vector<Binding> all = merge_bindings({bindings, collect_bindings(node().get())}, op_name(op));
+  std::vector<Binding> all =
+      merge_bindings({bindings, collect_bindings(node().get())}, op_name(op));
   for (UOpPtr& e : exprs) e = simplify(e);
-  return Tensor(UOp::make(op, dtype(), {node()}, make_symbolic_arg(std::move(values), std::move(exprs), std::move(all))));
+  return Tensor(UOp::make(op, dtype(), {node()},
+                          make_symbolic_arg(std::move(values), std::move(exprs), std::move(all))));
 }
 
 Tensor Tensor::reshape(const SymShape& target) const {
@@ -97,11 +100,14 @@ Tensor Tensor::expand(const SymShape& target) const {
   return base.sym_movement(Ops::EXPAND, values, exprs_of(full), bindings_of(full, "expand"));
 }
 
-Tensor Tensor::pad(const std::vector<std::pair<SymInt, SymInt>>& before_after, Scalarish value) const {
+Tensor Tensor::pad(const std::vector<std::pair<SymInt, SymInt>>& before_after,
+                   Scalarish value) const {
   const auto values = value_pairs(before_after, "pad");
   const std::vector<SymInt> flat = flatten_pairs(before_after);
   if (!any_symbolic(flat)) return pad(values, value);
-  if (value.as_double() != 0) throw Error("pad: symbolic pads fill zeros only, got value " + std::to_string(value.as_double()));
+  if (value.as_double() != 0)
+    throw Error("pad: symbolic pads fill zeros only, got value " +
+                std::to_string(value.as_double()));
   (void)pad(values);  // the checks, with the bound values
   return sym_movement(Ops::PAD, values_of(flat, "pad"), exprs_of(flat), bindings_of(flat, "pad"));
 }
@@ -111,13 +117,15 @@ Tensor Tensor::shrink(const std::vector<std::pair<SymInt, SymInt>>& begin_end) c
   const std::vector<SymInt> flat = flatten_pairs(begin_end);
   if (!any_symbolic(flat)) return shrink(values);
   (void)shrink(values);  // the checks, with the bound values
-  return sym_movement(Ops::SHRINK, values_of(flat, "shrink"), exprs_of(flat), bindings_of(flat, "shrink"));
+  return sym_movement(Ops::SHRINK, values_of(flat, "shrink"), exprs_of(flat),
+                      bindings_of(flat, "shrink"));
 }
 
 Tensor Tensor::from_size(const SymInt& size, std::string device) {
   size.require_bound("from_size");
   if (!size.is_symbolic()) return Tensor::full({}, size.value(), dtypes::int32, device);
-  const UOpPtr dev = UOp::make(Ops::DEVICE, dtypes::void_, {}, device.empty() ? default_device() : device);
+  const UOpPtr dev =
+      UOp::make(Ops::DEVICE, dtypes::void_, {}, device.empty() ? default_device() : device);
   return Tensor(UOp::make(Ops::BIND, dtypes::int32, {size.expr(), dev},
                           make_symbolic_arg({size.value()}, {size.expr()}, size.bindings())));
 }
@@ -128,8 +136,10 @@ Tensor Tensor::broadcast_to(const SymShape& target) const {
   return reshape(padded).expand(target);
 }
 
-std::optional<SymShape> Tensor::symbolic_broadcast(std::initializer_list<const Tensor*> ts, const Shape& s) {
-  if (std::none_of(ts.begin(), ts.end(), [](const Tensor* t) { return t->has_symbolic_shape(); })) return std::nullopt;
+std::optional<SymShape> Tensor::symbolic_broadcast(std::initializer_list<const Tensor*> ts,
+                                                   const Shape& s) {
+  if (std::none_of(ts.begin(), ts.end(), [](const Tensor* t) { return t->has_symbolic_shape(); }))
+    return std::nullopt;
   SymShape out(s.begin(), s.end());
   for (const Tensor* t : ts) {
     if (!t->has_symbolic_shape()) continue;

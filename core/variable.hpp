@@ -81,6 +81,7 @@ using SymShape = std::vector<SymInt>;
 
 // The bindings of all `sizes`, each variable once. Throws vkg::Error when one variable has two
 // different values, or when one of them is unbound (naming `op`).
-std::vector<Binding> merge_bindings(const std::vector<std::vector<Binding>>& sizes, std::string_view op);
+std::vector<Binding> merge_bindings(const std::vector<std::vector<Binding>>& sizes,
+                                    std::string_view op);
 
 }  // namespace vkg

@@ -311,7 +311,8 @@ View View::pad(const std::vector<PadWidth>& widths) const {
   if (!any) return *this;
   if (sym) {
     std::vector<SymRange> w;
-    for (const auto& [b, a] : widths) w.push_back({UOp::const_(dtypes::int32, b), UOp::const_(dtypes::int32, a)});
+    for (const auto& [b, a] : widths)
+      w.push_back({UOp::const_(dtypes::int32, b), UOp::const_(dtypes::int32, a)});
     return pad_sym(w);
   }
   Mask ranges, valid;
@@ -327,7 +328,8 @@ View View::shrink(const Mask& ranges) const {
   check_rank("shrink", *this, ranges.size(), arg);
   if (sym) {
     std::vector<SymRange> r;
-    for (const auto& [b, e] : ranges) r.push_back({UOp::const_(dtypes::int32, b), UOp::const_(dtypes::int32, e)});
+    for (const auto& [b, e] : ranges)
+      r.push_back({UOp::const_(dtypes::int32, b), UOp::const_(dtypes::int32, e)});
     return shrink_sym(r);
   }
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -447,11 +449,13 @@ std::string to_string(const View& v) {
     if (!v.sym->mask.empty()) {
       m = "(";
       for (size_t i = 0; i < v.sym->mask.size(); ++i)
-        m += (i ? ", (" : "(") + render(v.sym->mask[i].first) + ", " + render(v.sym->mask[i].second) + ")";
+        m += (i ? ", (" : "(") + render(v.sym->mask[i].first) + ", " +
+             render(v.sym->mask[i].second) + ")";
       m += ")";
     }
-    return "View(shape=" + list(v.sym->shape) + ", strides=" + list(v.sym->strides) + ", offset=" +
-           render(v.sym->offset) + ", mask=" + m + ", contiguous=" + (v.contiguous ? "True" : "False") + ")";
+    return "View(shape=" + list(v.sym->shape) + ", strides=" + list(v.sym->strides) +
+           ", offset=" + render(v.sym->offset) + ", mask=" + m +
+           ", contiguous=" + (v.contiguous ? "True" : "False") + ")";
   }
   return "View(shape=" + shape_str(v.shape) + ", strides=" + shape_str(v.strides) +
          ", offset=" + std::to_string(v.offset) + ", mask=" + mask_str(v.mask) +

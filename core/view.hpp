@@ -86,7 +86,8 @@ struct View {
 
   // The canonical symbolic view (row-major strides by default; a dimension that is the plain
   // number 1 gets stride 0). A view whose fields are all plain numbers comes back concrete.
-  static View create_symbolic(std::vector<UOpPtr> shape, std::optional<std::vector<UOpPtr>> strides = std::nullopt,
+  static View create_symbolic(std::vector<UOpPtr> shape,
+                              std::optional<std::vector<UOpPtr>> strides = std::nullopt,
                               UOpPtr offset = nullptr, std::vector<SymRange> mask = {});
   // This view's fields as expressions (CONSTs for a concrete view).
   SymbolicView symbolic() const;

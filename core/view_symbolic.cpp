@@ -41,7 +41,8 @@ bool all_const(const std::vector<UOpPtr>& v) {
 
 // resize() of core/view.cpp: the view restricted to `ranges` (which may reach outside the shape,
 // as a pad's do), its old mask moved along and intersected with `extra` if given.
-View resize(const SymbolicView& v, const std::vector<SymRange>& ranges, const std::vector<SymRange>& extra) {
+View resize(const SymbolicView& v, const std::vector<SymRange>& ranges,
+            const std::vector<SymRange>& extra) {
   UOpPtr offset = v.offset;
   std::vector<UOpPtr> shape(ranges.size());
   for (size_t i = 0; i < ranges.size(); ++i) {
@@ -52,9 +53,12 @@ View resize(const SymbolicView& v, const std::vector<SymRange>& ranges, const st
   if (!v.mask.empty()) {
     mask.assign(ranges.size(), {});
     for (size_t i = 0; i < ranges.size(); ++i) {
-      auto clamp = [&](const UOpPtr& x) { return smin(smax(simplify(x - ranges[i].first), num(0)), shape[i]); };
+      auto clamp = [&](const UOpPtr& x) {
+        return smin(smax(simplify(x - ranges[i].first), num(0)), shape[i]);
+      };
       mask[i] = {clamp(v.mask[i].first), clamp(v.mask[i].second)};
-      if (!extra.empty()) mask[i] = {smax(mask[i].first, extra[i].first), smin(mask[i].second, extra[i].second)};
+      if (!extra.empty())
+        mask[i] = {smax(mask[i].first, extra[i].first), smin(mask[i].second, extra[i].second)};
     }
   }
   return View::create_symbolic(std::move(shape), v.strides, offset, std::move(mask));
@@ -62,8 +66,8 @@ View resize(const SymbolicView& v, const std::vector<SymRange>& ranges, const st
 
 }  // namespace
 
-View View::create_symbolic(std::vector<UOpPtr> shape, std::optional<std::vector<UOpPtr>> strides, UOpPtr offset,
-                           std::vector<SymRange> mask) {
+View View::create_symbolic(std::vector<UOpPtr> shape, std::optional<std::vector<UOpPtr>> strides,
+                           UOpPtr offset, std::vector<SymRange> mask) {
   for (UOpPtr& s : shape) s = simplify(s);
   std::vector<UOpPtr> st = strides ? std::move(*strides) : row_major(shape);
   if (st.size() != shape.size() || (!mask.empty() && mask.size() != shape.size()))
@@ -149,7 +153,8 @@ View View::expand_sym(const std::vector<UOpPtr>& new_shape) const {
     if (!is_num(s.shape[i], 1) || is_num(simplify(new_shape[i]), 1)) continue;
     shape[i] = new_shape[i];
     if (!m.empty())
-      m[i] = is_num(m[i].first, 0) && is_num(m[i].second, 1) ? SymRange{num(0), new_shape[i]} : SymRange{num(0), num(0)};
+      m[i] = is_num(m[i].first, 0) && is_num(m[i].second, 1) ? SymRange{num(0), new_shape[i]}
+                                                             : SymRange{num(0), num(0)};
   }
   return create_symbolic(std::move(shape), s.strides, s.offset, std::move(m));
 }
@@ -164,7 +169,9 @@ View View::pad_sym(const std::vector<SymRange>& widths) const {
   return resize(s, ranges, valid);
 }
 
-View View::shrink_sym(const std::vector<SymRange>& ranges) const { return resize(symbolic(), ranges, {}); }
+View View::shrink_sym(const std::vector<SymRange>& ranges) const {
+  return resize(symbolic(), ranges, {});
+}
 
 // The symbolic forms of the concrete ops and of expr, which core/view.cpp calls for a view with
 // `sym` set.
@@ -201,7 +208,9 @@ IndexExpr expr(const View& v, const std::vector<UOpPtr>& idxs, const UOpPtr& val
 }
 
 [[noreturn]] void unsupported(const char* op) {
-  throw Error(std::string(op) + " of a tensor with a symbolic shape is not supported: reshape it to plain numbers first");
+  throw Error(
+      std::string(op) +
+      " of a tensor with a symbolic shape is not supported: reshape it to plain numbers first");
 }
 
 std::vector<UOpPtr> as_exprs(const Shape& s) { return nums(s); }

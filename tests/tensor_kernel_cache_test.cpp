@@ -13,7 +13,8 @@ namespace {
 // A distinct (fake) kernel AST per number.
 ScheduleItem item(int64_t n) {
   return ScheduleItem{UOp::make(Ops::SINK, dtypes::void_, {}, n),
-                      {std::make_shared<Buffer>("VK", dtypes::float32, 4)}, {}};
+                      {std::make_shared<Buffer>("VK", dtypes::float32, 4)},
+                      {}};
 }
 
 }  // namespace

@@ -23,61 +23,90 @@ std::vector<float> values(int64_t n, int seed) {
   return v;
 }
 
-void expect_near(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+void expect_near(const std::vector<float>& got, const std::vector<float>& want,
+                 const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-5f * (1 + std::fabs(want[k]))) << what << " at " << k;
+  for (size_t k = 0; k < got.size(); ++k)
+    EXPECT_NEAR(got[k], want[k], 1e-5f * (1 + std::fabs(want[k]))) << what << " at " << k;
 }
 
 int64_t compiled(const std::string& dev) { return device(dev).compile_counts().compiled; }
 
 class Symbolic : public testing::TestWithParam<std::string> {
  protected:
-  std::string dev() const { return GetParam(); }
-  Tensor input(Shape shape, int seed) const { return Tensor(values(prod(shape), seed), shape, dev()); }
+  // The device inputs are made on: the test's, or the CPU for the reference results.
+  std::string dev() const { return on_cpu_ ? std::string("CPU") : GetParam(); }
+  Tensor input(Shape shape, int seed) const {
+    return Tensor(values(prod(shape), seed), shape, dev());
+  }
 
-  // For i = 1..4: symbolic(i) and plain(i) agree, and on Vulkan the symbolic ones compile
-  // kernels only for i = 1 (the CPU device compiles nothing it counts).
-  void check(const std::function<Tensor(int64_t)>& symbolic, const std::function<Tensor(int64_t)>& plain) {
+  // For i = 1..4: symbolic(i) agrees with plain(i) on this device and with symbolic(i) on the
+  // CPU reference device, and on Vulkan the symbolic ones compile kernels only for i = 1 (the
+  // CPU device compiles nothing it counts).
+  void check(const std::function<Tensor(int64_t)>& symbolic,
+             const std::function<Tensor(int64_t)>& plain) {
     int64_t later_compiles = 0;
     for (int64_t i = 1; i <= 4; ++i) {
+      const std::string at = "i = " + std::to_string(i);
       const int64_t before = compiled(dev());
       const std::vector<float> got = symbolic(i).to_vector<float>();
       if (i > 1) later_compiles += compiled(dev()) - before;
-      expect_near(got, plain(i).to_vector<float>(), "i = " + std::to_string(i));
+      expect_near(got, plain(i).to_vector<float>(), at);
+      on_cpu_ = true;
+      const std::vector<float> reference = symbolic(i).to_vector<float>();
+      on_cpu_ = false;
+      expect_near(got, reference, at + ", against the CPU device");
     }
     EXPECT_EQ(later_compiles, 0) << "symbolic kernels were compiled again for a new binding";
   }
+
+ private:
+  bool on_cpu_ = false;
 };
 
 const Variable vi("i", 1, 10), vj("j", 1, 10);
 
 TEST_P(Symbolic, PlusOne) {
-  check([&](int64_t i) { return input({3, i}, 0).reshape({3, vi.bind(i)}) + 1; },
-        [&](int64_t i) { return input({3, i}, 0) + 1; });
+  check(
+      [&](int64_t i) {
+        return input({3, i}, 0).reshape({3, vi.bind(i)}) + 1;
+      },
+      [&](int64_t i) {
+        return input({3, i}, 0) + 1;
+      });
 }
 
 TEST_P(Symbolic, Add) {
-  check([&](int64_t i) {
-          const SymInt n = vi.bind(i);
-          return input({3, i}, 0).reshape({3, n}) + input({3, i}, 1).reshape({3, n});
-        },
-        [&](int64_t i) { return input({3, i}, 0) + input({3, i}, 1); });
+  check(
+      [&](int64_t i) {
+        const SymInt n = vi.bind(i);
+        return input({3, i}, 0).reshape({3, n}) + input({3, i}, 1).reshape({3, n});
+      },
+      [&](int64_t i) {
+        return input({3, i}, 0) + input({3, i}, 1);
+      });
 }
 
 TEST_P(Symbolic, MatmulOverASymbolicAxis) {
-  check([&](int64_t i) {
-          const SymInt n = vi.bind(i);
-          return input({3, i}, 0).reshape({3, n}).dot(input({i, 5}, 1).reshape({n, 5}));
-        },
-        [&](int64_t i) { return input({3, i}, 0).dot(input({i, 5}, 1)); });
+  check(
+      [&](int64_t i) {
+        const SymInt n = vi.bind(i);
+        return input({3, i}, 0).reshape({3, n}).dot(input({i, 5}, 1).reshape({n, 5}));
+      },
+      [&](int64_t i) {
+        return input({3, i}, 0).dot(input({i, 5}, 1));
+      });
 }
 
 TEST_P(Symbolic, MatmulWithASymbolicOutput) {
-  check([&](int64_t i) {
-          const SymInt n = vi.bind(i);
-          return input({i, 3}, 0).reshape({n, 3}).dot(input({3, i}, 1).reshape({3, n}));
-        },
-        [&](int64_t i) { return input({i, 3}, 0).dot(input({3, i}, 1)); });
+  check(
+      [&](int64_t i) {
+        const SymInt n = vi.bind(i);
+        return input({i, 3}, 0).reshape({n, 3}).dot(input({3, i}, 1).reshape({3, n}));
+      },
+      [&](int64_t i) {
+        return input({i, 3}, 0).dot(input({3, i}, 1));
+      });
 }
 
 TEST_P(Symbolic, Attention) {
@@ -85,50 +114,75 @@ TEST_P(Symbolic, Attention) {
   auto attention = [](const Tensor& q, const Tensor& k, const Tensor& v) {
     return q.dot(k.transpose()).softmax(-1).dot(v);
   };
-  check([&](int64_t i) {
-          const SymInt n = vi.bind(i);
-          return attention(input({2, 4}, 0), input({i, 4}, 1).reshape({n, 4}), input({i, 4}, 2).reshape({n, 4}));
-        },
-        [&](int64_t i) { return attention(input({2, 4}, 0), input({i, 4}, 1), input({i, 4}, 2)); });
+  check(
+      [&](int64_t i) {
+        const SymInt n = vi.bind(i);
+        return attention(input({2, 4}, 0), input({i, 4}, 1).reshape({n, 4}),
+                         input({i, 4}, 2).reshape({n, 4}));
+      },
+      [&](int64_t i) {
+        return attention(input({2, 4}, 0), input({i, 4}, 1), input({i, 4}, 2));
+      });
 }
 
 TEST_P(Symbolic, CatAlongEachAxisWithTwoVariables) {
   for (int axis : {0, 1}) {
     auto shape = [&](int64_t n) { return axis == 1 ? Shape{3, n} : Shape{n, 3}; };
     auto sym = [&](const SymInt& n) { return axis == 1 ? SymShape{3, n} : SymShape{n, 3}; };
-    check([&](int64_t i) {
-            const int64_t j = 5 - i;
-            const Tensor a = input(shape(i), 0).reshape(sym(vi.bind(i)));
-            const Tensor b = input(shape(j), 1).reshape(sym(vj.bind(j)));
-            return Tensor::cat(std::vector<Tensor>{a, b}, axis) * 2;
-          },
-          [&](int64_t i) {
-            return Tensor::cat(std::vector<Tensor>{input(shape(i), 0), input(shape(5 - i), 1)}, axis) * 2;
-          });
+    check(
+        [&](int64_t i) {
+          const int64_t j = 5 - i;
+          const Tensor a = input(shape(i), 0).reshape(sym(vi.bind(i)));
+          const Tensor b = input(shape(j), 1).reshape(sym(vj.bind(j)));
+          return Tensor::cat(std::vector<Tensor>{a, b}, axis) * 2;
+        },
+        [&](int64_t i) {
+          return Tensor::cat(std::vector<Tensor>{input(shape(i), 0), input(shape(5 - i), 1)},
+                             axis) *
+                 2;
+        });
   }
 }
 
 TEST_P(Symbolic, ShrinkAtASymbolicOffset) {
-  check([&](int64_t i) {
-          const SymInt n = vi.bind(i);
-          return input({7, 11}, 0).shrink({{3, 5}, {n, n + 2}}) * 3;
-        },
-        [&](int64_t i) { return input({7, 11}, 0).shrink({{3, 5}, {i, i + 2}}) * 3; });
+  check(
+      [&](int64_t i) {
+        const SymInt n = vi.bind(i);
+        return input({7, 11}, 0).shrink({{3, 5}, {n, n + 2}}) * 3;
+      },
+      [&](int64_t i) {
+        return input({7, 11}, 0).shrink({{3, 5}, {i, i + 2}}) * 3;
+      });
 }
 
 TEST_P(Symbolic, Mean) {
   for (int axis : {0, 1}) {
-    check([&](int64_t i) { return input({3, i}, 0).reshape({3, vi.bind(i)}).mean(axis); },
-          [&](int64_t i) { return input({3, i}, 0).mean(axis); });
+    check(
+        [&](int64_t i) {
+          return input({3, i}, 0).reshape({3, vi.bind(i)}).mean(axis);
+        },
+        [&](int64_t i) {
+          return input({3, i}, 0).mean(axis);
+        });
   }
-  check([&](int64_t i) { return input({3, i}, 0).reshape({3, vi.bind(i)}).mean(); },
-        [&](int64_t i) { return input({3, i}, 0).mean(); });
+  check(
+      [&](int64_t i) {
+        return input({3, i}, 0).reshape({3, vi.bind(i)}).mean();
+      },
+      [&](int64_t i) {
+        return input({3, i}, 0).mean();
+      });
 }
 
 TEST_P(Symbolic, Var) {
   for (int axis : {0, 1}) {
-    check([&](int64_t i) { return input({3, i}, 0).reshape({3, vi.bind(i)}).var(axis, false, 0); },
-          [&](int64_t i) { return input({3, i}, 0).var(axis, false, 0); });
+    check(
+        [&](int64_t i) {
+          return input({3, i}, 0).reshape({3, vi.bind(i)}).var(axis, false, 0);
+        },
+        [&](int64_t i) {
+          return input({3, i}, 0).var(axis, false, 0);
+        });
   }
 }
 
@@ -139,18 +193,24 @@ INSTANTIATE_TEST_SUITE_P(Devices, Symbolic, testing::Values("CPU", "VK"));
 // reset() reuses the symbolic kernels: nothing is compiled for the new binding.
 TEST(SymbolicShape, JitReplaysTheCapturedBindingAndRecapturesWithoutCompiling) {
   Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] + 1).softmax(-1)}; });
-  auto input = [](int64_t i, int seed) { return Tensor(values(3 * i, seed), {3, i}).reshape({3, vi.bind(i)}); };
+  auto input = [](int64_t i, int seed) {
+    return Tensor(values(3 * i, seed), {3, i}).reshape({3, vi.bind(i)});
+  };
   auto plain = [](int64_t i, int seed) { return Tensor(values(3 * i, seed), {3, i}); };
   for (int seed = 0; seed < 3; ++seed)
-    expect_near(f({input(2, seed)})[0].to_vector<float>(), (plain(2, seed) + 1).softmax(-1).to_vector<float>(),
+    expect_near(f({input(2, seed)})[0].to_vector<float>(),
+                (plain(2, seed) + 1).softmax(-1).to_vector<float>(),
                 "call " + std::to_string(seed));
-  EXPECT_NE(error_of([&] { f({input(3, 0)}); }).find("cannot take new values of symbolic sizes"), std::string::npos);
+  EXPECT_NE(error_of([&] { f({input(3, 0)}); }).find("cannot take new values of symbolic sizes"),
+            std::string::npos);
   std::vector<std::vector<float>> want;
-  for (int seed = 0; seed < 3; ++seed) want.push_back((plain(3, seed) + 1).softmax(-1).to_vector<float>());
+  for (int seed = 0; seed < 3; ++seed)
+    want.push_back((plain(3, seed) + 1).softmax(-1).to_vector<float>());
   const int64_t before = compiled("VK");
   f.reset();
   for (int seed = 0; seed < 3; ++seed)
-    expect_near(f({input(3, seed)})[0].to_vector<float>(), want[size_t(seed)], "after reset, call " + std::to_string(seed));
+    expect_near(f({input(3, seed)})[0].to_vector<float>(), want[size_t(seed)],
+                "after reset, call " + std::to_string(seed));
   EXPECT_EQ(compiled("VK"), before) << "a new binding compiled kernels";
 }
 
@@ -164,18 +224,23 @@ TEST(SymbolicShape, ShapeHoldsTheValuesAndSymShapeTheVariables) {
 }
 
 TEST(SymbolicShape, BadBindingsAreClearErrors) {
-  EXPECT_NE(error_of([] { (void)vi.bind(11); }).find("outside its bounds [1, 10]"), std::string::npos);
+  EXPECT_NE(error_of([] { (void)vi.bind(11); }).find("outside its bounds [1, 10]"),
+            std::string::npos);
   EXPECT_NE(error_of([] { (void)vi.bind(0); }).find("cannot bind 0"), std::string::npos);
   EXPECT_NE(error_of([] { Variable("k", 5, 2); }).find("min <= max"), std::string::npos);
   const Tensor a(values(6, 0), {6});
   // An unbound variable where a size is needed.
-  EXPECT_NE(error_of([&] { (void)a.reshape({3, vi}); }).find("variable 'i' has no value"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              (void)a.reshape({3, vi});
+            }).find("variable 'i' has no value"),
+            std::string::npos);
   // A binding that does not fit the tensor is the reshape's usual error, with the values.
   EXPECT_NE(error_of([&] { (void)a.reshape({3, vi.bind(3)}); }).find("reshape"), std::string::npos);
   // One variable bound to two values in one kernel.
   const Tensor x = a.reshape({3, vi.bind(2)}).reshape({6});
   const Tensor y = Tensor(values(6, 1), {6}).reshape({2, vi.bind(3)}).reshape({6});
-  EXPECT_NE(error_of([&] { (void)(x + y).to_vector<float>(); }).find("bound to both 2 and 3"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)(x + y).to_vector<float>(); }).find("bound to both 2 and 3"),
+            std::string::npos);
 }
 
 }  // namespace
