@@ -174,6 +174,8 @@ int ulps_for(Ops op) {
       return 4;
     case Ops::SIN:
       return 2;
+    case Ops::ERF:  // the renderer's own series and erfc (glsl_helpers.cpp) against glibc's erff
+      return 4;
     default:
       return 0;
   }
@@ -186,7 +188,7 @@ TEST_P(FloatEdges, UnaryOpsAgreeOnInfNanAndEdgeValues) {
   const int64_t n = int64_t(kEdges.size());
   std::vector<Ops> ops{Ops::SQRT, Ops::RECIP, Ops::NEG, Ops::TRUNC};
   if (d != dtypes::float64)
-    ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN});  // GLSL has no double ones
+    ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::ERF});  // GLSL has no double ones
   for (Ops op : ops) {
     SCOPED_TRACE(op_name(op));
     expect_agree(unary_op(op, d, n), {Bytes(n * d.itemsize()), pack_floats(d, kEdges)},
@@ -241,6 +243,17 @@ TEST_F(Kernels, SinAgreesWithLibmAcrossEveryExponent) {
     }
   const int64_t n = int64_t(x.size());
   expect_agree(unary_op(Ops::SIN, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 2);
+}
+
+// erf on both sides of the |x| = 1 switch between its series and 1 - erfc, out to where it
+// rounds to +-1, and on tiny arguments: within 4 ulp of glibc's erff.
+TEST_F(Kernels, ErfAgreesWithLibmAcrossItsRange) {
+  std::vector<float> x;
+  for (float v = -5.0f; v <= 5.0f; v += 0.01171875f) x.push_back(v);
+  for (float v : {1e-30f, -1e-20f, 1e-8f, 3e-4f, 0.99999994f, 1.0f, 1.0000001f, 3.9f, 3.92f, 4.0f})
+    x.push_back(v);
+  const int64_t n = int64_t(x.size());
+  expect_agree(unary_op(Ops::ERF, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 4);
 }
 
 TEST_F(Kernels, MoreWorkgroupsThanOneAxisAllowsWithAPrimeElementCount) {
