@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <numbers>
 
 #include <vkgrad/codegen/glsl_syntax.hpp>
 #include <vkgrad/core/error.hpp>
@@ -356,6 +357,34 @@ std::string sin_body(DType d) {
   return (q & 2u) != 0u ? -y : y;)";
 }
 
+std::string erf_body(DType d) {
+  if (d.scalar != Scalar::Float32) no_helper("erf_exact", d);
+  // GLSL has no erf. |a| < 1: its Taylor series, a * P(a^2) to the 23rd power (truncation below
+  // 1e-10), which keeps -0. |a| >= 1: 1 - erfc, with erfc from Numerical Recipes' erfcc
+  // (relative error below 1.2e-7) and exp through exp2_exact: erfc <= 0.16 there, so its error
+  // is a fraction of erf's ulp. inf needs no case (exp2 of -inf is 0); nan is decided by the bits.
+  std::string poly;
+  const int terms = 12;
+  for (int k = terms - 1; k >= 0; --k) {
+    const double c = 2 / std::sqrt(std::numbers::pi) * (k % 2 ? -1 : 1) /
+                     (std::tgamma(k + 1.0) * (2 * k + 1));
+    poly = k == terms - 1 ? fmt::format("{:.9e}f", c) : fmt::format("{:.9e}f + t * ({})", c, poly);
+  }
+  return fmt::format(R"(uint b = floatBitsToUint(a);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return a;
+  float x = uintBitsToFloat(b & 0x7fffffffu);
+  if (x < 1.0f) {{
+    float t = a * a;
+    return a * ({});
+  }}
+  float t = 1.0f / (1.0f + 0.5f * x);
+  float p = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
+            t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
+            t * (-0.82215223f + t * 0.17087277f))))))));
+  float erfc = t * exp2_exact((p - x * x) * 1.44269504f);
+  return (b >> 31) != 0u ? erfc - 1.0f : 1.0f - erfc;)", poly);
+}
+
 std::string threefry_body(DType d) {
   if (d != dtypes::uint64) no_helper("threefry2x32", d);
   return "uint k0 = uint(b), k1 = uint(b >> 32);\n"
@@ -411,6 +440,7 @@ constexpr HelperSpec kHelpers[] = {
     {"exp2_exact", 1, Scalar::Void, exp2_body, true, ""},
     {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, ""},
     {"sin_exact", 1, Scalar::Void, sin_body, true, ""},
+    {"erf_exact", 1, Scalar::Void, erf_body, true, "exp2_exact"},
     {"threefry2x32", 2, Scalar::Void, threefry_body, false, ""},
     {"to_int8", 1, Scalar::Int8, float_to_int_body<Scalar::Int8>, true, "isnan_bits"},
     {"to_uint8", 1, Scalar::UInt8, float_to_int_body<Scalar::UInt8>, true, "isnan_bits"},

@@ -75,5 +75,7 @@ inline constexpr uint8_t None = 0, Commutes = 1, Zeroless = 2, Folds = 4;
   X(THREEFRY, 2, UInt64,               Same, Zeroless,             alu::threefry(x, y),     no_grad,                                    no_bounds,    helper("threefry2x32")) \
   /* x is the bool condition, widened to the operands' type */                                                            \
   X(WHERE,    3, Floats | Ints | Bools, Same, Folds,               (x ? y : z),             where_grad(a),                              where_bounds, custom)                \
-  X(MULACC,   3, Floats | Ints | Bools, Same, Folds,               alu::mulacc(x, y, z),    no_rule,                                    no_bounds,    custom)
+  X(MULACC,   3, Floats | Ints | Bools, Same, Folds,               alu::mulacc(x, y, z),    no_rule,                                    no_bounds,    custom)                \
+  /* torch.erf; d/dx erf(x) = 2/sqrt(pi) exp(-x^2) */                                                                    \
+  X(ERF,      1, Floats,               Same, None,                 std::erf(x),             grads(g * (-(x * x)).exp() * (2 * std::numbers::inv_sqrtpi)), no_bounds, helper("erf_exact"))
 // clang-format on

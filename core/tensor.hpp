@@ -151,6 +151,8 @@ class Tensor {
   Tensor exp2() const;
   Tensor log2() const;
   Tensor sin() const;
+  // The Gauss error function, as torch.erf: erf(+-inf) = +-1, erf(-0) = -0; ints become floats.
+  Tensor erf() const;
   Tensor sqrt() const;
   Tensor reciprocal() const;
   Tensor exp() const;

@@ -10,6 +10,7 @@
 
 #include <vkgrad/codegen/glsl_renderer.hpp>
 #include <vkgrad/codegen/spirv_compiler.hpp>
+#include <vkgrad/core/symbolic.hpp>
 #include <vkgrad/devices/vk_target.hpp>
 #include <vkgrad/vk/args.hpp>
 #include <vkgrad/vk/queue.hpp>
@@ -93,6 +94,48 @@ TEST_F(Kernels, IntDivModWithNegativeOperandsAgree) {
   expect_agree(int_div_mod(dtypes::uint32, 2), {Bytes(8), Bytes(8), to_bytes(ua), to_bytes(ub)});
 }
 
+// x / 0 = 0, x % 0 = x and shift counts modulo the width (core/alu_semantics.hpp), on Vulkan (the
+// renderer's guards; unguarded, Lavapipe gave 0xffffffff for unsigned x / 0) and the CPU device;
+// constant folding computes the same through the same table where it folds, and declines the
+// cases C leaves undefined (exec_alu's nullopt), leaving them to the device.
+TEST_F(Kernels, DivisionByZeroAndWideShiftsAgreeWithTheCpuDeviceAndTheFolder) {
+  const std::vector<int32_t> a{7, -7, 0, INT32_MIN, 5}, b{0, 0, 0, 0, 2};
+  auto out = expect_agree(int_div_mod(dtypes::int32, 5),
+                          {Bytes(20), Bytes(20), to_bytes(a), to_bytes(b)});
+  EXPECT_EQ(from_bytes<int32_t>(out[0]), (std::vector<int32_t>{0, 0, 0, 0, 2}));
+  EXPECT_EQ(from_bytes<int32_t>(out[1]), (std::vector<int32_t>{7, -7, 0, INT32_MIN, 1}));
+  const std::vector<uint32_t> ua{7, 0, 4000000000u}, ub{0, 0, 0};
+  out = expect_agree(int_div_mod(dtypes::uint32, 3), {Bytes(12), Bytes(12), to_bytes(ua), to_bytes(ub)});
+  EXPECT_EQ(from_bytes<uint32_t>(out[0]), (std::vector<uint32_t>{0, 0, 0}));
+  EXPECT_EQ(from_bytes<uint32_t>(out[1]), ua);
+  const std::vector<int8_t> na{-128, 9}, nb{0, 0};
+  expect_agree(int_div_mod(dtypes::int8, 2), {Bytes(2), Bytes(2), to_bytes(na), to_bytes(nb)});
+  const std::vector<int64_t> wa{-(int64_t(1) << 40), 3}, wb{0, 0};
+  expect_agree(int_div_mod(dtypes::int64, 2), {Bytes(16), Bytes(16), to_bytes(wa), to_bytes(wb)});
+
+  const std::vector<int32_t> x{1, 1, 1, 3, -8, -8, 1 << 20}, c{5, 32, 33, -1, 40, 31, 36};
+  for (Ops op : {Ops::SHL, Ops::SHR}) {
+    SCOPED_TRACE(op_name(op));
+    const auto got = from_bytes<int32_t>(
+        expect_agree(binary_op(op, dtypes::int32, 7), {Bytes(28), to_bytes(x), to_bytes(c)})[0]);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const int s = c[i] & 31;
+      EXPECT_EQ(got[i], op == Ops::SHL ? int32_t(uint32_t(x[i]) << s) : x[i] >> s) << i;
+      const auto folded = exec_alu(op, dtypes::int32, dtypes::int32, std::vector<int64_t>{x[i], c[i]});
+      if (c[i] >= 0 && c[i] < 32) EXPECT_EQ(folded, got[i]) << i;
+      else EXPECT_EQ(folded, std::nullopt) << i;
+    }
+  }
+  const std::vector<uint8_t> bx{1, 0x80, 3}, bc{9, 15, 8};
+  expect_agree(binary_op(Ops::SHL, dtypes::uint8, 3), {Bytes(3), to_bytes(bx), to_bytes(bc)});
+  expect_agree(binary_op(Ops::SHR, dtypes::uint8, 3), {Bytes(3), to_bytes(bx), to_bytes(bc)});
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto q = exec_alu(Ops::IDIV, dtypes::int32, dtypes::int32, std::vector<int64_t>{a[i], b[i]});
+    if (b[i] == 0) EXPECT_EQ(q, std::nullopt);
+    else EXPECT_EQ(q, a[i] / b[i]);
+  }
+}
+
 TEST_F(Kernels, BoolStorageAgrees) {
   auto out = expect_agree(bool_storage(5),
                           {Bytes(5), Bytes(5), to_bytes(std::vector<uint8_t>{0, 1, 2, 255, 0}),
@@ -174,6 +217,8 @@ int ulps_for(Ops op) {
       return 4;
     case Ops::SIN:
       return 2;
+    case Ops::ERF:  // the renderer's own series and erfc (glsl_helpers.cpp) against glibc's erff
+      return 4;
     default:
       return 0;
   }
@@ -186,7 +231,7 @@ TEST_P(FloatEdges, UnaryOpsAgreeOnInfNanAndEdgeValues) {
   const int64_t n = int64_t(kEdges.size());
   std::vector<Ops> ops{Ops::SQRT, Ops::RECIP, Ops::NEG, Ops::TRUNC};
   if (d != dtypes::float64)
-    ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN});  // GLSL has no double ones
+    ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::ERF});  // GLSL has no double ones
   for (Ops op : ops) {
     SCOPED_TRACE(op_name(op));
     expect_agree(unary_op(op, d, n), {Bytes(n * d.itemsize()), pack_floats(d, kEdges)},
@@ -241,6 +286,17 @@ TEST_F(Kernels, SinAgreesWithLibmAcrossEveryExponent) {
     }
   const int64_t n = int64_t(x.size());
   expect_agree(unary_op(Ops::SIN, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 2);
+}
+
+// erf on both sides of the |x| = 1 switch between its series and 1 - erfc, out to where it
+// rounds to +-1, and on tiny arguments: within 4 ulp of glibc's erff.
+TEST_F(Kernels, ErfAgreesWithLibmAcrossItsRange) {
+  std::vector<float> x;
+  for (float v = -5.0f; v <= 5.0f; v += 0.01171875f) x.push_back(v);
+  for (float v : {1e-30f, -1e-20f, 1e-8f, 3e-4f, 0.99999994f, 1.0f, 1.0000001f, 3.9f, 3.92f, 4.0f})
+    x.push_back(v);
+  const int64_t n = int64_t(x.size());
+  expect_agree(unary_op(Ops::ERF, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 4);
 }
 
 TEST_F(Kernels, MoreWorkgroupsThanOneAxisAllowsWithAPrimeElementCount) {

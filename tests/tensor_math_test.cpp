@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numbers>
 
 #include "support/device_compare.hpp"
 #include "support/error_of.hpp"
@@ -126,6 +127,42 @@ TEST(TensorMath, UnaryClosedFormsWithInfAndNan) {
       EXPECT_EQ(out.dtype(), dtypes::float32) << c.name;
       expect_close(values(out), c.want, c.tol, std::string(c.name) + " on " + dev);
     }
+}
+
+// erf against closed forms (torch.erf) on both devices: the specials, both branches of the GLSL
+// helper, values that round to +-1, -0 kept; an int tensor becomes float32; the gradient is
+// 2/sqrt(pi) exp(-x^2) (0 at +-inf).
+TEST(TensorMath, ErfClosedFormsSpecialValuesAndGradient) {
+  const std::vector<float> x = {0.0f, -0.0f, 1e-3f, -0.25f, 0.5f, 1.0f, -2.0f, 3.0f,
+                                10.0f, -1e30f, float(kInf), -float(kInf), float(kNan)};
+  const std::vector<double> want = {0.0, -0.0, 0.0011283787909692363, -0.2763263901682369,
+                                    0.5204998778130465, 0.8427007929497149, -0.9953222650189527,
+                                    0.9999779095030014, 1.0, -1.0, 1.0, -1.0, kNan};
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const std::vector<double> got = values(Tensor(x, {int64_t(x.size())}, dev).erf());
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << x[i];
+      } else {
+        EXPECT_NEAR(got[i], want[i], 2e-7 * std::abs(want[i])) << "erf(" << x[i] << ")";
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << "erf(" << x[i] << ")";
+      }
+    }
+    const Tensor i = Tensor(std::vector<int32_t>{-1, 0, 2}, {3}, dev).erf();
+    EXPECT_EQ(i.dtype(), dtypes::float32);
+    EXPECT_NEAR(values(i)[2], 0.9953222650189527, 1e-7);
+
+    const std::vector<float> gx = {-1.5f, 0.0f, 0.5f, 2.0f, float(kInf)};
+    Tensor t = Tensor(gx, {int64_t(gx.size())}, dev).requires_grad_();
+    t.erf().sum().backward();
+    ASSERT_TRUE(t.grad().has_value());
+    const std::vector<double> g = values(*t.grad());
+    for (size_t k = 0; k < gx.size(); ++k) {
+      const double d = 2 / std::sqrt(std::numbers::pi) * std::exp(-double(gx[k]) * gx[k]);
+      EXPECT_NEAR(g[k], d, 1e-6) << "erf'(" << gx[k] << ")";
+    }
+  }
 }
 
 // Both devices within rel (relative, or absolute below 1): fused multiply-adds that the shader
