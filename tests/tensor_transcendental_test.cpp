@@ -126,7 +126,9 @@ TEST(Transcendental, Float64OnTheCpuIsAccurateToDoublePrecision) {
                                    std::numeric_limits<double>::epsilon() +
                                std::numeric_limits<double>::denorm_min();
       EXPECT_NEAR(got[i], want, tolerance) << c.name << "(" << xs[i] << ")";
-      if (want == 0) EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << c.name << "(" << xs[i] << ")";
+      if (want == 0) {
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << c.name << "(" << xs[i] << ")";
+      }
     }
   }
 }
