@@ -92,7 +92,7 @@ class Search {
   // Past the deadline, only `must` candidates (the starting ones) are compiled and timed.
   std::vector<Entry> evaluate(const std::vector<std::vector<Opt>>& candidates, bool must) {
     std::vector<std::optional<Program>> programs(candidates.size());
-    parallel_for(candidates.size(), [&](size_t i) {
+    parallel_for(candidates, [&](size_t i) {
       if (!must && past_deadline()) return;
       Kernel k = base_;
       for (const Opt& o : candidates[i]) k.apply(o);
@@ -101,7 +101,7 @@ class Search {
     for (std::optional<Program>& p : programs)
       if (p && !first_time(*p)) p.reset();
     std::vector<std::unique_ptr<BeamCandidate>> compiled(candidates.size());
-    parallel_for(candidates.size(), [&](size_t i) {
+    parallel_for(candidates, [&](size_t i) {
       if (programs[i] && (must || !past_deadline())) compiled[i] = device_.compile(*programs[i]);
     });
     std::vector<Entry> out;
@@ -139,10 +139,11 @@ class Search {
   bool timed_out() const { return timed_out_; }
 
  private:
-  // fn(0) .. fn(n - 1) on up to `threads` threads; a throw is a candidate the lowerer, renderer
-  // or device rejects, counted as failed and otherwise ignored.
+  // fn(i) for each candidate on up to `threads` threads; a throw is a candidate the lowerer,
+  // renderer or device rejects, counted as failed and otherwise ignored.
   template <class Fn>
-  void parallel_for(size_t n, Fn&& fn) {
+  void parallel_for(const std::vector<std::vector<Opt>>& candidates, Fn&& fn) {
+    const size_t n = candidates.size();
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i; (i = next++) < n;) {
@@ -152,7 +153,8 @@ class Search {
           ++failed_;
           if (options_.debug >= 4) {
             std::lock_guard lock(mu_);
-            std::printf("beam candidate failed: %s\n", e.what());
+            std::printf("beam candidate %s failed: %s\n", opts_str(candidates[i]).c_str(),
+                        e.what());
           }
         } catch (...) {
           ++failed_;

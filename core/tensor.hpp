@@ -214,7 +214,7 @@ class Tensor {
                 bool equal_nan = false) const;
   Tensor clip(Scalarish min, Scalarish max) const;
   Tensor isnan() const;
-  Tensor signbit() const;  // negative or -0 (not nan)
+  Tensor signbit() const;  // the sign bit: negative, -0, or a nan that has it
   Tensor isinf() const;
   Tensor isfinite() const;
   Tensor logical_not() const;

@@ -186,12 +186,16 @@ Tensor Tensor::clip(Scalarish lo, Scalarish hi) const {
 
 Tensor Tensor::isnan() const { return ne(*this); }
 
-// Negative numbers and -0 (1 / -0 is -inf); not nan, whatever its sign bit (GLSL has no
-// portable way to read it, and where it matters torch's results do not depend on it either).
+// The sign bit, read as the sign of the same bits as a signed integer: true for negative
+// numbers, -0 and a nan with its sign bit set, as torch. (1 / x < 0 would also find -0, but
+// costs an exact division per element.)
 Tensor Tensor::signbit() const {
   if (dtype().is_bool()) return Tensor::full(shape(), false, dtypes::bool_, device());
   if (!dtype().is_float()) return lt(0);
-  return lt(0).logical_or(eq(0).logical_and(reciprocal().lt(0)));
+  const DType bits = dtype().itemsize() == 2   ? dtypes::int16
+                     : dtype().itemsize() == 4 ? dtypes::int32
+                                               : dtypes::int64;
+  return bitcast(bits).lt(0);
 }
 
 Tensor Tensor::isinf() const {

@@ -229,6 +229,11 @@ TEST(Transcendental, BinaryFunctionsFollowTorch) {
   for (const char* dev : {"CPU", "VK"}) {
     SCOPED_TRACE(dev);
     const auto t = [&](std::vector<float> v) { return Tensor(v, {int64_t(v.size())}, dev); };
+    // signbit: the bit itself, so -0 and a negative nan have it.
+    EXPECT_EQ(t({-0.0f, 0, -1, 1, -kInf, kNan, -kNan}).signbit().to_vector<bool>(),
+              (std::vector<bool>{true, false, true, false, true, false, true}));
+    EXPECT_EQ(Tensor(std::vector<double>{-0.0, 2}, {2}, dev).signbit().to_vector<bool>(),
+              (std::vector<bool>{true, false}));
     // copysign: the magnitude of a, the sign bit of b (-0 counts), integers promote.
     const std::vector<float> cs = t({1, -2, 3, kInf, 0}).copysign(t({-0.0f, 5, -kInf, -1, -1})).to_vector<float>();
     EXPECT_EQ(cs, (std::vector<float>{-1, 2, -3, -kInf, -0.0f}));
