@@ -32,7 +32,8 @@ Tensor arange_along(int64_t n, int axis, int ndim, const std::string& device) {
   return Tensor::arange(0, n, 1, device).reshape(s);
 }
 
-// Concatenation adds padded pieces; bool has no ADD, so bools concatenate as uint8.
+// Concatenation adds padded pieces; bool has no ADD, so bools concatenate as uint8. (A symbolic
+// cat pads with +0.0, which turns a float -0.0 into +0.0.)
 Tensor sum_of_pieces(const std::vector<Tensor>& pieces, DType dtype) {
   const bool as_bytes = dtype.is_bool();
   Tensor out = as_bytes ? pieces[0].cast(dtypes::uint8) : pieces[0];
@@ -45,9 +46,17 @@ Tensor sum_of_pieces(const std::vector<Tensor>& pieces, DType dtype) {
 
 // ---- padding ----
 
+// Defined in core/tensor_layout.cpp.
+Tensor pad_by_copies(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& before_after,
+                     PadMode mode);
+
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, PadMode mode,
                    Scalarish value) const {
   if (mode == PadMode::Constant) return pad(std::move(before_after), value);
+  if (before_after.size() != shape().size())
+    fail("pad", shape(),
+         "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
+  if (mode != PadMode::Reflect) return pad_by_copies(*this, before_after, mode);
   const Shape& in = shape();
   if (before_after.size() != in.size())
     fail(
@@ -237,7 +246,8 @@ Tensor Tensor::cat(std::span<const Tensor> tensors, int64_t axis) {
     std::vector<std::pair<int64_t, int64_t>> pads(first.size(), {0, 0});
     const int64_t n = t.shape()[size_t(a)];
     pads[size_t(a)] = {at, total - at - n};
-    pieces.push_back(t.cast(dtype).pad(pads));
+    // Floats pad with -0.0, the identity of addition: +0.0 would turn a -0.0 into +0.0.
+    pieces.push_back(t.cast(dtype).pad(pads, dtype.is_float() ? Scalarish(-0.0) : Scalarish(0)));
     at += n;
   }
   return sum_of_pieces(pieces, dtype);
