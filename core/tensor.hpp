@@ -20,6 +20,9 @@
 #include <iosfwd>
 #include <span>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -65,7 +68,9 @@ struct Pool2dOptions {
   Size2 padding = 0, dilation = 1;
 };
 
-enum class PadMode { Constant, Reflect };
+// Constant fills a value; Reflect mirrors without repeating the edge; Replicate repeats the edge;
+// Circular wraps around (torch's F.pad modes).
+enum class PadMode { Constant, Reflect, Replicate, Circular };
 // How a loss folds its per-element values: their mean (the default), their sum, or none.
 enum class Reduction { Mean, Sum, None };
 
@@ -296,6 +301,55 @@ class Tensor {
   // leading (batch) axes broadcast, as numpy's matmul.
   Tensor dot(const Tensor& b) const;
   Tensor matmul(const Tensor& b) const;
+
+  // ---- scans (along one axis; a 0-d tensor counts as one element) ----
+  // cumprod accumulates as prod does. cummax and cummin answer the running extreme and, as torch,
+  // the last position at or before each element that holds it (int32); a nan is the extreme from
+  // where it appears. Their gradient, as max's, is split among tied elements.
+  Tensor cumprod(int64_t axis = 0) const;
+  std::pair<Tensor, Tensor> cummax(int64_t axis = 0) const;
+  std::pair<Tensor, Tensor> cummin(int64_t axis = 0) const;
+  Tensor logcumsumexp(int64_t axis = 0) const;  // in float (integers in the default float)
+
+  // ---- sorting (core/tensor_sort.cpp) ----
+  // Values and original positions (int32) along `axis`: stable in both orders, nan as the largest
+  // value, -0.0 tied with 0.0 (torch's order). A bitonic network of O(n log^2 n) work in
+  // log2(n)(log2(n) + 1) / 2 steps of two kernels each.
+  std::pair<Tensor, Tensor> sort(int64_t axis = -1, bool descending = false) const;
+  Tensor argsort(int64_t axis = -1, bool descending = false) const;
+  // The k largest (smallest) along `axis`, in order, with their positions.
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t axis = -1, bool largest = true) const;
+  // torch.max(dim) / torch.min(dim): the extreme along `axis` and the first position of it. The
+  // values' gradient is max's (split among ties), not torch's (all to the named position).
+  std::pair<Tensor, Tensor> max_with_indices(int64_t axis, bool keepdim = false) const;
+  std::pair<Tensor, Tensor> min_with_indices(int64_t axis, bool keepdim = false) const;
+  // torch.unique(sorted=True, return_inverse=True, return_counts=True) over all elements: the
+  // distinct values in order, each element's place among them (this shape), and their counts
+  // (int32). Its result's size depends on the values, so it waits for the device (a host sync).
+  std::tuple<Tensor, Tensor, Tensor> unique() const;
+
+  // ---- positions: triangles, diagonals, rolls, windows (core/tensor_layout.cpp) ----
+  // Zeroes elements below (triu) or above (tril) the `diagonal`-th diagonal of the last two axes.
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  // The `offset`-th diagonal of the (dim1, dim2) planes as a new last axis (a view).
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  // torch.diag: a vector to the square matrix with it on the given diagonal, a matrix to that
+  // diagonal.
+  Tensor diag(int64_t diagonal = 0) const;
+  // Rotates elements by shifts[i] along axes[i]; with no axes, over the flattened tensor.
+  Tensor roll(std::vector<int64_t> shifts, std::vector<int64_t> axes = {}) const;
+  Tensor roll(int64_t shift, std::optional<int64_t> axis = {}) const {
+    return axis ? roll(std::vector<int64_t>{shift}, std::vector<int64_t>{*axis})
+                : roll(std::vector<int64_t>{shift});
+  }
+  // Coordinate grids of 0-d or 1-D tensors; "ij" indexes as matrices, "xy" swaps the first two
+  // axes (numpy's default).
+  static std::vector<Tensor> meshgrid(std::span<const Tensor> tensors, std::string_view indexing = "ij");
+  // Repeats each element `repeats` times along `axis` (over the flattened tensor when none).
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> axis = {}) const;
+  // torch's Tensor.unfold: windows of `size` every `step` along `axis`, as a new last axis.
+  Tensor unfold(int64_t axis, int64_t size, int64_t step) const;
 
   // ---- movement (zero-copy: they only change how elements are addressed) ----
   // Sizes may be bound variables (Variable("n", 1, 512).bind(7), and sums and products of them):

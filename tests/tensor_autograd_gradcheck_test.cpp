@@ -270,6 +270,28 @@ TEST(AutogradGradcheck, TranscendentalFunctions) {
 // Gradients at the corners follow torch: hardtanh, relu6 and hardsigmoid have gradient 0 at
 // their corners; the odd functions have gradient 1 at +-0; atan2's partials at (0, x) and (y, 0)
 // are 1/x and -1/y; celu'(0) = 1 and selu'(0) = scale * alpha.
+// Scans, sorting and the position ops (core/tensor_scan.cpp, core/tensor_sort.cpp,
+// core/tensor_layout.cpp). The inputs are distinct, so no max or sort sits on a tie.
+TEST(AutogradGradcheck, ScansSortsAndPositionOps) {
+  const Input v5{{5}}, m34{{3, 4}}, long300{{2, 300}, 0.9, 1.1};
+  gradcheck("cumsum", [](V x) { return x[0].cumsum(1); }, {m34});
+  gradcheck("cumprod", [](V x) { return x[0].cumprod(1); }, {m34});
+  gradcheck("cumprod across blocks", [](V x) { return x[0].cumprod(1); }, {long300}, 1e-5);
+  gradcheck("logcumsumexp", [](V x) { return x[0].logcumsumexp(0); }, {m34});
+  gradcheck("cummax", [](V x) { return x[0].cummax(1).first; }, {m34});
+  gradcheck("cummin", [](V x) { return x[0].cummin(0).first; }, {m34});
+  gradcheck("sort", [](V x) { return x[0].sort(1, true).first * x[0]; }, {m34});
+  gradcheck("topk", [](V x) { return x[0].topk(2, 0).first; }, {m34});
+  gradcheck("triu", [](V x) { return x[0].triu(1) * x[0]; }, {m34});
+  gradcheck("diag", [](V x) { return x[0].diag(-1); }, {v5});
+  gradcheck("diagonal", [](V x) { return x[0].diag(1); }, {m34});
+  gradcheck("roll", [](V x) { return x[0].roll({1, -2}, {0, 1}) * x[0]; }, {m34});
+  gradcheck("unfold", [](V x) { return x[0].unfold(1, 3, 1); }, {m34});
+  gradcheck("repeat_interleave", [](V x) { return x[0].repeat_interleave(2, 0); }, {m34});
+  gradcheck("pad replicate", [](V x) { return x[0].pad({{1, 2}, {2, 1}}, PadMode::Replicate); }, {m34});
+  gradcheck("pad circular", [](V x) { return x[0].pad({{1, 2}, {2, 1}}, PadMode::Circular); }, {m34});
+}
+
 TEST(AutogradGradcheck, CornersFollowTorch) {
   const auto grad_at = [](std::vector<double> v, const std::function<Tensor(const Tensor&)>& f) {
     const Tensor x = Tensor(v, {int64_t(v.size())}, "CPU").requires_grad_();
