@@ -350,6 +350,10 @@ class Tensor {
   Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> axis = {}) const;
   // torch's Tensor.unfold: windows of `size` every `step` along `axis`, as a new last axis.
   Tensor unfold(int64_t axis, int64_t size, int64_t step) const;
+  // Einstein summation as numpy and torch: "ij,jk->ik", "bij,bjk->bik", "ii->i", "...ij->...ji";
+  // without "->", the output is the labels used once, in alphabetical order. One fused
+  // multiply-and-reduce over all labels (core/tensor_einsum.cpp).
+  static Tensor einsum(std::string_view formula, std::span<const Tensor> operands);
 
   // ---- movement (zero-copy: they only change how elements are addressed) ----
   // Sizes may be bound variables (Variable("n", 1, 512).bind(7), and sums and products of them):

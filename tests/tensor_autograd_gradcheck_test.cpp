@@ -290,6 +290,7 @@ TEST(AutogradGradcheck, ScansSortsAndPositionOps) {
   gradcheck("repeat_interleave", [](V x) { return x[0].repeat_interleave(2, 0); }, {m34});
   gradcheck("pad replicate", [](V x) { return x[0].pad({{1, 2}, {2, 1}}, PadMode::Replicate); }, {m34});
   gradcheck("pad circular", [](V x) { return x[0].pad({{1, 2}, {2, 1}}, PadMode::Circular); }, {m34});
+  gradcheck("einsum", [](V x) { return Tensor::einsum("ij,kj->ik", x); }, {m34, m34});
 }
 
 TEST(AutogradGradcheck, CornersFollowTorch) {

@@ -140,3 +140,50 @@ TEST_P(LayoutOps, CatAndRollKeepNegativeZero) {
 INSTANTIATE_TEST_SUITE_P(Devices, LayoutOps, testing::Values("CPU", "VK"));
 
 }  // namespace
+
+namespace {
+
+// einsum against the ops it names, on both devices.
+class Einsum : public testing::TestWithParam<std::string> {};
+
+TEST_P(Einsum, MatchesTheOpsItSpells) {
+  const std::string dev = GetParam();
+  const Tensor a = iota({2, 3}, dev), b = iota({3, 4}, dev) - 5, c = iota({3, 3}, dev);
+  const Tensor ab[] = {a, b};
+  EXPECT_EQ(floats(Tensor::einsum("ij,jk->ik", ab)), floats(a.matmul(b)));
+  EXPECT_EQ(floats(Tensor::einsum("ij,jk", ab)), floats(a.matmul(b)));  // implicit output: ik
+  const Tensor just_c[] = {c};
+  EXPECT_EQ(floats(Tensor::einsum("ii->i", just_c)), (std::vector<float>{0, 4, 8}));
+  EXPECT_EQ(floats(Tensor::einsum("ii", just_c)), (std::vector<float>{12}));  // trace
+  EXPECT_EQ(floats(Tensor::einsum("ij->ji", just_c)), floats(c.transpose()));
+  EXPECT_EQ(floats(Tensor::einsum("ij->", just_c)), (std::vector<float>{36}));
+  // Batched matmul with an ellipsis, and an outer product.
+  const Tensor x = iota({2, 2, 3}, dev), y = iota({2, 3, 2}, dev);
+  const Tensor xy[] = {x, y};
+  EXPECT_EQ(floats(Tensor::einsum("...ij,...jk->...ik", xy)), floats(x.matmul(y)));
+  EXPECT_EQ(floats(Tensor::einsum("bij,bjk->bik", xy)), floats(x.matmul(y)));
+  const Tensor u = Tensor(std::vector<float>{1, 2}, {2}, dev), v = Tensor(std::vector<float>{3, 4, 5}, {3}, dev);
+  const Tensor uv[] = {u, v};
+  EXPECT_EQ(floats(Tensor::einsum("i,j->ij", uv)), (std::vector<float>{3, 4, 5, 6, 8, 10}));
+  // Three operands: (a b) summed against a vector.
+  const Tensor w = Tensor(std::vector<float>{1, -1, 2, 0}, {4}, dev);
+  const Tensor abw[] = {a, b, w};
+  EXPECT_EQ(floats(Tensor::einsum("ij,jk,k->i", abw)), floats(a.matmul(b).matmul(w)));
+}
+
+TEST_P(Einsum, MisuseNamesTheFormula) {
+  const Tensor a = iota({2, 3}, GetParam());
+  const Tensor one[] = {a}, two[] = {a, a};
+  EXPECT_NE(error_of([&] { Tensor::einsum("ij,jk->ik", one); }).find("einsum(\"ij,jk->ik\"): 2 operand terms for 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { Tensor::einsum("ijk->i", one); }).find("operand 0 has 2 dimensions for 3 labels"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { Tensor::einsum("ij,ij->iz", two); }).find("output label 'z' is in no operand"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { Tensor::einsum("ij,jk->ik", two); }).find("label 'j' has sizes 3 and 2"),
+            std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Einsum, testing::Values("CPU", "VK"));
+
+}  // namespace
