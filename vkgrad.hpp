@@ -11,5 +11,6 @@
 #include <vkgrad/nn/datasets.hpp>
 #include <vkgrad/nn/layers.hpp>
 #include <vkgrad/nn/module.hpp>
+#include <vkgrad/nn/norm_layers.hpp>
 #include <vkgrad/nn/optim.hpp>
 #include <vkgrad/nn/safetensors.hpp>

@@ -126,6 +126,11 @@ class Tensor {
   static Tensor rand(Shape shape, DType dtype = dtypes::default_float, std::string device = "");
   // Standard normal.
   static Tensor randn(Shape shape, DType dtype = dtypes::default_float, std::string device = "");
+  // A random permutation of 0..n-1 (torch.randperm).
+  static Tensor randperm(int64_t n, DType dtype = dtypes::int32, std::string device = "");
+  // Class indices drawn with probabilities proportional to this (C) or (N, C) tensor's weights,
+  // int32 (torch.multinomial).
+  Tensor multinomial(int64_t num_samples, bool replacement = false) const;
   // Integers uniform in [low, high); high - low is at most 2^32.
   static Tensor randint(int64_t low, int64_t high, Shape shape, DType dtype = dtypes::int32, std::string device = "");
   static Tensor uniform(Shape shape, double low = 0.0, double high = 1.0, DType dtype = dtypes::default_float,
@@ -176,6 +181,7 @@ class Tensor {
   Tensor leaky_relu(double negative_slope = 0.01) const;
   Tensor elu(double alpha = 1.0) const;
   Tensor gelu() const;  // tanh approximation, as tinygrad
+  Tensor gelu(std::string_view approximate) const;  // "none": torch's exact x/2 (1 + erf(x/sqrt 2)); "tanh"
   Tensor silu() const;
   Tensor sigmoid() const;
   Tensor tanh() const;
@@ -420,6 +426,20 @@ class Tensor {
   // (x - mean) / sqrt(var + eps) over the given axes (default: the last), with the biased
   // variance, as torch's layer_norm without its affine part.
   Tensor layernorm(Axes axes = {-1}, double eps = 1e-5) const;
+  // torch's F.rms_norm over the axes: x / sqrt(mean(x^2) + eps), eps the dtype's epsilon by default.
+  Tensor rms_norm(Axes axes = {-1}, std::optional<double> eps = {}) const;
+  // torch's F.group_norm and F.instance_norm on (N, C, *): statistics per sample over each group
+  // of channels (each channel) and the spatial axes; weight and bias are (C,).
+  Tensor group_norm(int64_t groups, const std::optional<Tensor>& weight = {},
+                    const std::optional<Tensor>& bias = {}, double eps = 1e-5) const;
+  Tensor instance_norm(const std::optional<Tensor>& weight = {}, const std::optional<Tensor>& bias = {},
+                       double eps = 1e-5) const;
+  // torch's F.scaled_dot_product_attention on this query (..., L, E), key (..., S, E) and value
+  // (..., S, Ev): a bool mask keeps where true, a float mask adds; dropout_p applies whatever
+  // Tensor::training says, as torch's.
+  Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value,
+                                      const std::optional<Tensor>& attn_mask = {}, double dropout_p = 0.0,
+                                      bool is_causal = false, std::optional<double> scale = {}) const;
   // (x - mean) * invstd * weight + bias along `axis` (the channel axis), each of shape (C,).
   Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
                    const Tensor& invstd, int64_t axis = 1) const;
@@ -431,8 +451,14 @@ class Tensor {
 
   // ---- losses: this holds predictions (logits where said), target the truth ----
   // Class indices (integer, shape N or N,...) or class probabilities (the logits' shape).
+  // With integer targets, `weight` (C,) weighs each class and targets equal to ignore_index count
+  // for nothing; the mean divides by the counted targets' weights (torch's rules).
   Tensor cross_entropy(const Tensor& target, Reduction reduction = Reduction::Mean,
-                       double label_smoothing = 0.0) const;
+                       double label_smoothing = 0.0, const std::optional<Tensor>& weight = {},
+                       int64_t ignore_index = -100) const;
+  // torch's nll_loss on log-probabilities (N, C, ...) or (C) and integer targets (N, ...) or ().
+  Tensor nll_loss(const Tensor& target, const std::optional<Tensor>& weight = {}, int64_t ignore_index = -100,
+                  Reduction reduction = Reduction::Mean) const;
   // Logits (..., C) and integer class indices (...); targets equal to ignore_index count for
   // nothing, in the loss and in the mean's denominator.
   Tensor sparse_categorical_crossentropy(const Tensor& target, int64_t ignore_index = -1,

@@ -291,6 +291,17 @@ TEST(AutogradGradcheck, ScansSortsAndPositionOps) {
   gradcheck("pad replicate", [](V x) { return x[0].pad({{1, 2}, {2, 1}}, PadMode::Replicate); }, {m34});
   gradcheck("pad circular", [](V x) { return x[0].pad({{1, 2}, {2, 1}}, PadMode::Circular); }, {m34});
   gradcheck("einsum", [](V x) { return Tensor::einsum("ij,kj->ik", x); }, {m34, m34});
+  const Input n4{{2, 4, 3}};
+  gradcheck("rms_norm", [](V x) { return x[0].rms_norm({-1}, 1e-6); }, {m34});
+  gradcheck("group_norm", [](V x) { return x[0].group_norm(2, x[1].reshape({4, 3}).sum(1), {}, 1e-5); },
+            {n4, m34}, 1e-5);
+  gradcheck("gelu none", [](V x) { return x[0].gelu("none"); }, {m34});
+  gradcheck("attention", [](V x) { return x[0].scaled_dot_product_attention(x[1], x[2], {}, 0.0, true); },
+            {m34, m34, m34}, 1e-5);
+  gradcheck("nll_loss weighted", [](V x) {
+    const Tensor t(std::vector<int32_t>{0, 3, -100}, {3}, "CPU");
+    return x[0].log_softmax(1).nll_loss(t, x[1].reshape({4}).abs() + 0.5);
+  }, {m34, v4});
 }
 
 TEST(AutogradGradcheck, CornersFollowTorch) {
