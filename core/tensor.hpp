@@ -68,6 +68,20 @@ struct Pool2dOptions {
   Size2 padding = 0, dilation = 1;
 };
 
+// Options of conv1d, conv3d and their transposes: one value per spatial axis, or one for all.
+struct ConvOptions {
+  std::vector<int64_t> stride{1}, padding{0}, dilation{1}, output_padding{0};  // output_padding: transposed only
+  int64_t groups = 1;
+};
+// Options of the N-d pools (1 to 3 pooled axes, as many as kernel sizes); stride defaults to the
+// kernel; padding, stride and dilation take one value per axis or one for all.
+struct PoolOptions {
+  std::vector<int64_t> kernel{2};
+  std::optional<std::vector<int64_t>> stride = std::nullopt;
+  std::vector<int64_t> padding{0}, dilation{1};
+  bool ceil_mode = false, count_include_pad = true;
+};
+
 // Constant fills a value; Reflect mirrors without repeating the edge; Replicate repeats the edge;
 // Circular wraps around (torch's F.pad modes).
 enum class PadMode { Constant, Reflect, Replicate, Circular };
@@ -423,6 +437,24 @@ class Tensor {
   // Its gradient goes to the first maximum of each window (row-major), as torch's.
   Tensor max_pool2d(Pool2dOptions options = {}) const;
   Tensor avg_pool2d(Pool2dOptions options = {}) const;  // padding counts as zeros, as torch's default
+  // Convolutions over (N, C, L) and (N, C, D, H, W) with weights as torch's (1-D runs through
+  // conv2d's path; core/tensor_conv_nd.cpp).
+  Tensor conv1d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
+  Tensor conv3d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
+  Tensor conv_transpose1d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
+  Tensor conv_transpose3d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
+  // Pools over the last options.kernel.size() axes (1 to 3) with torch's ceil_mode and
+  // count_include_pad; the indices are torch's (input positions flattened over the pooled axes,
+  // int32, each window's first maximum). Unlike max_pool2d, max_pool's gradient is split among
+  // tied maxima as max's is.
+  Tensor max_pool(PoolOptions options) const;
+  std::pair<Tensor, Tensor> max_pool_with_indices(PoolOptions options) const;
+  Tensor avg_pool(PoolOptions options) const;
+  // torch's adaptive_avg_pool1d/2d/3d over the last output_size.size() axes.
+  Tensor adaptive_avg_pool(Shape output_size) const;
+  // torch's F.interpolate to `size` over the last size.size() axes: "nearest", or "linear",
+  // "bilinear", "trilinear" for 1, 2, 3 axes, with or without align_corners.
+  Tensor interpolate(Shape size, std::string_view mode = "nearest", bool align_corners = false) const;
   // (x - mean) / sqrt(var + eps) over the given axes (default: the last), with the biased
   // variance, as torch's layer_norm without its affine part.
   Tensor layernorm(Axes axes = {-1}, double eps = 1e-5) const;

@@ -298,6 +298,19 @@ TEST(AutogradGradcheck, ScansSortsAndPositionOps) {
   gradcheck("gelu none", [](V x) { return x[0].gelu("none"); }, {m34});
   gradcheck("attention", [](V x) { return x[0].scaled_dot_product_attention(x[1], x[2], {}, 0.0, true); },
             {m34, m34, m34}, 1e-5);
+  const Input x1d{{1, 2, 5}}, w1d{{2, 2, 2}}, x3d{{1, 1, 3, 3, 2}}, w3d{{1, 1, 2, 2, 2}};
+  ConvOptions strided;
+  strided.stride = {2}, strided.padding = {1};
+  gradcheck("conv1d", [&](V x) { return x[0].conv1d(x[1], {}, strided); }, {x1d, w1d}, 1e-5);
+  gradcheck("conv3d", [](V x) { return x[0].conv3d(x[1]); }, {x3d, w3d}, 1e-5);
+  gradcheck("conv_transpose1d", [&](V x) { return x[0].conv_transpose1d(x[1], {}, strided); }, {x1d, w1d}, 1e-5);
+  gradcheck("conv_transpose3d", [](V x) { return x[0].conv_transpose3d(x[1]); }, {x3d, w3d}, 1e-5);
+  PoolOptions pool3;
+  pool3.kernel = {3}, pool3.stride = std::vector<int64_t>{2}, pool3.padding = {1}, pool3.ceil_mode = true;
+  gradcheck("max_pool", [&](V x) { return x[0].max_pool(pool3); }, {x1d});
+  gradcheck("avg_pool", [&](V x) { return x[0].avg_pool(pool3); }, {x1d});
+  gradcheck("adaptive_avg_pool", [](V x) { return x[0].adaptive_avg_pool({3}); }, {x1d});
+  gradcheck("interpolate", [](V x) { return x[0].interpolate({3, 4}, "bilinear"); }, {n4});
   gradcheck("nll_loss weighted", [](V x) {
     const Tensor t(std::vector<int32_t>{0, 3, -100}, {3}, "CPU");
     return x[0].log_softmax(1).nll_loss(t, x[1].reshape({4}).abs() + 0.5);
