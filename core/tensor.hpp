@@ -267,6 +267,10 @@ class Tensor {
   Tensor logical_xor(const Tensor& b) const;
   Tensor lshift(int64_t bits) const;
   Tensor rshift(int64_t bits) const;
+  // By a tensor of amounts (broadcast), torch's rule outside [0, width): lshift gives 0, rshift
+  // the sign fill.
+  Tensor lshift(const Tensor& bits) const;
+  Tensor rshift(const Tensor& bits) const;
   Tensor lt(const Tensor& b) const;
   Tensor gt(const Tensor& b) const;
   Tensor le(const Tensor& b) const;
