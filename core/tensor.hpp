@@ -342,9 +342,15 @@ class Tensor {
   // Basic indexing: t[{0, Slice{1, std::nullopt, 2}, ellipsis}], t[{newaxis}], t[-1].
   Tensor operator[](std::vector<Index> index) const;
   Tensor operator[](int64_t index) const;
-  // out[i][j][k] = this[index[i][j][k]][j][k] for axis 0 (torch.gather); index is an integer tensor.
-  // An index outside [0, size) is not checked (that needs its values on the host): it reads 0.
+  // out[i][j][k] = this[index[i][j][k]][j][k] for axis 0 (torch.gather); index is an integer tensor
+  // of this rank, no larger than this on the other axes. One indexed load (core/indexed_load.hpp):
+  // one kernel, O(1) per element. An index outside [0, size) reads 0, or is a vkg::Error with
+  // CHECK_INDICES=1 (that waits for the device).
   Tensor gather(int64_t axis, const Tensor& index) const;
+  // This tensor read as 1-D at `index` (any shape; negative counts from the end), as torch.take.
+  Tensor take(const Tensor& index) const;
+  // The entries of `index` (0-d or 1-d integers) along axis, as torch.index_select.
+  Tensor index_select(int64_t axis, const Tensor& index) const;
   // Integer class indices to one-hot rows of num_classes (a new last axis), in dtype.
   Tensor one_hot(int64_t num_classes, DType dtype = dtypes::default_float) const;
 
@@ -368,7 +374,8 @@ class Tensor {
   // Zeroes elements with probability p and scales the rest by 1/(1-p), only while training
   // (Tensor::training); the identity otherwise.
   Tensor dropout(double p = 0.5) const;
-  // Rows of `weight` (V, D) picked by this integer tensor of indices: shape (*this.shape, D).
+  // Rows of `weight` (V, D) picked by this integer tensor of indices: shape (*this.shape, D). One
+  // indexed load, as gather: an index outside [0, V) gives a row of zeros (CHECK_INDICES=1: an error).
   Tensor embedding(const Tensor& weight) const;
 
   // ---- losses: this holds predictions (logits where said), target the truth ----

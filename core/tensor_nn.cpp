@@ -398,24 +398,4 @@ Tensor Tensor::batchnorm(const std::optional<Tensor>& weight, const std::optiona
   return bias ? x + check(*bias, "bias") : x;
 }
 
-// As tinygrad's Embedding: each index is compared with an arange over the vocabulary, and the
-// matching row kept and summed over the vocabulary axis (one fused reduce; the weight's
-// gradient is the mask times the output's).
-Tensor Tensor::embedding(const Tensor& weight) const {
-  check_device(*this, weight, "embedding");
-  if (!dtype().is_int() || weight.ndim() != 2)
-    throw Error("embedding: needs integer indices and a 2-D weight (V, D), got indices " +
-                desc(*this) + " and weight " + desc(weight));
-  const int64_t v = weight.shape()[0], d = weight.shape()[1];
-  check_index_values(*this, v, "embedding", "a vocabulary of " + std::to_string(v));
-  Shape idx_shape = shape(), vocab_shape(shape().size(), 1), w_shape(shape().size(), 1);
-  idx_shape.insert(idx_shape.end(), {1, 1});
-  vocab_shape.insert(vocab_shape.end(), {v, 1});
-  w_shape.insert(w_shape.end(), {v, d});
-  const Tensor mask = reshape(idx_shape).eq(Tensor::arange(0, v, 1, device()).reshape(vocab_shape));
-  return mask.where(weight.reshape(w_shape), Tensor::full({}, 0, weight.dtype(), device()))
-      .sum(-2)
-      .cast(weight.dtype());
-}
-
 }  // namespace vkg
