@@ -246,7 +246,10 @@ IndexExpr Lowerer::load_address(const UOp* load, const Combo& c) {
   for (size_t j = 2; j < load->src.size(); ++j) {
     const UOpPtr at = value(load->src[j].get(), c);
     const int64_t stride = axes[2 * (j - 2)], size = axes[2 * (j - 2) + 1];
-    e.index = e.index + at * stride;
+    // Addressed clamped into the axis: the address stays in the buffer, and its bounds let the
+    // symbolic folds prove alignment (a row of floats then loads as vec4s).
+    const UOpPtr inside = -((-at->maximum(0))->maximum(-(size - 1)));
+    e.index = e.index + inside * stride;
     e.valid = e.valid->alu(Ops::AND, {at->ge(0)})->alu(Ops::AND, {at->lt(size)});
   }
   return {simplify(e.index), simplify(e.valid)};
