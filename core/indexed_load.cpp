@@ -1,6 +1,7 @@
 #include <vkgrad/core/indexed_load.hpp>
 
 #include <cassert>
+#include <cmath>
 #include <numeric>
 #include <optional>
 
@@ -36,6 +37,11 @@ Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices, std::spa
 
 Tensor one_hot_scatter_sum(const Tensor& values, std::span<const Tensor> indices,
                            std::span<const int64_t> axes, const Shape& shape) {
+  return one_hot_scatter(values, indices, axes, shape, ScatterReduce::Sum);
+}
+
+Tensor one_hot_scatter(const Tensor& values, std::span<const Tensor> indices,
+                       std::span<const int64_t> axes, const Shape& shape, ScatterReduce reduce) {
   const Shape& o = values.shape();
   const size_t r = o.size(), k = axes.size();
   const std::string& device = values.device();
@@ -51,15 +57,29 @@ Tensor one_hot_scatter_sum(const Tensor& values, std::span<const Tensor> indices
   }
   const bool bools = values.dtype().is_bool();
   const Tensor v = bools ? values.cast(dtypes::int32) : values;
-  const Tensor spread = hit->where(v.reshape(lifted), Tensor::full({}, 0, v.dtype(), device));
-  // (o with the indexed axes summed to 1, then one axis per indexed size): each trailing axis
+  const DType d = v.dtype();
+  const bool inf = d.is_float();
+  const Scalarish identity =
+      reduce == ScatterReduce::Sum    ? Scalarish(0)
+      : reduce == ScatterReduce::Prod ? Scalarish(1)
+      : reduce == ScatterReduce::Amax ? (inf ? Scalarish(-INFINITY) : Scalarish(int64_t(dtypes::min_value(d))))
+      : reduce == ScatterReduce::Amin ? (inf ? Scalarish(INFINITY)
+         : d == dtypes::uint64 ? Scalarish(int64_t(-1))  // wraps to the largest uint64
+                               : Scalarish(int64_t(dtypes::max_value(d))))
+                                      : throw Error("one_hot_scatter: mean is no one-hot reduce (internal)");
+  const Tensor spread = hit->where(v.reshape(lifted), Tensor::full({}, identity, d, device));
+  // (o with the indexed axes reduced to 1, then one axis per indexed size): each trailing axis
   // trades places with the size-1 axis it came from.
-  Tensor summed = spread.sum(Axes(std::vector<int64_t>(axes.begin(), axes.end())), true);
+  const Axes over(std::vector<int64_t>(axes.begin(), axes.end()));
+  Tensor out = reduce == ScatterReduce::Sum    ? spread.sum(over, true)
+               : reduce == ScatterReduce::Prod ? spread.prod(over, true)
+               : reduce == ScatterReduce::Amax ? spread.max(over, true)
+                                               : spread.min(over, true);
   std::vector<int64_t> order(r + k);
   std::iota(order.begin(), order.end(), 0);
   for (size_t j = 0; j < k; ++j) std::swap(order[size_t(axes[j])], order[r + j]);
-  summed = summed.permute(order).reshape(shape);
-  return bools ? summed.ne(0) : summed.cast(values.dtype());
+  out = out.permute(order).reshape(shape);
+  return bools ? out.ne(0) : out.cast(values.dtype());
 }
 
 }  // namespace vkg

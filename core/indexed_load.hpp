@@ -21,12 +21,17 @@ namespace vkg {
 // check shapes and dtypes and name themselves in errors; this only asserts them.
 Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices, std::span<const int64_t> axes);
 
-// The transpose of indexed_load: out[s] = sum of values[o] over every o with o[a_j] replaced by
-// idx_j[o] equal to s, a tensor of `shape` (values' shape on the axes not indexed). Built as a
-// one-hot compare against an arange per indexed axis and a sum over the output's indexed axes:
-// O(prod(values.shape) * prod of the indexed sizes) work, one fused reduce kernel. Indices out of
-// range add nowhere. Bool values are summed as int32 and compared back to bool (any hit).
+// The transpose of indexed_load: out[s] = the sum of values[o] over every o with o[a_j]
+// replaced by idx_j[o] equal to s, a tensor of `shape` (values' shape on the axes not indexed).
+// Built as a one-hot compare against an arange per indexed axis and a sum over the output's
+// indexed axes: O(prod(values.shape) * prod of the indexed sizes) work, one fused reduce kernel.
+// Indices out of range land nowhere. Bool values are summed as int32 and compared back to bool.
 Tensor one_hot_scatter_sum(const Tensor& values, std::span<const Tensor> indices,
                            std::span<const int64_t> axes, const Shape& shape);
+
+// The same one-hot form combining with `reduce` (Sum, Prod, Amax or Amin; not Mean): an element
+// nothing lands on holds the reduce's identity (0, 1, the lowest value, the highest value).
+Tensor one_hot_scatter(const Tensor& values, std::span<const Tensor> indices,
+                       std::span<const int64_t> axes, const Shape& shape, ScatterReduce reduce);
 
 }  // namespace vkg

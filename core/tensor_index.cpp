@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <numeric>
 
+#include <vkgrad/core/advanced_index.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/index_check.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -308,6 +309,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t axis) const {
 Tensor Tensor::operator[](int64_t index) const { return (*this)[std::vector<Index>{index}]; }
 
 Tensor Tensor::operator[](std::vector<Index> index) const {
+  if (has_index_tensor(index)) return index_with_tensors(*this, std::move(index));
   const Shape& in = shape();
   int64_t consumed = 0, ellipses = 0;
   for (const Index& i : index) {
