@@ -345,3 +345,21 @@ TEST(IndexingErrors, NameTheOpShapesAndDtypes) {
   // The library stays usable.
   EXPECT_EQ(floats(x.gather(1, ints({1}, {1, 1}))), (std::vector<float>{1}));
 }
+
+// An indexed load inside a reduce, and under every opt BEAM tries (upcast, unroll, local,
+// group), agrees with the CPU device; so without opts.
+TEST(IndexedLoad, AgreesUnderKernelOpts) {
+  const auto make = [](const std::string& dev) {
+    // Quarters of small integers: every sum is exact, in any order.
+    Tensor w = iota({16, 12}, dev).mod(Tensor::full({}, 13, dtypes::int32, dev)).cast(dtypes::float32) * 0.25f;
+    w.realize();
+    const Tensor idx = (iota({8, 12}, dev) * 7 + 3).mod(Tensor::full({}, 19, dtypes::int32, dev)) - 1;
+    return w.gather(0, idx).sum(0) + idx.embedding(w).sum({0, 1}) + w[{idx.shrink({{0, 4}, {0, 8}})}].max(0).sum(0);
+  };
+  {
+    ScopedSetting beam("BEAM", 2);
+    EXPECT_TRUE(cpu_vk_agree(make));
+  }
+  ScopedSetting noopt("NOOPT", 1);
+  EXPECT_TRUE(cpu_vk_agree(make));
+}
