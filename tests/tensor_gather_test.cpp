@@ -363,3 +363,26 @@ TEST(IndexedLoad, AgreesUnderKernelOpts) {
   ScopedSetting noopt("NOOPT", 1);
   EXPECT_TRUE(cpu_vk_agree(make));
 }
+
+// Every dtype the devices hold, special values included, comes through gather, embedding, take,
+// advanced indexing and scatter bit for bit; indices of every integer dtype select alike.
+TEST(IndexedLoad, EveryDtypeAgreesWithTheCpuDevice) {
+  for (DType d : vkg::test::vk_dtypes()) {
+    SCOPED_TRACE(d.name());
+    EXPECT_TRUE(cpu_vk_agree([d](const std::string& dev) {
+      Tensor x = vkg::test::random_tensor(d, {5, 7}, dev, 11);
+      const Tensor idx = ints({4, 0, 3, 3, 1, 2, 0, 4, 4, 1, 0, 2, 3, 1}, {2, 7}, dev);
+      const Tensor g = x.gather(0, idx);
+      const Tensor e = ints({6, 0, 2}, {3}, dev).embedding(x.transpose(0, 1));  // (3, 5)
+      const Tensor t = x.take(ints({34, -35, 17}, {3}, dev)).reshape({3, 1}).expand({3, 5});
+      const Tensor a = x[{ints({1, 4, 0}, {3}, dev), Slice{2, 7}}];
+      const Tensor s = x.scatter(0, idx, x.flip({0}));
+      return Tensor::cat(std::vector<Tensor>{g.reshape({14}), e.reshape({15}), t.reshape({15}),
+                                             a.reshape({15}), s.reshape({35})});
+    })) << d.name();
+  }
+  for (DType i : {dtypes::int8, dtypes::uint8, dtypes::int16, dtypes::uint16, dtypes::uint32, dtypes::int64}) {
+    const Tensor idx = ints({2, 0, 1}, {3}).cast(i);
+    EXPECT_EQ(vals(iota({3, 2}).index_select(0, idx)), (std::vector<int32_t>{4, 5, 0, 1, 2, 3})) << i.name();
+  }
+}
