@@ -12,6 +12,8 @@ namespace vkg {
 
 Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices, std::span<const int64_t> axes) {
   assert(!indices.empty() && indices.size() == axes.size());
+  // Nothing to read: every index is out of range, so every element is 0.
+  if (src.numel() == 0) return Tensor::full(indices[0].shape(), 0, src.dtype(), src.device());
   std::vector<UOpPtr> sources{src.node()};
   // A 0-d constant has no buffer and no view to expand: a movement node over it does.
   if (src.node()->op == Ops::CONST) sources[0] = src.reshape(src.shape()).contiguous().node();

@@ -11,6 +11,7 @@
 #include "support/device_compare.hpp"
 #include "support/error_of.hpp"
 
+#include <vkgrad/core/jit.hpp>
 #include <vkgrad/core/schedule.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -385,4 +386,31 @@ TEST(IndexedLoad, EveryDtypeAgreesWithTheCpuDevice) {
     const Tensor idx = ints({2, 0, 1}, {3}).cast(i);
     EXPECT_EQ(vals(iota({3, 2}).index_select(0, idx)), (std::vector<int32_t>{4, 5, 0, 1, 2, 3})) << i.name();
   }
+}
+
+// A jitted embedding step replays with new indices and a table updated in place.
+TEST(IndexedLoad, ReplaysUnderJit) {
+  Tensor table = iota({6, 2}).cast(dtypes::float32).contiguous();
+  table.realize();
+  Jit step([&](const std::vector<Tensor>& in) {
+    const Tensor rows = in[0].embedding(table);
+    table.assign(table + 1);
+    return std::vector<Tensor>{rows * 2};
+  });
+  for (int call = 0; call < 4; ++call) {
+    const Tensor idx = ints({call, 5 - call, 9}, {3});
+    const std::vector<float> got = step({idx})[0].to_vector<float>();
+    const float a = float(call), b = float(5 - call), k = float(call);
+    EXPECT_EQ(got, (std::vector<float>{2 * (2 * a + k), 2 * (2 * a + 1 + k), 2 * (2 * b + k),
+                                       2 * (2 * b + 1 + k), 0, 0}))
+        << "call " << call;
+  }
+  EXPECT_TRUE(step.captured());
+}
+
+// A source with no elements: every index is out of range, so every element reads 0.
+TEST(IndexedLoad, EmptySourceReadsZeros) {
+  const Tensor w = Tensor::zeros({0, 3});
+  EXPECT_EQ(floats(ints({0, 2}, {2}).embedding(w)), (std::vector<float>(6, 0.0f)));
+  EXPECT_EQ(floats(w.gather(0, ints({}, {0, 3}))).size(), 0u);
 }
