@@ -69,6 +69,11 @@ Tensor one_hot_scatter(const Tensor& values, std::span<const Tensor> indices,
          : d == dtypes::uint64 ? Scalarish(int64_t(-1))  // wraps to the largest uint64
                                : Scalarish(int64_t(dtypes::max_value(d))))
                                       : throw Error("one_hot_scatter: mean is no one-hot reduce (internal)");
+  // Nothing lands anywhere (a reduce over no elements would be an error for max and min).
+  if (values.numel() == 0) {
+    const Tensor none = Tensor::full(shape, identity, d, device);
+    return bools ? none.ne(0) : none.cast(values.dtype());
+  }
   const Tensor spread = hit->where(v.reshape(lifted), Tensor::full({}, identity, d, device));
   // (o with the indexed axes reduced to 1, then one axis per indexed size): each trailing axis
   // trades places with the size-1 axis it came from.

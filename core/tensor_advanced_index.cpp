@@ -1,11 +1,13 @@
 // Indexing with tensors: x[{Slice{}, idx}] (advanced indexing, numpy's and torch's rules),
 // nonzero and masked_select (which read a mask on the host: their shape depends on it),
 // masked_fill, and setitem (x[index] = value, in place through assign). Reads are one indexed
-// load (core/indexed_load.hpp); setitem is a scatter of the values to the flat positions the index
-// selects.
+// load (core/indexed_load.hpp). setitem with a basic index reads the value through an indexed
+// load at each element's place in the selection (O(1) per element); with index tensors it
+// scatters the values to the flat positions the index selects (one-hot: O(selected) per element).
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 
 #include <vkgrad/core/advanced_index.hpp>
 #include <vkgrad/core/error.hpp>
@@ -210,11 +212,95 @@ Tensor Tensor::masked_fill(const Tensor& mask, Scalarish value) const {
   return masked_fill(mask, Tensor::full({}, value, dtype(), device()));
 }
 
+namespace {
+
+// The coordinates a Python slice selects from range(n), in order (Python's slice.indices).
+std::vector<int64_t> slice_coords(int64_t n, const Slice& s) {
+  const int64_t step = s.step;
+  auto resolve = [&](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    const int64_t x = *v < 0 ? *v + n : *v;
+    return step > 0 ? std::clamp<int64_t>(x, 0, n) : std::clamp<int64_t>(x, -1, n - 1);
+  };
+  const int64_t start = resolve(s.start, step > 0 ? 0 : n - 1), stop = resolve(s.stop, step > 0 ? n : -1);
+  std::vector<int64_t> out;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    out.push_back(i);
+    if ((step > 0 && i > stop - step) || (step < 0 && i < stop - step)) break;  // no overflow
+  }
+  return out;
+}
+
+// x with x[index] replaced by `value` (already of x[index]'s shape and x's dtype), for a basic
+// index (integers, slices, ellipsis, newaxis): every dimension of x selects its coordinates on
+// its own, so element i of x takes, per dimension d, the place its coordinate i_d has among
+// dimension d's selected coordinates (-1 where it has none), a small table computed on the host
+// and uploaded. One elementwise kernel, O(1) per element, reads the value there through an
+// indexed load (`single`, a value of one element, is broadcast instead).
+Tensor set_basic(const Tensor& x, const std::vector<Index>& index, const Tensor& value,
+                  const std::optional<Tensor>& single) {
+  const Shape& in = x.shape();
+  const std::string& device = x.device();
+  int64_t consumed = 0;
+  for (const Index& i : index)
+    if (!std::holds_alternative<Ellipsis>(i) && !std::holds_alternative<NewAxis>(i)) ++consumed;
+  std::vector<std::optional<std::vector<int64_t>>> picked(in.size());  // none: all, in order
+  size_t dim = 0;
+  for (const Index& i : index) {
+    if (std::holds_alternative<NewAxis>(i)) continue;
+    if (std::holds_alternative<Ellipsis>(i)) {
+      dim += size_t(int64_t(in.size()) - consumed);
+      continue;
+    }
+    if (const int64_t* at = std::get_if<int64_t>(&i))
+      picked[dim] = std::vector<int64_t>{*at < 0 ? *at + in[dim] : *at};  // x[index] checked it
+    else
+      picked[dim] = slice_coords(in[dim], std::get<Slice>(i));
+    ++dim;
+  }
+  Shape kept(in);  // the value's shape per dimension of x (1 where an integer removes it)
+  std::vector<Tensor> places;
+  std::vector<int64_t> axes;
+  std::optional<Tensor> written;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (!picked[d]) continue;
+    std::vector<int32_t> place(size_t(in[d]), -1);
+    for (size_t j = 0; j < picked[d]->size(); ++j) place[size_t((*picked[d])[j])] = int32_t(j);
+    kept[d] = int64_t(picked[d]->size());
+    Shape lifted(in.size(), 1);
+    lifted[d] = in[d];
+    const Tensor at = Tensor(place, {in[d]}, device).reshape(lifted).expand(in);
+    written = written ? written->logical_and(at.ge(0)) : at.ge(0);
+    places.push_back(at);
+    axes.push_back(int64_t(d));
+  }
+  if (!written) return value.reshape(in);  // every element is written
+  Tensor read = value;
+  if (single) {
+    read = single->reshape(Shape(in.size(), 1)).expand(in);
+  } else {
+    // The dimensions taken whole read the value at the element's own coordinate.
+    for (size_t d = 0; d < in.size(); ++d)
+      if (!picked[d]) {
+        Shape lifted(in.size(), 1);
+        lifted[d] = in[d];
+        places.push_back(Tensor::arange(0, in[d], 1, device).reshape(lifted).expand(in));
+        axes.push_back(int64_t(d));
+      }
+    read = indexed_load(value.reshape(kept), places, axes);
+  }
+  return written->where(read, x);
+}
+
+}  // namespace
+
 Tensor& Tensor::setitem(std::vector<Index> index, const Tensor& value) {
   const int64_t n = numel();
   if (n > INT32_MAX) fail(*this, "indexes 32-bit element offsets; the tensor has more elements");
-  // The flat position of every element x[index] selects, by indexing the positions themselves.
-  const Tensor positions = Tensor::arange(0, n, 1, device()).reshape(shape())[std::move(index)];
+  const bool basic = !has_index_tensor(index);
+  // The flat position of every element x[index] selects, by indexing the positions themselves
+  // (for a basic index only its shape is used: a view, nothing runs).
+  const Tensor positions = Tensor::arange(0, n, 1, device()).reshape(shape())[index];
   const Shape& s = positions.shape();
   Shape fit;
   try {
@@ -227,6 +313,11 @@ Tensor& Tensor::setitem(std::vector<Index> index, const Tensor& value) {
                 shape_str(s) + " (tensor " + desc(*this) + ")");
   if (value.device() != device())
     throw Error("setitem: tensor and value are on different devices (" + device() + " and " + value.device() + ")");
+  if (basic) {
+    const Tensor v = value.cast(dtype());
+    const std::optional<Tensor> single = v.numel() == 1 ? std::optional(v.reshape({})) : std::nullopt;
+    return assign(set_basic(*this, index, broadcast(v, s), single));
+  }
   const int64_t k = positions.numel();
   const Tensor flat = reshape({n}).scatter(0, positions.reshape({k}), broadcast(value.cast(dtype()), s).reshape({k}));
   return assign(flat.reshape(shape()));

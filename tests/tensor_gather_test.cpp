@@ -414,3 +414,45 @@ TEST(IndexedLoad, EmptySourceReadsZeros) {
   EXPECT_EQ(floats(ints({0, 2}, {2}).embedding(w)), (std::vector<float>(6, 0.0f)));
   EXPECT_EQ(floats(w.gather(0, ints({}, {0, 3}))).size(), 0u);
 }
+
+// A basic index (slices of any step, integers, ellipsis, newaxis) writes through one elementwise
+// kernel over the tensor plus a tiny one per sliced dimension; against a loop.
+TEST(IndexedLoad, SetitemWithSlicesMatchesALoop) {
+  Tensor x = iota({4, 6});
+  x.realize();
+  const Tensor v = ints({-1, -2, -3, -4, -5, -6}, {2, 3});
+  x.setitem({Slice{3, 0, -2}, Slice{1, 6, 2}}, v);  // rows 3, 1; columns 1, 3, 5
+  std::vector<int32_t> want(24);
+  std::iota(want.begin(), want.end(), 0);
+  const int rows[] = {3, 1}, cols[] = {1, 3, 5};
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c) want[size_t(rows[r] * 6 + cols[c])] = -(r * 3 + c + 1);
+  EXPECT_EQ(vals(x), want);
+  x.setitem({ellipsis, newaxis, -1}, ints({7, 8, 9, 10}, {4, 1}));
+  for (int r = 0; r < 4; ++r) want[size_t(r * 6 + 5)] = 7 + r;
+  EXPECT_EQ(vals(x), want);
+  x.setitem({Slice{2, 2}}, 100);  // an empty selection changes nothing
+  EXPECT_EQ(vals(x), want);
+  Tensor s = Tensor::full({}, 1.5f);
+  s.setitem({}, 2.5);
+  EXPECT_EQ(floats(s), (std::vector<float>{2.5f}));
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
+    Tensor y = iota({3, 5, 4}, dev).cast(dtypes::float16);
+    y.setitem({1, Slice{std::nullopt, std::nullopt, -1}}, Tensor::full({4}, -0.0, dtypes::float16, dev));
+    y.setitem({Slice{}, ints({4, 0}, {2}, dev), 2}, std::numeric_limits<double>::infinity());
+    return y;
+  }));
+  // The write is one elementwise kernel over the tensor (the places are small host tables).
+  Tensor big = Tensor::zeros({64, 64});
+  big.realize();
+  big.setitem({Slice{1, 60, 3}, 5}, 1.0);
+  EXPECT_EQ(kernel_shape(big).kernels, 1u);
+  EXPECT_EQ(floats(big.sum()), (std::vector<float>{20}));
+  Tensor last_rows(std::vector<float>(2 * 64, 2.0f), {2, 64});
+  last_rows.realize();
+  big.setitem({Slice{62, std::nullopt}}, last_rows);
+  const KernelShape k = kernel_shape(big);
+  EXPECT_EQ(k.kernels, 1u);
+  EXPECT_FALSE(k.reduces);
+  EXPECT_EQ(floats(big.sum()), (std::vector<float>{20 + 256}));
+}
