@@ -297,6 +297,15 @@ Tensor set_basic(const Tensor& x, const std::vector<Index>& index, const Tensor&
 Tensor& Tensor::setitem(std::vector<Index> index, const Tensor& value) {
   const int64_t n = numel();
   if (n > INT32_MAX) fail(*this, "indexes 32-bit element offsets; the tensor has more elements");
+  // x[mask] = one value, with a mask over the leading dimensions: a masked_fill, no host sync.
+  if (index.size() == 1 && value.numel() == 1 && value.device() == device())
+    if (const Tensor* m = std::get_if<Tensor>(&index[0]);
+        m && m->dtype().is_bool() && m->ndim() <= ndim() &&
+        std::equal(m->shape().begin(), m->shape().end(), shape().begin())) {
+      Shape lifted = m->shape();
+      lifted.resize(shape().size(), 1);
+      return assign(masked_fill(m->reshape(lifted), value.reshape({}).cast(dtype())));
+    }
   const bool basic = !has_index_tensor(index);
   // The flat position of every element x[index] selects, by indexing the positions themselves
   // (for a basic index only its shape is used: a view, nothing runs).

@@ -248,7 +248,7 @@ TEST(IndexedLoad, SetitemWritesInPlace) {
   x.setitem({Slice{std::nullopt, std::nullopt, 2}, Slice{1, 3}}, Tensor(-1));
   EXPECT_EQ(vals(x), (std::vector<int32_t>{2, -1, -1, 1, 2, 5, 5, 1, 2, -1, -1, 1}));
   // A bool mask, and float values cast to the tensor's dtype.
-  x.setitem({x.lt(0)}, 3.9);
+  x.setitem({x.lt(0)}, 3.9);  // a masked_fill: no host sync, no index tensors
   EXPECT_EQ(vals(x), (std::vector<int32_t>{2, 3, 3, 1, 2, 5, 5, 1, 2, 3, 3, 1}));
   const std::string e = error_of([&] { x.setitem({0}, ints({1, 2, 3}, {3})); });
   EXPECT_TRUE(has(e, "setitem: the value (3,) int32 does not broadcast to the indexed shape (4,)")) << e;
@@ -455,4 +455,22 @@ TEST(IndexedLoad, SetitemWithSlicesMatchesALoop) {
   EXPECT_EQ(k.kernels, 1u);
   EXPECT_FALSE(k.reduces);
   EXPECT_EQ(floats(big.sum()), (std::vector<float>{20 + 256}));
+}
+
+// A write whose value reads the tensor it writes at other elements computes the value into a
+// buffer of its own first: in place, an invocation could read what another already overwrote.
+TEST(IndexedLoad, WritesThatReadTheirTargetAreNotRaces) {
+  Tensor x = iota({5});
+  x.realize();
+  x.assign(x.take(ints({4, 3, 2, 1, 0}, {5})));
+  EXPECT_EQ(kernel_shape(x).kernels, 2u);  // the value, then the copy into x
+  EXPECT_EQ(vals(x), (std::vector<int32_t>{4, 3, 2, 1, 0}));
+  x.setitem({Slice{1, std::nullopt}}, x[{Slice{std::nullopt, -1}}]);
+  EXPECT_EQ(vals(x), (std::vector<int32_t>{4, 4, 3, 2, 1}));
+  x.setitem({ints({0, 1}, {2})}, x[{ints({4, 3}, {2})}]);
+  EXPECT_EQ(vals(x), (std::vector<int32_t>{1, 2, 3, 2, 1}));
+  Tensor m = iota({2, 3});
+  m.realize();
+  m.setitem({Tensor(std::vector<bool>{false, true}, {2})}, -1);  // a row mask
+  EXPECT_EQ(vals(m), (std::vector<int32_t>{0, 1, 2, -1, -1, -1}));
 }
