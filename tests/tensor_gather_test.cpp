@@ -474,3 +474,33 @@ TEST(IndexedLoad, WritesThatReadTheirTargetAreNotRaces) {
   m.setitem({Tensor(std::vector<bool>{false, true}, {2})}, -1);  // a row mask
   EXPECT_EQ(vals(m), (std::vector<int32_t>{0, 1, 2, -1, -1, -1}));
 }
+
+// Sources that are views of a buffer: read through their view where it is one view without a
+// mask (flipped, permuted, shrunk, expanded), realized first otherwise (padded), as the CPU
+// device does.
+TEST(IndexedLoad, SourcesThatAreViews) {
+  Tensor x = iota({4, 5});
+  x.realize();
+  const Tensor idx = ints({3, 0, 2, 1, 1, 0}, {2, 3});
+  const Tensor flipped = x.flip({0, 1}).gather(1, idx);
+  EXPECT_EQ(kernel_shape(flipped).kernels, 1u);
+  EXPECT_EQ(vals(flipped), (std::vector<int32_t>{16, 19, 17, 13, 13, 14}));
+  const Tensor permuted = x.permute({1, 0}).gather(0, idx);  // x.T[idx[i][j]][j] = x[j][idx]
+  EXPECT_EQ(kernel_shape(permuted).kernels, 1u);
+  EXPECT_EQ(vals(permuted), (std::vector<int32_t>{3, 5, 12, 1, 6, 10}));
+  const Tensor shrunk = x.shrink({{1, 3}, {1, 5}}).gather(1, idx);
+  EXPECT_EQ(vals(shrunk), (std::vector<int32_t>{9, 6, 8, 12, 12, 11}));
+  const Tensor expanded = x.shrink({{2, 3}, {0, 5}}).expand({2, 5}).gather(1, idx);
+  EXPECT_EQ(kernel_shape(expanded).kernels, 1u);
+  EXPECT_EQ(vals(expanded), (std::vector<int32_t>{13, 10, 12, 11, 11, 10}));
+  const Tensor padded = x.pad({{0, 0}, {2, 0}}).gather(1, idx);  // columns shift right by 2
+  EXPECT_EQ(kernel_shape(padded).kernels, 2u);
+  EXPECT_EQ(vals(padded), (std::vector<int32_t>{1, 0, 0, 0, 0, 0}));
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
+    Tensor y = iota({6, 7}, dev);
+    y.realize();
+    const Tensor i = ints({6, 0, 5, 2, 2, 9, -3, 4}, {2, 4}, dev);
+    return y.flip({1}).gather(1, i) + y.permute({1, 0}).shrink({{1, 7}, {0, 4}}).gather(0, i) +
+           y[{Slice{std::nullopt, std::nullopt, 2}}].gather(1, i) + y.pad({{1, 1}, {0, 0}}).gather(1, i) * 3;
+  }));
+}
