@@ -10,7 +10,8 @@
 
 namespace vkg {
 
-Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices, std::span<const int64_t> axes) {
+Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices,
+                    std::span<const int64_t> axes) {
   assert(!indices.empty() && indices.size() == axes.size());
   // Nothing to read: every index is out of range, so every element is 0.
   if (src.numel() == 0) return Tensor::full(indices[0].shape(), 0, src.dtype(), src.device());
@@ -25,8 +26,8 @@ Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices, std::spa
   const std::vector<int64_t> along(axes.begin(), axes.end());
   const UOpPtr load = UOp::make(Ops::INDEX, src.dtype(), std::move(sources), along);
   if (!load->shape())
-    throw Error("indexed load: the indices' shape does not fit the source " + shape_str(src.shape()) +
-                " (internal)");
+    throw Error("indexed load: the indices' shape does not fit the source " +
+                shape_str(src.shape()) + " (internal)");
   const Shape shape = src.shape();
   return Tensor(with_custom_gradient(
       load, {src.node()},
@@ -64,11 +65,13 @@ Tensor one_hot_scatter(const Tensor& values, std::span<const Tensor> indices,
   const Scalarish identity =
       reduce == ScatterReduce::Sum    ? Scalarish(0)
       : reduce == ScatterReduce::Prod ? Scalarish(1)
-      : reduce == ScatterReduce::Amax ? (inf ? Scalarish(-INFINITY) : Scalarish(int64_t(dtypes::min_value(d))))
-      : reduce == ScatterReduce::Amin ? (inf ? Scalarish(INFINITY)
-         : d == dtypes::uint64 ? Scalarish(int64_t(-1))  // wraps to the largest uint64
-                               : Scalarish(int64_t(dtypes::max_value(d))))
-                                      : throw Error("one_hot_scatter: mean is no one-hot reduce (internal)");
+      : reduce == ScatterReduce::Amax
+          ? (inf ? Scalarish(-INFINITY) : Scalarish(int64_t(dtypes::min_value(d))))
+      : reduce == ScatterReduce::Amin
+          ? (inf                   ? Scalarish(INFINITY)
+             : d == dtypes::uint64 ? Scalarish(int64_t(-1))  // wraps to the largest uint64
+                                   : Scalarish(int64_t(dtypes::max_value(d))))
+          : throw Error("one_hot_scatter: mean is no one-hot reduce (internal)");
   // Nothing lands anywhere (a reduce over no elements would be an error for max and min).
   if (values.numel() == 0) {
     const Tensor none = Tensor::full(shape, identity, d, device);

@@ -19,7 +19,8 @@ namespace vkg {
 
 // INDEX(src, indices...) as above; differentiable in src (one_hot_scatter_sum). The front ends
 // check shapes and dtypes and name themselves in errors; this only asserts them.
-Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices, std::span<const int64_t> axes);
+Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices,
+                    std::span<const int64_t> axes);
 
 // The transpose of indexed_load: out[s] = the sum of values[o] over every o with o[a_j]
 // replaced by idx_j[o] equal to s, a tensor of `shape` (values' shape on the axes not indexed).

@@ -55,7 +55,8 @@ Tensor index_with_tensors(const Tensor& x, std::vector<Index> index) {
     if (t->ndim() == 0) fail(x, "a 0-d bool index is not supported");
     const Tensor coords = t->nonzero();
     for (int64_t d = 0; d < t->ndim(); ++d)
-      expanded.push_back(coords.shrink({{0, coords.shape()[0]}, {d, d + 1}}).reshape({coords.shape()[0]}));
+      expanded.push_back(
+          coords.shrink({{0, coords.shape()[0]}, {d, d + 1}}).reshape({coords.shape()[0]}));
   }
   index = std::move(expanded);
   int64_t consumed = 0;
@@ -98,7 +99,8 @@ Tensor index_with_tensors(const Tensor& x, std::vector<Index> index) {
           fail(x, "the index tensor is on " + t.device() + ", the tensor on " + x.device());
         t = t.cast(dtypes::int32);
         t = t.lt(0).where(t + int32_t(n), t);  // negative counts from the end
-        check_index_values(t, n, "index", "dimension " + std::to_string(in_dim) + " of size " + std::to_string(n));
+        check_index_values(t, n, "index",
+                           "dimension " + std::to_string(in_dim) + " of size " + std::to_string(n));
       }
       basic.push_back(Slice{});
       tensors.push_back(t);
@@ -109,7 +111,8 @@ Tensor index_with_tensors(const Tensor& x, std::vector<Index> index) {
   }
   const Tensor y = x[basic];
   const Shape& ys = y.shape();
-  if (y.numel() > INT32_MAX) fail(x, "indexes 32-bit element offsets; the tensor has more elements");
+  if (y.numel() > INT32_MAX)
+    fail(x, "indexes 32-bit element offsets; the tensor has more elements");
   Shape b;
   try {
     for (const Tensor& t : tensors) b = broadcast_shape(b, t.shape(), "index");
@@ -161,7 +164,8 @@ Tensor index_with_tensors(const Tensor& x, std::vector<Index> index) {
 }
 
 Tensor Tensor::nonzero() const {
-  const std::vector<uint8_t> flags = (dtype().is_bool() ? *this : ne(0)).cast(dtypes::uint8).to_vector<uint8_t>();
+  const std::vector<uint8_t> flags =
+      (dtype().is_bool() ? *this : ne(0)).cast(dtypes::uint8).to_vector<uint8_t>();
   const Shape& s = shape();
   std::vector<int32_t> coords;
   int64_t count = 0;
@@ -181,14 +185,17 @@ Tensor Tensor::nonzero() const {
 
 Tensor Tensor::masked_select(const Tensor& mask) const {
   if (!mask.dtype().is_bool())
-    throw Error("masked_select: the mask must be bool, got " + desc(mask) + " (tensor " + desc(*this) + ")");
+    throw Error("masked_select: the mask must be bool, got " + desc(mask) + " (tensor " +
+                desc(*this) + ")");
   if (mask.device() != device())
-    throw Error("masked_select: tensor and mask are on different devices (" + device() + " and " + mask.device() + ")");
+    throw Error("masked_select: tensor and mask are on different devices (" + device() + " and " +
+                mask.device() + ")");
   Shape s;
   try {
     s = broadcast_shape(shape(), mask.shape(), "masked_select");
   } catch (const Error&) {
-    throw Error("masked_select: the mask " + desc(mask) + " does not broadcast with the tensor " + desc(*this));
+    throw Error("masked_select: the mask " + desc(mask) + " does not broadcast with the tensor " +
+                desc(*this));
   }
   const Tensor x = broadcast(*this, s), m = broadcast(mask, s);
   if (s.empty()) return x.reshape({1})[{m.reshape({1})}];
@@ -197,13 +204,16 @@ Tensor Tensor::masked_select(const Tensor& mask) const {
 
 Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
   if (!mask.dtype().is_bool())
-    throw Error("masked_fill: the mask must be bool, got " + desc(mask) + " (tensor " + desc(*this) + ")");
+    throw Error("masked_fill: the mask must be bool, got " + desc(mask) + " (tensor " +
+                desc(*this) + ")");
   if (value.ndim() != 0)
-    throw Error("masked_fill: the value must be 0-d, got " + desc(value) + " (tensor " + desc(*this) + ")");
+    throw Error("masked_fill: the value must be 0-d, got " + desc(value) + " (tensor " +
+                desc(*this) + ")");
   try {
     if (broadcast_shape(shape(), mask.shape(), "masked_fill") != shape()) throw Error("");
   } catch (const Error&) {
-    throw Error("masked_fill: the mask " + desc(mask) + " does not broadcast to the tensor " + desc(*this));
+    throw Error("masked_fill: the mask " + desc(mask) + " does not broadcast to the tensor " +
+                desc(*this));
   }
   return broadcast(mask, shape()).where(value.cast(dtype()), *this);
 }
@@ -222,7 +232,8 @@ std::vector<int64_t> slice_coords(int64_t n, const Slice& s) {
     const int64_t x = *v < 0 ? *v + n : *v;
     return step > 0 ? std::clamp<int64_t>(x, 0, n) : std::clamp<int64_t>(x, -1, n - 1);
   };
-  const int64_t start = resolve(s.start, step > 0 ? 0 : n - 1), stop = resolve(s.stop, step > 0 ? n : -1);
+  const int64_t start = resolve(s.start, step > 0 ? 0 : n - 1),
+                stop = resolve(s.stop, step > 0 ? n : -1);
   std::vector<int64_t> out;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
     out.push_back(i);
@@ -238,7 +249,7 @@ std::vector<int64_t> slice_coords(int64_t n, const Slice& s) {
 // and uploaded. One elementwise kernel, O(1) per element, reads the value there through an
 // indexed load (`single`, a value of one element, is broadcast instead).
 Tensor set_basic(const Tensor& x, const std::vector<Index>& index, const Tensor& value,
-                  const std::optional<Tensor>& single) {
+                 const std::optional<Tensor>& single) {
   const Shape& in = x.shape();
   const std::string& device = x.device();
   int64_t consumed = 0;
@@ -321,14 +332,17 @@ Tensor& Tensor::setitem(std::vector<Index> index, const Tensor& value) {
     throw Error("setitem: the value " + desc(value) + " does not broadcast to the indexed shape " +
                 shape_str(s) + " (tensor " + desc(*this) + ")");
   if (value.device() != device())
-    throw Error("setitem: tensor and value are on different devices (" + device() + " and " + value.device() + ")");
+    throw Error("setitem: tensor and value are on different devices (" + device() + " and " +
+                value.device() + ")");
   if (basic) {
     const Tensor v = value.cast(dtype());
-    const std::optional<Tensor> single = v.numel() == 1 ? std::optional(v.reshape({})) : std::nullopt;
+    const std::optional<Tensor> single =
+        v.numel() == 1 ? std::optional(v.reshape({})) : std::nullopt;
     return assign(set_basic(*this, index, broadcast(v, s), single));
   }
   const int64_t k = positions.numel();
-  const Tensor flat = reshape({n}).scatter(0, positions.reshape({k}), broadcast(value.cast(dtype()), s).reshape({k}));
+  const Tensor flat = reshape({n}).scatter(0, positions.reshape({k}),
+                                           broadcast(value.cast(dtype()), s).reshape({k}));
   return assign(flat.reshape(shape()));
 }
 

@@ -17,19 +17,21 @@ namespace {
 std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
 
 // The checks every index-taking op shares: integer indices on the tensor's device.
-void check_indices(std::string_view op, const Tensor& x, const Tensor& index, std::string_view x_name = "tensor") {
+void check_indices(std::string_view op, const Tensor& x, const Tensor& index,
+                   std::string_view x_name = "tensor") {
   if (!index.dtype().is_int())
-    throw Error(std::string(op) + ": the index must be an integer tensor (" + std::string(x_name) + " " +
-                desc(x) + ", index " + desc(index) + ")");
+    throw Error(std::string(op) + ": the index must be an integer tensor (" + std::string(x_name) +
+                " " + desc(x) + ", index " + desc(index) + ")");
   if (index.device() != x.device())
-    throw Error(std::string(op) + ": " + std::string(x_name) + " and index are on different devices (" +
-                x.device() + " and " + index.device() + ")");
+    throw Error(std::string(op) + ": " + std::string(x_name) +
+                " and index are on different devices (" + x.device() + " and " + index.device() +
+                ")");
   if (x.has_symbolic_shape() || index.has_symbolic_shape())
-    throw Error(std::string(op) + ": symbolic shapes are not supported (" + std::string(x_name) + " " +
-                desc(x) + ", index " + desc(index) + ")");
+    throw Error(std::string(op) + ": symbolic shapes are not supported (" + std::string(x_name) +
+                " " + desc(x) + ", index " + desc(index) + ")");
   if (x.numel() > INT32_MAX)
-    throw Error(std::string(op) + ": indexes 32-bit element offsets, the " + std::string(x_name) + " " +
-                desc(x) + " has more elements");
+    throw Error(std::string(op) + ": indexes 32-bit element offsets, the " + std::string(x_name) +
+                " " + desc(x) + " has more elements");
 }
 
 }  // namespace
@@ -54,8 +56,9 @@ Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
                   describe());
     ranges.emplace_back(0, int(d) == a ? in[d] : is[d]);
   }
-  check_index_values(index, in[size_t(a)], "gather",
-                     "dimension " + std::to_string(a) + " of size " + std::to_string(in[size_t(a)]));
+  check_index_values(
+      index, in[size_t(a)], "gather",
+      "dimension " + std::to_string(a) + " of size " + std::to_string(in[size_t(a)]));
   const int64_t along[] = {a};
   return indexed_load(shrink(ranges), {&index, 1}, along);
 }
@@ -98,8 +101,9 @@ Tensor Tensor::index_select(int64_t axis, const Tensor& index) const {
   if (ndim() == 0) return reshape({1}).index_select(0, index).reshape({});
   const int a = normalize_axis(axis, shape(), "index_select");
   const int64_t m = index.numel();
-  check_index_values(index, shape()[size_t(a)], "index_select",
-                     "dimension " + std::to_string(a) + " of size " + std::to_string(shape()[size_t(a)]));
+  check_index_values(
+      index, shape()[size_t(a)], "index_select",
+      "dimension " + std::to_string(a) + " of size " + std::to_string(shape()[size_t(a)]));
   Shape out = shape(), along_axis(shape().size(), 1);
   out[size_t(a)] = m;
   along_axis[size_t(a)] = m;

@@ -46,7 +46,8 @@ Placed place(std::string_view op, const Tensor& self, int64_t axis, const Tensor
   const int a = normalize_axis(axis, s, op);
   std::vector<std::pair<int64_t, int64_t>> to_index, pads;
   for (size_t d = 0; d < s.size(); ++d) {
-    if (is[d] > src.shape()[d]) fail("index dimension " + std::to_string(d) + " is larger than src's");
+    if (is[d] > src.shape()[d])
+      fail("index dimension " + std::to_string(d) + " is larger than src's");
     if (int(d) != a && is[d] > s[d])
       fail("index dimension " + std::to_string(d) + " is larger than the tensor's");
     to_index.emplace_back(0, is[d]);
@@ -72,7 +73,8 @@ Tensor Tensor::scatter(int64_t axis, const Tensor& index, const Tensor& src) con
   // -1 (the max's identity is lower) where none lands, and the value is read from there.
   Shape along(p.index.shape().size(), 1);
   along[size_t(p.axis)] = p.index.shape()[size_t(p.axis)];
-  const Tensor position = Tensor::arange(0, along[size_t(p.axis)], 1, device()).reshape(along).expand(p.index.shape());
+  const Tensor position =
+      Tensor::arange(0, along[size_t(p.axis)], 1, device()).reshape(along).expand(p.index.shape());
   const int64_t axes[] = {p.axis};
   const Tensor winner = one_hot_scatter(position, {&p.index, 1}, axes, target, ScatterReduce::Amax);
   const Tensor picked = indexed_load(p.values, {&winner, 1}, axes);
@@ -87,7 +89,8 @@ Tensor Tensor::scatter_add(int64_t axis, const Tensor& index, const Tensor& src)
   const Placed p = place("scatter_add", *this, axis, index, src);
   const Shape target = ndim() == 0 ? Shape{1} : shape();
   const int64_t axes[] = {p.axis};
-  return (reshape(target) + one_hot_scatter_sum(p.values, {&p.index, 1}, axes, target)).reshape(shape());
+  return (reshape(target) + one_hot_scatter_sum(p.values, {&p.index, 1}, axes, target))
+      .reshape(shape());
 }
 
 Tensor Tensor::scatter_reduce(int64_t axis, const Tensor& index, const Tensor& src,
@@ -103,11 +106,16 @@ Tensor Tensor::scatter_reduce(int64_t axis, const Tensor& index, const Tensor& s
   const Tensor landed = landings(p, target).gt(0);
   const auto combined = [&]() -> Tensor {
     switch (reduce) {
-      case ScatterReduce::Sum: return include_self ? self + r : r;
-      case ScatterReduce::Prod: return include_self ? self * r : r;
-      case ScatterReduce::Amax: return include_self ? self.maximum(r) : r;
-      case ScatterReduce::Amin: return include_self ? self.minimum(r) : r;
-      case ScatterReduce::Mean: break;
+      case ScatterReduce::Sum:
+        return include_self ? self + r : r;
+      case ScatterReduce::Prod:
+        return include_self ? self * r : r;
+      case ScatterReduce::Amax:
+        return include_self ? self.maximum(r) : r;
+      case ScatterReduce::Amin:
+        return include_self ? self.minimum(r) : r;
+      case ScatterReduce::Mean:
+        break;
     }
     const Tensor total = include_self ? self + r : r;
     Tensor count = landings(p, target);

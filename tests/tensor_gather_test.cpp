@@ -117,12 +117,14 @@ TEST(IndexedLoad, EmbeddingIsOneKernelWithNoOneHot) {
 
 TEST(IndexedLoad, GatherValuesShapesAndDevices) {
   // torch.gather(t, 1, [[0, 0], [1, 0]]) == [[1, 1], [4, 3]]
-  EXPECT_EQ(vals(iota({2, 2}).gather(1, ints({0, 0, 1, 0}, {2, 2}))), (std::vector<int32_t>{0, 0, 3, 2}));
+  EXPECT_EQ(vals(iota({2, 2}).gather(1, ints({0, 0, 1, 0}, {2, 2}))),
+            (std::vector<int32_t>{0, 0, 3, 2}));
   // Against a loop, on a 3-D odd shape along every axis, with an index smaller than the tensor.
   const Tensor x = iota({3, 5, 7});
   const Tensor idx = ints({2, 0, 1, 4, 6, 3, 0, 1, 2, 2, 1, 0}, {2, 3, 2});
   for (int a = 0; a < 3; ++a) {
-    const std::vector<int32_t> got = vals(x.gather(a, idx.mod(Tensor(std::vector<int32_t>{3, 5, 7}[size_t(a)]))));
+    const std::vector<int32_t> got =
+        vals(x.gather(a, idx.mod(Tensor(std::vector<int32_t>{3, 5, 7}[size_t(a)]))));
     const std::vector<int32_t> iv = vals(idx);
     const int sizes[] = {3, 5, 7};
     size_t at = 0;
@@ -135,7 +137,10 @@ TEST(IndexedLoad, GatherValuesShapesAndDevices) {
         }
   }
   EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
-    return iota({4, 3, 5}, dev).cast(dtypes::float32).exp().gather(-1, ints({4, 0, 9, -1, 2, 2}, {1, 2, 3}, dev));
+    return iota({4, 3, 5}, dev)
+        .cast(dtypes::float32)
+        .exp()
+        .gather(-1, ints({4, 0, 9, -1, 2, 2}, {1, 2, 3}, dev));
   }));
   // 0-d: the one element; 0-size index: an empty result.
   EXPECT_EQ(vals(Tensor(42).gather(0, scalar0())), (std::vector<int32_t>{42}));
@@ -166,7 +171,8 @@ TEST(IndexedLoad, TakeAndIndexSelect) {
   EXPECT_EQ(vals(Tensor(7).index_select(0, scalar0())), (std::vector<int32_t>{7}));
   EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
     const Tensor y = iota({5, 3, 2}, dev).cast(dtypes::float32).sqrt();
-    return y.index_select(1, ints({2, 2, 0, 1}, {4}, dev)).sum(0) + y.take(ints({29, 0, -30, 3, 7, 11}, {3, 2}, dev)).sum();
+    return y.index_select(1, ints({2, 2, 0, 1}, {4}, dev)).sum(0) +
+           y.take(ints({29, 0, -30, 3, 7, 11}, {3, 2}, dev)).sum();
   }));
 }
 
@@ -180,7 +186,8 @@ TEST(IndexedLoad, AdvancedIndexingFollowsNumpy) {
   // On a middle axis with a 2-D index: x[:, [[2, 0]]] -> (2, 1, 2, 4), the index's dims in place.
   const Tensor b = x[{Slice{}, ints({2, 0}, {1, 2})}];
   EXPECT_EQ(b.shape(), (Shape{2, 1, 2, 4}));
-  EXPECT_EQ(vals(b), (std::vector<int32_t>{8, 9, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 12, 13, 14, 15}));
+  EXPECT_EQ(vals(b),
+            (std::vector<int32_t>{8, 9, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 12, 13, 14, 15}));
   // Several adjacent axes broadcast together: x[:, [0, 2], [[3], [-1]]] -> (2, 2, 2).
   const Tensor c = x[{Slice{}, ints({0, 2}, {2}), ints({3, -1}, {2, 1})}];
   EXPECT_EQ(c.shape(), (Shape{2, 2, 2}));
@@ -198,7 +205,8 @@ TEST(IndexedLoad, AdvancedIndexingFollowsNumpy) {
   EXPECT_EQ(e.shape(), (Shape{2, 3}));
   EXPECT_EQ(vals(e), (std::vector<int32_t>{12, 16, 20, 14, 18, 22}));
   // With slices that step and newaxis: x[::-1, [2], ::2] -> (2, 1, 2).
-  const Tensor f = x[{Slice{std::nullopt, std::nullopt, -1}, ints({2}, {1}), Slice{std::nullopt, std::nullopt, 2}}];
+  const Tensor f = x[{Slice{std::nullopt, std::nullopt, -1}, ints({2}, {1}),
+                      Slice{std::nullopt, std::nullopt, 2}}];
   EXPECT_EQ(f.shape(), (Shape{2, 1, 2}));
   EXPECT_EQ(vals(f), (std::vector<int32_t>{20, 22, 8, 10}));
   EXPECT_EQ((x[{newaxis, ellipsis, ints({1}, {1})}].shape()), (Shape{1, 2, 3, 1}));
@@ -225,7 +233,8 @@ TEST(IndexedLoad, MaskedOpsAndNonzero) {
   // The mask broadcasts: a row mask picks whole columns.
   const Tensor cols(std::vector<bool>{true, false, true}, {3});
   EXPECT_EQ(vals(x.masked_select(cols)), (std::vector<int32_t>{0, 2, 3, 5}));
-  EXPECT_EQ(x.masked_select(Tensor(std::vector<bool>{false, false, false}, {3})).shape(), (Shape{0}));
+  EXPECT_EQ(x.masked_select(Tensor(std::vector<bool>{false, false, false}, {3})).shape(),
+            (Shape{0}));
   EXPECT_EQ(vals(x.masked_fill(m, -7)), (std::vector<int32_t>{0, -7, -7, 3, 4, -7}));
   EXPECT_EQ(vals(x.masked_fill(cols, Tensor(9))), (std::vector<int32_t>{9, 1, 9, 9, 4, 9}));
   EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
@@ -251,7 +260,8 @@ TEST(IndexedLoad, SetitemWritesInPlace) {
   x.setitem({x.lt(0)}, 3.9);  // a masked_fill: no host sync, no index tensors
   EXPECT_EQ(vals(x), (std::vector<int32_t>{2, 3, 3, 1, 2, 5, 5, 1, 2, 3, 3, 1}));
   const std::string e = error_of([&] { x.setitem({0}, ints({1, 2, 3}, {3})); });
-  EXPECT_TRUE(has(e, "setitem: the value (3,) int32 does not broadcast to the indexed shape (4,)")) << e;
+  EXPECT_TRUE(has(e, "setitem: the value (3,) int32 does not broadcast to the indexed shape (4,)"))
+      << e;
   EXPECT_EQ(vals(x)[0], 2);  // unchanged by the failed call, and still usable
 }
 
@@ -262,30 +272,42 @@ TEST(Scatter, TorchExamples) {
   EXPECT_EQ(vals(Tensor::zeros({3, 5}, dtypes::int32).scatter(0, ints({0, 1, 2, 0}, {1, 4}), src)),
             (std::vector<int32_t>{1, 0, 0, 4, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0}));
   // index = [[0, 1, 2], [0, 1, 4]] along 1 == [[1, 2, 3, 0, 0], [6, 7, 0, 0, 8], [0, 0, 0, 0, 0]]
-  EXPECT_EQ(vals(Tensor::zeros({3, 5}, dtypes::int32).scatter(1, ints({0, 1, 2, 0, 1, 4}, {2, 3}), src)),
-            (std::vector<int32_t>{1, 2, 3, 0, 0, 6, 7, 0, 0, 8, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(
+      vals(Tensor::zeros({3, 5}, dtypes::int32).scatter(1, ints({0, 1, 2, 0, 1, 4}, {2, 3}), src)),
+      (std::vector<int32_t>{1, 2, 3, 0, 0, 6, 7, 0, 0, 8, 0, 0, 0, 0, 0}));
   // full((2, 4), 2.).scatter_(1, [[2], [3]], 1.23)
   EXPECT_EQ(floats(Tensor::full({2, 4}, 2.0f).scatter(1, ints({2, 3}, {2, 1}), 1.5)),
             (std::vector<float>{2, 2, 1.5, 2, 2, 2, 2, 1.5}));
   // scatter_add docs: ones(2, 5), index [[0, 1, 2, 0, 0]] along 0 into zeros(3, 5), twice the rows.
-  EXPECT_EQ(floats(Tensor::zeros({3, 5}).scatter_add(0, ints({0, 1, 2, 0, 0, 0, 1, 2, 0, 0}, {2, 5}),
-                                                      Tensor::ones({2, 5}))),
+  EXPECT_EQ(floats(Tensor::zeros({3, 5}).scatter_add(
+                0, ints({0, 1, 2, 0, 0, 0, 1, 2, 0, 0}, {2, 5}), Tensor::ones({2, 5}))),
             (std::vector<float>{2, 0, 0, 2, 2, 0, 2, 0, 0, 0, 0, 0, 2, 0, 0}));
   // scatter_reduce docs: src [1..6], index [0, 1, 0, 1, 2, 1], input [1, 2, 3, 4].
   const Tensor s(std::vector<float>{1, 2, 3, 4, 5, 6}, {6});
   const Tensor in(std::vector<float>{1, 2, 3, 4}, {4});
   const Tensor i = ints({0, 1, 0, 1, 2, 1}, {6});
-  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Sum)), (std::vector<float>{5, 14, 8, 4}));
-  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Amax, false)), (std::vector<float>{3, 6, 5, 4}));
-  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Amax)), (std::vector<float>{3, 6, 5, 4}));
-  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Amin)), (std::vector<float>{1, 2, 3, 4}));
-  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Amin, false)), (std::vector<float>{1, 2, 5, 4}));
-  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Prod)), (std::vector<float>{3, 96, 15, 4}));
-  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Prod, false)), (std::vector<float>{3, 48, 5, 4}));
-  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Mean)), (std::vector<float>{5.0f / 3, 3.5f, 4, 4}));
-  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Mean, false)), (std::vector<float>{2, 4, 5, 4}));
+  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Sum)),
+            (std::vector<float>{5, 14, 8, 4}));
+  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Amax, false)),
+            (std::vector<float>{3, 6, 5, 4}));
+  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Amax)),
+            (std::vector<float>{3, 6, 5, 4}));
+  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Amin)),
+            (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Amin, false)),
+            (std::vector<float>{1, 2, 5, 4}));
+  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Prod)),
+            (std::vector<float>{3, 96, 15, 4}));
+  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Prod, false)),
+            (std::vector<float>{3, 48, 5, 4}));
+  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Mean)),
+            (std::vector<float>{5.0f / 3, 3.5f, 4, 4}));
+  EXPECT_EQ(floats(in.scatter_reduce(0, i, s, ScatterReduce::Mean, false)),
+            (std::vector<float>{2, 4, 5, 4}));
   // Integer mean rounds down, as torch's: (1 + 2 + 2) / 3 and (-3 + -4) / 2.
-  EXPECT_EQ(vals(ints({1, -3}, {2}).scatter_reduce(0, ints({0, 0, 1}, {3}), ints({2, 2, -4}, {3}), ScatterReduce::Mean)),
+  EXPECT_EQ(vals(ints({1, -3}, {2})
+                     .scatter_reduce(0, ints({0, 0, 1}, {3}), ints({2, 2, -4}, {3}),
+                                     ScatterReduce::Mean)),
             (std::vector<int32_t>{1, -4}));
 }
 
@@ -303,44 +325,72 @@ TEST(Scatter, ShapesDevicesAndOutOfRange) {
     const Tensor src = (iota({3, 2, 2}, dev).cast(dtypes::float32) - 5) * 0.25;
     return y.scatter(1, idx, src) + y.scatter_add(1, idx, src) +
            y.scatter_reduce(1, idx, src, ScatterReduce::Prod, false) +
-           y.scatter_reduce(1, idx, src, ScatterReduce::Amin) + y.scatter_reduce(1, idx, src, ScatterReduce::Mean);
+           y.scatter_reduce(1, idx, src, ScatterReduce::Amin) +
+           y.scatter_reduce(1, idx, src, ScatterReduce::Mean);
   }));
 }
 
 TEST(IndexingErrors, NameTheOpShapesAndDtypes) {
   const Tensor x = iota({3, 4}).cast(dtypes::float32);
   std::string e = error_of([&] { (void)x.gather(0, Tensor({0.5f})); });
-  EXPECT_TRUE(has(e, "gather: the index must be an integer tensor (tensor (3, 4) float32, index (1,) float32)")) << e;
+  EXPECT_TRUE(has(
+      e, "gather: the index must be an integer tensor (tensor (3, 4) float32, index (1,) float32)"))
+      << e;
   e = error_of([&] { (void)x.gather(0, iota({3})); });
-  EXPECT_TRUE(has(e, "gather: the index needs as many dimensions as the tensor (tensor (3, 4) float32, index (3,) int32)")) << e;
+  EXPECT_TRUE(has(e,
+                  "gather: the index needs as many dimensions as the tensor (tensor (3, 4) "
+                  "float32, index (3,) int32)"))
+      << e;
   e = error_of([&] { (void)x.gather(0, iota({1, 5})); });
   EXPECT_TRUE(has(e, "gather: index dimension 1 is larger than the tensor's")) << e;
   e = error_of([&] { (void)x.gather(2, iota({1, 1})); });
   EXPECT_TRUE(has(e, "gather") && has(e, "axis 2")) << e;
   e = error_of([&] { (void)Tensor({1.0f, 2.0f}).embedding(x); });
-  EXPECT_TRUE(has(e, "embedding: needs integer indices and a 2-D weight (V, D), got indices (2,) float32 and weight (3, 4) float32")) << e;
+  EXPECT_TRUE(has(e,
+                  "embedding: needs integer indices and a 2-D weight (V, D), got indices (2,) "
+                  "float32 and weight (3, 4) float32"))
+      << e;
   e = error_of([&] { (void)iota({2}).embedding(iota({2, 2, 2}).cast(dtypes::float32)); });
   EXPECT_TRUE(has(e, "embedding: needs integer indices and a 2-D weight")) << e;
   e = error_of([&] { (void)x.index_select(0, iota({2, 2})); });
-  EXPECT_TRUE(has(e, "index_select: the index must be 0-d or 1-d (tensor (3, 4) float32, index (2, 2) int32)")) << e;
+  EXPECT_TRUE(has(
+      e, "index_select: the index must be 0-d or 1-d (tensor (3, 4) float32, index (2, 2) int32)"))
+      << e;
   e = error_of([&] { (void)x.take(Tensor({1.0f})); });
-  EXPECT_TRUE(has(e, "take: the index must be an integer tensor (tensor (3, 4) float32, index (1,) float32)")) << e;
+  EXPECT_TRUE(has(
+      e, "take: the index must be an integer tensor (tensor (3, 4) float32, index (1,) float32)"))
+      << e;
   e = error_of([&] { (void)x[{Tensor({1.0f})}]; });
-  EXPECT_TRUE(has(e, "index: an index tensor must hold integers or bools, got (1,) float32 (tensor (3, 4) float32)")) << e;
+  EXPECT_TRUE(has(e,
+                  "index: an index tensor must hold integers or bools, got (1,) float32 (tensor "
+                  "(3, 4) float32)"))
+      << e;
   e = error_of([&] { (void)x[{iota({2}), iota({3})}]; });
-  EXPECT_TRUE(has(e, "index: index tensors of shapes (2,), (3,) do not broadcast together (tensor (3, 4) float32)")) << e;
+  EXPECT_TRUE(has(e,
+                  "index: index tensors of shapes (2,), (3,) do not broadcast together (tensor (3, "
+                  "4) float32)"))
+      << e;
   e = error_of([&] { (void)x[{0, 0, iota({1})}]; });
   EXPECT_TRUE(has(e, "index: too many indices: 3 for 2 dimensions")) << e;
   e = error_of([&] { (void)x.masked_fill(iota({4}), 1.0); });
-  EXPECT_TRUE(has(e, "masked_fill: the mask must be bool, got (4,) int32 (tensor (3, 4) float32)")) << e;
+  EXPECT_TRUE(has(e, "masked_fill: the mask must be bool, got (4,) int32 (tensor (3, 4) float32)"))
+      << e;
   e = error_of([&] { (void)x.masked_select(Tensor(std::vector<bool>{true, false}, {2})); });
-  EXPECT_TRUE(has(e, "masked_select: the mask (2,) bool does not broadcast with the tensor (3, 4) float32")) << e;
+  EXPECT_TRUE(
+      has(e, "masked_select: the mask (2,) bool does not broadcast with the tensor (3, 4) float32"))
+      << e;
   e = error_of([&] { (void)x.scatter(0, iota({1, 4}), iota({1, 4})); });
-  EXPECT_TRUE(has(e, "scatter: src must have the tensor's dtype (tensor (3, 4) float32, index (1, 4) int32, src (1, 4) int32)")) << e;
+  EXPECT_TRUE(has(e,
+                  "scatter: src must have the tensor's dtype (tensor (3, 4) float32, index (1, 4) "
+                  "int32, src (1, 4) int32)"))
+      << e;
   e = error_of([&] { (void)x.scatter_add(1, iota({1, 5}), x); });
   EXPECT_TRUE(has(e, "scatter_add: index dimension 1 is larger than src's")) << e;
   e = error_of([&] { (void)x.scatter_reduce(0, iota({3}), x, ScatterReduce::Sum); });
-  EXPECT_TRUE(has(e, "scatter_reduce: tensor, index and src need the same number of dimensions (tensor (3, 4) float32, index (3,) int32, src (3, 4) float32)")) << e;
+  EXPECT_TRUE(has(e,
+                  "scatter_reduce: tensor, index and src need the same number of dimensions "
+                  "(tensor (3, 4) float32, index (3,) int32, src (3, 4) float32)"))
+      << e;
   e = error_of([&] { (void)x.scatter(0, x, x); });
   EXPECT_TRUE(has(e, "scatter: the index must be an integer tensor")) << e;
   // The library stays usable.
@@ -352,10 +402,14 @@ TEST(IndexingErrors, NameTheOpShapesAndDtypes) {
 TEST(IndexedLoad, AgreesUnderKernelOpts) {
   const auto make = [](const std::string& dev) {
     // Quarters of small integers: every sum is exact, in any order.
-    Tensor w = iota({16, 12}, dev).mod(Tensor::full({}, 13, dtypes::int32, dev)).cast(dtypes::float32) * 0.25f;
+    Tensor w =
+        iota({16, 12}, dev).mod(Tensor::full({}, 13, dtypes::int32, dev)).cast(dtypes::float32) *
+        0.25f;
     w.realize();
-    const Tensor idx = (iota({8, 12}, dev) * 7 + 3).mod(Tensor::full({}, 19, dtypes::int32, dev)) - 1;
-    return w.gather(0, idx).sum(0) + idx.embedding(w).sum({0, 1}) + w[{idx.shrink({{0, 4}, {0, 8}})}].max(0).sum(0);
+    const Tensor idx =
+        (iota({8, 12}, dev) * 7 + 3).mod(Tensor::full({}, 19, dtypes::int32, dev)) - 1;
+    return w.gather(0, idx).sum(0) + idx.embedding(w).sum({0, 1}) +
+           w[{idx.shrink({{0, 4}, {0, 8}})}].max(0).sum(0);
   };
   {
     ScopedSetting beam("BEAM", 2);
@@ -382,9 +436,11 @@ TEST(IndexedLoad, EveryDtypeAgreesWithTheCpuDevice) {
                                              a.reshape({15}), s.reshape({35})});
     })) << d.name();
   }
-  for (DType i : {dtypes::int8, dtypes::uint8, dtypes::int16, dtypes::uint16, dtypes::uint32, dtypes::int64}) {
+  for (DType i : {dtypes::int8, dtypes::uint8, dtypes::int16, dtypes::uint16, dtypes::uint32,
+                  dtypes::int64}) {
     const Tensor idx = ints({2, 0, 1}, {3}).cast(i);
-    EXPECT_EQ(vals(iota({3, 2}).index_select(0, idx)), (std::vector<int32_t>{4, 5, 0, 1, 2, 3})) << i.name();
+    EXPECT_EQ(vals(iota({3, 2}).index_select(0, idx)), (std::vector<int32_t>{4, 5, 0, 1, 2, 3}))
+        << i.name();
   }
 }
 
@@ -438,7 +494,8 @@ TEST(IndexedLoad, SetitemWithSlicesMatchesALoop) {
   EXPECT_EQ(floats(s), (std::vector<float>{2.5f}));
   EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
     Tensor y = iota({3, 5, 4}, dev).cast(dtypes::float16);
-    y.setitem({1, Slice{std::nullopt, std::nullopt, -1}}, Tensor::full({4}, -0.0, dtypes::float16, dev));
+    y.setitem({1, Slice{std::nullopt, std::nullopt, -1}},
+              Tensor::full({4}, -0.0, dtypes::float16, dev));
     y.setitem({Slice{}, ints({4, 0}, {2}, dev), 2}, std::numeric_limits<double>::infinity());
     return y;
   }));
@@ -501,6 +558,7 @@ TEST(IndexedLoad, SourcesThatAreViews) {
     y.realize();
     const Tensor i = ints({6, 0, 5, 2, 2, 9, -3, 4}, {2, 4}, dev);
     return y.flip({1}).gather(1, i) + y.permute({1, 0}).shrink({{1, 7}, {0, 4}}).gather(0, i) +
-           y[{Slice{std::nullopt, std::nullopt, 2}}].gather(1, i) + y.pad({{1, 1}, {0, 0}}).gather(1, i) * 3;
+           y[{Slice{std::nullopt, std::nullopt, 2}}].gather(1, i) +
+           y.pad({{1, 1}, {0, 0}}).gather(1, i) * 3;
   }));
 }
