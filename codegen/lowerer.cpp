@@ -342,8 +342,8 @@ UOpPtr Lowerer::unrolled_vector(const UOp* load, const Combo& c, int at_lane) {
     for (int64_t j = 0; j < w; ++j) {
       Combo lane = base;
       lane[size_t(axis)] = j;
-      auto [index, valid] = at_lane >= 0 ? address(load->src[1].get(), lane, at_lane)
-                                         : load_address(load, lane);
+      auto [index, valid] =
+          at_lane >= 0 ? address(load->src[1].get(), lane, at_lane) : load_address(load, lane);
       idx.push_back(indexed(load->src[0], index, valid));
     }
     UOpPtr v;

@@ -248,8 +248,9 @@ class Analysis {
   // The node below the movement ops (and plain DETACHes) of an indexed load's source, stopping at
   // a leaf; `chain` gets the movement ops in the order they apply.
   const UOp* indexed_base(const UOp* src, Chain& chain) const {
-    while (!is_leaf(src) && (is_movement(src->op) || (src->op == Ops::DETACH &&
-                                                      std::holds_alternative<std::monostate>(src->arg)))) {
+    while (!is_leaf(src) &&
+           (is_movement(src->op) ||
+            (src->op == Ops::DETACH && std::holds_alternative<std::monostate>(src->arg)))) {
       if (src->op != Ops::DETACH) chain.insert(chain.begin(), src);
       src = src->src[0].get();
     }
@@ -434,7 +435,8 @@ class KernelBuilder {
     const auto b = buffer_ptr(*buf);
     const int slot = slot_of(b);
     loads_.emplace_back(leaf, b->storage_id());
-    const ShapeTracker st = apply_chain(ShapeTracker::from_shape({b->count()}), buffer_chain).simplify();
+    const ShapeTracker st =
+        apply_chain(ShapeTracker::from_shape({b->count()}), buffer_chain).simplify();
     if (st.views().size() != 1 || st.views()[0].mask)
       throw Error("schedule: the source of an indexed load has no single view (internal)");
     const Shape& out = *n->shape();

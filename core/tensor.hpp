@@ -417,7 +417,8 @@ class Tensor {
   // (Tensor::training); the identity otherwise.
   Tensor dropout(double p = 0.5) const;
   // Rows of `weight` (V, D) picked by this integer tensor of indices: shape (*this.shape, D). One
-  // indexed load, as gather: an index outside [0, V) gives a row of zeros (CHECK_INDICES=1: an error).
+  // indexed load, as gather: an index outside [0, V) gives a row of zeros (CHECK_INDICES=1: an
+  // error).
   Tensor embedding(const Tensor& weight) const;
 
   // ---- losses: this holds predictions (logits where said), target the truth ----

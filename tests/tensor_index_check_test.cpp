@@ -40,7 +40,8 @@ TEST(IndexCheck, OutOfRangeIndicesRaiseWhenChecked) {
     EXPECT_EQ(e.rfind("index: index -1", 0), 0u) << e;  // -4 counted from the end of 3
     e = error_of([&] { x.scatter_add(1, bad, x); });
     EXPECT_EQ(e.rfind("scatter_add: index 3", 0), 0u) << e;
-    EXPECT_EQ(x.take(Tensor(std::vector<int>{-6}, {1}, dev)).to_vector<float>(), (std::vector<float>{1}));
+    EXPECT_EQ(x.take(Tensor(std::vector<int>{-6}, {1}, dev)).to_vector<float>(),
+              (std::vector<float>{1}));
     // In range, and the loss's ignore_index, pass.
     EXPECT_EQ(x.gather(1, Tensor(std::vector<int>{2, 0}, {2, 1}, dev)).to_vector<float>(),
               (std::vector<float>{3, 4}))
