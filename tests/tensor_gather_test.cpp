@@ -562,3 +562,29 @@ TEST(IndexedLoad, SourcesThatAreViews) {
            y.pad({{1, 1}, {0, 0}}).gather(1, i) * 3;
   }));
 }
+
+// 0-d tensors and indices, and empty ones, through every read and write.
+TEST(IndexedLoad, ZeroDimensionalAndEmpty) {
+  const Tensor s = Tensor::full({}, 7, dtypes::int32);
+  EXPECT_EQ(vals(s.take(ints({0, -1, 0}, {3}))), (std::vector<int32_t>{7, 7, 7}));
+  EXPECT_EQ(s.take(scalar0()).shape(), Shape{});
+  EXPECT_EQ(vals(s.masked_fill(Tensor(std::vector<bool>{true}, {1}).reshape({}), 3)),
+            (std::vector<int32_t>{3}));
+  EXPECT_EQ(
+      vals(s.scatter_reduce(0, scalar0(), Tensor::full({}, 5, dtypes::int32), ScatterReduce::Amax)),
+      (std::vector<int32_t>{7}));
+  const Tensor x = iota({3, 4});
+  const Tensor row = x[{Tensor::full({}, 2, dtypes::int32)}];  // a 0-d index removes the axis
+  EXPECT_EQ(row.shape(), (Shape{4}));
+  EXPECT_EQ(vals(row), (std::vector<int32_t>{8, 9, 10, 11}));
+  EXPECT_EQ((x[{ints({}, {0})}].shape()), (Shape{0, 4}));
+  EXPECT_EQ((x[{Slice{}, ints({}, {0, 2})}].shape()), (Shape{3, 0, 2}));
+  EXPECT_EQ(x.take(ints({}, {2, 0})).shape(), (Shape{2, 0}));
+  EXPECT_EQ(vals(x.scatter(1, ints({}, {3, 0}), ints({}, {3, 0}))), vals(x));
+  EXPECT_EQ(
+      vals(x.scatter_reduce(0, ints({}, {0, 4}), ints({}, {0, 4}), ScatterReduce::Mean, false)),
+      vals(x));
+  Tensor y = iota({2, 2});
+  y.setitem({ints({}, {0})}, 9);  // writes nothing
+  EXPECT_EQ(vals(y), (std::vector<int32_t>{0, 1, 2, 3}));
+}
