@@ -1,9 +1,10 @@
 // Indexing with tensors: x[{Slice{}, idx}] (advanced indexing, numpy's and torch's rules),
 // nonzero and masked_select (which read a mask on the host: their shape depends on it),
 // masked_fill, and setitem (x[index] = value, in place through assign). Reads are one indexed
-// load (core/indexed_load.hpp). setitem with a basic index reads the value through an indexed
-// load at each element's place in the selection (O(1) per element); with index tensors it
-// scatters the values to the flat positions the index selects (one-hot: O(selected) per element).
+// load (core/indexed_load.hpp). setitem with a basic index or one 1-d index tensor reads the value
+// through an indexed load at each element's place in the selection (O(1) per element); other
+// index tensors scatter the values to the flat positions the index selects (a one-hot form,
+// O(selected) per element).
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -242,20 +243,23 @@ std::vector<int64_t> slice_coords(int64_t n, const Slice& s) {
   return out;
 }
 
-// x with x[index] replaced by `value` (already of x[index]'s shape and x's dtype), for a basic
-// index (integers, slices, ellipsis, newaxis): every dimension of x selects its coordinates on
-// its own, so element i of x takes, per dimension d, the place its coordinate i_d has among
-// dimension d's selected coordinates (-1 where it has none), a small table computed on the host
-// and uploaded. One elementwise kernel, O(1) per element, reads the value there through an
-// indexed load (`single`, a value of one element, is broadcast instead).
-Tensor set_basic(const Tensor& x, const std::vector<Index>& index, const Tensor& value,
-                 const std::optional<Tensor>& single) {
+// x with x[index] replaced by `value` (already of x[index]'s shape and x's dtype), for an index
+// whose dimensions select on their own (integers, slices, ellipsis, newaxis, and at most one
+// 1-d integer tensor with no integers beside it, which numpy leaves in its place): element i of
+// x takes, per dimension d, the place its coordinate i_d has among dimension d's selected
+// coordinates (-1 where it has none). That is a small table per dimension: computed on the host
+// for integers and slices, by a one-hot over (size, index length) on the device for a tensor
+// (the last repeat wins, as in scatter). One elementwise kernel, O(1) per element, then reads the
+// value there through an indexed load (`single`, a value of one element, is broadcast instead).
+Tensor set_per_dimension(const Tensor& x, const std::vector<Index>& index, const Tensor& value,
+                         const std::optional<Tensor>& single) {
   const Shape& in = x.shape();
   const std::string& device = x.device();
   int64_t consumed = 0;
   for (const Index& i : index)
     if (!std::holds_alternative<Ellipsis>(i) && !std::holds_alternative<NewAxis>(i)) ++consumed;
-  std::vector<std::optional<std::vector<int64_t>>> picked(in.size());  // none: all, in order
+  std::vector<std::optional<Tensor>> place(in.size());  // none: taken whole, in order
+  Shape kept(in);  // the value's shape per dimension of x (1 where an integer removes it)
   size_t dim = 0;
   for (const Index& i : index) {
     if (std::holds_alternative<NewAxis>(i)) continue;
@@ -263,24 +267,36 @@ Tensor set_basic(const Tensor& x, const std::vector<Index>& index, const Tensor&
       dim += size_t(int64_t(in.size()) - consumed);
       continue;
     }
-    if (const int64_t* at = std::get_if<int64_t>(&i))
-      picked[dim] = std::vector<int64_t>{*at < 0 ? *at + in[dim] : *at};  // x[index] checked it
-    else
-      picked[dim] = slice_coords(in[dim], std::get<Slice>(i));
+    const int64_t n = in[dim];
+    if (const Tensor* t = std::get_if<Tensor>(&i)) {
+      const Tensor at = t->cast(dtypes::int32);
+      const Tensor wrapped = at.lt(0).where(at + int32_t(n), at);  // negative from the end
+      const int64_t m = t->numel(), along[] = {0};
+      place[dim] = one_hot_scatter(Tensor::arange(0, m, 1, device), {&wrapped, 1}, along, {n},
+                                   ScatterReduce::Amax)
+                       .maximum(-1);
+      kept[dim] = m;
+    } else {
+      const std::vector<int64_t> coords =
+          std::holds_alternative<int64_t>(i)
+              ? std::vector<int64_t>{std::get<int64_t>(i) < 0 ? std::get<int64_t>(i) + n
+                                                              : std::get<int64_t>(i)}
+              : slice_coords(n, std::get<Slice>(i));  // x[index] checked them
+      std::vector<int32_t> table(size_t(n), -1);
+      for (size_t j = 0; j < coords.size(); ++j) table[size_t(coords[j])] = int32_t(j);
+      place[dim] = Tensor(table, {n}, device);
+      kept[dim] = std::holds_alternative<int64_t>(i) ? 1 : int64_t(coords.size());
+    }
     ++dim;
   }
-  Shape kept(in);  // the value's shape per dimension of x (1 where an integer removes it)
   std::vector<Tensor> places;
   std::vector<int64_t> axes;
   std::optional<Tensor> written;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (!picked[d]) continue;
-    std::vector<int32_t> place(size_t(in[d]), -1);
-    for (size_t j = 0; j < picked[d]->size(); ++j) place[size_t((*picked[d])[j])] = int32_t(j);
-    kept[d] = int64_t(picked[d]->size());
+    if (!place[d]) continue;
     Shape lifted(in.size(), 1);
     lifted[d] = in[d];
-    const Tensor at = Tensor(place, {in[d]}, device).reshape(lifted).expand(in);
+    const Tensor at = place[d]->reshape(lifted).expand(in);
     written = written ? written->logical_and(at.ge(0)) : at.ge(0);
     places.push_back(at);
     axes.push_back(int64_t(d));
@@ -292,7 +308,7 @@ Tensor set_basic(const Tensor& x, const std::vector<Index>& index, const Tensor&
   } else {
     // The dimensions taken whole read the value at the element's own coordinate.
     for (size_t d = 0; d < in.size(); ++d)
-      if (!picked[d]) {
+      if (!place[d]) {
         Shape lifted(in.size(), 1);
         lifted[d] = in[d];
         places.push_back(Tensor::arange(0, in[d], 1, device).reshape(lifted).expand(in));
@@ -317,9 +333,20 @@ Tensor& Tensor::setitem(std::vector<Index> index, const Tensor& value) {
       lifted.resize(shape().size(), 1);
       return assign(masked_fill(m->reshape(lifted), value.reshape({}).cast(dtype())));
     }
-  const bool basic = !has_index_tensor(index);
+  // Whether each dimension selects on its own (set_per_dimension): no tensor, or one 1-d integer
+  // tensor and no integers (with integers numpy may move the tensor's dimension first).
+  int tensors = 0;
+  bool one_d = true, integers = false;
+  for (const Index& i : index) {
+    if (const Tensor* t = std::get_if<Tensor>(&i)) {
+      ++tensors;
+      one_d = one_d && t->dtype().is_int() && t->ndim() == 1;
+    }
+    integers = integers || std::holds_alternative<int64_t>(i);
+  }
+  const bool per_dimension = tensors == 0 || (tensors == 1 && one_d && !integers);
   // The flat position of every element x[index] selects, by indexing the positions themselves
-  // (for a basic index only its shape is used: a view, nothing runs).
+  // (set_per_dimension uses only its shape, and checks of the index: nothing of it runs).
   const Tensor positions = Tensor::arange(0, n, 1, device()).reshape(shape())[index];
   const Shape& s = positions.shape();
   Shape fit;
@@ -334,11 +361,11 @@ Tensor& Tensor::setitem(std::vector<Index> index, const Tensor& value) {
   if (value.device() != device())
     throw Error("setitem: tensor and value are on different devices (" + device() + " and " +
                 value.device() + ")");
-  if (basic) {
+  if (per_dimension) {
     const Tensor v = value.cast(dtype());
     const std::optional<Tensor> single =
         v.numel() == 1 ? std::optional(v.reshape({})) : std::nullopt;
-    return assign(set_basic(*this, index, broadcast(v, s), single));
+    return assign(set_per_dimension(*this, index, broadcast(v, s), single));
   }
   const int64_t k = positions.numel();
   const Tensor flat = reshape({n}).scatter(0, positions.reshape({k}),

@@ -588,3 +588,30 @@ TEST(IndexedLoad, ZeroDimensionalAndEmpty) {
   y.setitem({ints({}, {0})}, 9);  // writes nothing
   EXPECT_EQ(vals(y), (std::vector<int32_t>{0, 1, 2, 3}));
 }
+
+// One 1-d index tensor writes as slices do: a small one-hot table for its dimension (the last
+// repeat wins), then one elementwise kernel over the tensor.
+TEST(IndexedLoad, SetitemWithOneIndexTensorPerDimension) {
+  Tensor x = iota({5, 4});
+  x.realize();
+  Tensor v = iota({5, 4}) + 100;
+  v.realize();
+  x.setitem({Slice{}, ints({3, -1, 0, 3}, {4})}, v);  // column 3 is written at j = 0, 1 and 3
+  const KernelShape k = kernel_shape(x);
+  EXPECT_EQ(k.kernels, 2u);
+  std::vector<int32_t> want(20);
+  for (int r = 0; r < 5; ++r) {
+    want[size_t(r * 4 + 0)] = 100 + r * 4 + 2;
+    want[size_t(r * 4 + 1)] = r * 4 + 1;
+    want[size_t(r * 4 + 2)] = r * 4 + 2;
+    want[size_t(r * 4 + 3)] = 100 + r * 4 + 3;
+  }
+  EXPECT_EQ(vals(x), want);
+  // Against the flat scatter that several index tensors take, on both devices.
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
+    Tensor y = iota({4, 6, 3}, dev).cast(dtypes::float32);
+    y.setitem({newaxis, ellipsis, ints({2, 0, -1, 2}, {4}, dev)}, iota({4, 6, 4}, dev) * -1);
+    y.setitem({ints({1, 3}, {2}, dev), Slice{}, ints({0, 2}, {2}, dev)}, 0.5);
+    return y;
+  }));
+}
