@@ -20,7 +20,8 @@ Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices,
   if (src.node()->op == Ops::CONST) sources[0] = src.reshape(src.shape()).contiguous().node();
   std::vector<UOpPtr> index_nodes;
   for (const Tensor& i : indices) {
-    index_nodes.push_back(i.dtype() == dtypes::int32 ? i.node() : i.cast(dtypes::int32).node());
+    const int64_t n = src.shape()[size_t(axes[index_nodes.size()])];
+    index_nodes.push_back(index_as_int32(i, 0, n).node());
     sources.push_back(index_nodes.back());
   }
   const std::vector<int64_t> along(axes.begin(), axes.end());
@@ -36,6 +37,20 @@ Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices,
         for (const UOpPtr& n : index_nodes) idx.emplace_back(n);
         return {one_hot_scatter_sum(g, idx, along, shape)};
       }));
+}
+
+Tensor index_as_int32(const Tensor& index, int64_t lo, int64_t hi) {
+  const DType d = index.dtype();
+  if (d.scalar_size() < 4 || d == dtypes::int32) return index.cast(dtypes::int32);  // exact
+  // A widened narrower index holds the narrow values: narrow those (no 64-bit arithmetic, and
+  // on Lavapipe an int32 widened to int64 compares wrongly with a constant in one kernel).
+  const UOpPtr& n = index.node();
+  if (n->op == Ops::CAST && n->src[0]->dtype.is_int() &&
+      n->src[0]->dtype.scalar_size() < d.scalar_size())
+    return index_as_int32(Tensor(n->src[0]), lo, hi);
+  Tensor outside = index.ge(hi);
+  if (!d.is_unsigned()) outside = outside.logical_or(index.lt(lo));
+  return outside.where(Tensor::full({}, hi, d, index.device()), index).cast(dtypes::int32);
 }
 
 Tensor one_hot_scatter_sum(const Tensor& values, std::span<const Tensor> indices,

@@ -22,6 +22,11 @@ namespace vkg {
 Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices,
                     std::span<const int64_t> axes);
 
+// `index` (any integer dtype) as int32: exact where it lies in [lo, hi), `hi` elsewhere, which
+// stays out of range for an axis of size hi after negatives are counted from the end. A cast
+// alone would wrap a large int64 or uint32 index into range: a silently wrong element.
+Tensor index_as_int32(const Tensor& index, int64_t lo, int64_t hi);
+
 // The transpose of indexed_load: out[s] = the sum of values[o] over every o with o[a_j]
 // replaced by idx_j[o] equal to s, a tensor of `shape` (values' shape on the axes not indexed).
 // Built as a one-hot compare against an arange per indexed axis and a sum over the output's

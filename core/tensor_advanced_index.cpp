@@ -98,7 +98,7 @@ Tensor index_with_tensors(const Tensor& x, std::vector<Index> index) {
           fail(x, "an index tensor must hold integers or bools, got " + desc(t));
         if (t.device() != x.device())
           fail(x, "the index tensor is on " + t.device() + ", the tensor on " + x.device());
-        t = t.cast(dtypes::int32);
+        t = index_as_int32(t, -n, n);
         t = t.lt(0).where(t + int32_t(n), t);  // negative counts from the end
         check_index_values(t, n, "index",
                            "dimension " + std::to_string(in_dim) + " of size " + std::to_string(n));
@@ -269,7 +269,7 @@ Tensor set_per_dimension(const Tensor& x, const std::vector<Index>& index, const
     }
     const int64_t n = in[dim];
     if (const Tensor* t = std::get_if<Tensor>(&i)) {
-      const Tensor at = t->cast(dtypes::int32);
+      const Tensor at = index_as_int32(*t, -n, n);
       const Tensor wrapped = at.lt(0).where(at + int32_t(n), at);  // negative from the end
       const int64_t m = t->numel(), along[] = {0};
       place[dim] = one_hot_scatter(Tensor::arange(0, m, 1, device), {&wrapped, 1}, along, {n},

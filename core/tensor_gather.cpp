@@ -60,7 +60,8 @@ Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
       index, in[size_t(a)], "gather",
       "dimension " + std::to_string(a) + " of size " + std::to_string(in[size_t(a)]));
   const int64_t along[] = {a};
-  return indexed_load(shrink(ranges), {&index, 1}, along);
+  const Tensor narrow = index_as_int32(index, 0, in[size_t(a)]);
+  return indexed_load(shrink(ranges), {&narrow, 1}, along);
 }
 
 Tensor Tensor::embedding(const Tensor& weight) const {
@@ -75,7 +76,7 @@ Tensor Tensor::embedding(const Tensor& weight) const {
   check_index_values(*this, v, "embedding", "a vocabulary of " + std::to_string(v));
   // Row r of the output reads row index[r] of the weight: the index along axis 0, the same for
   // every column.
-  const Tensor rows = reshape({n, 1}).expand({n, d});
+  const Tensor rows = index_as_int32(*this, 0, v).reshape({n, 1}).expand({n, d});
   const int64_t along[] = {0};
   Shape out = shape();
   out.push_back(d);
@@ -86,7 +87,7 @@ Tensor Tensor::take(const Tensor& index) const {
   check_indices("take", *this, index);
   const int64_t n = numel();
   // Negative indices count from the end, as torch's take.
-  const Tensor flat_index = index.reshape({index.numel()}).cast(dtypes::int32);
+  const Tensor flat_index = index_as_int32(index.reshape({index.numel()}), -n, n);
   const Tensor wrapped = flat_index.lt(0).where(flat_index + int32_t(n), flat_index);
   check_index_values(wrapped, n, "take", "a tensor of " + std::to_string(n) + " elements");
   const int64_t along[] = {0};
@@ -107,7 +108,7 @@ Tensor Tensor::index_select(int64_t axis, const Tensor& index) const {
   Shape out = shape(), along_axis(shape().size(), 1);
   out[size_t(a)] = m;
   along_axis[size_t(a)] = m;
-  const Tensor idx = index.reshape(along_axis).expand(out);
+  const Tensor idx = index_as_int32(index, 0, shape()[size_t(a)]).reshape(along_axis).expand(out);
   const int64_t along[] = {a};
   return indexed_load(*this, {&idx, 1}, along);
 }

@@ -55,7 +55,8 @@ Placed place(std::string_view op, const Tensor& self, int64_t axis, const Tensor
   }
   check_index_values(index, s[size_t(a)], op,
                      "dimension " + std::to_string(a) + " of size " + std::to_string(s[size_t(a)]));
-  return {a, index.cast(dtypes::int32).pad(pads, -1), src.shrink(to_index).pad(pads, 0)};
+  return {a, index_as_int32(index, 0, s[size_t(a)]).pad(pads, -1),
+          src.shrink(to_index).pad(pads, 0)};
 }
 
 // How many indices land on each element of `shape`.

@@ -615,3 +615,22 @@ TEST(IndexedLoad, SetitemWithOneIndexTensorPerDimension) {
     return y;
   }));
 }
+
+// Wide index values are out of range as they are, not after a wrap to 32 bits: 2^32 + 1 is no
+// row 1, and uint32's largest value is no -1.
+TEST(IndexedLoad, WideIndicesDoNotWrapIntoRange) {
+  const Tensor x = iota({4, 2});
+  const Tensor wide =
+      Tensor(std::vector<int64_t>{(int64_t(1) << 32) + 1, 2, -(int64_t(1) << 32)}, {3});
+  EXPECT_EQ(vals(x.index_select(0, wide)), (std::vector<int32_t>{0, 0, 4, 5, 0, 0}));
+  EXPECT_EQ(vals(x.take(wide)), (std::vector<int32_t>{0, 2, 0}));
+  EXPECT_EQ(vals(x[{wide}].sum(1)), (std::vector<int32_t>{0, 9, 0}));
+  const Tensor big = Tensor(std::vector<uint32_t>{4294967295u, 1}, {2});
+  EXPECT_EQ(vals(x.take(big)), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(vals(Tensor::zeros({4}, dtypes::int32)
+                     .scatter_add(0, wide.shrink({{0, 2}}), ints({5, 6}, {2}))),
+            (std::vector<int32_t>{0, 0, 6, 0}));
+  Tensor y = iota({4});
+  y.setitem({wide}, -1);
+  EXPECT_EQ(vals(y), (std::vector<int32_t>{0, 1, -1, 3}));
+}
