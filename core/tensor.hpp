@@ -34,9 +34,12 @@
 
 namespace vkg {
 
+class Tensor;
+
 // One entry of a slicing index: an integer (removes its dimension; negative counts from the end),
 // a Slice (start, stop and step as Python's, any may be negative), `ellipsis` (as many full
-// dimensions as needed) or `newaxis` (a new dimension of size 1).
+// dimensions as needed), `newaxis` (a new dimension of size 1), or a Tensor: integers index one
+// dimension, bools as many as they have (advanced indexing, core/tensor_advanced_index.cpp).
 struct Slice {
   std::optional<int64_t> start, stop;
   int64_t step = 1;
@@ -45,7 +48,11 @@ struct Ellipsis {};
 struct NewAxis {};
 inline constexpr Ellipsis ellipsis{};
 inline constexpr NewAxis newaxis{};
-using Index = std::variant<int64_t, Slice, Ellipsis, NewAxis>;
+using Index = std::variant<int64_t, Slice, Ellipsis, NewAxis, Tensor>;
+
+// How scatter_reduce combines the values that land on one element (torch's "sum", "prod",
+// "mean", "amax", "amin").
+enum class ScatterReduce { Sum, Prod, Mean, Amax, Amin };
 
 // A 2-D size (height, width) that a single number also spells: `.stride = 2` or `.padding = {1, 2}`.
 struct Size2 {
@@ -421,12 +428,53 @@ class Tensor {
   std::vector<Tensor> split(int64_t size, int64_t axis = 0) const;
   std::vector<Tensor> split(std::vector<int64_t> sizes, int64_t axis = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t axis = 0) const;
-  // Basic indexing: t[{0, Slice{1, std::nullopt, 2}, ellipsis}], t[{newaxis}], t[-1].
+  // Basic indexing: t[{0, Slice{1, std::nullopt, 2}, ellipsis}], t[{newaxis}], t[-1]: a view.
+  // Advanced indexing, with numpy's and torch's rules: t[{Slice{}, idx}] with an integer tensor
+  // (negative counts from the end) reads through one indexed load; several index tensors
+  // broadcast together, and their dimensions take the place of the indexed ones when the index
+  // tensors (and integers, which then count as 0-d index tensors) sit next to each other, else
+  // they go first. A bool tensor stands for its nonzero() coordinates: that reads the mask on the
+  // host (a sync), as the result's shape depends on it.
   Tensor operator[](std::vector<Index> index) const;
   Tensor operator[](int64_t index) const;
-  // out[i][j][k] = this[index[i][j][k]][j][k] for axis 0 (torch.gather); index is an integer tensor.
-  // An index outside [0, size) is not checked (that needs its values on the host): it reads 0.
+  // out[i][j][k] = this[index[i][j][k]][j][k] for axis 0 (torch.gather); index is an integer tensor
+  // of this rank, no larger than this on the other axes. One indexed load (core/indexed_load.hpp):
+  // one kernel, O(1) per element. An index outside [0, size) reads 0, or is a vkg::Error with
+  // CHECK_INDICES=1 (that waits for the device).
   Tensor gather(int64_t axis, const Tensor& index) const;
+  // This tensor read as 1-D at `index` (any shape; negative counts from the end), as torch.take.
+  Tensor take(const Tensor& index) const;
+  // The entries of `index` (0-d or 1-d integers) along axis, as torch.index_select.
+  Tensor index_select(int64_t axis, const Tensor& index) const;
+  // The coordinates of the nonzero (true) elements, int32 of shape (count, ndim), in row-major
+  // order, as torch.nonzero. Reads this tensor on the host (a sync): the count is its shape.
+  Tensor nonzero() const;
+  // The elements where `mask` (bool, broadcast with this) is true, 1-D, in row-major order, as
+  // torch.masked_select. Reads the mask on the host (a sync), as nonzero.
+  Tensor masked_select(const Tensor& mask) const;
+  // `value` where `mask` (bool, broadcast to this shape) is true, this elsewhere.
+  Tensor masked_fill(const Tensor& mask, Scalarish value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+  // x[index] = value, in place (through assign: a realized tensor keeps its buffer); value is
+  // broadcast to the shape of x[index] and cast to this dtype. Where advanced indices repeat an
+  // element, the last value written wins. Returns this tensor.
+  Tensor& setitem(std::vector<Index> index, const Tensor& value);
+  Tensor& setitem(std::vector<Index> index, Scalarish value);
+  // out = a copy of this with out[...][index[i][j]][...] = src[i][j] along axis (torch.scatter);
+  // index has this rank and is no larger than this (except along axis) or src. Where indices
+  // repeat, the value from the last position of index (row-major) wins; an index outside the
+  // axis writes nothing. The scatter ops are one-hot forms: each output element compares every
+  // index that could land on it, O(index size along axis) work per element, one fused kernel.
+  Tensor scatter(int64_t axis, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t axis, const Tensor& index, Scalarish value) const;
+  // As scatter, adding every value that lands on an element (torch.scatter_add).
+  Tensor scatter_add(int64_t axis, const Tensor& index, const Tensor& src) const;
+  // As scatter, combining the values that land on an element with `reduce`, and this tensor's
+  // own value there when include_self (torch.scatter_reduce). An element nothing lands on keeps
+  // this tensor's value. Mean divides by the count (plus one with include_self); integer means
+  // round toward negative infinity, as torch's.
+  Tensor scatter_reduce(int64_t axis, const Tensor& index, const Tensor& src, ScatterReduce reduce,
+                        bool include_self = true) const;
   // Integer class indices to one-hot rows of num_classes (a new last axis), in dtype.
   Tensor one_hot(int64_t num_classes, DType dtype = dtypes::default_float) const;
 
@@ -482,7 +530,9 @@ class Tensor {
   // Zeroes elements with probability p and scales the rest by 1/(1-p), only while training
   // (Tensor::training); the identity otherwise.
   Tensor dropout(double p = 0.5) const;
-  // Rows of `weight` (V, D) picked by this integer tensor of indices: shape (*this.shape, D).
+  // Rows of `weight` (V, D) picked by this integer tensor of indices: shape (*this.shape, D). One
+  // indexed load, as gather: an index outside [0, V) gives a row of zeros (CHECK_INDICES=1: an
+  // error).
   Tensor embedding(const Tensor& weight) const;
 
   // ---- losses: this holds predictions (logits where said), target the truth ----

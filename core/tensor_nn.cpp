@@ -330,26 +330,6 @@ Tensor Tensor::batchnorm(const std::optional<Tensor>& weight, const std::optiona
   return bias ? x + check(*bias, "bias") : x;
 }
 
-// As tinygrad's Embedding: each index is compared with an arange over the vocabulary, and the
-// matching row kept and summed over the vocabulary axis (one fused reduce; the weight's
-// gradient is the mask times the output's).
-Tensor Tensor::embedding(const Tensor& weight) const {
-  check_device(*this, weight, "embedding");
-  if (!dtype().is_int() || weight.ndim() != 2)
-    throw Error("embedding: needs integer indices and a 2-D weight (V, D), got indices " +
-                desc(*this) + " and weight " + desc(weight));
-  const int64_t v = weight.shape()[0], d = weight.shape()[1];
-  check_index_values(*this, v, "embedding", "a vocabulary of " + std::to_string(v));
-  Shape idx_shape = shape(), vocab_shape(shape().size(), 1), w_shape(shape().size(), 1);
-  idx_shape.insert(idx_shape.end(), {1, 1});
-  vocab_shape.insert(vocab_shape.end(), {v, 1});
-  w_shape.insert(w_shape.end(), {v, d});
-  const Tensor mask = reshape(idx_shape).eq(Tensor::arange(0, v, 1, device()).reshape(vocab_shape));
-  return mask.where(weight.reshape(w_shape), Tensor::full({}, 0, weight.dtype(), device()))
-      .sum(-2)
-      .cast(weight.dtype());
-}
-
 // Sliding windows over the last k.size() dimensions: (..., i0, i1) becomes (..., o0, o1, k0, k1)
 // where out[..., y, x, ky, kx] = in[..., y*s0 + ky*d0, x*s1 + kx*d1], from movement ops alone
 // (tinygrad's _pool). Windows that do not overlap (k <= s, no dilation) are a reshape and a

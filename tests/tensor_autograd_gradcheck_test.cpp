@@ -343,3 +343,32 @@ TEST(AutogradGradcheck, CornersFollowTorch) {
   EXPECT_EQ(values(*y.grad()), (std::vector<double>{0.25, 0}));   // x / (x^2 + y^2)
   EXPECT_EQ(values(*x.grad()), (std::vector<double>{0, -0.5}));   // -y / (x^2 + y^2)
 }
+
+// Indexed loads (their gradient is the one-hot scatter-add) and the scatter family, whose
+// gradients come from the where, the reduces and the gather they are built from. Inputs are
+// distinct, so amax and amin have no ties.
+TEST(AutogradGradcheck, IndexingAndScatter) {
+  const auto ints = [](std::vector<int32_t> v, Shape s) { return Tensor(v, std::move(s), "CPU"); };
+  gradcheck("index_select, take, advanced indexing", [&](V x) {
+    const Tensor i = ints({2, 0, 2}, {3});
+    return x[0].index_select(1, i) + x[0].take(ints({5, -1, 0, 3, 3, 1}, {2, 3})) +
+           x[0][{ints({1, 0}, {2, 1}), i}];
+  }, {m23});
+  gradcheck("advanced indexing in separated axes, masked_fill", [&](V x) {
+    return x[0][{ints({1, 0, 1}, {3}), Slice{}, ints({2, 2, 0}, {3})}] +
+           x[0].masked_fill(ints({1, 0, 1, 0}, {4}).ne(0), 0.5).sum({0, 2});
+  }, {Input{{2, 3, 4}}});
+  const Tensor index = ints({1, 0, 1, 2, 0, 0}, {2, 3});
+  gradcheck("scatter, scatter_add", [&](V x) {
+    return x[0].scatter(1, index, x[1]) + x[0].scatter_add(1, index, x[1] * 3);
+  }, {Input{{2, 4}}, Input{{2, 3}}});
+  for (const auto& [name, r] : std::vector<std::pair<const char*, ScatterReduce>>{
+           {"scatter_reduce sum", ScatterReduce::Sum},
+           {"scatter_reduce prod", ScatterReduce::Prod},
+           {"scatter_reduce mean", ScatterReduce::Mean},
+           {"scatter_reduce amax", ScatterReduce::Amax},
+           {"scatter_reduce amin", ScatterReduce::Amin}})
+    gradcheck(name, [&, r = r](V x) {
+      return x[0].scatter_reduce(1, index, x[1], r) + x[0].scatter_reduce(1, index, x[1], r, false) * 2;
+    }, {Input{{2, 4}}, Input{{2, 3}, -2.1, 1.9}});
+}
