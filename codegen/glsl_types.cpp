@@ -213,6 +213,14 @@ std::string cast_expr(DType from, DType to, const std::string& x, Helpers& helpe
   // Out of range and nan are undefined in GLSL: a helper saturates them as the CPU device does.
   if (from.is_float() && !to.is_float())
     return fmt::format("{}({})", helpers.use("to_" + to.base().name(), from), x);
+  // Lavapipe (Mesa 22.3) miscompiles a signed comparison of a sign-extended 32-bit value:
+  // int64_t(x) < 3 was false for x in {2, 0, 1}. Widen through the unsigned value (which it
+  // compiles right) and subtract 2^32 where the sign bit is set: the same value, no sign-extend.
+  if (from.scalar == Scalar::Int32 && to.scalar == Scalar::Int64) {
+    const DType u = DType{Scalar::UInt32, from.count};
+    const std::string wide = type_name(to), bits = fmt::format("{}({})", type_name(u), x);
+    return fmt::format("({0}({1}) - ({0}({1} >> 31u) << 32))", wide, bits);
+  }
   return fmt::format("{}({})", type_name(to), x);
 }
 

@@ -244,3 +244,23 @@ TEST(Dtypes, AKernelThatFailsToCompileLeavesNoStaleWorkBehind) {
   }
   EXPECT_EQ((x - x.mean()).sum().item<double>(), 0.0);
 }
+
+// Lavapipe miscompiled a signed comparison of a sign-extended int32: int64(x) < 3 was false for
+// x in {2, 0, 1} (codegen/glsl_types.cpp widens without a sign-extend now). Every comparison of
+// every signed source widened to int64 agrees with the CPU device.
+TEST(DTypes, ComparisonsOfWidenedIntegersAgreeWithTheCpuDevice) {
+  for (DType from : {dtypes::int8, dtypes::int16, dtypes::int32, dtypes::uint32}) {
+    for (int op = 0; op < 4; ++op) {
+      SCOPED_TRACE(from.name() + " op " + std::to_string(op));
+      EXPECT_TRUE(vkg::test::cpu_vk_agree([&](const std::string& dev) {
+        const Tensor x = Tensor(std::vector<int32_t>{2, 0, 1, -5, 7, -1, 100}, {7}, dev).cast(from).cast(dtypes::int64);
+        switch (op) {
+          case 0: return x.lt(3);
+          case 1: return x.gt(1);
+          case 2: return x.le(Tensor(std::vector<int64_t>{1}, {1}, dev));
+          default: return x.eq(-1);
+        }
+      }));
+    }
+  }
+}
