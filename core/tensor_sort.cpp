@@ -1,9 +1,15 @@
 // Sorting: sort, argsort, topk, max/min with their indices, and unique. sort is a bitonic
 // network built from views and wheres, as tinygrad's: the axis is padded to a power of two, and
-// each of the log2(n) * (log2(n) + 1) / 2 compare-exchange steps is one elementwise kernel per
-// output. Every element carries its original position, and ties are broken by it, so the sort is
-// stable in both orders; nan sorts as the largest value (last ascending, first descending), and
-// -0.0 ties with 0.0, as torch.
+// each of the log2(n) * (log2(n) + 1) / 2 compare-exchange steps is one elementwise kernel.
+// Every element carries its original position, and ties are broken by it, so the sort is stable
+// in both orders; nan sorts as the largest value (last ascending, first descending), and -0.0 ties
+// with 0.0, as torch.
+//
+// Two forms of the network. Values of up to 32 bits, when no gradient is wanted, sort as one
+// uint64 per element: an order-preserving key in the high half and the position in the low half,
+// so each step is one kernel comparing one number, and the values are then read back at the
+// sorted positions (one indexed load). Otherwise values and positions move as two tensors (two
+// kernels a step), so the gradient flows back through the exchanges' wheres.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -89,6 +95,67 @@ Keyed bitonic_sort(const Tensor& x, bool descending) {
 
 std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
 
+// An order-preserving uint32 of each value (torch's order: nan canonical and largest, -0.0 as
+// 0.0): floats flip all bits when negative and set the sign bit otherwise; signed integers flip
+// the sign bit. Descending order inverts the key.
+Tensor sort_key(const Tensor& x, bool descending) {
+  const DType d = x.dtype();
+  const Tensor sign = Tensor::full({}, int64_t(0x80000000u), dtypes::uint32, x.device());
+  auto float_key = [&] {
+    const Tensor f = x.cast(dtypes::float32);
+    const Tensor zero = Tensor::zeros({}, dtypes::uint32, x.device());
+    const Tensor canonical_nan = Tensor::full({}, int64_t(0x7fc00000), dtypes::uint32, x.device());
+    const Tensor bits = f.isnan().where(canonical_nan, f.eq(0).where(zero, f.bitcast(dtypes::uint32)));
+    return bits.rshift(31).ne(0).where(bits.bitwise_not(), bits.bitwise_or(sign));
+  };
+  const Tensor key = d.is_float()                      ? float_key()
+                     : d.is_bool() || d.is_unsigned() ? x.cast(dtypes::uint32)
+                                                        : x.cast(dtypes::int32).bitcast(dtypes::uint32).bitwise_xor(sign);
+  return descending ? key.bitwise_not() : key;
+}
+
+// The packed network over the last axis: the sorted positions (int32).
+Tensor packed_sort_positions(const Tensor& x, bool descending) {
+  const Shape shape = x.shape();
+  const int64_t n = shape.back();
+  const int64_t padded = int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(n, 1))));
+  std::vector<std::pair<int64_t, int64_t>> pads(shape.size(), {0, 0});
+  pads.back() = {0, padded - n};
+  // The padding's key is all ones and its positions come after every real one: it sorts last.
+  const Tensor key = sort_key(x, descending).pad(pads, int64_t(0xffffffffu)).cast(dtypes::uint64);
+  Shape along(shape.size(), 1);
+  along.back() = padded;
+  const Tensor position = Tensor::arange(0, padded, 1, x.device()).reshape(along).cast(dtypes::uint64);
+  Tensor packed = key.lshift(32).bitwise_or(position).contiguous();
+  Shape wide = shape;
+  wide.back() = padded;
+  auto step = [&](int64_t half, bool mirror) {
+    Shape grouped(wide.begin(), wide.end() - 1);
+    grouped.insert(grouped.end(), {padded / (2 * half), 2, half});
+    auto part = [&](int64_t which) {
+      std::vector<std::pair<int64_t, int64_t>> r;
+      for (int64_t g : grouped) r.emplace_back(0, g);
+      r[r.size() - 2] = {which, which + 1};
+      const Tensor p = packed.reshape(grouped).shrink(r);
+      return which == 1 && mirror ? p.flip({-1}) : p;
+    };
+    const Tensor lo = part(0), hi = part(1);
+    const Tensor swap = lo.gt(hi);
+    const Tensor second = swap.where(lo, hi);
+    const Tensor both[] = {swap.where(hi, lo), mirror ? second.flip({-1}) : second};
+    packed = Tensor::cat(both, -2).reshape(wide).contiguous();
+  };
+  for (int64_t block = 2; block <= padded; block *= 2) {
+    step(block / 2, true);
+    for (int64_t half = block / 4; half >= 1; half /= 2) step(half, false);
+  }
+  std::vector<std::pair<int64_t, int64_t>> keep;
+  for (int64_t e : shape) keep.emplace_back(0, e);
+  return packed.bitwise_and(Tensor::full({}, int64_t(0xffffffffu), dtypes::uint64, x.device()))
+      .cast(dtypes::int32)
+      .shrink(keep);
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> Tensor::sort(int64_t axis, bool descending) const {
@@ -96,6 +163,11 @@ std::pair<Tensor, Tensor> Tensor::sort(int64_t axis, bool descending) const {
   const int ax = normalize_axis(axis, shape(), "sort");
   if (shape()[size_t(ax)] > int64_t(INT32_MAX))
     throw Error("sort: axis " + std::to_string(ax) + " of " + desc(*this) + " is too long for int32 positions");
+  const Tensor last = transpose(ax, -1);
+  if (dtype().scalar_size() <= 4 && !requires_grad()) {
+    const Tensor positions = packed_sort_positions(last, descending);
+    return {last.gather(-1, positions).transpose(ax, -1), positions.transpose(ax, -1)};
+  }
   // Bools sort as bytes (a where over bools is fine, but gt is not defined for them).
   const Tensor keys = dtype().is_bool() ? cast(dtypes::uint8) : *this;
   Keyed sorted = bitonic_sort(keys.transpose(ax, -1), descending);

@@ -237,3 +237,31 @@ TEST(Scan, CumsumKeepsItsDtypesAndLongAxes) {
 }
 
 }  // namespace
+
+namespace {
+
+// Values of up to 32 bits sort packed into uint64 keys unless a gradient is wanted; the two
+// networks give the same values and positions, bit for bit.
+TEST(Sort, PackedAndPairedNetworksAgree) {
+  const std::vector<float> v = awkward(300, 9);
+  for (const char* dev : {"CPU", "VK"})
+    for (bool descending : {false, true}) {
+      auto [packed_values, packed_at] = Tensor(v, {3, 100}, dev).sort(1, descending);
+      const Tensor x = Tensor(v, {3, 100}, dev).requires_grad_();
+      auto [paired_values, paired_at] = x.sort(1, descending);
+      EXPECT_EQ(packed_at.to_vector<int32_t>(), paired_at.to_vector<int32_t>()) << dev;
+      const auto a = packed_values.to_vector<float>(), b = paired_values.detach().to_vector<float>();
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(same_bits(a[i], b[i])) << dev << " [" << i << "]";
+    }
+  // Integers of every width up to 32 bits, with their extremes.
+  for (DType d : {dtypes::int8, dtypes::uint8, dtypes::int16, dtypes::uint16, dtypes::int32, dtypes::uint32}) {
+    SCOPED_TRACE(d.name());
+    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) { return random_tensor(d, {2, 37}, dev, 5).sort(1).first; }));
+    const Tensor x = random_tensor(d, {37}, "CPU", 5);
+    auto [values, at] = x.sort(0, true);
+    const auto raw = values.cast(dtypes::float64).to_vector<double>();
+    for (size_t i = 1; i < raw.size(); ++i) EXPECT_GE(raw[i - 1], raw[i]);
+  }
+}
+
+}  // namespace
