@@ -192,6 +192,25 @@ TEST(Scan, CumprodAndLogcumsumexpMatchRunningLoops) {
             (std::vector<int32_t>{1, 2, 6, -1, 0, 0}));
 }
 
+// Across the 256-element blocks of the scan, against the closed form of the gradient of
+// sum_i w_i prod_{k<=i} x_k: d/dx_j = sum_{i>=j} w_i P_i / x_j (no x is zero).
+TEST(Scan, CumprodGradientAcrossBlocksMatchesItsClosedForm) {
+  const size_t n = 600;
+  std::vector<double> v(n), w(n);
+  for (size_t i = 0; i < n; ++i) v[i] = 1.0 + 0.01 * std::sin(double(i)), w[i] = std::cos(0.3 * double(i));
+  const Tensor x = Tensor(v, {int64_t(n)}, "CPU").requires_grad_();
+  (x.cumprod() * Tensor(w, {int64_t(n)}, "CPU")).sum().backward();
+  const auto got = x.grad()->to_vector<double>();
+  std::vector<double> p(n);
+  double run = 1;
+  for (size_t i = 0; i < n; ++i) p[i] = run *= v[i];
+  double tail = 0;
+  for (size_t j = n; j-- > 0;) {
+    tail += w[j] * p[j];
+    ASSERT_NEAR(got[j], tail / v[j], 1e-9 * std::max(1.0, std::abs(tail / v[j]))) << j;
+  }
+}
+
 TEST(Scan, CummaxAndCumminFollowTorchOnTiesAndNans) {
   // torch.cummax([1, 3, 3, nan, 2, nan]) = values [1, 3, 3, nan, nan, nan], indices [0, 1, 2, 3, 3, 5].
   for (const char* dev : {"CPU", "VK"}) {
