@@ -357,12 +357,9 @@ std::string sin_body(DType d) {
   return (q & 2u) != 0u ? -y : y;)";
 }
 
-std::string erf_body(DType d) {
-  if (d.scalar != Scalar::Float32) no_helper("erf_exact", d);
-  // GLSL has no erf. |a| < 1: its Taylor series, a * P(a^2) to the 23rd power (truncation below
-  // 1e-10), which keeps -0. |a| >= 1: 1 - erfc, with erfc from Numerical Recipes' erfcc
-  // (relative error below 1.2e-7) and exp through exp2_exact: erfc <= 0.16 there, so its error
-  // is a fraction of erf's ulp. inf needs no case (exp2 of -inf is 0); nan is decided by the bits.
+// erf(a) = a * P(a^2) for |a| < 1 with t = a^2: its Taylor series to the 23rd power (truncation
+// below 1e-10).
+std::string erf_taylor_poly() {
   std::string poly;
   const int terms = 12;
   for (int k = terms - 1; k >= 0; --k) {
@@ -370,6 +367,16 @@ std::string erf_body(DType d) {
                      (std::tgamma(k + 1.0) * (2 * k + 1));
     poly = k == terms - 1 ? fmt::format("{:.9e}f", c) : fmt::format("{:.9e}f + t * ({})", c, poly);
   }
+  return poly;
+}
+
+std::string erf_body(DType d) {
+  if (d.scalar != Scalar::Float32) no_helper("erf_exact", d);
+  // GLSL has no erf. |a| < 1: its Taylor series (erf_taylor_poly), which keeps -0. |a| >= 1:
+  // 1 - erfc, with erfc from Numerical Recipes' erfcc
+  // (relative error below 1.2e-7) and exp through exp2_exact: erfc <= 0.16 there, so its error
+  // is a fraction of erf's ulp. inf needs no case (exp2 of -inf is 0); nan is decided by the bits.
+  const std::string poly = erf_taylor_poly();
   return fmt::format(R"(uint b = floatBitsToUint(a);
   if ((b & 0x7fffffffu) > 0x7f800000u) return a;
   float x = uintBitsToFloat(b & 0x7fffffffu);
@@ -383,6 +390,27 @@ std::string erf_body(DType d) {
             t * (-0.82215223f + t * 0.17087277f))))))));
   float erfc = t * exp2_exact((p - x * x) * 1.44269504f);
   return (b >> 31) != 0u ? erfc - 1.0f : 1.0f - erfc;)", poly);
+}
+
+std::string erfc_body(DType d) {
+  if (d.scalar != Scalar::Float32) no_helper("erfc_exact", d);
+  // |a| < 0.5: 1 - erf(a) from erf's Taylor series (erfc > 0.47 there, so erf's rounding costs
+  // about an ulp). Beyond: Numerical Recipes' erfcc for |a| (relative error below 1.2e-7, so the
+  // tail keeps its digits down to where it underflows, near a = 10), and erfc(a) = 2 - erfc(-a)
+  // below zero. inf: t = 0 and exp2 of -inf is 0; nan is decided by the bits.
+  return fmt::format(R"(uint b = floatBitsToUint(a);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return a;
+  float x = uintBitsToFloat(b & 0x7fffffffu);
+  if (x < 0.5f) {{
+    float t = a * a;
+    return 1.0f - a * ({});
+  }}
+  float t = 1.0f / (1.0f + 0.5f * x);
+  float p = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
+            t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
+            t * (-0.82215223f + t * 0.17087277f))))))));
+  float erfc = t * exp2_exact((p - x * x) * 1.44269504f);
+  return (b >> 31) != 0u ? 2.0f - erfc : erfc;)", erf_taylor_poly());
 }
 
 std::string threefry_body(DType d) {
@@ -441,6 +469,7 @@ constexpr HelperSpec kHelpers[] = {
     {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, ""},
     {"sin_exact", 1, Scalar::Void, sin_body, true, ""},
     {"erf_exact", 1, Scalar::Void, erf_body, true, "exp2_exact"},
+    {"erfc_exact", 1, Scalar::Void, erfc_body, true, "exp2_exact"},
     {"threefry2x32", 2, Scalar::Void, threefry_body, false, ""},
     {"to_int8", 1, Scalar::Int8, float_to_int_body<Scalar::Int8>, true, "isnan_bits"},
     {"to_uint8", 1, Scalar::UInt8, float_to_int_body<Scalar::UInt8>, true, "isnan_bits"},

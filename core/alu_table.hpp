@@ -77,5 +77,7 @@ inline constexpr uint8_t None = 0, Commutes = 1, Zeroless = 2, Folds = 4;
   X(WHERE,    3, Floats | Ints | Bools, Same, Folds,               (x ? y : z),             where_grad(a),                              where_bounds, custom)                \
   X(MULACC,   3, Floats | Ints | Bools, Same, Folds,               alu::mulacc(x, y, z),    no_rule,                                    no_bounds,    custom)                \
   /* torch.erf; d/dx erf(x) = 2/sqrt(pi) exp(-x^2) */                                                                    \
-  X(ERF,      1, Floats,               Same, None,                 std::erf(x),             grads(g * (-(x * x)).exp() * (2 * std::numbers::inv_sqrtpi)), no_bounds, helper("erf_exact"))
+  X(ERF,      1, Floats,               Same, None,                 std::erf(x),             grads(g * (-(x * x)).exp() * (2 * std::numbers::inv_sqrtpi)), no_bounds, helper("erf_exact")) \
+  /* torch.erfc = 1 - erf, computed directly: 1 - erf(x) is 0 from x = 4 on in float */                               \
+  X(ERFC,     1, Floats,               Same, Zeroless,             std::erfc(x),            grads(g * (-(x * x)).exp() * (-2 * std::numbers::inv_sqrtpi)), no_bounds, helper("erfc_exact"))
 // clang-format on

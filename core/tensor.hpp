@@ -184,6 +184,8 @@ class Tensor {
   Tensor sin() const;
   // The Gauss error function, as torch.erf: erf(+-inf) = +-1, erf(-0) = -0; ints become floats.
   Tensor erf() const;
+  // 1 - erf, computed directly so its tail keeps its digits (erfc(5) = 1.5e-12, not 0).
+  Tensor erfc() const;
   Tensor sqrt() const;
   Tensor reciprocal() const;
   Tensor exp() const;

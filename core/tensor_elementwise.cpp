@@ -65,6 +65,7 @@ Tensor Tensor::exp2() const { return unary_float(Ops::EXP2, "exp2"); }
 Tensor Tensor::log2() const { return unary_float(Ops::LOG2, "log2"); }
 Tensor Tensor::sin() const { return unary_float(Ops::SIN, "sin"); }
 Tensor Tensor::erf() const { return unary_float(Ops::ERF, "erf"); }
+Tensor Tensor::erfc() const { return unary_float(Ops::ERFC, "erfc"); }
 Tensor Tensor::sqrt() const { return unary_float(Ops::SQRT, "sqrt"); }
 Tensor Tensor::reciprocal() const { return unary_float(Ops::RECIP, "reciprocal"); }
 Tensor Tensor::exp() const {

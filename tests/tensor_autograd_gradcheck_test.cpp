@@ -295,6 +295,8 @@ TEST(AutogradGradcheck, ScansSortsAndPositionOps) {
   gradcheck("group_norm", [](V x) { return x[0].group_norm(2, x[1].reshape({4, 3}).sum(1), {}, 1e-5); },
             {n4, m34}, 1e-5);
   gradcheck("gelu none", [](V x) { return x[0].gelu("none"); }, {m34});
+  gradcheck("erf", [](V x) { return x[0].erf(); }, {m34});
+  gradcheck("erfc", [](V x) { return x[0].erfc(); }, {m34});
   gradcheck("attention", [](V x) { return x[0].scaled_dot_product_attention(x[1], x[2], {}, 0.0, true); },
             {m34, m34, m34}, 1e-5);
   const Input x1d{{1, 2, 5}}, w1d{{2, 2, 2}}, x3d{{1, 1, 3, 3, 2}}, w3d{{1, 1, 2, 2, 2}};
