@@ -31,7 +31,11 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
               uint64_t(b.count) * uint64_t(b.dtype.itemsize()) <= target.max_storage_buffer_range;
   l.arg_bytes = (l.bound ? 0 : uint32_t(program.buffers.size()) * kAddressBytes) +
                 uint32_t(program.vars.size()) * kVarBytes;
-  l.spilled = l.arg_bytes > target.max_push_constants_size;
+  // A kernel with variables always reads its arguments from a buffer: push constants are
+  // written into the command buffer, so a vkg::Jit replay could not give the variables new
+  // values without recording again, while an argument buffer's host-visible bytes can be
+  // rewritten before each submission (arg_offset_of_var). The cost is one load per argument.
+  l.spilled = l.arg_bytes > target.max_push_constants_size || !program.vars.empty();
   l.push_constant_bytes = l.spilled ? kAddressBytes : l.arg_bytes;
   return l;
 }
@@ -62,6 +66,11 @@ std::vector<std::byte> pack_args(const Program& program, const ArgLayout& layout
   if (layout.bound)
     out.erase(out.begin(), out.begin() + std::ptrdiff_t(addresses.size() * kAddressBytes));
   return out;
+}
+
+uint32_t arg_offset_of_var(const Program& program, const ArgLayout& layout, size_t k) {
+  return (layout.bound ? 0 : uint32_t(program.buffers.size()) * kAddressBytes) +
+         uint32_t(k) * kVarBytes;
 }
 
 std::vector<std::byte> pack_spill_address(uint64_t argument_buffer_address) {

@@ -26,10 +26,12 @@ namespace vkg {
 // storage buffers at set 0, binding = slot) when the target can bind them all (count and
 // maxStorageBufferRange, see vk/queue.hpp for why both paths exist), else by device address.
 // The arguments of a kernel, in std430 layout: unless bound, the 64-bit device address of each
-// buffer in slot order; then each DEFINE_VAR as an int32 in Program::vars order (every offset is aligned to its
-// size, as vk::ArgPack packs). They are the push constants when they fit maxPushConstantsSize;
-// otherwise they are "spilled": the caller copies them to an argument buffer (vk::Queue::spill)
-// and the only push constant is that buffer's 64-bit address.
+// buffer in slot order; then each DEFINE_VAR as an int32 in Program::vars order (every offset is
+// aligned to its size, as vk::ArgPack packs). They are the push constants when they fit
+// maxPushConstantsSize and the kernel has no variables; otherwise they are "spilled": the caller
+// copies them to an argument buffer (vk::Queue::spill) and the only push constant is that buffer's
+// 64-bit address. Variables always go there, so that a replay can rewrite their values (see
+// arg_layout).
 struct ArgLayout {
   bool bound = false;                // buffers by push descriptor; no addresses in the block
   bool spilled = false;
@@ -49,6 +51,9 @@ std::vector<std::byte> pack_args(const Program& program, std::span<const uint64_
 std::vector<std::byte> pack_args(const Program& program, const ArgLayout& layout,
                                  std::span<const uint64_t> addresses,
                                  std::span<const int64_t> var_values = {});
+
+// The byte offset of Program::vars[k]'s int32 in the argument block of this layout.
+uint32_t arg_offset_of_var(const Program& program, const ArgLayout& layout, size_t k);
 
 // The push constants of a spilled launch: the argument buffer's address.
 std::vector<std::byte> pack_spill_address(uint64_t argument_buffer_address);

@@ -22,6 +22,11 @@ struct Capture {
 // The capture this thread records into, or nullptr.
 Capture*& active_capture();
 
+// While true on a thread, the buffers of symbolic size its realizes make get memory for their
+// variables' maxima (Buffer::reserve_max), so that a replay may bind the variables to other
+// values: set by vkg::Jit while it copies its inputs and captures.
+bool& reserve_symbolic_max();
+
 // Serializes realizes and replays: allocation state lives in shared Buffers.
 std::mutex& engine_mutex();
 

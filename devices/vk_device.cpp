@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <utility>
@@ -80,7 +81,7 @@ class VkDevice final : public Device {
 
   std::shared_ptr<Allocation> allocate(const Buffer& buffer) override {
     auto a = std::make_shared<VkAllocation>();
-    a->buffer = rt_.allocator.allocate(std::max<VkDeviceSize>(buffer.nbytes(), 4));
+    a->buffer = rt_.allocator.allocate(std::max<VkDeviceSize>(buffer.capacity_bytes(), 4));
     return a;
   }
   void copy_in(Allocation& dst, std::span<const std::byte> src) override {
@@ -147,7 +148,7 @@ class VkDevice final : public Device {
     queue_.begin_capture();
     try {
       for (size_t i = 0; i < items.size(); ++i)
-        r->stats.push_back(dispatch(items[i], memory[i], options, &r->kernels));
+        r->stats.push_back(dispatch(items[i], memory[i], options, r.get()));
       r->commands = queue_.end_capture();
     } catch (...) {
       queue_.cancel_capture();
@@ -156,8 +157,19 @@ class VkDevice final : public Device {
     return r;
   }
 
-  std::vector<RunStat> replay(Recording& recording) override {
+  using Device::replay;
+  std::vector<RunStat> replay(Recording& recording, const VarVals& var_vals) override {
     auto& r = static_cast<VkRecording&>(recording);
+    // The previous replay has finished (each one waits): its argument buffers may be rewritten.
+    for (const VarSlot& v : r.vars) {
+      auto it = var_vals.find(v.name);
+      const int64_t value = it != var_vals.end() ? it->second : v.recorded;
+      if (value < v.min || value > v.max)
+        throw Error("Jit replay: variable '" + v.name + "' = " + std::to_string(value) +
+                    " is outside [" + std::to_string(v.min) + ", " + std::to_string(v.max) + "]");
+      const int32_t word = int32_t(value);
+      std::memcpy(v.host, &word, sizeof word);
+    }
     queue_.wait(queue_.replay(*r.commands));
     std::vector<RunStat> out = r.stats;
     if (queue_.timing()) {
@@ -184,21 +196,29 @@ class VkDevice final : public Device {
   }
 
  private:
+  // Where a recorded kernel reads one variable: an int32 in its argument buffer, which the
+  // recording owns (vk::Queue::spill), rewritten by a replay with another value.
+  struct VarSlot {
+    std::string name;
+    int64_t recorded = 0, min = 0, max = 0;
+    std::byte* host = nullptr;
+  };
   struct VkRecording final : Recording {
+    std::vector<VarSlot> vars;
     std::vector<std::shared_ptr<CompiledKernel>> kernels;  // its pipelines, past cache trims
     std::unique_ptr<vk::Queue::Recorded> commands;         // destroyed first: it uses them
     std::vector<RunStat> stats;
   };
 
-  // Records one kernel into the queue's command buffer (or the capture under way).
+  // Records one kernel into the queue's command buffer (or into `recording`, the capture under
+  // way, which keeps its pipeline and learns where its variables lie).
   RunStat dispatch(const ScheduleItem& item, std::span<Allocation* const> memory,
-                   const RunOptions& options,
-                   std::vector<std::shared_ptr<CompiledKernel>>* keep = nullptr) {
+                   const RunOptions& options, VkRecording* recording = nullptr) {
     const std::shared_ptr<CompiledKernel> compiled = cache_.get(item, options, [&] {
       ++compiled_in_run_;
       return compile(item, options);
     });
-    if (keep) keep->push_back(compiled);
+    if (recording) recording->kernels.push_back(compiled);
     const CompiledKernel& k = *compiled;
     // Timed per realize, as its DEBUG asks: timing serializes the kernels, so it is off otherwise.
     queue_.set_timing(options.debug >= 2);
@@ -212,7 +232,16 @@ class VkDevice final : public Device {
     }
     const std::vector<int64_t> vars = var_values(k.program, item);
     std::vector<std::byte> args = pack_args(k.program, k.layout, addresses, vars);
-    if (k.layout.spilled) args = pack_spill_address(queue_.spill(args));
+    if (k.layout.spilled) {
+      std::byte* host = nullptr;
+      args = pack_spill_address(queue_.spill(args, &host));
+      if (recording)
+        for (size_t v = 0; v < vars.size(); ++v) {
+          const VarArg& var = k.program.vars[v];
+          recording->vars.push_back({var.name, vars[v], var.min, var.max,
+                                     host + arg_offset_of_var(k.program, k.layout, v)});
+        }
+    }
     queue_.dispatch(*k.pipeline, vk::Groups{k.dims[0], k.dims[1], k.dims[2]}, args, uses,
                     k.program.name);
     return RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0};

@@ -238,7 +238,7 @@ void Queue::fill(const Buffer& dst, uint32_t value) {
   ++stats_.transfers;
 }
 
-uint64_t Queue::spill(std::span<const std::byte> blob) {
+uint64_t Queue::spill(std::span<const std::byte> blob, std::byte** mapped) {
   begin_recording();
   Batch& b = *recording_;
   for (;;) {
@@ -248,6 +248,7 @@ uint64_t Queue::spill(std::span<const std::byte> blob) {
       if (at + blob.size() <= chunk.size()) {
         if (!blob.empty()) std::memcpy(chunk.mapped() + at, blob.data(), blob.size());
         b.arg_used = at + std::max<VkDeviceSize>(blob.size(), 1);
+        if (mapped) *mapped = chunk.mapped() + at;
         return chunk.address() + at;
       }
       ++b.arg_chunk;

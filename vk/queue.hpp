@@ -91,7 +91,10 @@ class Queue {
 
   // Copies an argument blob into this submission's argument ring and returns its device address
   // (64-byte aligned), valid for the commands of the submission being recorded.
-  uint64_t spill(std::span<const std::byte> blob);
+  // `mapped`, when given, receives where the copy lies in host memory: in a capture it lives as
+  // long as the Recorded, and rewriting it between replays changes what the next replay reads
+  // (replays never overlap, so the last one has finished with it).
+  uint64_t spill(std::span<const std::byte> blob, std::byte** mapped = nullptr);
 
   // Capture, for a JIT: commands recorded between begin_capture() and end_capture() go into a
   // command buffer of their own that replay() submits again, as often as asked, with the same
