@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/symbolic.hpp>
 
 namespace vkg {
 
@@ -101,6 +104,24 @@ std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& ta
     throw Error(fmt::format("kernel '{}': {} workgroups do not fit the device's {} x {} x {} grid",
                             program.name, total, mx, my, mz));
   return {uint32_t(x), uint32_t(y), uint32_t(planes)};
+}
+
+bool grid_follows_vars(const Program& program, const GlslTarget& target) {
+  return program.groups_needed && !folds_grid(program, target);
+}
+
+std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& target,
+                                    std::span<const int64_t> var_values) {
+  std::array<uint32_t, 3> dims = launch_dims(program, target);
+  if (!grid_follows_vars(program, target)) return dims;
+  if (var_values.size() != program.vars.size())
+    throw Error(fmt::format("kernel '{}' takes {} variables, got {}", program.name,
+                            program.vars.size(), var_values.size()));
+  std::map<std::string, int64_t> vars;
+  for (size_t i = 0; i < var_values.size(); ++i) vars[program.vars[i].name] = var_values[i];
+  const int64_t needed = eval_int(program.groups_needed, vars);
+  dims[0] = uint32_t(std::clamp<int64_t>(needed, 1, dims[0]));
+  return dims;
 }
 
 }  // namespace vkg

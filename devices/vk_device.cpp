@@ -160,15 +160,25 @@ class VkDevice final : public Device {
   using Device::replay;
   std::vector<RunStat> replay(Recording& recording, const VarVals& var_vals) override {
     auto& r = static_cast<VkRecording&>(recording);
-    // The previous replay has finished (each one waits): its argument buffers may be rewritten.
+    // The previous replay has finished (each one waits): its argument buffers and workgroup
+    // counts may be rewritten. Checked first, so that a bad value changes nothing.
+    for (const VarSlot& v : r.vars)
+      if (auto it = var_vals.find(v.name);
+          it != var_vals.end() && (it->second < v.min || it->second > v.max))
+        throw Error("Jit replay: variable '" + v.name + "' = " + std::to_string(it->second) +
+                    " is outside [" + std::to_string(v.min) + ", " + std::to_string(v.max) + "]");
     for (const VarSlot& v : r.vars) {
       auto it = var_vals.find(v.name);
-      const int64_t value = it != var_vals.end() ? it->second : v.recorded;
-      if (value < v.min || value > v.max)
-        throw Error("Jit replay: variable '" + v.name + "' = " + std::to_string(value) +
-                    " is outside [" + std::to_string(v.min) + ", " + std::to_string(v.max) + "]");
-      const int32_t word = int32_t(value);
+      const int32_t word = int32_t(it != var_vals.end() ? it->second : v.recorded);
       std::memcpy(v.host, &word, sizeof word);
+    }
+    for (const GridSlot& g : r.grids) {
+      std::vector<int64_t> values = g.recorded;
+      for (size_t i = 0; i < values.size(); ++i)
+        if (auto it = var_vals.find(g.program->vars[i].name); it != var_vals.end())
+          values[i] = it->second;
+      const uint32_t x = launch_dims(*g.program, target_, values)[0];
+      std::memcpy(g.host, &x, sizeof x);
     }
     queue_.wait(queue_.replay(*r.commands));
     std::vector<RunStat> out = r.stats;
@@ -203,8 +213,16 @@ class VkDevice final : public Device {
     int64_t recorded = 0, min = 0, max = 0;
     std::byte* host = nullptr;
   };
+  // A recorded dispatch whose grid follows the variables (grid_follows_vars): where its
+  // workgroup count on axis 0 lies, rewritten by a replay with other values.
+  struct GridSlot {
+    const Program* program;         // of a kernel the recording keeps
+    std::vector<int64_t> recorded;  // Program::vars' values at the recording
+    std::byte* host = nullptr;
+  };
   struct VkRecording final : Recording {
     std::vector<VarSlot> vars;
+    std::vector<GridSlot> grids;
     std::vector<std::shared_ptr<CompiledKernel>> kernels;  // its pipelines, past cache trims
     std::unique_ptr<vk::Queue::Recorded> commands;         // destroyed first: it uses them
     std::vector<RunStat> stats;
@@ -242,8 +260,17 @@ class VkDevice final : public Device {
                                      host + arg_offset_of_var(k.program, k.layout, v)});
         }
     }
-    queue_.dispatch(*k.pipeline, vk::Groups{k.dims[0], k.dims[1], k.dims[2]}, args, uses,
-                    k.program.name);
+    // Launch only the workgroups this binding needs (launch_dims); a recording reads the count
+    // from its argument ring, where a replay with other values writes theirs.
+    const std::array<uint32_t, 3> dims =
+        vars.empty() ? k.dims : launch_dims(k.program, target_, vars);
+    const vk::Groups groups{dims[0], dims[1], dims[2]};
+    if (recording && grid_follows_vars(k.program, target_))
+      recording->grids.push_back(
+          {&k.program, vars,
+           queue_.dispatch_indirect(*k.pipeline, groups, args, uses, k.program.name)});
+    else
+      queue_.dispatch(*k.pipeline, groups, args, uses, k.program.name);
     return RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0};
   }
 

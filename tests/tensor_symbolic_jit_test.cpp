@@ -194,6 +194,31 @@ TEST_P(SymbolicJit, Var) {
           plain);
 }
 
+// A variable with a large maximum: the grid of each replay follows its binding (Vulkan reads
+// the workgroup counts a replay writes, vkCmdDispatchIndirect), across many workgroups, up to
+// the maximum and back down.
+TEST_P(SymbolicJit, GridsFollowTheBindingAcrossWorkgroups) {
+  const Variable n("n", 1, 70000);
+  auto data = [](int64_t len) {
+    std::vector<float> v(size_t(len * 2));
+    for (size_t k = 0; k < v.size(); ++k) v[k] = float(k % 1000) - 500.0f;
+    return v;
+  };
+  Jit f([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * 2 + 1, in[0].sum(1)};
+  });
+  for (int64_t len : {1000, 257, 70000, 3, 40000, 1}) {
+    const std::vector<float> host = data(len);
+    const std::vector<Tensor> out = f({Tensor(host, {len, 2}, dev()).reshape({n.bind(len), 2})});
+    ASSERT_EQ(out[0].shape(), (Shape{len, 2}));
+    const std::vector<float> doubled = out[0].to_vector<float>(), sums = out[1].to_vector<float>();
+    for (size_t k = 0; k < host.size(); ++k)
+      ASSERT_EQ(doubled[k], host[k] * 2 + 1) << "len " << len << " at " << k;
+    for (size_t r = 0; r < size_t(len); ++r)
+      ASSERT_EQ(sums[r], host[2 * r] + host[2 * r + 1]) << "len " << len << " at " << r;
+  }
+}
+
 // The output of a replay is shaped by its binding: its symbolic size is still the variable, and
 // graphs built on it use the replay's values.
 TEST_P(SymbolicJit, OutputsCarryTheReplaysBinding) {
