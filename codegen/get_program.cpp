@@ -23,10 +23,13 @@ Program get_program(const ScheduleItem& item, const DeviceTraits& traits, const 
 
 std::vector<Opt> default_opts(const Kernel& kernel, const DeviceTraits& traits,
                               const RunOptions& options) {
-  // Symbolic kernels run without opts: a split by a number would need the sizes it divides.
-  if (options.noopt || kernel.symbolic()) return {};
+  if (options.noopt) return {};
   Kernel k = kernel;
-  apply_heuristics(k, traits);
+  // Symbolic kernels get registers on their plain axes only (their own heuristics).
+  if (kernel.symbolic())
+    apply_symbolic_heuristics(k, traits);
+  else
+    apply_heuristics(k, traits);
   return std::vector<Opt>(k.applied().begin() + std::ptrdiff_t(kernel.applied().size()),
                           k.applied().end());
 }

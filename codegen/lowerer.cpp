@@ -94,12 +94,25 @@ Lowerer::Lowerer(const Kernel& k, const LowerOptions& options) : k_(k) {
     program_.global_size = {(n_global + wg - 1) / wg, 1, 1};
     if (bound) program_.groups_needed = simplify((bound + int_const(wg - 1)) / int_const(wg));
   } else {
-    unflatten(special("gidx0", n_global), global);
+    const UOpPtr gidx = special("gidx0", n_global);
+    unflatten(gidx, global);
     lane_ = special("lidx0", n_local);
     unflatten(lane_, local);
     if (!group.empty()) group_lane_ = simplify(lane_ % group_size_);
     program_.local_size = {n_local, 1, 1};
     program_.global_size = {n_global, 1, 1};
+    if (k.symbolic()) {
+      // Workgroups past the bound sizes' (the grid is for the maxima) and, within a LOCAL split
+      // of a symbolic axis, the invocations past its size do nothing.
+      std::vector<UOpPtr> conds = k.sym_guards(axis_idx_);
+      UOpPtr groups = int_const(1);
+      for (size_t i : global) groups = simplify(groups * axis_size(i));
+      if (groups->vmin() < n_global) {
+        conds.push_back(gidx->lt(groups));
+        program_.groups_needed = groups;
+      }
+      for (const UOpPtr& c : conds) guard_ = guard_ ? simplify(guard_->alu(Ops::AND, {c})) : c;
+    }
   }
 }
 

@@ -283,7 +283,8 @@ class VkDevice final : public Device {
             "they can be stored, uploaded and read back): create them on the CPU device "
             "(DEVICE=CPU, or device \"CPU\") or use float32 or float16");
     CompiledKernel k;
-    if (options.beam > 0 && !options.noopt) {
+    // BEAM times candidates without values for variables: symbolic kernels take the heuristics.
+    if (options.beam > 0 && !options.noopt && item.var_vals.empty()) {
       const std::vector<Opt> opts = beam_opts(item, traits_, options, device_key_, [&] {
         std::vector<uint64_t> bytes;
         for (const auto& b : item.buffers) bytes.push_back(b->nbytes());

@@ -219,6 +219,20 @@ TEST_P(SymbolicJit, GridsFollowTheBindingAcrossWorkgroups) {
   }
 }
 
+// Shapes big enough for the heuristics' opts on symbolic kernels (codegen/heuristics.hpp): the
+// elementwise kernel upcasts its plain axis by 4, the reduce unrolls it by 4.
+TEST_P(SymbolicJit, KernelsWithOptsOnTheirPlainAxes) {
+  const Variable rows("rows", 1, 100);
+  auto symbolic = [&](int64_t i) {
+    return std::vector<Tensor>{input({i, 64}, 0).reshape({rows.bind(i), 64})};
+  };
+  auto plain = [&](int64_t i) { return std::vector<Tensor>{input({i, 64}, 0)}; };
+  const std::vector<int64_t> order{3, 50, 100, 7, 1};
+  check([](const std::vector<Tensor>& in) { return in[0] * 2 + 1; }, symbolic, plain, order);
+  check([](const std::vector<Tensor>& in) { return (in[0] * 2 + 1).sum(1); }, symbolic, plain,
+        order);
+}
+
 // The output of a replay is shaped by its binding: its symbolic size is still the variable, and
 // graphs built on it use the replay's values.
 TEST_P(SymbolicJit, OutputsCarryTheReplaysBinding) {
