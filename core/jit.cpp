@@ -236,7 +236,10 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   plan->vars = input_bindings(inputs);
   for (const ScheduleItem& item : items)
     plan->vars.insert(item.var_vals.begin(), item.var_vals.end());
-  plan->fixed_binding = why_not_rebindable(items);
+  plan->fixed_binding = captured.skipped_symbolic
+                            ? "a kernel had no elements under the captured binding (a size of 0), "
+                              "so the capture holds nothing that computes it"
+                            : why_not_rebindable(items);
   std::unordered_set<int64_t> seen;
   for (const auto& b : captured.regenerated)
     if (seen.insert(b->id()).second) plan->regenerated.push_back(b);

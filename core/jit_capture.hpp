@@ -17,6 +17,9 @@ struct Capture {
   std::vector<ScheduleItem> items;  // every kernel run, in order (empty ones left out)
   std::vector<std::shared_ptr<const Buffer>> regenerated;  // host data renewed per run
   std::vector<std::weak_ptr<TensorState>> realized;        // tensors realize pointed at buffers
+  // A kernel was left out for having no elements under this binding, though it has some under
+  // others: the capture cannot replay another binding.
+  bool skipped_symbolic = false;
 };
 
 // The capture this thread records into, or nullptr.

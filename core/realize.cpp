@@ -264,8 +264,12 @@ void realize(std::span<Tensor* const> tensors) {
   for (Device* dev : used) print_stats(dev->name(), dev->synchronize(), options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
-    for (const ScheduleItem& item : sched.items)
-      if (item.buffers[0]->count() > 0) capture->items.push_back(item);
+    for (const ScheduleItem& item : sched.items) {
+      if (item.buffers[0]->count() > 0)
+        capture->items.push_back(item);
+      else if (item.buffers[0]->max_count() > 0)
+        capture->skipped_symbolic = true;
+    }
     for (const auto& b : sched.uploads)
       if (b->regenerate) capture->regenerated.push_back(b);
     for (Tensor* t : tensors) capture->realized.push_back(t->state_);

@@ -42,6 +42,7 @@ class SymbolicJit : public testing::TestWithParam<std::string> {
     return Tensor(values(prod(shape), seed), shape, dev());
   }
   int64_t compiled() const { return device(dev()).compile_counts().compiled; }
+  Tensor input_of(int64_t n) const { return input({3, n}, 0); }
 
   // Calls a Jit of `body` with symbolic(i) for each i of `order` (the first call runs the body,
   // the second captures it, the rest replay with new bindings). Each result has plain(i)'s shape
@@ -273,6 +274,19 @@ TEST_P(SymbolicJit, PlainSizesFromASymbolicOneFixTheBinding) {
   const std::string e = error_of([&] { f({input({3, 4}, 0).reshape({3, vi.bind(4)})}); });
   EXPECT_NE(e.find("replays only its own binding"), std::string::npos) << e;
   EXPECT_NE(e.find("i = 4"), std::string::npos) << e;
+}
+
+// A size bound to 0 at the capture leaves its kernel out (it has nothing to compute): that
+// capture replays its own binding only.
+TEST_P(SymbolicJit, ACaptureAtSizeZeroKeepsItsBinding) {
+  const Variable k("k", 0, 10);
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });
+  auto input = [&](int64_t n) { return input_of(n).reshape({3, k.bind(n)}); };
+  EXPECT_EQ(f({input(2)})[0].shape(), (Shape{3, 2}));
+  EXPECT_EQ(f({input(0)})[0].shape(), (Shape{3, 0}));  // captured
+  EXPECT_EQ(f({input(0)})[0].shape(), (Shape{3, 0}));
+  const std::string e = error_of([&] { f({input(4)}); });
+  EXPECT_NE(e.find("no elements under the captured binding"), std::string::npos) << e;
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, SymbolicJit, testing::Values("CPU", "VK"));
