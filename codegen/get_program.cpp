@@ -41,8 +41,11 @@ Program lower_kernel(const Kernel& k, const std::vector<int64_t>& counts,
 }
 
 std::vector<int64_t> buffer_counts(const ScheduleItem& item) {
+  // A symbolic kernel's buffers by the memory they have (room for every binding, under a Jit's
+  // capture): what decides whether they can be bound by descriptor.
   std::vector<int64_t> counts;
-  for (const auto& b : item.buffers) counts.push_back(b->count());
+  for (const auto& b : item.buffers)
+    counts.push_back(item.var_vals.empty() ? b->count() : b->capacity());
   return counts;
 }
 
