@@ -68,11 +68,11 @@ bool folds_grid(const Program& program, const GlslTarget& target);
 // Throws vkg::Error when even that does not fit.
 std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& target);
 
-// Whether the grid of a launch depends on the values of the variables: the program has
-// Program::groups_needed and its grid is not folded (a folded one keeps the maximum's grid).
-bool grid_follows_vars(const Program& program, const GlslTarget& target);
-// The workgroup counts of a launch with these values of Program::vars: launch_dims(), with axis
-// 0 cut to Program::groups_needed (at least 1) where grid_follows_vars. A kernel over a
+// Whether the grid of a launch depends on the values of the variables (Program::groups_needed).
+bool grid_follows_vars(const Program& program);
+// The workgroup counts of a launch with these values of Program::vars: launch_dims() with axis
+// 0 cut to Program::groups_needed (at least 1) where grid_follows_vars (a folded grid covers
+// that many). A kernel over a
 // symbolic size bound far below its maximum so launches only the workgroups with work: each
 // guarded invocation past the bound size still costs its launch (on Lavapipe, 60x the time of
 // a softmax attention at 16 of 512 tokens; bench_nn BM_SymbolicAttention_*).

@@ -178,8 +178,8 @@ class VkDevice final : public Device {
       for (size_t i = 0; i < values.size(); ++i)
         if (auto it = var_vals.find(g.program->vars[i].name); it != var_vals.end())
           values[i] = it->second;
-      const uint32_t x = launch_dims(*g.program, target_, values)[0];
-      std::memcpy(g.host, &x, sizeof x);
+      const std::array<uint32_t, 3> dims = launch_dims(*g.program, target_, values);
+      std::memcpy(g.host, dims.data(), sizeof dims);
     }
     queue_.wait(queue_.replay(*r.commands));
     std::vector<RunStat> out = r.stats;
@@ -214,8 +214,8 @@ class VkDevice final : public Device {
     int64_t recorded = 0, min = 0, max = 0;
     std::byte* host = nullptr;
   };
-  // A recorded dispatch whose grid follows the variables (grid_follows_vars): where its
-  // workgroup count on axis 0 lies, rewritten by a replay with other values.
+  // A recorded dispatch whose grid follows the variables (grid_follows_vars): where its three
+  // workgroup counts lie, rewritten by a replay with other values.
   struct GridSlot {
     const Program* program;         // of a kernel the recording keeps
     std::vector<int64_t> recorded;  // Program::vars' values at the recording
@@ -266,7 +266,7 @@ class VkDevice final : public Device {
     const std::array<uint32_t, 3> dims =
         vars.empty() ? k.dims : launch_dims(k.program, target_, vars);
     const vk::Groups groups{dims[0], dims[1], dims[2]};
-    if (recording && grid_follows_vars(k.program, target_))
+    if (recording && grid_follows_vars(k.program))
       recording->grids.push_back(
           {&k.program, vars,
            queue_.dispatch_indirect(*k.pipeline, groups, args, uses, k.program.name)});
