@@ -234,6 +234,22 @@ TEST_P(SymbolicJit, KernelsWithOptsOnTheirPlainAxes) {
         order);
 }
 
+// A cat along a plain axis pads each part's view along it: the heuristics' upcast of that axis
+// does not split a padded symbolic view, and is left out rather than failing the kernel.
+TEST_P(SymbolicJit, OptsThatDoNotApplyAreLeftOut) {
+  const Variable rows("rows", 1, 1000);
+  check([](const std::vector<Tensor>& in) { return Tensor::cat(in, 1) + 1; },
+        [&](int64_t i) {
+          const SymInt n = rows.bind(i);
+          return std::vector<Tensor>{input({i, 2}, 0).reshape({n, 2}),
+                                     input({i, 2}, 1).reshape({n, 2})};
+        },
+        [&](int64_t i) {
+          return std::vector<Tensor>{input({i, 2}, 0), input({i, 2}, 1)};
+        },
+        {3, 700, 1000, 5});
+}
+
 // The output of a replay is shaped by its binding: its symbolic size is still the variable, and
 // graphs built on it use the replay's values.
 TEST_P(SymbolicJit, OutputsCarryTheReplaysBinding) {
