@@ -4,9 +4,10 @@
 //  - Replay vs BareSubmit: the host cost of a replay that rebinds the variable (new inputs
 //    uploaded into the captured buffers, the variable's int32s rewritten in the recorded kernels'
 //    argument buffers) against submitting the same command buffer and waiting for it.
-//  - Replay vs Plain: the cost of the grid being sized for len = 512, its invocations past the
-//    bound size masked off, against a Jit captured for plain sizes of the same len (both NOOPT,
-//    so that the kernels differ only in that: symbolic kernels get no opts yet).
+//  - Replay vs Plain: what compiling once for every len costs against a Jit captured for plain
+//    sizes of the same len: index math over variables and a guarded last workgroup (a launch
+//    covers only the binding's workgroups). Both NOOPT, so that the kernels differ only in that
+//    (symbolic kernels take fewer opts than plain ones).
 #include <benchmark/benchmark.h>
 
 #include <vkgrad/core/context.hpp>
