@@ -23,10 +23,13 @@ Program get_program(const ScheduleItem& item, const DeviceTraits& traits, const 
 
 std::vector<Opt> default_opts(const Kernel& kernel, const DeviceTraits& traits,
                               const RunOptions& options) {
-  // Symbolic kernels run without opts: a split by a number would need the sizes it divides.
-  if (options.noopt || kernel.symbolic()) return {};
+  if (options.noopt) return {};
   Kernel k = kernel;
-  apply_heuristics(k, traits);
+  // Symbolic kernels get registers on their plain axes only (their own heuristics).
+  if (kernel.symbolic())
+    apply_symbolic_heuristics(k, traits);
+  else
+    apply_heuristics(k, traits);
   return std::vector<Opt>(k.applied().begin() + std::ptrdiff_t(kernel.applied().size()),
                           k.applied().end());
 }
@@ -38,8 +41,11 @@ Program lower_kernel(const Kernel& k, const std::vector<int64_t>& counts,
 }
 
 std::vector<int64_t> buffer_counts(const ScheduleItem& item) {
+  // A symbolic kernel's buffers by the memory they have (room for every binding, under a Jit's
+  // capture): what decides whether they can be bound by descriptor.
   std::vector<int64_t> counts;
-  for (const auto& b : item.buffers) counts.push_back(b->count());
+  for (const auto& b : item.buffers)
+    counts.push_back(item.var_vals.empty() ? b->count() : b->capacity());
   return counts;
 }
 

@@ -27,7 +27,8 @@ std::vector<Opt> default_opts(const Kernel& kernel, const DeviceTraits& traits,
 Program lower_kernel(const Kernel& kernel, const std::vector<int64_t>& buffer_counts,
                      const DeviceTraits& traits);
 
-// The element count of each buffer of the item, by slot.
+// The element count of each buffer of the item, by slot (what their memory holds, for a
+// kernel over symbolic sizes).
 std::vector<int64_t> buffer_counts(const ScheduleItem& item);
 
 // The values of the program's variables (Program::vars order) in this run of the item. Throws

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/symbolic.hpp>
 
 namespace vkg {
 
@@ -31,7 +34,11 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
               uint64_t(b.count) * uint64_t(b.dtype.itemsize()) <= target.max_storage_buffer_range;
   l.arg_bytes = (l.bound ? 0 : uint32_t(program.buffers.size()) * kAddressBytes) +
                 uint32_t(program.vars.size()) * kVarBytes;
-  l.spilled = l.arg_bytes > target.max_push_constants_size;
+  // A kernel with variables always reads its arguments from a buffer: push constants are
+  // written into the command buffer, so a vkg::Jit replay could not give the variables new
+  // values without recording again, while an argument buffer's host-visible bytes can be
+  // rewritten before each submission (arg_offset_of_var). The cost is one load per argument.
+  l.spilled = l.arg_bytes > target.max_push_constants_size || !program.vars.empty();
   l.push_constant_bytes = l.spilled ? kAddressBytes : l.arg_bytes;
   return l;
 }
@@ -64,6 +71,11 @@ std::vector<std::byte> pack_args(const Program& program, const ArgLayout& layout
   return out;
 }
 
+uint32_t arg_offset_of_var(const Program& program, const ArgLayout& layout, size_t k) {
+  return (layout.bound ? 0 : uint32_t(program.buffers.size()) * kAddressBytes) +
+         uint32_t(k) * kVarBytes;
+}
+
 std::vector<std::byte> pack_spill_address(uint64_t argument_buffer_address) {
   std::vector<std::byte> out;
   put(out, argument_buffer_address);
@@ -76,13 +88,10 @@ bool folds_grid(const Program& program, const GlslTarget& target) {
   return false;
 }
 
-std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& target) {
-  const auto& g = program.global_size;
-  for (int d = 0; d < 3; ++d)
-    if (g[d] < 1)
-      throw Error(fmt::format("kernel '{}': global size {} on axis {}", program.name, g[d], d));
-  if (!folds_grid(program, target)) return {uint32_t(g[0]), uint32_t(g[1]), uint32_t(g[2])};
-  const uint64_t total = uint64_t(g[0]) * uint64_t(g[1]) * uint64_t(g[2]);
+namespace {
+
+// A folded launch of `total` workgroups: x up to its limit, then rows in y, then planes in z.
+std::array<uint32_t, 3> cover(const Program& program, const GlslTarget& target, uint64_t total) {
   const uint64_t mx = target.max_workgroup_count[0], my = target.max_workgroup_count[1],
                  mz = target.max_workgroup_count[2];
   const uint64_t x = std::min(total, mx), rows = (total + x - 1) / x;
@@ -92,6 +101,38 @@ std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& ta
     throw Error(fmt::format("kernel '{}': {} workgroups do not fit the device's {} x {} x {} grid",
                             program.name, total, mx, my, mz));
   return {uint32_t(x), uint32_t(y), uint32_t(planes)};
+}
+
+}  // namespace
+
+std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& target) {
+  const auto& g = program.global_size;
+  for (int d = 0; d < 3; ++d)
+    if (g[d] < 1)
+      throw Error(fmt::format("kernel '{}': global size {} on axis {}", program.name, g[d], d));
+  if (!folds_grid(program, target)) return {uint32_t(g[0]), uint32_t(g[1]), uint32_t(g[2])};
+  return cover(program, target, uint64_t(g[0]) * uint64_t(g[1]) * uint64_t(g[2]));
+}
+
+bool grid_follows_vars(const Program& program) { return program.groups_needed != nullptr; }
+
+std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& target,
+                                    std::span<const int64_t> var_values) {
+  std::array<uint32_t, 3> dims = launch_dims(program, target);
+  if (!grid_follows_vars(program)) return dims;
+  if (var_values.size() != program.vars.size())
+    throw Error(fmt::format("kernel '{}' takes {} variables, got {}", program.name,
+                            program.vars.size(), var_values.size()));
+  std::map<std::string, int64_t> vars;
+  for (size_t i = 0; i < var_values.size(); ++i) vars[program.vars[i].name] = var_values[i];
+  const auto& g = program.global_size;
+  const int64_t needed = std::clamp<int64_t>(eval_int(program.groups_needed, vars), 1, g[0]);
+  if (!folds_grid(program, target)) {
+    dims[0] = uint32_t(needed);
+    return dims;
+  }
+  // A folded kernel reads its linear id from the dispatch's own counts (gl_NumWorkGroups).
+  return cover(program, target, uint64_t(needed) * uint64_t(g[1]) * uint64_t(g[2]));
 }
 
 }  // namespace vkg

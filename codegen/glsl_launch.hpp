@@ -26,10 +26,12 @@ namespace vkg {
 // storage buffers at set 0, binding = slot) when the target can bind them all (count and
 // maxStorageBufferRange, see vk/queue.hpp for why both paths exist), else by device address.
 // The arguments of a kernel, in std430 layout: unless bound, the 64-bit device address of each
-// buffer in slot order; then each DEFINE_VAR as an int32 in Program::vars order (every offset is aligned to its
-// size, as vk::ArgPack packs). They are the push constants when they fit maxPushConstantsSize;
-// otherwise they are "spilled": the caller copies them to an argument buffer (vk::Queue::spill)
-// and the only push constant is that buffer's 64-bit address.
+// buffer in slot order; then each DEFINE_VAR as an int32 in Program::vars order (every offset is
+// aligned to its size, as vk::ArgPack packs). They are the push constants when they fit
+// maxPushConstantsSize and the kernel has no variables; otherwise they are "spilled": the caller
+// copies them to an argument buffer (vk::Queue::spill) and the only push constant is that buffer's
+// 64-bit address. Variables always go there, so that a replay can rewrite their values (see
+// arg_layout).
 struct ArgLayout {
   bool bound = false;                // buffers by push descriptor; no addresses in the block
   bool spilled = false;
@@ -50,6 +52,9 @@ std::vector<std::byte> pack_args(const Program& program, const ArgLayout& layout
                                  std::span<const uint64_t> addresses,
                                  std::span<const int64_t> var_values = {});
 
+// The byte offset of Program::vars[k]'s int32 in the argument block of this layout.
+uint32_t arg_offset_of_var(const Program& program, const ArgLayout& layout, size_t k);
+
 // The push constants of a spilled launch: the argument buffer's address.
 std::vector<std::byte> pack_spill_address(uint64_t argument_buffer_address);
 
@@ -62,5 +67,16 @@ bool folds_grid(const Program& program, const GlslTarget& target);
 // covered as vk::Groups::cover does (x up to its limit, then rows in y, then planes in z).
 // Throws vkg::Error when even that does not fit.
 std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& target);
+
+// Whether the grid of a launch depends on the values of the variables (Program::groups_needed).
+bool grid_follows_vars(const Program& program);
+// The workgroup counts of a launch with these values of Program::vars: launch_dims() with axis
+// 0 cut to Program::groups_needed (at least 1) where grid_follows_vars (a folded grid covers
+// that many). A kernel over a
+// symbolic size bound far below its maximum so launches only the workgroups with work: each
+// guarded invocation past the bound size still costs its launch (on Lavapipe, 60x the time of
+// a softmax attention at 16 of 512 tokens; bench_nn BM_SymbolicAttention_*).
+std::array<uint32_t, 3> launch_dims(const Program& program, const GlslTarget& target,
+                                    std::span<const int64_t> var_values);
 
 }  // namespace vkg

@@ -464,10 +464,11 @@ class Renderer {
   std::string prologue() {
     std::string out;
     auto add = [&](const std::string& s) { out += "  " + s + "\n"; };
-    if (layout_.spilled && !layout_.bound) {
-      for (const BufferParam& b : p_.buffers)
-        add(fmt::format("{0} data{1} = args.data{1};", glsl::pointer_type_name(b.dtype.base()),
-                        b.slot));
+    if (layout_.spilled) {
+      if (!layout_.bound)
+        for (const BufferParam& b : p_.buffers)
+          add(fmt::format("{0} data{1} = args.data{1};", glsl::pointer_type_name(b.dtype.base()),
+                          b.slot));
       for (const UOp* u : ops_)
         if (u->op == Ops::DEFINE_VAR) add(fmt::format("int {0} = args.{0};", name_of(u)));
     }

@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include <vkgrad/core/error.hpp>
+
 namespace vkg {
 
 namespace {
@@ -253,6 +255,31 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
       k.apply({OptOp::UNROLL, r, 4});
       break;
     }
+}
+
+void apply_symbolic_heuristics(Kernel& k, const DeviceTraits& traits) {
+  auto plain = [&](int axis) { return axis >= 0 && k.sym_full_shape()[size_t(axis)]->is_const(); };
+  // A symbolic view padded along the axis (a cat) does not split: that opt is left out (the
+  // kernel is unchanged when apply throws).
+  auto try_apply = [&](const Opt& o) {
+    try {
+      k.apply(o);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  if (!k.has_reduce()) {
+    // As apply_heuristics: 4 elements per invocation, where the last axis is a plain size.
+    const int axis = last_axis_of(k, AxisKind::Global);
+    if (plain(axis) && divides(k, axis, 4) && output_count(k) >= 4 * traits.elementwise_workgroup)
+      try_apply({OptOp::UPCAST, axis, 4});
+    return;
+  }
+  for (int r = int(k.kinds().size()) - 1; r >= 0; --r)
+    if (k.kinds()[size_t(r)] == AxisKind::Reduce && plain(r) && divides(k, r, 4) &&
+        k.full_shape()[size_t(r)] >= 8 && try_apply({OptOp::UNROLL, r, 4}))
+      break;
 }
 
 }  // namespace vkg

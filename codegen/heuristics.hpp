@@ -45,4 +45,10 @@ struct DeviceTraits {
 
 void apply_heuristics(Kernel& kernel, const DeviceTraits& traits);
 
+// The same for a kernel over symbolic sizes, compiled once for every binding: the choices are
+// made on its plain axes and the sizes' maxima. Elementwise kernels upcast a plain last axis by
+// 4, reduces unroll a plain reduce axis by 4. No LOCAL: without GROUP or STAGE (not on symbolic
+// kernels) a local axis only reorders the invocations, which the flat launch already groups.
+void apply_symbolic_heuristics(Kernel& kernel, const DeviceTraits& traits);
+
 }  // namespace vkg

@@ -69,6 +69,7 @@ Kernel::Kernel(UOpPtr ast) : ast_(std::move(ast)) {
     }
   }
   kinds_.assign(ndim, AxisKind::Global);
+  split_part_.assign(ndim, {-1, false});
   for (int64_t ax : reduce_axes) kinds_[size_t(ax)] = AxisKind::Reduce;
   // Reduce axes go last: a loop nest inside the per-invocation work.
   std::vector<int64_t> order(ndim);
@@ -127,6 +128,9 @@ void Kernel::permute_axes(const std::vector<int64_t>& order) {
     for (size_t i = 0; i < order.size(); ++i) sym[i] = sym_full_shape_[size_t(order[i])];
     sym_full_shape_ = std::move(sym);
   }
+  std::vector<std::pair<int, bool>> parts(order.size());
+  for (size_t i = 0; i < order.size(); ++i) parts[i] = split_part_[size_t(order[i])];
+  split_part_ = std::move(parts);
   full_shape_ = std::move(shape);
   kinds_ = std::move(kinds);
 }
@@ -170,6 +174,11 @@ void Kernel::split(int axis, int64_t amount, AxisKind kind) {
   full_shape_[size_t(axis)] /= amount;
   full_shape_.insert(full_shape_.begin() + axis + 1, amount);
   kinds_.insert(kinds_.begin() + axis + 1, kind);
+  split_part_.insert(split_part_.begin() + axis + 1, {-1, false});
+  sort_axes();
+}
+
+void Kernel::sort_axes() {
   // Axes stay in canonical order (global, local, reduce, group, unroll, upcast), so an opt's
   // axis number names the same axis before and after opts of other kinds.
   std::vector<int64_t> order(kinds_.size());
@@ -180,13 +189,98 @@ void Kernel::split(int axis, int64_t amount, AxisKind kind) {
   permute_axes(order);
 }
 
+void Kernel::split_sym(int axis, int64_t amount, AxisKind kind) {
+  const size_t a = size_t(axis);
+  const UOpPtr size = sym_full_shape_[a];
+  const bool plain = size->is_const();
+  // ceil(size / amount) workgroups; a plain size is divided exactly (apply checked).
+  const UOpPtr outer = simplify((size + int64_t(amount - 1)) / int64_t(amount));
+  std::vector<std::pair<const UOp*, ShapeTracker>> views = views_;
+  for (auto& [node, st] : views) {
+    const SymbolicView v = st.views().back().symbolic();
+    std::vector<UOpPtr> shape = v.shape, strides = v.strides;
+    std::vector<SymRange> mask = v.mask;
+    const bool one = v.shape[a]->is_const() && v.shape[a]->const_int() == 1;
+    if (!mask.empty() && !one &&
+        !(mask[a].first->is_const() && mask[a].first->const_int() == 0 &&
+          simplify(mask[a].second) == simplify(v.shape[a])))
+      throw Error("a view masks the axis (padding): its elements do not split");
+    const UOpPtr one_c = UOp::const_(dtypes::int32, 1);
+    // A view that is 1 along the axis (broadcast, or a reduce's output) stays 1 in both halves.
+    shape[a] = one ? one_c : outer;
+    shape.insert(shape.begin() + axis + 1, one ? one_c : UOp::const_(dtypes::int32, amount));
+    strides.insert(strides.begin() + axis + 1, strides[a]);
+    strides[a] = simplify(strides[a] * amount);
+    if (!mask.empty()) {
+      mask[a] = {UOp::const_(dtypes::int32, 0), shape[a]};
+      mask.insert(mask.begin() + axis + 1, {UOp::const_(dtypes::int32, 0), shape[a + 1]});
+    }
+    std::vector<View> stack = st.views();
+    stack.back() =
+        View::create_symbolic(std::move(shape), std::move(strides), v.offset, std::move(mask));
+    st = ShapeTracker(std::move(stack));
+  }
+  views_ = std::move(views);
+  int id = -1;
+  if (!plain) {
+    id = int(sym_splits_.size());
+    sym_splits_.push_back({size, amount});
+  }
+  full_shape_[a] = plain ? full_shape_[a] / amount : (full_shape_[a] + amount - 1) / amount;
+  full_shape_.insert(full_shape_.begin() + axis + 1, amount);
+  sym_full_shape_[a] = outer;
+  sym_full_shape_.insert(sym_full_shape_.begin() + axis + 1, UOp::const_(dtypes::int32, amount));
+  kinds_.insert(kinds_.begin() + axis + 1, kind);
+  split_part_[a] = {id, false};
+  split_part_.insert(split_part_.begin() + axis + 1, {id, true});
+  sort_axes();
+}
+
+std::vector<UOpPtr> Kernel::sym_guards(const std::vector<UOpPtr>& axis_idx) const {
+  std::vector<UOpPtr> outer(sym_splits_.size()), inner(sym_splits_.size());
+  for (size_t i = 0; i < split_part_.size() && i < axis_idx.size(); ++i) {
+    const auto [id, is_inner] = split_part_[i];
+    if (id >= 0) (is_inner ? inner : outer)[size_t(id)] = axis_idx[i];
+  }
+  std::vector<UOpPtr> out;
+  for (size_t s = 0; s < sym_splits_.size(); ++s) {
+    if (!outer[s] || !inner[s])
+      throw Error("Kernel: a LOCAL split of a symbolic axis without both indexes");
+    out.push_back(simplify((outer[s] * sym_splits_[s].amount + inner[s])->lt(sym_splits_[s].size)));
+  }
+  return out;
+}
+
 void Kernel::apply(const Opt& opt) {
   auto fail = [&](const std::string& why) {
     throw Error("opt " + opt.str() + " does not apply to kernel " + describe() + ": " + why);
   };
-  if (symbolic()) fail("the kernel has symbolic sizes");
   if (opt.axis < 0 || size_t(opt.axis) >= full_shape_.size()) fail("no such axis");
   const AxisKind kind = kinds_[size_t(opt.axis)];
+  if (symbolic()) {
+    // Only LOCAL divides a symbolic size (by a guard); register axes need a plain one.
+    const bool plain = sym_full_shape_[size_t(opt.axis)]->is_const();
+    if (opt.op != OptOp::LOCAL && opt.op != OptOp::UPCAST && opt.op != OptOp::UNROLL)
+      fail("the kernel has symbolic sizes (it takes LOCAL, UPCAST and UNROLL only)");
+    if (!plain && opt.op != OptOp::LOCAL)
+      fail("the axis has a symbolic size (registers need a plain one; LOCAL splits it)");
+    if (opt.amount <= 0 || (plain && full_shape_[size_t(opt.axis)] % opt.amount != 0))
+      fail("the amount does not divide the axis");
+    if (opt.op == OptOp::LOCAL && kind != AxisKind::Global) fail("LOCAL splits a global axis");
+    if (opt.op == OptOp::UPCAST && kind != AxisKind::Global && kind != AxisKind::Local)
+      fail("UPCAST splits a global or local axis");
+    if (opt.op == OptOp::UNROLL && kind != AxisKind::Reduce) fail("UNROLL splits a reduce axis");
+    try {
+      split_sym(opt.axis, opt.amount,
+                opt.op == OptOp::LOCAL    ? AxisKind::Local
+                : opt.op == OptOp::UPCAST ? AxisKind::Upcast
+                                          : AxisKind::Unroll);
+    } catch (const Error& e) {
+      fail(e.what());
+    }
+    applied_.push_back(opt);
+    return;
+  }
   if (opt.amount <= 0 || full_shape_[size_t(opt.axis)] % opt.amount != 0) fail("the amount does not divide the axis");
   switch (opt.op) {
     case OptOp::LOCAL:

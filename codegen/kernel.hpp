@@ -77,9 +77,21 @@ class Kernel {
   std::vector<const UOp*> loads() const;
 
   // Applies one opt. Throws vkg::Error naming the opt and the kernel's shape when the axis has
-  // the wrong kind or the amount does not divide it, or the kernel is symbolic (its sizes are
-  // not known when it is compiled); the kernel is unchanged then.
+  // the wrong kind or the amount does not divide it; the kernel is unchanged then. A symbolic
+  // kernel takes UPCAST and UNROLL on axes of plain size, and LOCAL on any global axis: one of
+  // symbolic size n splits into ceil(n / amount) workgroups of `amount`, and the invocations
+  // past n are guarded off (sym_guards). GROUP, SHUFFLE and STAGE stay off there.
   void apply(const Opt& opt);
+
+  // A symbolic axis split by LOCAL: its size before the split and the amount.
+  struct SymSplit {
+    UOpPtr size;
+    int64_t amount;
+  };
+  // What the invocations of a symbolic kernel must satisfy to compute an element, given each
+  // axis's index (nullptr where an axis has none): outer * amount + inner < size for every
+  // LOCAL split of a symbolic axis. Empty when nothing needs guarding.
+  std::vector<UOpPtr> sym_guards(const std::vector<UOpPtr>& axis_idx) const;
 
   // tinygrad's kernel names: E_ for elementwise kernels, r_ for reductions, then the axis sizes
   // (E_4_4, r_2, r_16_4_64).
@@ -89,7 +101,11 @@ class Kernel {
 
  private:
   void split(int axis, int64_t amount, AxisKind kind);
+  // split() for a symbolic kernel: each view's last View splits the axis into (outer, amount)
+  // by expressions. Throws vkg::Error (leaving the kernel as it was) where a view masks the axis.
+  void split_sym(int axis, int64_t amount, AxisKind kind);
   void permute_axes(const std::vector<int64_t>& order);
+  void sort_axes();  // into the canonical order of kinds (kind_rank), stably
   void merge_adjacent();
 
   UOpPtr ast_;
@@ -99,6 +115,9 @@ class Kernel {
   std::vector<std::pair<const UOp*, ShapeTracker>> views_;
   std::unordered_map<const UOp*, size_t> view_index_;
   std::vector<Opt> applied_;
+  std::vector<SymSplit> sym_splits_;
+  // Per axis: which of sym_splits_ it is part of (-1: none), and whether as the inner part.
+  std::vector<std::pair<int, bool>> split_part_;
 };
 
 char axis_kind_letter(AxisKind k);  // G L R P U N S (P: grouP, S: Shuffle)

@@ -81,8 +81,9 @@ Lowerer::Lowerer(const Kernel& k, const LowerOptions& options) : k_(k) {
     // One invocation per output element, in workgroups of a fixed size.
     const UOpPtr idx0 = special("idx0", n_global);
     unflatten(idx0, global);
+    UOpPtr bound;
     if (k.symbolic()) {
-      UOpPtr bound = int_const(1);
+      bound = int_const(1);
       for (size_t i : global) bound = simplify(bound * axis_size(i));
       if (bound->vmax() >= n_global && bound->vmin() >= n_global)
         bound = nullptr;  // always all of them
@@ -91,13 +92,27 @@ Lowerer::Lowerer(const Kernel& k, const LowerOptions& options) : k_(k) {
     const int64_t wg = std::max<int64_t>(1, std::min(options.default_workgroup, n_global));
     program_.local_size = {wg, 1, 1};
     program_.global_size = {(n_global + wg - 1) / wg, 1, 1};
+    if (bound) program_.groups_needed = simplify((bound + int_const(wg - 1)) / int_const(wg));
   } else {
-    unflatten(special("gidx0", n_global), global);
+    const UOpPtr gidx = special("gidx0", n_global);
+    unflatten(gidx, global);
     lane_ = special("lidx0", n_local);
     unflatten(lane_, local);
     if (!group.empty()) group_lane_ = simplify(lane_ % group_size_);
     program_.local_size = {n_local, 1, 1};
     program_.global_size = {n_global, 1, 1};
+    if (k.symbolic()) {
+      // Workgroups past the bound sizes' (the grid is for the maxima) and, within a LOCAL split
+      // of a symbolic axis, the invocations past its size do nothing.
+      std::vector<UOpPtr> conds = k.sym_guards(axis_idx_);
+      UOpPtr groups = int_const(1);
+      for (size_t i : global) groups = simplify(groups * axis_size(i));
+      if (groups->vmin() < n_global) {
+        conds.push_back(gidx->lt(groups));
+        program_.groups_needed = groups;
+      }
+      for (const UOpPtr& c : conds) guard_ = guard_ ? simplify(guard_->alu(Ops::AND, {c})) : c;
+    }
   }
 }
 

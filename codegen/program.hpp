@@ -73,6 +73,11 @@ struct Program {
   std::vector<BufferParam> buffers;      // by slot, 0..n-1
   std::vector<VarArg> vars;              // DEFINE_VARs, in argument order
   std::array<int64_t, 3> global_size{1, 1, 1};  // workgroups per axis
+  // For a kernel over symbolic sizes, whose global_size is for the variables' maxima: the
+  // workgroups axis 0 needs under a binding, an int32 expression over its DEFINE_VARs (null
+  // when global_size[0] is always needed). Invocations past the bound size are guarded anyway;
+  // this only spares launching workgroups that would do nothing (see launch_dims).
+  UOpPtr groups_needed;
   std::array<int64_t, 3> local_size{1, 1, 1};   // invocations per workgroup per axis
   // Estimates for DEBUG=2 lines: arithmetic ops and bytes moved by one launch.
   int64_t flops = 0;

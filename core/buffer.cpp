@@ -1,5 +1,6 @@
 #include <vkgrad/core/buffer.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 
@@ -12,15 +13,46 @@ std::atomic<int64_t> next_buffer_id{1};
 }
 
 Buffer::Buffer(std::string device, DType dtype, int64_t count)
-    : id_(next_buffer_id++), device_(std::move(device)), dtype_(dtype), count_(count) {
+    : id_(next_buffer_id++),
+      device_(std::move(device)),
+      dtype_(dtype),
+      count_(count),
+      max_count_(count),
+      capacity_(count) {
   if (count < 0) throw Error("a buffer cannot hold " + std::to_string(count) + " elements");
 }
 
 std::shared_ptr<const Buffer> Buffer::next_version(const std::shared_ptr<const Buffer>& written) {
   auto next = std::make_shared<Buffer>(written->device_, written->dtype_, written->count_);
+  next->max_count_ = written->max_count_;
   next->storage_ = written->storage_ ? written->storage_ : written;
   next->allocation = written->storage().allocation;  // null until the storage is allocated
   return next;
+}
+
+std::shared_ptr<const Buffer> Buffer::next_version(const std::shared_ptr<const Buffer>& written,
+                                                   int64_t count) {
+  const Buffer& storage = written->storage();
+  if (count > storage.capacity())
+    throw Error("a version of " + storage.repr() + " cannot hold " + std::to_string(count) +
+                " elements: its memory holds " + std::to_string(storage.capacity()));
+  auto next = std::make_shared<Buffer>(written->device_, written->dtype_, count);
+  next->max_count_ = written->max_count_;
+  next->storage_ = written->storage_ ? written->storage_ : written;
+  next->allocation = storage.allocation;
+  return next;
+}
+
+void Buffer::set_max_count(int64_t max_count) {
+  if (max_count < count_)
+    throw Error("a buffer of " + std::to_string(count_) + " elements cannot have a maximum of " +
+                std::to_string(max_count));
+  max_count_ = max_count;
+}
+
+void Buffer::reserve_max() const {
+  const Buffer& s = storage();
+  if (!s.allocation) s.capacity_ = std::max(s.capacity_, max_count_);
 }
 
 size_t Buffer::hash() const { return std::hash<int64_t>{}(id_); }

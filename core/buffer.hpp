@@ -26,6 +26,10 @@ class Buffer final : public ArgPayload {
   // new nodes and never meet a result the realized-node cache computed from the old contents.
   // Both share one allocation (made once, for the first version).
   static std::shared_ptr<const Buffer> next_version(const std::shared_ptr<const Buffer>& written);
+  // The same for a buffer of symbolic size read under another binding: a version of `written`'s
+  // storage holding `count` elements (at most what the storage's memory holds).
+  static std::shared_ptr<const Buffer> next_version(const std::shared_ptr<const Buffer>& written,
+                                                    int64_t count);
 
   int64_t id() const { return id_; }
   // The first version of this buffer's storage (itself unless next_version made it); buffers
@@ -36,6 +40,17 @@ class Buffer final : public ArgPayload {
   DType dtype() const { return dtype_; }
   int64_t count() const { return count_; }
   size_t nbytes() const { return size_t(count_) * size_t(dtype_.itemsize()); }
+
+  // A buffer of symbolic size (a tensor shaped by bound variables) holds `count` elements for
+  // this binding and at most max_count() for any binding; a plain one has max_count() == count().
+  int64_t max_count() const { return max_count_; }
+  void set_max_count(int64_t max_count);  // before it is shared: the scheduler, on creation
+  // What its memory holds: count(), or max_count() once reserve_max() asked for room for every
+  // binding (vkg::Jit's capture, whose replays rebind the variables). By the storage.
+  int64_t capacity() const { return storage().capacity_; }
+  size_t capacity_bytes() const { return size_t(capacity()) * size_t(dtype_.itemsize()); }
+  // Before the storage is allocated: its memory will hold max_count() elements.
+  void reserve_max() const;
 
   // Bytes to copy in when the buffer is first allocated (a tensor made from C++ data); empty for
   // buffers whose contents a kernel produces, and dropped once uploaded (the device holds them).
@@ -58,6 +73,8 @@ class Buffer final : public ArgPayload {
   std::string device_;
   DType dtype_;
   int64_t count_;
+  int64_t max_count_;
+  mutable int64_t capacity_;
 };
 
 // The Buffer a BUFFER node carries.

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -72,8 +73,13 @@ class Device {
   virtual std::unique_ptr<Recording> record(std::span<const ScheduleItem> items,
                                             std::vector<std::vector<Allocation*>> memory,
                                             const RunOptions& options);
-  // Runs a recording once more and waits for it; returns what ran.
-  virtual std::vector<RunStat> replay(Recording& recording);
+  // Runs a recording once more and waits for it; returns what ran. `var_vals` gives variables
+  // (by name) other values than the recorded items had: the kernels read them at run time, so a
+  // recording over buffers with room for every binding (Buffer::reserve_max) serves them all.
+  // Variables not named keep their recorded values.
+  using VarVals = std::map<std::string, int64_t>;
+  virtual std::vector<RunStat> replay(Recording& recording, const VarVals& var_vals);
+  std::vector<RunStat> replay(Recording& recording) { return replay(recording, {}); }
   // Queues a copy of `bytes` bytes between two allocations of this device, done before the next
   // replay or kernel runs. The default goes through the host.
   virtual void copy(Allocation& src, Allocation& dst, size_t bytes);

@@ -10,6 +10,8 @@
 #include <type_traits>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/symbolic.hpp>
+#include <vkgrad/core/symbolic_shape.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -23,7 +25,16 @@ struct GradArgs {
   Tensor out() const { return Tensor(n.ptr()); }
   Tensor x(size_t i) const { return Tensor(n.src[i]); }
   const Shape& in_shape() const { return *n.src[0]->shape(); }
-  const std::vector<int64_t>& ints() const { return n.arg_as<std::vector<int64_t>>(); }
+  const std::vector<int64_t>& ints() const { return *movement_values(n); }
+  // A movement op with a symbolic argument (a shrink at a bound variable's offset) or a symbolic
+  // source: its gradient is shaped with the same variables, so it compiles once too.
+  bool symbolic() const { return symbolic_arg(n) || n.src[0]->sym_shape(); }
+  // Argument k as a size (its expression where the argument is symbolic).
+  SymInt arg(size_t k) const {
+    const SymbolicArg* sym = symbolic_arg(n);
+    if (!sym) return SymInt(ints()[k]);
+    return SymInt(sym->exprs[k], sym->values[k], sym->bindings);
+  }
 };
 
 // The gradient of each source, in order; none (or a shorter list) where no gradient flows.
@@ -43,9 +54,10 @@ Grads max_grad(const GradArgs& a) {
 // source's shape.
 Grads reduce_grad(const GradArgs& a) {
   const auto& r = a.n.arg_as<ReduceArg>();
-  const Shape& in = a.in_shape();
-  const Tensor g = a.g.expand(in);
   const Tensor x = a.x(0);
+  // Over symbolic sizes, expanded by their expressions: the backward compiles once too.
+  const SymShape in = x.sym_shape();
+  const Tensor g = a.g.expand(in);
   switch (r.op) {
     case Ops::ADD:
       return {g};
@@ -94,14 +106,29 @@ Grads permute_grad(const GradArgs& a) {
   return {a.g.permute(inverse)};
 }
 
+Grads reshape_grad(const GradArgs& a) {
+  if (a.n.src[0]->sym_shape()) return {a.g.reshape(a.x(0).sym_shape())};
+  return {a.g.reshape(a.in_shape())};
+}
+
 Grads expand_grad(const GradArgs& a) {
-  std::vector<int64_t> axes;  // the source has the result's rank (Tensor::expand reshapes first)
-  for (size_t i = 0; i < a.in_shape().size(); ++i)
-    if (a.in_shape()[i] != a.ints()[i]) axes.push_back(int64_t(i));
+  // The source has the result's rank (Tensor::expand reshapes first). Symbolic sizes compare by
+  // expression: a 1 expanded to n is summed back even where n is bound to 1.
+  const std::vector<UOpPtr> in = shape_exprs(*a.n.src[0]), out = shape_exprs(a.n);
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (a.in_shape()[i] != a.ints()[i] || simplify(in[i]) != simplify(out[i]))
+      axes.push_back(int64_t(i));
   return {axes.empty() ? a.g : a.g.sum(axes, true)};
 }
 
 Grads pad_grad(const GradArgs& a) {
+  if (a.symbolic()) {
+    const SymShape in = a.x(0).sym_shape();
+    std::vector<std::pair<SymInt, SymInt>> keep;
+    for (size_t i = 0; i < in.size(); ++i) keep.emplace_back(a.arg(2 * i), a.arg(2 * i) + in[i]);
+    return {a.g.shrink(keep)};
+  }
   std::vector<std::pair<int64_t, int64_t>> keep;
   for (size_t i = 0; i < a.in_shape().size(); ++i)
     keep.emplace_back(a.ints()[2 * i], a.ints()[2 * i] + a.in_shape()[i]);
@@ -109,6 +136,13 @@ Grads pad_grad(const GradArgs& a) {
 }
 
 Grads shrink_grad(const GradArgs& a) {
+  if (a.symbolic()) {
+    const SymShape in = a.x(0).sym_shape();
+    std::vector<std::pair<SymInt, SymInt>> pads;
+    for (size_t i = 0; i < in.size(); ++i)
+      pads.emplace_back(a.arg(2 * i), in[i] - a.arg(2 * i + 1));
+    return {a.g.pad(pads)};
+  }
   std::vector<std::pair<int64_t, int64_t>> pads;
   for (size_t i = 0; i < a.in_shape().size(); ++i)
     pads.emplace_back(a.ints()[2 * i], a.in_shape()[i] - a.ints()[2 * i + 1]);
@@ -190,7 +224,7 @@ const std::vector<GradRule>& gradient_rules() {
        }},
       {Ops::BITCAST, none},
       {Ops::REDUCE_AXIS, reduce_grad},
-      {Ops::RESHAPE, [](A a) -> Grads { return {a.g.reshape(a.in_shape())}; }},
+      {Ops::RESHAPE, reshape_grad},
       {Ops::PERMUTE, permute_grad},
       {Ops::EXPAND, expand_grad},
       {Ops::PAD, pad_grad},

@@ -10,6 +10,9 @@
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/jit_capture.hpp>
+#include <vkgrad/core/shape_tracker.hpp>
+#include <vkgrad/core/symbolic.hpp>
+#include <vkgrad/core/symbolic_shape.hpp>
 
 namespace vkg {
 
@@ -35,15 +38,56 @@ bool holds_whole_buffer(const UOp& n) {
 
 // `view` over the next version of its buffer: after a replay wrote the buffer, graphs built on
 // the tensor are new nodes, never ones the realized-node cache computed from the old contents.
-UOpPtr next_version_view(const UOp& view) {
+// A view of symbolic shape gets the shape its expressions have under `vars` (the replay's
+// binding), over a version of the buffer holding that many elements.
+UOpPtr next_version_view(const UOp& view, const Device::VarVals& vars) {
   const UOp& b = buffer_node(view);
-  UOpPtr next = UOp::make(Ops::BUFFER, b.dtype, b.src,
-                          std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b))));
-  return view.op == Ops::RESHAPE ? UOp::make(Ops::RESHAPE, view.dtype, {next}, view.arg) : next;
+  const SymbolicArg* sym = view.op == Ops::RESHAPE ? symbolic_arg(view) : nullptr;
+  if (!sym) {
+    UOpPtr next = UOp::make(Ops::BUFFER, b.dtype, b.src,
+                            std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b))));
+    return view.op == Ops::RESHAPE ? UOp::make(Ops::RESHAPE, view.dtype, {next}, view.arg) : next;
+  }
+  std::vector<int64_t> values;
+  for (const UOpPtr& e : sym->exprs) values.push_back(eval_int(e, vars));
+  std::vector<Binding> bindings = sym->bindings;
+  for (Binding& bound : bindings)
+    if (auto it = vars.find(bound.var->arg_as<VarArg>().name); it != vars.end())
+      bound.value = it->second;
+  UOpPtr next = UOp::make(
+      Ops::BUFFER, b.dtype, b.src,
+      std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b), prod(values))));
+  return UOp::make(Ops::RESHAPE, view.dtype, {next},
+                   make_symbolic_arg(std::move(values), sym->exprs, std::move(bindings)));
 }
 
+// A tensor's shape as a replay must match it: numbers, and the variables of symbolic sizes
+// (whose values a replay may change) rather than their values.
 std::string signature(const Tensor& t) {
-  return shape_str(t.shape()) + " " + t.dtype().name() + " on " + upper(t.device());
+  std::string shape = shape_str(t.shape());
+  if (t.has_symbolic_shape()) {
+    shape = "(";
+    for (const SymInt& d : t.sym_shape()) shape += (shape.size() > 1 ? ", " : "") + d.str();
+    shape += ")";
+  }
+  return shape + " " + t.dtype().name() + " on " + upper(t.device());
+}
+
+// The values the variables of the inputs' symbolic sizes have in this call.
+Device::VarVals input_bindings(const std::vector<Tensor>& inputs) {
+  std::vector<std::vector<Binding>> all;
+  for (const Tensor& t : inputs)
+    if (t.has_symbolic_shape()) all.push_back(collect_bindings(t.node().get()));
+  Device::VarVals out;
+  for (const Binding& b : merge_bindings(all, "Jit")) out[b.var->arg_as<VarArg>().name] = b.value;
+  return out;
+}
+
+std::string str(const Device::VarVals& vars) {
+  std::string out;
+  for (const auto& [name, value] : vars)
+    out += (out.empty() ? "" : ", ") + name + " = " + std::to_string(value);
+  return out;
 }
 
 void realize_each(std::vector<Tensor>& tensors) {
@@ -61,6 +105,47 @@ class CaptureScope {
   CaptureScope& operator=(const CaptureScope&) = delete;
 };
 
+// Gives the buffers of symbolic size this thread's realizes make room for every binding while
+// alive: what a capture and its inputs' copies are made in, so that replays may rebind.
+class ReserveMaxScope {
+ public:
+  ReserveMaxScope() { reserve_symbolic_max() = true; }
+  ~ReserveMaxScope() { reserve_symbolic_max() = false; }
+  ReserveMaxScope(const ReserveMaxScope&) = delete;
+  ReserveMaxScope& operator=(const ReserveMaxScope&) = delete;
+};
+
+// Whether the kernel loads or stores buffer `slot` through a view whose outermost sizes are
+// numbers: one compiled for the values of this run (a symbolic tensor reshaped to numbers).
+bool plain_view_of(const ScheduleItem& item, int64_t slot) {
+  for (const UOp* u : toposort(item.ast.get())) {
+    if ((u->op != Ops::LOAD && u->op != Ops::STORE) || u->src.size() < 2) continue;
+    const UOp& global = *u->src[0];
+    if (global.op != Ops::DEFINE_GLOBAL || global.arg_as<int64_t>() != slot) continue;
+    const ShapeTracker* st = ShapeTracker::from_arg(u->src[1]->arg);
+    if (st && !st->views().back().sym) return true;
+  }
+  return false;
+}
+
+// Why the captured kernels cannot run under another binding of their variables, or "" when they
+// can: every buffer of symbolic size they touch has room for every binding, and every kernel
+// reaches it through symbolic sizes (one compiled for the capture's sizes would not follow).
+std::string why_not_rebindable(const std::vector<ScheduleItem>& items) {
+  for (const ScheduleItem& item : items)
+    for (size_t slot = 0; slot < item.buffers.size(); ++slot) {
+      const auto& b = item.buffers[slot];
+      if (b->max_count() == b->count()) continue;
+      if (plain_view_of(item, int64_t(slot)))
+        return "a kernel of the function uses a tensor of symbolic size through plain sizes (a "
+               "reshape to numbers), which are frozen at the capture's values";
+      if (b->capacity() < b->max_count())
+        return "the function reads a tensor of symbolic size realized before the capture, whose "
+               "memory holds only the captured binding's elements";
+    }
+  return "";
+}
+
 }  // namespace
 
 struct Jit::Plan {
@@ -75,6 +160,10 @@ struct Jit::Plan {
   std::vector<UOpPtr> outputs;                        // buffer views
   std::unordered_set<int64_t> written;                // storages the kernels write
   std::vector<std::weak_ptr<TensorState>> rewritten;  // tensors holding one of them
+  // The variables' values at the capture (those of its kernels and its inputs' sizes), and why
+  // a replay may not change them ("" when it may).
+  Device::VarVals vars;
+  std::string fixed_binding;
 };
 
 Jit::Jit(Function function) : function_(std::move(function)) {
@@ -112,6 +201,7 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
   } else {
     // The capture reads copies of the inputs, in buffers of the Jit's own that replays fill:
     // the caller's tensors keep their values.
+    ReserveMaxScope reserve;
     for (Tensor& t : in) t = t.clone();
     realize_each(in);
     out = capture(std::move(in));
@@ -143,6 +233,13 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
     plan->inputs.push_back(buffer_ptr(buffer_node(*t.node())));
     plan->signatures.push_back(signature(t));
   }
+  plan->vars = input_bindings(inputs);
+  for (const ScheduleItem& item : items)
+    plan->vars.insert(item.var_vals.begin(), item.var_vals.end());
+  plan->fixed_binding = captured.skipped_symbolic
+                            ? "a kernel had no elements under the captured binding (a size of 0), "
+                              "so the capture holds nothing that computes it"
+                            : why_not_rebindable(items);
   std::unordered_set<int64_t> seen;
   for (const auto& b : captured.regenerated)
     if (seen.insert(b->id()).second) plan->regenerated.push_back(b);
@@ -182,16 +279,23 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
                 " inputs, the captured call had " + std::to_string(plan.inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i)
     if (signature(inputs[i]) != plan.signatures[i])
-      throw Error(
-          "Jit: input " + std::to_string(i) + " is " + signature(inputs[i]) +
-          ", the captured call's was " + plan.signatures[i] +
-          "; a replay needs the same shapes, dtypes and devices (use a Jit per shape, "
-          "or reset() to capture again" +
-          // The capture recorded its buffers' sizes and its variables' values.
-          (inputs[i].has_symbolic_shape()
-               ? std::string("; a replay cannot take new values of symbolic sizes yet, but a "
-                             "new capture reuses their compiled kernels)")
-               : std::string(")")));
+      throw Error("Jit: input " + std::to_string(i) + " is " + signature(inputs[i]) +
+                  ", the captured call's was " + plan.signatures[i] +
+                  "; a replay needs the same shapes (symbolic sizes may take other values), dtypes "
+                  "and devices (use a Jit per shape, or reset() to capture again)");
+  // New values of the inputs' variables: the kernels read them from their argument buffers
+  // and the buffers of symbolic size have room for every binding, so nothing is recorded again.
+  Device::VarVals vars = plan.vars;
+  bool rebound = false;
+  for (const auto& [name, value] : input_bindings(inputs)) {
+    auto [it, added] = vars.emplace(name, value);
+    rebound = rebound || added || it->second != value;
+    it->second = value;
+  }
+  if (rebound && !plan.fixed_binding.empty())
+    throw Error("Jit: called with " + str(input_bindings(inputs)) + ", the capture had " +
+                str(plan.vars) + ", and this capture replays only its own binding: " +
+                plan.fixed_binding + " (reset() captures again, compiling nothing new)");
   // Host data not yet on the device is uploaded straight into the captured input's buffer;
   // anything else is realized where it is and copied there on the device.
   std::vector<Tensor> in = inputs;
@@ -213,12 +317,12 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
       if (from_host[i])
         dev.copy_in(ensure_allocated(captured), *given.initial_data);
       else if (given.storage_id() != captured.storage_id())
-        dev.copy(ensure_allocated(given), ensure_allocated(captured), captured.nbytes());
+        dev.copy(ensure_allocated(given), ensure_allocated(captured), given.nbytes());
     }
     if (plan.device) {
       for (const auto& b : plan.regenerated)
         plan.device->copy_in(ensure_allocated(*b), b->regenerate());
-      report_replay(*plan.device, plan.device->replay(*plan.recording));
+      report_replay(*plan.device, plan.device->replay(*plan.recording, vars));
     }
   }
   for (const auto& weak : plan.rewritten) {
@@ -228,12 +332,13 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
       continue;  // gone, or pointed elsewhere since
     Tensor handle(s->node);
     handle.state_ = s;
-    handle.set_realized(next_version_view(*s->node));
+    handle.set_realized(next_version_view(*s->node, vars));
   }
   std::vector<Tensor> out;
   for (const UOpPtr& view : plan.outputs)
-    out.emplace_back(plan.written.count(buffer_of(buffer_node(*view)).storage_id())
-                         ? next_version_view(*view)
+    out.emplace_back(plan.written.count(buffer_of(buffer_node(*view)).storage_id()) ||
+                             (rebound && view->sym_shape())
+                         ? next_version_view(*view, vars)
                          : view);
   return out;
 }

@@ -19,9 +19,13 @@
 //    reads copies in buffers of the Jit's own, and a replay copies the new inputs into those (or
 //    uploads host data straight there), so assigning to an input inside the function does not
 //    reach the caller's tensor. A replay needs the captured call's shapes, dtypes and devices:
-//    another is a vkg::Error (use a Jit per shape, or reset()). That includes inputs with
-//    symbolic sizes (core/variable.hpp) bound to other values: a capture records its buffers'
-//    sizes and its variables' values; a new capture after reset() compiles nothing again.
+//    another is a vkg::Error (use a Jit per shape, or reset()). Symbolic sizes
+//    (core/variable.hpp) are the exception: an input shaped (3, n) may come with n bound to
+//    another value on each call. The capture gives buffers of symbolic size room for the
+//    variables' maxima; a replay writes the new values (and the workgroup counts they need)
+//    into the recorded kernels' argument buffers, and its outputs have the call's binding's
+//    shape. A capture whose kernels use a symbolic size as plain numbers (a reshape of it to
+//    numbers) replays its own binding only; another is a vkg::Error saying so.
 //  - Reading a value (item, to_vector, bytes) while the function is captured is a vkg::Error: a
 //    replay would not read it again. Return the tensor and read it after the call.
 //  - The outputs live in buffers that every replay writes again: a tensor one call returned holds

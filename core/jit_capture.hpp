@@ -17,10 +17,18 @@ struct Capture {
   std::vector<ScheduleItem> items;  // every kernel run, in order (empty ones left out)
   std::vector<std::shared_ptr<const Buffer>> regenerated;  // host data renewed per run
   std::vector<std::weak_ptr<TensorState>> realized;        // tensors realize pointed at buffers
+  // A kernel was left out for having no elements under this binding, though it has some under
+  // others: the capture cannot replay another binding.
+  bool skipped_symbolic = false;
 };
 
 // The capture this thread records into, or nullptr.
 Capture*& active_capture();
+
+// While true on a thread, the buffers of symbolic size its realizes make get memory for their
+// variables' maxima (Buffer::reserve_max), so that a replay may bind the variables to other
+// values: set by vkg::Jit while it copies its inputs and captures.
+bool& reserve_symbolic_max();
 
 // Serializes realizes and replays: allocation state lives in shared Buffers.
 std::mutex& engine_mutex();

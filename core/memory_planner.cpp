@@ -40,12 +40,12 @@ std::unordered_map<int64_t, std::shared_ptr<Allocation>> share_memory(
     if (candidates.count(id) && !held.count(id)) {
       auto& pool = free[b.device()];
       Block block;
-      if (auto fit = pool.lower_bound(b.nbytes()); fit != pool.end()) {
+      if (auto fit = pool.lower_bound(b.capacity_bytes()); fit != pool.end()) {
         block = std::move(fit->second);
         pool.erase(fit);
       } else {
         ensure_allocated(b);  // allocated (and counted in mem_used) as the block's first user
-        block = {b.allocation, b.nbytes(), b.device()};
+        block = {b.allocation, b.capacity_bytes(), b.device()};
       }
       out[id] = block.memory;
       held[id] = std::move(block);

@@ -119,7 +119,7 @@ Allocation& ensure_allocated(const Buffer& buffer, int debug) {
   if (!buffer.allocation) {
     Device& dev = device(buffer.device());
     buffer.allocation = dev.allocate(buffer);
-    buffer.allocation->counted_bytes_ = int64_t(buffer.nbytes());
+    buffer.allocation->counted_bytes_ = int64_t(buffer.capacity_bytes());
     counters.mem_used += buffer.allocation->counted_bytes_;
     if (buffer.initial_data) {
       dev.copy_in(*buffer.allocation, *buffer.initial_data);
@@ -159,9 +159,23 @@ std::unique_ptr<Recording> Device::record(std::span<const ScheduleItem> items,
   return r;
 }
 
-std::vector<RunStat> Device::replay(Recording& recording) {
+std::vector<RunStat> Device::replay(Recording& recording, const VarVals& var_vals) {
   auto& r = static_cast<ListedRecording&>(recording);
-  for (size_t i = 0; i < r.items.size(); ++i) run(r.items[i], r.memory[i], r.options);
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    const ScheduleItem& item = r.items[i];
+    bool rebound = false;
+    for (const auto& [name, value] : item.var_vals)
+      if (auto it = var_vals.find(name); it != var_vals.end() && it->second != value)
+        rebound = true;
+    if (!rebound) {
+      run(item, r.memory[i], r.options);
+      continue;
+    }
+    ScheduleItem with = item;
+    for (auto& [name, value] : with.var_vals)
+      if (auto it = var_vals.find(name); it != var_vals.end()) value = it->second;
+    run(with, r.memory[i], r.options);
+  }
   return synchronize();
 }
 
@@ -181,6 +195,11 @@ Capture*& active_capture() {
   return capture;
 }
 
+bool& reserve_symbolic_max() {
+  thread_local bool reserve = false;
+  return reserve;
+}
+
 std::mutex& engine_mutex() { return engine_mu; }
 
 void report_replay(const Device& device, std::vector<RunStat> stats) {
@@ -196,6 +215,9 @@ void realize(std::span<Tensor* const> tensors) {
   for (Tensor* t : tensors) nodes.push_back(t->node());
   const Schedule sched = create_schedule(nodes);
   if (!sched.items.empty()) ++counters.schedules;  // reading a realized tensor is not one
+  if (reserve_symbolic_max())  // before the planner, which fits buffers into blocks by capacity
+    for (const ScheduleItem& item : sched.items)
+      for (const auto& b : item.buffers) b->reserve_max();
   std::unordered_set<int64_t> lent;
   if (!setting("NO_MEMORY_PLANNER") && !sched.items.empty()) {
     // Non-leaf outputs that can carry a gradient keep their graph for a later backward
@@ -242,8 +264,12 @@ void realize(std::span<Tensor* const> tensors) {
   for (Device* dev : used) print_stats(dev->name(), dev->synchronize(), options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
-    for (const ScheduleItem& item : sched.items)
-      if (item.buffers[0]->count() > 0) capture->items.push_back(item);
+    for (const ScheduleItem& item : sched.items) {
+      if (item.buffers[0]->count() > 0)
+        capture->items.push_back(item);
+      else if (item.buffers[0]->max_count() > 0)
+        capture->skipped_symbolic = true;
+    }
     for (const auto& b : sched.uploads)
       if (b->regenerate) capture->regenerated.push_back(b);
     for (Tensor* t : tensors) capture->realized.push_back(t->state_);

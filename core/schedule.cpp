@@ -607,9 +607,14 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
     const std::string device = n->device_node() ? n->device_node()->arg_as<std::string>() : std::string();
     // An assign stores into its target's buffer and leaves the tensor at the next version of it.
     const bool assign = n->op == Ops::ASSIGN;
-    const std::shared_ptr<const Buffer> out =
-        assign ? buffer_ptr(*assign_target(n))
-               : std::make_shared<Buffer>(device, n->dtype, prod(*n->shape()));
+    std::shared_ptr<const Buffer> out;
+    if (assign) {
+      out = buffer_ptr(*assign_target(n));
+    } else {
+      auto made = std::make_shared<Buffer>(device, n->dtype, prod(*n->shape()));
+      if (n->sym_shape()) made->set_max_count(max_elements(*n->sym_shape()));
+      out = std::move(made);
+    }
     KernelBuilder builder(n, analysis, sched);
     sched.items.push_back(builder.build(out));
     access.push_back({n, builder.loads()});

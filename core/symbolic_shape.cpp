@@ -1,8 +1,11 @@
 // SymbolicArg and the symbolic-shape rules of graph nodes (core/symbolic_shape.hpp).
 #include <vkgrad/core/symbolic_shape.hpp>
 
+#include <algorithm>
+#include <climits>
 #include <unordered_set>
 
+#include <vkgrad/core/bounds.hpp>
 #include <vkgrad/core/int_math.hpp>
 #include <vkgrad/core/symbolic.hpp>
 
@@ -67,6 +70,16 @@ std::vector<UOpPtr> shape_exprs(const UOp& u) {
   std::vector<UOpPtr> out;
   if (const Shape* shape = u.shape())
     for (int64_t d : *shape) out.push_back(UOp::const_(dtypes::int32, d));
+  return out;
+}
+
+int64_t max_elements(const std::vector<UOpPtr>& sym_shape) {
+  int64_t out = 1;
+  for (const UOpPtr& d : sym_shape) {
+    const int64_t hi = std::max<int64_t>(compute_bounds(*d).second, 0);
+    if (hi == 0) return 0;
+    out = out > INT64_MAX / hi ? INT64_MAX : out * hi;
+  }
   return out;
 }
 

@@ -41,6 +41,10 @@ std::optional<std::vector<UOpPtr>> compute_sym_shape(const UOp& u);
 // The expressions of a node's shape: sym_shape() if it has one, else its numbers as CONSTs.
 std::vector<UOpPtr> shape_exprs(const UOp& u);
 
+// The most elements a shape of these expressions holds under any binding of its variables (each
+// dimension at its upper bound; saturates at INT64_MAX).
+int64_t max_elements(const std::vector<UOpPtr>& sym_shape);
+
 // The bindings of the variables in a node's symbolic shape, and of the symbolic nodes under it
 // that it got them from (a walk over symbolic nodes only).
 std::vector<Binding> collect_bindings(const UOp* n);

@@ -25,10 +25,11 @@ class CpuDevice final : public Device {
   std::shared_ptr<Allocation> allocate(const Buffer& buffer) override {
     auto a = std::make_shared<HostAllocation>();
     try {
-      a->bytes.resize(buffer.nbytes());
+      a->bytes.resize(buffer.capacity_bytes());
     } catch (const std::bad_alloc&) {
-      throw OutOfMemory("CPU: cannot allocate " + std::to_string(buffer.nbytes()) + " bytes for a " +
-                        buffer.dtype().name() + " buffer of " + std::to_string(buffer.count()) + " elements");
+      throw OutOfMemory("CPU: cannot allocate " + std::to_string(buffer.capacity_bytes()) +
+                        " bytes for a " + buffer.dtype().name() + " buffer of " +
+                        std::to_string(buffer.count()) + " elements");
     }
     return a;
   }

@@ -24,7 +24,10 @@ namespace vkg {
 template <class Compiled>
 class KernelCache {
  public:
-  explicit KernelCache(size_t capacity = 4096) : capacity_(capacity) {}
+  // `bind_limit`: the most bytes a buffer may have to be bound by descriptor (the device's
+  // maxStorageBufferRange; 0 where that never matters), see key_of.
+  explicit KernelCache(size_t capacity = 4096, uint64_t bind_limit = 0)
+      : capacity_(capacity), bind_limit_(bind_limit) {}
 
   // The compiled kernel of `item`, made by make() on a miss. make() runs outside the lock, so
   // several threads compile different kernels at once (Device::prepare); when two race to make
@@ -64,12 +67,20 @@ class KernelCache {
     std::shared_ptr<Compiled> compiled;
     uint64_t last_use;
   };
-  static Key key_of(const ScheduleItem& item, const RunOptions& options) {
+  Key key_of(const ScheduleItem& item, const RunOptions& options) const {
     std::vector<int64_t> variant{options.noopt, options.beam};  // then the buffer sizes
     // A kernel over symbolic sizes serves every binding, whose buffers differ in size: it is
-    // keyed by its AST alone (its program records the first run's sizes, which only decide
-    // whether buffers are bound by descriptor; see arg_layout).
-    if (!item.var_vals.empty()) return Key{item.ast.get(), std::move(variant)};
+    // keyed by its AST, and by whether some buffer is too large to bind by descriptor (its
+    // program records the memory of the first run's buffers, which only decides that; see
+    // arg_layout): at most two compiles, and a binding with a larger buffer never meets a
+    // kernel that binds it by descriptor.
+    if (!item.var_vals.empty()) {
+      bool too_large = false;
+      for (const auto& b : item.buffers)
+        too_large = too_large || (bind_limit_ && b->capacity_bytes() > bind_limit_);
+      variant.push_back(too_large);
+      return Key{item.ast.get(), std::move(variant)};
+    }
     for (const auto& b : item.buffers) variant.push_back(b->count());
     return Key{item.ast.get(), std::move(variant)};
   }
@@ -81,6 +92,7 @@ class KernelCache {
     return it->second.compiled;
   }
   size_t capacity_;
+  uint64_t bind_limit_;
   uint64_t tick_ = 0;
   std::mutex mu_;
   std::map<Key, Entry> entries_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <utility>
@@ -51,7 +52,8 @@ class VkDevice final : public Device {
       : name_(std::move(name)),
         rt_(options_for(name_)),
         queue_(rt_.device, rt_.allocator),
-        target_(glsl_target_of(rt_.device.caps())) {
+        target_(glsl_target_of(rt_.device.caps())),
+        cache_(4096, target_.max_storage_buffer_range) {
     const auto& caps = rt_.device.caps();
     traits_.max_workgroup_invocations = caps.limits.max_workgroup_invocations;
     // CPU devices (Lavapipe) pay per load and lane, not per register: a taller matmul tile
@@ -80,7 +82,7 @@ class VkDevice final : public Device {
 
   std::shared_ptr<Allocation> allocate(const Buffer& buffer) override {
     auto a = std::make_shared<VkAllocation>();
-    a->buffer = rt_.allocator.allocate(std::max<VkDeviceSize>(buffer.nbytes(), 4));
+    a->buffer = rt_.allocator.allocate(std::max<VkDeviceSize>(buffer.capacity_bytes(), 4));
     return a;
   }
   void copy_in(Allocation& dst, std::span<const std::byte> src) override {
@@ -147,7 +149,7 @@ class VkDevice final : public Device {
     queue_.begin_capture();
     try {
       for (size_t i = 0; i < items.size(); ++i)
-        r->stats.push_back(dispatch(items[i], memory[i], options, &r->kernels));
+        r->stats.push_back(dispatch(items[i], memory[i], options, r.get()));
       r->commands = queue_.end_capture();
     } catch (...) {
       queue_.cancel_capture();
@@ -156,8 +158,29 @@ class VkDevice final : public Device {
     return r;
   }
 
-  std::vector<RunStat> replay(Recording& recording) override {
+  using Device::replay;
+  std::vector<RunStat> replay(Recording& recording, const VarVals& var_vals) override {
     auto& r = static_cast<VkRecording&>(recording);
+    // The previous replay has finished (each one waits): its argument buffers and workgroup
+    // counts may be rewritten. Checked first, so that a bad value changes nothing.
+    for (const VarSlot& v : r.vars)
+      if (auto it = var_vals.find(v.name);
+          it != var_vals.end() && (it->second < v.min || it->second > v.max))
+        throw Error("Jit replay: variable '" + v.name + "' = " + std::to_string(it->second) +
+                    " is outside [" + std::to_string(v.min) + ", " + std::to_string(v.max) + "]");
+    for (const VarSlot& v : r.vars) {
+      auto it = var_vals.find(v.name);
+      const int32_t word = int32_t(it != var_vals.end() ? it->second : v.recorded);
+      std::memcpy(v.host, &word, sizeof word);
+    }
+    for (const GridSlot& g : r.grids) {
+      std::vector<int64_t> values = g.recorded;
+      for (size_t i = 0; i < values.size(); ++i)
+        if (auto it = var_vals.find(g.program->vars[i].name); it != var_vals.end())
+          values[i] = it->second;
+      const std::array<uint32_t, 3> dims = launch_dims(*g.program, target_, values);
+      std::memcpy(g.host, dims.data(), sizeof dims);
+    }
     queue_.wait(queue_.replay(*r.commands));
     std::vector<RunStat> out = r.stats;
     if (queue_.timing()) {
@@ -184,21 +207,37 @@ class VkDevice final : public Device {
   }
 
  private:
+  // Where a recorded kernel reads one variable: an int32 in its argument buffer, which the
+  // recording owns (vk::Queue::spill), rewritten by a replay with another value.
+  struct VarSlot {
+    std::string name;
+    int64_t recorded = 0, min = 0, max = 0;
+    std::byte* host = nullptr;
+  };
+  // A recorded dispatch whose grid follows the variables (grid_follows_vars): where its three
+  // workgroup counts lie, rewritten by a replay with other values.
+  struct GridSlot {
+    const Program* program;         // of a kernel the recording keeps
+    std::vector<int64_t> recorded;  // Program::vars' values at the recording
+    std::byte* host = nullptr;
+  };
   struct VkRecording final : Recording {
+    std::vector<VarSlot> vars;
+    std::vector<GridSlot> grids;
     std::vector<std::shared_ptr<CompiledKernel>> kernels;  // its pipelines, past cache trims
     std::unique_ptr<vk::Queue::Recorded> commands;         // destroyed first: it uses them
     std::vector<RunStat> stats;
   };
 
-  // Records one kernel into the queue's command buffer (or the capture under way).
+  // Records one kernel into the queue's command buffer (or into `recording`, the capture under
+  // way, which keeps its pipeline and learns where its variables lie).
   RunStat dispatch(const ScheduleItem& item, std::span<Allocation* const> memory,
-                   const RunOptions& options,
-                   std::vector<std::shared_ptr<CompiledKernel>>* keep = nullptr) {
+                   const RunOptions& options, VkRecording* recording = nullptr) {
     const std::shared_ptr<CompiledKernel> compiled = cache_.get(item, options, [&] {
       ++compiled_in_run_;
       return compile(item, options);
     });
-    if (keep) keep->push_back(compiled);
+    if (recording) recording->kernels.push_back(compiled);
     const CompiledKernel& k = *compiled;
     // Timed per realize, as its DEBUG asks: timing serializes the kernels, so it is off otherwise.
     queue_.set_timing(options.debug >= 2);
@@ -212,9 +251,27 @@ class VkDevice final : public Device {
     }
     const std::vector<int64_t> vars = var_values(k.program, item);
     std::vector<std::byte> args = pack_args(k.program, k.layout, addresses, vars);
-    if (k.layout.spilled) args = pack_spill_address(queue_.spill(args));
-    queue_.dispatch(*k.pipeline, vk::Groups{k.dims[0], k.dims[1], k.dims[2]}, args, uses,
-                    k.program.name);
+    if (k.layout.spilled) {
+      std::byte* host = nullptr;
+      args = pack_spill_address(queue_.spill(args, &host));
+      if (recording)
+        for (size_t v = 0; v < vars.size(); ++v) {
+          const VarArg& var = k.program.vars[v];
+          recording->vars.push_back({var.name, vars[v], var.min, var.max,
+                                     host + arg_offset_of_var(k.program, k.layout, v)});
+        }
+    }
+    // Launch only the workgroups this binding needs (launch_dims); a recording reads the count
+    // from its argument ring, where a replay with other values writes theirs.
+    const std::array<uint32_t, 3> dims =
+        vars.empty() ? k.dims : launch_dims(k.program, target_, vars);
+    const vk::Groups groups{dims[0], dims[1], dims[2]};
+    if (recording && grid_follows_vars(k.program))
+      recording->grids.push_back(
+          {&k.program, vars,
+           queue_.dispatch_indirect(*k.pipeline, groups, args, uses, k.program.name)});
+    else
+      queue_.dispatch(*k.pipeline, groups, args, uses, k.program.name);
     return RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0};
   }
 
@@ -227,7 +284,8 @@ class VkDevice final : public Device {
             "they can be stored, uploaded and read back): create them on the CPU device "
             "(DEVICE=CPU, or device \"CPU\") or use float32 or float16");
     CompiledKernel k;
-    if (options.beam > 0 && !options.noopt) {
+    // BEAM times candidates without values for variables: symbolic kernels take the heuristics.
+    if (options.beam > 0 && !options.noopt && item.var_vals.empty()) {
       const std::vector<Opt> opts = beam_opts(item, traits_, options, device_key_, [&] {
         std::vector<uint64_t> bytes;
         for (const auto& b : item.buffers) bytes.push_back(b->nbytes());

@@ -214,28 +214,26 @@ TEST(GlslRenderer, ArgumentsSpillToABufferWhenPushConstantsOverflow) {
   std::vector<UOpPtr> in;
   auto out = b.global(dtypes::float32, 1, true);
   for (int k = 0; k < 16; ++k) in.push_back(b.global(dtypes::float32, 1));
-  auto n = b.var("n", 0, 10);
-  UOpPtr sum = n->cast(dtypes::float32);
-  for (const UOpPtr& x : in) sum = sum + b.load(x, ProgramBuilder::i32(0));
+  UOpPtr sum = b.load(in[0], ProgramBuilder::i32(0));
+  for (size_t k = 1; k < in.size(); ++k) sum = sum + b.load(in[k], ProgramBuilder::i32(0));
   b.store(out, ProgramBuilder::i32(0), sum);
   const Program p = b.build({1, 1, 1}, {1, 1, 1});
 
-  const ArgLayout pushed = arg_layout(p, GlslTarget::everything());  // 17 * 8 + 4 bytes > 128
+  const ArgLayout pushed = arg_layout(p, GlslTarget::everything());  // 17 * 8 bytes > 128
   EXPECT_TRUE(pushed.spilled);
-  EXPECT_EQ(pushed.arg_bytes, 140u);
+  EXPECT_EQ(pushed.arg_bytes, 136u);
   EXPECT_EQ(pushed.push_constant_bytes, 8u);
   const std::string s = render_and_compile(p);
   EXPECT_TRUE(has(s, "readonly buffer Args { Float32Ptr data0;")) << s;
-  EXPECT_TRUE(
-      has(s, " Float32Ptr data16; int n; };\nlayout(push_constant) uniform Push { Args args; };"))
+  EXPECT_TRUE(has(s, " Float32Ptr data16; };\nlayout(push_constant) uniform Push { Args args; };"))
       << s;
-  EXPECT_TRUE(has(s, "  Float32Ptr data16 = args.data16;\n  int n = args.n;\n")) << s;
+  EXPECT_TRUE(has(s, "  Float32Ptr data16 = args.data16;\n")) << s;
 
   GlslTarget roomy = GlslTarget::everything();
   roomy.max_push_constants_size = 256;
   const ArgLayout fits = arg_layout(p, roomy);
   EXPECT_FALSE(fits.spilled);
-  EXPECT_EQ(fits.push_constant_bytes, 140u);
+  EXPECT_EQ(fits.push_constant_bytes, 136u);
   EXPECT_TRUE(
       has(render_and_compile(p, roomy), "layout(push_constant) uniform Args { Float32Ptr data0;"));
 }
@@ -258,12 +256,16 @@ TEST(GlslRenderer, BuffersAreBoundByDescriptorOnlyWhereTheyFitTheLimits) {
   const Program fits = program(3, 16);  // 4 buffers of 64 bytes
   const ArgLayout bound = arg_layout(fits, t);
   EXPECT_TRUE(bound.bound);
-  EXPECT_EQ(bound.push_constant_bytes, 4u);  // only n
+  EXPECT_EQ(bound.arg_bytes, 4u);  // only n, in the argument buffer (its address is pushed)
+  EXPECT_EQ(bound.push_constant_bytes, 8u);
+  EXPECT_EQ(arg_offset_of_var(fits, bound, 0), 0u);
   const std::vector<uint64_t> addresses(4, 0x100);
   EXPECT_EQ(pack_args(fits, bound, addresses, std::vector<int64_t>{7}).size(), 4u);
   const std::string s = render_and_compile(fits, t);
   EXPECT_TRUE(has(s, "layout(std430, set = 0, binding = 3) readonly buffer Data3 { float v[]; } data3;")) << s;
-  EXPECT_FALSE(has(s, "buffer_reference")) << s;
+  EXPECT_TRUE(has(s, "readonly buffer Args { int n; };")) << s;
+  EXPECT_TRUE(has(s, "  int n = args.n;\n")) << s;
+  EXPECT_FALSE(has(s, "Float32Ptr")) << s;  // no buffer by address
   EXPECT_FALSE(arg_layout(program(4, 16), t).bound);  // 5 buffers
   EXPECT_FALSE(arg_layout(program(3, 17), t).bound);  // 68 bytes each
   EXPECT_FALSE(arg_layout(fits, GlslTarget::everything()).bound);
@@ -292,8 +294,19 @@ TEST(GlslRenderer, PackArgsLaysOutAddressesThenVarsAndChecksBounds) {
   EXPECT_THROW(pack_args(p, addresses, std::vector<int64_t>{6, 0}), Error);
   EXPECT_THROW(pack_args(p, std::vector<uint64_t>{1}, std::vector<int64_t>{0, 0}), Error);
   EXPECT_EQ(pack_spill_address(0xabcdef00ull).size(), 8u);
-  EXPECT_TRUE(has(render_and_compile(p),
-                  "uniform Args { Int32Ptr data0; Int32Ptr data1; int n; int m; };"));
+  // Push constants are part of a recorded command buffer: a kernel with variables reads its
+  // arguments from the argument buffer, whose bytes a Jit replay rewrites where
+  // arg_offset_of_var says, however few they are.
+  const ArgLayout l = arg_layout(p, GlslTarget::everything());
+  EXPECT_TRUE(l.spilled);
+  EXPECT_EQ(l.push_constant_bytes, 8u);
+  EXPECT_EQ(arg_offset_of_var(p, l, 0), 16u);
+  EXPECT_EQ(arg_offset_of_var(p, l, 1), 20u);
+  const std::string s = render_and_compile(p);
+  EXPECT_TRUE(
+      has(s, "readonly buffer Args { Int32Ptr data0; Int32Ptr data1; int n; int m; };"))
+      << s;
+  EXPECT_TRUE(has(s, "  int n = args.n;\n  int m = args.m;\n")) << s;
 }
 
 TEST(GlslRenderer, GridBeyondTheWorkgroupCountLimitIsFolded) {

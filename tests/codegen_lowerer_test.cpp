@@ -6,10 +6,12 @@
 #include <numeric>
 
 #include <vkgrad/codegen/cpu_interpreter.hpp>
+#include <vkgrad/codegen/glsl_launch.hpp>
 #include <vkgrad/codegen/kernel.hpp>
 #include <vkgrad/codegen/lowerer.hpp>
 #include <vkgrad/core/schedule.hpp>
 #include <vkgrad/core/tensor.hpp>
+#include <vkgrad/core/variable.hpp>
 
 using namespace vkg;
 
@@ -126,4 +128,42 @@ TEST(Lowerer, ReduceOfALoopInvariantValueAccumulatesEveryIteration) {
 TEST(Lowerer, EmptyReduceGivesTheIdentity) {
   EXPECT_EQ(run<float>(Tensor::zeros({0}).sum()), (std::vector<float>{0}));
   EXPECT_EQ(run<float>(Tensor::zeros({2, 0}).sum(1)), (std::vector<float>{0, 0}));
+}
+
+// A kernel over a symbolic size has a grid for the variable's maximum and says how many
+// workgroups a binding needs: a launch at n = 300 of n <= 100000 covers 300 elements, not 100000.
+TEST(Lowerer, SymbolicGridNeedsOnlyTheBindingsWorkgroups) {
+  const Variable n("n", 1, 100000);
+  const Tensor x = Tensor(iota_f(300), {300}).reshape({n.bind(300)}) * 2;
+  Schedule s = create_schedule({x.node()});
+  ASSERT_EQ(s.items.size(), 1u);
+  Kernel k(s.items[0].ast);
+  ASSERT_TRUE(k.symbolic());
+  const Program p = lower(k, {300, 300});
+  ASSERT_TRUE(p.groups_needed);
+  const GlslTarget t = GlslTarget::everything();
+  const int64_t wg = p.local_size[0];
+  EXPECT_EQ(launch_dims(p, t)[0], uint32_t((100000 + wg - 1) / wg));
+  EXPECT_TRUE(grid_follows_vars(p));
+  for (int64_t v : {1, 300, 99999, 100000})
+    EXPECT_EQ(launch_dims(p, t, std::vector<int64_t>{v})[0], uint32_t((v + wg - 1) / wg))
+        << "n = " << v;
+  // A grid past the device's workgroup counts is folded into lines of x, and covers the
+  // binding's workgroups the same way.
+  GlslTarget small = t;
+  small.max_workgroup_count = {16, 16, 16};
+  const uint32_t groups_at_max = uint32_t((100000 + wg - 1) / wg);
+  ASSERT_GT(groups_at_max, 16u);
+  EXPECT_EQ(launch_dims(p, small, std::vector<int64_t>{1}), (std::array<uint32_t, 3>{1, 1, 1}));
+  EXPECT_EQ(launch_dims(p, small, std::vector<int64_t>{17 * wg}),
+            (std::array<uint32_t, 3>{16, 2, 1}));
+  const uint32_t rows = (groups_at_max + 15) / 16, lines = std::min(rows, 16u);
+  EXPECT_EQ(launch_dims(p, small, std::vector<int64_t>{100000}),
+            (std::array<uint32_t, 3>{16, lines, (rows + lines - 1) / lines}));
+  // A plain kernel's grid is its own.
+  const Tensor y = Tensor(iota_f(300), {300}) * 2;
+  Kernel plain(create_schedule({y.node()}).items[0].ast);
+  const Program q = lower(plain, {300, 300});
+  EXPECT_FALSE(q.groups_needed);
+  EXPECT_FALSE(grid_follows_vars(q));
 }

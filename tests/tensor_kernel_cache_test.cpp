@@ -46,3 +46,26 @@ TEST(KernelCache, TrimDropsTheLeastRecentlyUsedPastItsCapacity) {
   EXPECT_EQ(*get(0, items[0]), 0);
   EXPECT_EQ(made, 7);  // compiled again
 }
+
+// A kernel over symbolic sizes is one entry for every binding, except that buffers too large to
+// bind by descriptor (past the device's range) get an entry of their own: that program binds
+// them by address, where one compiled for small buffers would bind them by descriptor.
+TEST(KernelCache, SymbolicKernelsSplitOnlyWhereBuffersOutgrowTheDescriptorRange) {
+  KernelCache<int64_t> cache(16, /*bind_limit=*/100);
+  const UOpPtr ast = UOp::make(Ops::SINK, dtypes::void_, {}, int64_t(-1));
+  auto symbolic = [&](int64_t count, int64_t max_count, bool reserve) {
+    auto b = std::make_shared<Buffer>("VK", dtypes::float32, count);
+    b->set_max_count(max_count);
+    if (reserve) b->reserve_max();
+    return ScheduleItem{ast, {b}, {{"n", count}}};
+  };
+  int64_t made = 0;
+  auto get = [&](const ScheduleItem& it) {
+    return *cache.get(it, RunOptions{}, [&] { return ++made; });
+  };
+  EXPECT_EQ(get(symbolic(4, 1000, false)), 1);   // 16 bytes
+  EXPECT_EQ(get(symbolic(20, 1000, false)), 1);  // 80 bytes: the same kernel
+  EXPECT_EQ(get(symbolic(4, 1000, true)), 2);    // room for 1000: 4000 bytes
+  EXPECT_EQ(get(symbolic(30, 1000, false)), 2);  // 120 bytes
+  EXPECT_EQ(made, 2);
+}

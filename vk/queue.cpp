@@ -148,6 +148,29 @@ void Queue::after_command() {
 
 void Queue::dispatch(const Program& program, Groups groups, std::span<const std::byte> push,
                      std::span<const BufferUse> uses, std::string_view label) {
+  record_dispatch(program, groups, push, uses, label,
+                  [&](VkCommandBuffer cmd) { vkCmdDispatch(cmd, groups.x, groups.y, groups.z); });
+}
+
+std::byte* Queue::dispatch_indirect(const Program& program, Groups groups,
+                                    std::span<const std::byte> push,
+                                    std::span<const BufferUse> uses, std::string_view label) {
+  const uint32_t counts[3] = {groups.x, groups.y, groups.z};
+  // Before record_dispatch: the ring may start the batch, which must not begin mid-command.
+  const ArgSlot slot = reserve_args(sizeof counts);
+  std::byte* host = slot.chunk->mapped() + slot.at;
+  std::memcpy(host, counts, sizeof counts);
+  // Host writes before vkQueueSubmit are visible to the indirect read: no barrier.
+  record_dispatch(program, groups, push, uses, label, [&](VkCommandBuffer cmd) {
+    vkCmdDispatchIndirect(cmd, slot.chunk->handle(), slot.chunk->offset() + slot.at);
+  });
+  return host;
+}
+
+template <class Issue>
+void Queue::record_dispatch(const Program& program, Groups groups, std::span<const std::byte> push,
+                            std::span<const BufferUse> uses, std::string_view label,
+                            Issue&& issue) {
   if (push.size() != program.push_constant_bytes())
     throw Error(fmt::format("program '{}' takes {} bytes of push constants, got {}", program.name(),
                             program.push_constant_bytes(), push.size()));
@@ -175,7 +198,7 @@ void Queue::dispatch(const Program& program, Groups groups, std::span<const std:
   if (!push.empty())
     vkCmdPushConstants(cmd, program.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                        static_cast<uint32_t>(push.size()), push.data());
-  vkCmdDispatch(cmd, groups.x, groups.y, groups.z);
+  issue(cmd);
   after_command();
   ++stats_.dispatches;
 }
@@ -238,25 +261,32 @@ void Queue::fill(const Buffer& dst, uint32_t value) {
   ++stats_.transfers;
 }
 
-uint64_t Queue::spill(std::span<const std::byte> blob) {
+uint64_t Queue::spill(std::span<const std::byte> blob, std::byte** mapped) {
+  const ArgSlot slot = reserve_args(blob.size());
+  std::byte* host = slot.chunk->mapped() + slot.at;
+  // Host writes before vkQueueSubmit are visible to the submission's kernels: no barrier.
+  if (!blob.empty()) std::memcpy(host, blob.data(), blob.size());
+  if (mapped) *mapped = host;
+  return slot.chunk->address() + slot.at;
+}
+
+Queue::ArgSlot Queue::reserve_args(VkDeviceSize bytes) {
   begin_recording();
   Batch& b = *recording_;
   for (;;) {
     if (b.arg_chunk < b.arg_chunks.size()) {
       const Buffer& chunk = b.arg_chunks[b.arg_chunk];
       const VkDeviceSize at = (b.arg_used + kArgAlign - 1) / kArgAlign * kArgAlign;
-      if (at + blob.size() <= chunk.size()) {
-        if (!blob.empty()) std::memcpy(chunk.mapped() + at, blob.data(), blob.size());
-        b.arg_used = at + std::max<VkDeviceSize>(blob.size(), 1);
-        return chunk.address() + at;
+      if (at + bytes <= chunk.size()) {
+        b.arg_used = at + std::max<VkDeviceSize>(bytes, 1);
+        return {&chunk, at};
       }
       ++b.arg_chunk;
       b.arg_used = 0;
       continue;
     }
-    // Host writes before vkQueueSubmit are visible to the submission's kernels: no barrier.
     b.arg_chunks.push_back(
-        allocator_.allocate(std::max<VkDeviceSize>(kArgChunkBytes, blob.size()), Usage::Arguments));
+        allocator_.allocate(std::max<VkDeviceSize>(kArgChunkBytes, bytes), Usage::Arguments));
     b.arg_chunk = b.arg_chunks.size() - 1;
     b.arg_used = 0;
   }

@@ -83,6 +83,13 @@ class Queue {
                 std::initializer_list<BufferUse> uses, std::string_view label = {}) {
     dispatch(program, groups, push, std::span(uses.begin(), uses.size()), label);
   }
+  // The same with the workgroup counts read from this submission's argument ring when the
+  // command runs (vkCmdDispatchIndirect). Returns where the three uint32 counts (initially
+  // `groups`) lie in host memory: in a capture, a replay may rewrite them first, each at most
+  // the device's limit, to launch another grid without recording again.
+  std::byte* dispatch_indirect(const Program& program, Groups groups,
+                               std::span<const std::byte> push, std::span<const BufferUse> uses,
+                               std::string_view label = {});
   // Copies bytes between buffers (ranges must not overlap when src and dst are one buffer).
   void copy(const Buffer& src, const Buffer& dst, VkDeviceSize bytes, VkDeviceSize src_offset = 0,
             VkDeviceSize dst_offset = 0);
@@ -91,7 +98,10 @@ class Queue {
 
   // Copies an argument blob into this submission's argument ring and returns its device address
   // (64-byte aligned), valid for the commands of the submission being recorded.
-  uint64_t spill(std::span<const std::byte> blob);
+  // `mapped`, when given, receives where the copy lies in host memory: in a capture it lives as
+  // long as the Recorded, and rewriting it between replays changes what the next replay reads
+  // (replays never overlap, so the last one has finished with it).
+  uint64_t spill(std::span<const std::byte> blob, std::byte** mapped = nullptr);
 
   // Capture, for a JIT: commands recorded between begin_capture() and end_capture() go into a
   // command buffer of their own that replay() submits again, as often as asked, with the same
@@ -131,6 +141,17 @@ class Queue {
   void retire_completed();
   void before_command(std::span<const BufferUse> uses, std::string_view label);
   void after_command();
+  // Checks a dispatch's arguments, binds its pipeline, buffers and push constants, and calls
+  // `issue` with the command buffer to record the dispatch itself.
+  template <class Issue>
+  void record_dispatch(const Program& program, Groups groups, std::span<const std::byte> push,
+                       std::span<const BufferUse> uses, std::string_view label, Issue&& issue);
+  // A place for `bytes` bytes in the argument ring of the batch being recorded.
+  struct ArgSlot {
+    const Buffer* chunk;
+    VkDeviceSize at;
+  };
+  ArgSlot reserve_args(VkDeviceSize bytes);
   // Fills the push-descriptor writes of a program that binds buffers.
   void prepare_bindings(const Program& program, std::span<const BufferUse> uses);
 

@@ -50,7 +50,9 @@ class Kernels : public testing::Test {
     vk::Queue queue(rt_.device, rt_.allocator);
     std::vector<std::byte> args = pack_args(p, layout, addresses, vars);
     if (layout.spilled) args = pack_spill_address(queue.spill(args));
-    const auto [x, y, z] = launch_dims(p, target_);
+    // A symbolic kernel launches the workgroups its variables' values need.
+    const auto [x, y, z] =
+        vars.size() == p.vars.size() ? launch_dims(p, target_, vars) : launch_dims(p, target_);
     queue.dispatch(kernel, vk::Groups{x, y, z}, args, uses);
     queue.finish();
     for (std::size_t k = 0; k < device.size(); ++k)

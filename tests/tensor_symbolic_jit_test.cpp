@@ -1,0 +1,329 @@
+// vkg::Jit over inputs of symbolic size, as tinygrad's test/test_symbolic_jit.py: the second call
+// captures, and every later call replays that capture with the variables bound to new values,
+// without tracing, scheduling, compiling or recording; each result equals the function run
+// eagerly on tensors of plain sizes, and has the shape of the call's binding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vkgrad/core/counters.hpp>
+#include <vkgrad/core/device.hpp>
+#include <vkgrad/vkgrad.hpp>
+
+#include "support/error_of.hpp"
+
+using namespace vkg;
+using vkg::test::error_of;
+
+namespace {
+
+// Distinct, smallish values: element k of input `seed`.
+std::vector<float> values(int64_t n, int seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) v[size_t(k)] = float(((k * 7 + seed * 5) % 13) - 6) / 4.0f;
+  return v;
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < got.size(); ++k)
+    EXPECT_NEAR(got[k], want[k], 1e-5f * (1 + std::fabs(want[k]))) << what << " at " << k;
+}
+
+const Variable vi("i", 1, 10), vj("j", 1, 10);
+
+using Body = std::function<Tensor(const std::vector<Tensor>&)>;
+
+class SymbolicJit : public testing::TestWithParam<std::string> {
+ protected:
+  std::string dev() const { return GetParam(); }
+  Tensor input(Shape shape, int seed) const {
+    return Tensor(values(prod(shape), seed), shape, dev());
+  }
+  int64_t compiled() const { return device(dev()).compile_counts().compiled; }
+  Tensor input_of(int64_t n) const { return input({3, n}, 0); }
+
+  // Calls a Jit of `body` with symbolic(i) for each i of `order` (the first call runs the body,
+  // the second captures it, the rest replay with new bindings). Each result has plain(i)'s shape
+  // and values, where plain(i) is the body run eagerly on the same data with plain sizes; the
+  // body runs twice; a replay schedules and compiles nothing.
+  void check(const Body& body, const std::function<std::vector<Tensor>(int64_t)>& symbolic,
+             const std::function<std::vector<Tensor>(int64_t)>& plain,
+             const std::vector<int64_t>& order = {1, 2, 3, 4, 10, 2}) {
+    int runs = 0;
+    Jit jit([&](const std::vector<Tensor>& in) {
+      ++runs;
+      return std::vector<Tensor>{body(in)};
+    });
+    for (size_t call = 0; call < order.size(); ++call) {
+      const int64_t i = order[call];
+      const std::string at = "call " + std::to_string(call) + ", i = " + std::to_string(i);
+      std::vector<Tensor> in = symbolic(i);
+      // Every other replay takes inputs already on the device (copied in there, where host data
+      // is uploaded straight into the captured buffers).
+      if (call % 2 == 1)
+        for (Tensor& t : in) t.realize();
+      const GlobalCounters before = global_counters();
+      const int64_t compiled_before = compiled();
+      const Tensor got = jit(in)[0];
+      if (call >= 2) {
+        EXPECT_EQ(global_counters().schedules, before.schedules) << at << ": a replay scheduled";
+        EXPECT_EQ(global_counters().replays, before.replays + 1) << at;
+        EXPECT_EQ(compiled(), compiled_before) << at << ": a replay compiled a kernel";
+      }
+      const Tensor want = body(plain(i));
+      EXPECT_EQ(got.shape(), want.shape()) << at;
+      expect_near(got.to_vector<float>(), want.to_vector<float>(), at);
+    }
+    EXPECT_EQ(runs, 2);
+  }
+};
+
+TEST_P(SymbolicJit, PlusOne) {
+  check([](const std::vector<Tensor>& in) { return in[0] + 1; },
+        [&](int64_t i) {
+          return std::vector<Tensor>{input({3, i}, 0).reshape({3, vi.bind(i)})};
+        },
+        [&](int64_t i) {
+          return std::vector<Tensor>{input({3, i}, 0)};
+        });
+}
+
+TEST_P(SymbolicJit, Add) {
+  check([](const std::vector<Tensor>& in) { return in[0] + in[1]; },
+        [&](int64_t i) {
+          const SymInt n = vi.bind(i);
+          return std::vector<Tensor>{input({3, i}, 0).reshape({3, n}),
+                                     input({3, i}, 1).reshape({3, n})};
+        },
+        [&](int64_t i) {
+          return std::vector<Tensor>{input({3, i}, 0), input({3, i}, 1)};
+        });
+}
+
+TEST_P(SymbolicJit, MatmulOverASymbolicAxis) {
+  check([](const std::vector<Tensor>& in) { return in[0].dot(in[1]); },
+        [&](int64_t i) {
+          const SymInt n = vi.bind(i);
+          return std::vector<Tensor>{input({3, i}, 0).reshape({3, n}),
+                                     input({i, 5}, 1).reshape({n, 5})};
+        },
+        [&](int64_t i) {
+          return std::vector<Tensor>{input({3, i}, 0), input({i, 5}, 1)};
+        });
+}
+
+TEST_P(SymbolicJit, MatmulWithASymbolicOutput) {
+  check([](const std::vector<Tensor>& in) { return in[0].dot(in[1]); },
+        [&](int64_t i) {
+          const SymInt n = vi.bind(i);
+          return std::vector<Tensor>{input({i, 3}, 0).reshape({n, 3}),
+                                     input({3, i}, 1).reshape({3, n})};
+        },
+        [&](int64_t i) {
+          return std::vector<Tensor>{input({i, 3}, 0), input({3, i}, 1)};
+        });
+}
+
+TEST_P(SymbolicJit, Attention) {
+  // softmax(q k^T) v over i keys.
+  check(
+      [](const std::vector<Tensor>& in) {
+        return in[0].dot(in[1].transpose()).softmax(-1).dot(in[2]);
+      },
+      [&](int64_t i) {
+        const SymInt n = vi.bind(i);
+        return std::vector<Tensor>{input({2, 4}, 0), input({i, 4}, 1).reshape({n, 4}),
+                                   input({i, 4}, 2).reshape({n, 4})};
+      },
+      [&](int64_t i) {
+        return std::vector<Tensor>{input({2, 4}, 0), input({i, 4}, 1), input({i, 4}, 2)};
+      });
+}
+
+TEST_P(SymbolicJit, CatAlongEachAxisWithTwoVariables) {
+  for (int axis : {0, 1}) {
+    auto shape = [&](int64_t n) { return axis == 1 ? Shape{3, n} : Shape{n, 3}; };
+    auto sym = [&](const SymInt& n) { return axis == 1 ? SymShape{3, n} : SymShape{n, 3}; };
+    // j = i + 1: both sizes change from call to call, and so does their sum.
+    check([&](const std::vector<Tensor>& in) { return Tensor::cat(in, axis) * 2; },
+          [&](int64_t i) {
+            return std::vector<Tensor>{input(shape(i), 0).reshape(sym(vi.bind(i))),
+                                       input(shape(i + 1), 1).reshape(sym(vj.bind(i + 1)))};
+          },
+          [&](int64_t i) {
+            return std::vector<Tensor>{input(shape(i), 0), input(shape(i + 1), 1)};
+          },
+          {1, 2, 3, 4, 9, 2});
+  }
+}
+
+// The input is a window at a symbolic offset: plain sizes, contents chosen by the binding.
+TEST_P(SymbolicJit, ShrinkAtASymbolicOffset) {
+  check([](const std::vector<Tensor>& in) { return in[0] * 3; },
+        [&](int64_t i) {
+          const SymInt n = vi.bind(i);
+          // Realized here: the window's copy is the eager kernel, not the replay's.
+          return std::vector<Tensor>{input({7, 11}, 0).shrink({{3, 5}, {n, n + 2}}).realize()};
+        },
+        [&](int64_t i) {
+          return std::vector<Tensor>{input({7, 11}, 0).shrink({{3, 5}, {i, i + 2}})};
+        },
+        {1, 2, 3, 4, 9, 2});
+}
+
+// Mean over axis 0 has a symbolic output (i); over axis 1 and over all, plain ones whose values
+// divide by the binding.
+TEST_P(SymbolicJit, Mean) {
+  auto symbolic = [&](int64_t i) {
+    return std::vector<Tensor>{input({3, i}, 0).reshape({3, vi.bind(i)})};
+  };
+  auto plain = [&](int64_t i) { return std::vector<Tensor>{input({3, i}, 0)}; };
+  for (int axis : {0, 1})
+    check([axis](const std::vector<Tensor>& in) { return in[0].mean(axis); }, symbolic, plain);
+  check([](const std::vector<Tensor>& in) { return in[0].mean(); }, symbolic, plain);
+}
+
+TEST_P(SymbolicJit, Var) {
+  auto symbolic = [&](int64_t i) {
+    return std::vector<Tensor>{input({3, i}, 0).reshape({3, vi.bind(i)})};
+  };
+  auto plain = [&](int64_t i) { return std::vector<Tensor>{input({3, i}, 0)}; };
+  for (int axis : {0, 1})
+    check([axis](const std::vector<Tensor>& in) { return in[0].var(axis, false, 0); }, symbolic,
+          plain);
+}
+
+// A variable with a large maximum: the grid of each replay follows its binding (Vulkan reads
+// the workgroup counts a replay writes, vkCmdDispatchIndirect), across many workgroups, up to
+// the maximum and back down.
+TEST_P(SymbolicJit, GridsFollowTheBindingAcrossWorkgroups) {
+  const Variable n("n", 1, 70000);
+  auto data = [](int64_t len) {
+    std::vector<float> v(size_t(len * 2));
+    for (size_t k = 0; k < v.size(); ++k) v[k] = float(k % 1000) - 500.0f;
+    return v;
+  };
+  Jit f([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * 2 + 1, in[0].sum(1)};
+  });
+  for (int64_t len : {1000, 257, 70000, 3, 40000, 1}) {
+    const std::vector<float> host = data(len);
+    const std::vector<Tensor> out = f({Tensor(host, {len, 2}, dev()).reshape({n.bind(len), 2})});
+    ASSERT_EQ(out[0].shape(), (Shape{len, 2}));
+    const std::vector<float> doubled = out[0].to_vector<float>(), sums = out[1].to_vector<float>();
+    for (size_t k = 0; k < host.size(); ++k)
+      ASSERT_EQ(doubled[k], host[k] * 2 + 1) << "len " << len << " at " << k;
+    for (size_t r = 0; r < size_t(len); ++r)
+      ASSERT_EQ(sums[r], host[2 * r] + host[2 * r + 1]) << "len " << len << " at " << r;
+  }
+}
+
+// Shapes big enough for the heuristics' opts on symbolic kernels (codegen/heuristics.hpp): the
+// elementwise kernel upcasts its plain axis by 4, the reduce unrolls it by 4.
+TEST_P(SymbolicJit, KernelsWithOptsOnTheirPlainAxes) {
+  const Variable rows("rows", 1, 100);
+  auto symbolic = [&](int64_t i) {
+    return std::vector<Tensor>{input({i, 64}, 0).reshape({rows.bind(i), 64})};
+  };
+  auto plain = [&](int64_t i) { return std::vector<Tensor>{input({i, 64}, 0)}; };
+  const std::vector<int64_t> order{3, 50, 100, 7, 1};
+  check([](const std::vector<Tensor>& in) { return in[0] * 2 + 1; }, symbolic, plain, order);
+  check([](const std::vector<Tensor>& in) { return (in[0] * 2 + 1).sum(1); }, symbolic, plain,
+        order);
+}
+
+// A cat along a plain axis pads each part's view along it: the heuristics' upcast of that axis
+// does not split a padded symbolic view, and is left out rather than failing the kernel.
+TEST_P(SymbolicJit, OptsThatDoNotApplyAreLeftOut) {
+  const Variable rows("rows", 1, 1000);
+  check([](const std::vector<Tensor>& in) { return Tensor::cat(in, 1) + 1; },
+        [&](int64_t i) {
+          const SymInt n = rows.bind(i);
+          return std::vector<Tensor>{input({i, 2}, 0).reshape({n, 2}),
+                                     input({i, 2}, 1).reshape({n, 2})};
+        },
+        [&](int64_t i) {
+          return std::vector<Tensor>{input({i, 2}, 0), input({i, 2}, 1)};
+        },
+        {3, 700, 1000, 5});
+}
+
+// The output of a replay is shaped by its binding: its symbolic size is still the variable, and
+// graphs built on it use the replay's values.
+TEST_P(SymbolicJit, OutputsCarryTheReplaysBinding) {
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2}; });
+  for (int64_t i : {2, 3}) (void)f({input({3, i}, 0).reshape({3, vi.bind(i)})})[0].realize();
+  const Tensor out = f({input({3, 7}, 1).reshape({3, vi.bind(7)})})[0];
+  EXPECT_EQ(out.shape(), (Shape{3, 7}));
+  ASSERT_TRUE(out.has_symbolic_shape());
+  EXPECT_EQ(out.sym_shape()[1].str(), "i");
+  EXPECT_EQ(out.sym_shape()[1].value(), 7);
+  expect_near((out + 1).sum(1).to_vector<float>(),
+              ((input({3, 7}, 1) * 2 + 1).sum(1)).to_vector<float>(), "a graph over the output");
+}
+
+// A plain size of another value is still a new shape: an error, as for any Jit.
+TEST_P(SymbolicJit, AnotherPlainSizeIsStillAnError) {
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });
+  for (int64_t i : {2, 3}) (void)f({input({3, i}, 0).reshape({3, vi.bind(i)})})[0].realize();
+  const std::string e = error_of([&] { f({input({4, 3}, 0).reshape({4, vi.bind(3)})}); });
+  EXPECT_NE(e.find("input 0 is (4, i) float32"), std::string::npos) << e;
+  EXPECT_NE(e.find("was (3, i) float32"), std::string::npos) << e;
+  // ... and the Jit is still usable.
+  expect_near(f({input({3, 5}, 0).reshape({3, vi.bind(5)})})[0].to_vector<float>(),
+              (input({3, 5}, 0) + 1).to_vector<float>(), "after the error");
+}
+
+// A function that turns a symbolic size into plain numbers has a kernel compiled for the
+// captured values: its capture replays that binding only, and another is a clear error, never a
+// wrong answer.
+TEST_P(SymbolicJit, PlainSizesFromASymbolicOneFixTheBinding) {
+  Jit f([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(in[0] + 1).reshape({in[0].shape()[0] * in[0].shape()[1]}) * 2};
+  });
+  for (int64_t i : {2, 3, 3})
+    expect_near(f({input({3, i}, 0).reshape({3, vi.bind(i)})})[0].to_vector<float>(),
+                ((input({3, i}, 0) + 1).reshape({3 * i}) * 2).to_vector<float>(),
+                "i = " + std::to_string(i));
+  const std::string e = error_of([&] { f({input({3, 4}, 0).reshape({3, vi.bind(4)})}); });
+  EXPECT_NE(e.find("replays only its own binding"), std::string::npos) << e;
+  EXPECT_NE(e.find("i = 4"), std::string::npos) << e;
+}
+
+// A maximum past the range a descriptor binds (128 MiB on Lavapipe): the capture's buffers have
+// room for it, and its kernels bind them by address, compiled apart from the eager call's.
+TEST_P(SymbolicJit, BuffersPastTheDescriptorRangeAreBoundByAddress) {
+  if (dev() != "VK") GTEST_SKIP() << "descriptors are Vulkan's";
+  const Variable big("big", 1, int64_t(40) << 20);  // 160 MiB of float32
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2}; });
+  // 17 Mi elements need more workgroups than one row of the grid holds: the folded grid of
+  // that replay covers them in rows (launch_dims), the others in one.
+  for (int64_t n : {10, 20, 17000000, 30, 5}) {
+    const std::vector<float> host = values(n, 1);
+    const std::vector<float> got =
+        f({Tensor(host, {n}, dev()).reshape({big.bind(n)})})[0].to_vector<float>();
+    ASSERT_EQ(got.size(), host.size());
+    size_t wrong = 0;
+    for (size_t k = 0; k < host.size(); ++k) wrong += got[k] != host[k] * 2;
+    EXPECT_EQ(wrong, 0u) << "n = " << n;
+  }
+}
+
+// A size bound to 0 at the capture leaves its kernel out (it has nothing to compute): that
+// capture replays its own binding only.
+TEST_P(SymbolicJit, ACaptureAtSizeZeroKeepsItsBinding) {
+  const Variable k("k", 0, 10);
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });
+  auto input = [&](int64_t n) { return input_of(n).reshape({3, k.bind(n)}); };
+  EXPECT_EQ(f({input(2)})[0].shape(), (Shape{3, 2}));
+  EXPECT_EQ(f({input(0)})[0].shape(), (Shape{3, 0}));  // captured
+  EXPECT_EQ(f({input(0)})[0].shape(), (Shape{3, 0}));
+  const std::string e = error_of([&] { f({input(4)}); });
+  EXPECT_NE(e.find("no elements under the captured binding"), std::string::npos) << e;
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, SymbolicJit, testing::Values("CPU", "VK"));
+
+}  // namespace
