@@ -96,9 +96,15 @@ class Device {
   virtual void reset_peak_bytes() {}
 };
 
-// The device called `name` ("VK", "CPU"; case-insensitive; "VK:1" picks a Vulkan device as
-// VK_DEVICE does), opened on first use. Throws vkg::Error naming the known devices if none is.
+// The device called `name` ("VK", "CPU"; case-insensitive), opened on first use. "VK:n" is the
+// n-th Vulkan device (devices/vk_device.cpp: one per physical device, VK:1 a second logical
+// device where there is one physical device); "VK" is "VK:0". Throws vkg::Error naming the known
+// devices if none is, or saying which indices exist.
 Device& device(const std::string& name);
+
+// The name a device is known by: upper case, with ":0" dropped ("vk:0" -> "VK"), so that two
+// spellings of one device compare equal on tensors.
+std::string canonical_device(const std::string& name);
 
 using DeviceFactory = std::function<std::unique_ptr<Device>(const std::string& name)>;
 // Makes `prefix` ("VK", "CPU") a known device. Called by each adapter at load time.

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include <vkgrad/core/context.hpp>
+#include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
@@ -80,8 +81,30 @@ struct {
 // device with the items that run on it.
 void prepare_kernels(const std::vector<ScheduleItem>& items, const RunOptions& options) {
   std::map<std::string, std::vector<ScheduleItem>> by_device;
-  for (const ScheduleItem& item : items) by_device[upper(item.buffers[0]->device())].push_back(item);
+  for (const ScheduleItem& item : items)
+    if (!is_copy(item)) by_device[upper(item.buffers[0]->device())].push_back(item);
   for (const auto& [name, list] : by_device) device(name).prepare(list, options);
+}
+
+// Runs a copy item in schedule order: the devices it touches first finish what they queued
+// (the source's writers, the destination memory's earlier readers), and their kernels are
+// printed before the copy.
+void run_copy_between(const ScheduleItem& item, std::vector<Device*>& used, int debug) {
+  Allocation& dst = ensure_allocated(*item.buffers[0], debug);
+  Allocation& src = ensure_allocated(*item.buffers[1], debug);
+  for (const auto& b : item.buffers) {
+    Device& dev = device(b->device());
+    if (auto it = std::find(used.begin(), used.end(), &dev); it != used.end()) {
+      print_stats(dev.name(), dev.synchronize(), debug);
+      used.erase(it);
+    }
+  }
+  if (item.buffers[0]->count() == 0) return;
+  Device& to = device(item.buffers[0]->device());
+  print_stats(to.name(), {run_copy(item, dst, src)}, debug);
+  // A copy within one device is queued there: the realize's end waits for it.
+  if (&to == &device(item.buffers[1]->device()) && std::find(used.begin(), used.end(), &to) == used.end())
+    used.push_back(&to);
 }
 
 }  // namespace
@@ -93,10 +116,16 @@ bool register_device(const std::string& prefix, DeviceFactory factory) {
   return true;
 }
 
+std::string canonical_device(const std::string& name) {
+  std::string n = upper(name);
+  if (n.size() > 2 && n.ends_with(":0")) n.resize(n.size() - 2);
+  return n;
+}
+
 Device& device(const std::string& requested) {
   Registry& r = Registry::get();
   std::lock_guard lock(r.mu);
-  const std::string name = upper(requested);
+  const std::string name = canonical_device(requested);
   if (auto it = r.open.find(name); it != r.open.end()) return *it->second;
   const std::string prefix = name.substr(0, name.find(':'));
   auto f = r.factories.find(prefix);
@@ -213,6 +242,10 @@ void realize(std::span<Tensor* const> tensors) {
   try {
     prepare_kernels(sched.items, options);
     for (const ScheduleItem& item : sched.items) {
+      if (is_copy(item)) {
+        run_copy_between(item, used, options.debug);
+        continue;
+      }
       const std::string& dev_name = item.buffers[0]->device();
       std::vector<Allocation*> memory;
       for (const auto& b : item.buffers) {
@@ -242,6 +275,11 @@ void realize(std::span<Tensor* const> tensors) {
   for (Device* dev : used) print_stats(dev->name(), dev->synchronize(), options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
+    for (const ScheduleItem& item : sched.items)
+      if (is_copy(item))
+        throw Error("Jit: the captured function copies a tensor between devices (" +
+                    item.buffers[1]->device() + " to " + item.buffers[0]->device() +
+                    "); a capture replays kernels of one device: copy outside the function");
     for (const ScheduleItem& item : sched.items)
       if (item.buffers[0]->count() > 0) capture->items.push_back(item);
     for (const auto& b : sched.uploads)

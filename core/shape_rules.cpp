@@ -48,6 +48,9 @@ std::optional<Shape> compute_shape(const UOp& u) {
   switch (u.op) {
     case Ops::BUFFER: return Shape{buffer_of(u).count()};
     case Ops::CONST: return Shape{};
+    // COPY (x, DEVICE): x's shape on another device.
+    case Ops::COPY:
+      return u.src.empty() || !u.src[0]->shape() ? std::nullopt : std::optional(*u.src[0]->shape());
     case Ops::BIND:
       return u.src.size() == 2 ? std::optional(Shape{}) : std::nullopt;  // a tensor-level variable
     case Ops::REDUCE_AXIS: {

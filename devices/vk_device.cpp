@@ -3,6 +3,7 @@
 // compiled kernels by AST, and records every kernel of a realize into one queue submission.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdio>
 #include <set>
 #include <thread>
@@ -30,10 +31,21 @@ struct VkAllocation final : Allocation {
   vk::Buffer buffer;
 };
 
+// "VK:n" is the n-th Vulkan device (vk::physical_device_for_index): the physical device is
+// found on an instance of its own without validation, which only lists devices.
 vk::RuntimeOptions options_for(const std::string& name) {
   vk::RuntimeOptions o;
-  if (auto colon = name.find(':'); colon != std::string::npos)
-    o.device.select = name.substr(colon + 1);
+  const auto colon = name.find(':');
+  if (colon == std::string::npos) return o;
+  const std::string index = name.substr(colon + 1);
+  size_t n = 0;
+  const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), n);
+  if (ec != std::errc() || end != index.data() + index.size())
+    throw Error("no device named '" + name + "': a Vulkan device is VK or VK:<index>, as VK:1");
+  if (n == 0) return o;
+  const vk::Instance lister(vk::InstanceOptions{});
+  const std::vector<vk::PhysicalDevice> devices = vk::list_physical_devices(lister);
+  o.device.select = std::to_string(vk::physical_device_for_index(devices, o.device.select, n));
   return o;
 }
 
