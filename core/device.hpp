@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -77,6 +78,23 @@ class Device {
   // Queues a copy of `bytes` bytes between two allocations of this device, done before the next
   // replay or kernel runs. The default goes through the host.
   virtual void copy(Allocation& src, Allocation& dst, size_t bytes);
+
+  // ---- what a copy between two devices asks (core/copy_item.hpp) ----
+  // The allocation's bytes where the host may read and write them directly (host-visible
+  // memory: every buffer on Lavapipe and unified-memory GPUs, the CPU device's memory), else
+  // nullptr; the copy then goes through copy_out and copy_in, with the host waiting.
+  virtual std::byte* host_pointer(Allocation& memory) {
+    (void)memory;
+    return nullptr;
+  }
+  // Submits what is queued and returns a function that blocks until that has run, callable from
+  // any thread. The default is for devices that run each item before run() returns.
+  virtual std::function<void()> when_queued_done() {
+    return [] {};
+  }
+  // Work queued on this device after this call starts only once `event` is ready; the calling
+  // thread does not wait for it. The default waits here. synchronize() also waits for events.
+  virtual void wait_for(std::shared_future<void> event) { event.wait(); }
 
   // Kernels compiled so far, and how many of them run() had to compile itself (0 when prepare
   // saw every kernel first): tests pin that recording never waits on a compiler.

@@ -86,25 +86,23 @@ void prepare_kernels(const std::vector<ScheduleItem>& items, const RunOptions& o
   for (const auto& [name, list] : by_device) device(name).prepare(list, options);
 }
 
-// Runs a copy item in schedule order: the devices it touches first finish what they queued
-// (the source's writers, the destination memory's earlier readers), and their kernels are
-// printed before the copy.
-void run_copy_between(const ScheduleItem& item, std::vector<Device*>& used, int debug) {
+// Runs a copy item in schedule order (core/copy_item.hpp). Both devices take part in the
+// realize's final wait; the copy's DEBUG=2 line is printed once it is done.
+void run_copy_between(const ScheduleItem& item, std::vector<Device*>& used,
+                      std::vector<std::pair<Device*, std::shared_future<RunStat>>>& copies,
+                      int debug) {
   Allocation& dst = ensure_allocated(*item.buffers[0], debug);
   Allocation& src = ensure_allocated(*item.buffers[1], debug);
+  if (item.buffers[0]->count() == 0) return;
+  auto settle = [&](Device& dev) {
+    if (auto it = std::find(used.begin(), used.end(), &dev); it != used.end())
+      print_stats(dev.name(), dev.synchronize(), debug);
+  };
+  copies.emplace_back(&device(item.buffers[0]->device()), run_copy(item, dst, src, settle));
   for (const auto& b : item.buffers) {
     Device& dev = device(b->device());
-    if (auto it = std::find(used.begin(), used.end(), &dev); it != used.end()) {
-      print_stats(dev.name(), dev.synchronize(), debug);
-      used.erase(it);
-    }
+    if (std::find(used.begin(), used.end(), &dev) == used.end()) used.push_back(&dev);
   }
-  if (item.buffers[0]->count() == 0) return;
-  Device& to = device(item.buffers[0]->device());
-  print_stats(to.name(), {run_copy(item, dst, src)}, debug);
-  // A copy within one device is queued there: the realize's end waits for it.
-  if (&to == &device(item.buffers[1]->device()) && std::find(used.begin(), used.end(), &to) == used.end())
-    used.push_back(&to);
 }
 
 }  // namespace
@@ -239,11 +237,12 @@ void realize(std::span<Tensor* const> tensors) {
   const RunOptions options = RunOptions::from_settings();
   for (const auto& b : sched.uploads) ensure_allocated(*b, options.debug);
   std::vector<Device*> used;
+  std::vector<std::pair<Device*, std::shared_future<RunStat>>> copies;
   try {
     prepare_kernels(sched.items, options);
     for (const ScheduleItem& item : sched.items) {
       if (is_copy(item)) {
-        run_copy_between(item, used, options.debug);
+        run_copy_between(item, used, copies, options.debug);
         continue;
       }
       const std::string& dev_name = item.buffers[0]->device();
@@ -270,9 +269,11 @@ void realize(std::span<Tensor* const> tensors) {
       } catch (...) {
       }
     }
+    for (const auto& c : copies) c.second.wait();  // they read and write this schedule's memory
     throw;
   }
   for (Device* dev : used) print_stats(dev->name(), dev->synchronize(), options.debug);
+  for (const auto& [to, stat] : copies) print_stats(to->name(), {stat.get()}, options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
     for (const ScheduleItem& item : sched.items)

@@ -149,3 +149,37 @@ TEST(TensorDevices, Debug2ListsTheCopies) {
 
 }  // namespace
 }  // namespace vkg
+
+namespace vkg {
+namespace {
+
+// One realize that goes back and forth between VK and VK:1 through lent intermediate memory:
+// every hop must see the previous device's writes, and no device may overwrite memory a copy has
+// yet to read. Compared with the same graph on one device.
+TEST(TensorDevicesOrder, PingPongThroughLentMemoryAgreesWithTheCpuDevice) {
+  std::vector<float> data(4096);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = float(i % 97) * 0.125f - 5;
+  auto run = [&](const std::string& a, const std::string& b) {
+    Tensor x(data, {64, 64}, a);
+    Tensor t = x;
+    for (int hop = 0; hop < 6; ++hop) {
+      const std::string& here = hop % 2 ? a : b;
+      // Intermediates on both sides, so the memory planner lends blocks around each copy.
+      t = ((t.to(here) * 1.5f + 1.0f).relu() - 0.75f).permute({1, 0}).contiguous() * 0.5f;
+      t = t + t.sum(0, true) * 0.001f;
+    }
+    return t.to(a).to_vector<float>();
+  };
+  // The same kernels on one Vulkan device: bit for bit. The CPU device sums in another order.
+  const std::vector<float> one_device = run("VK", "VK");
+  const std::vector<float> cpu = run("CPU", "CPU");
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    EXPECT_EQ(run("VK", "VK:1"), one_device);
+    const std::vector<float> mixed = run("VK", "CPU");
+    ASSERT_EQ(mixed.size(), cpu.size());
+    for (size_t i = 0; i < cpu.size(); ++i) ASSERT_NEAR(mixed[i], cpu[i], 1e-5f * (1 + std::abs(cpu[i]))) << i;
+  }
+}
+
+}  // namespace
+}  // namespace vkg
