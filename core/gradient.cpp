@@ -189,6 +189,7 @@ const std::vector<GradRule>& gradient_rules() {
       {Ops::CONTIGUOUS, [](A a) -> Grads { return {a.g}; }},
       {Ops::DETACH, none},  // not reached: the walk never enters a DETACH
       {Ops::COPY, copy_grad},
+      {Ops::MULTI, none},  // gradients stop at a sharded tensor: shard it, then requires_grad_
   };
   // clang-format on
   return rules;

@@ -16,6 +16,7 @@
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/jit_capture.hpp>
 #include <vkgrad/core/memory_planner.hpp>
+#include <vkgrad/core/multi.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -218,6 +219,31 @@ void report_replay(const Device& device, std::vector<RunStat> stats) {
 }
 
 void realize(std::span<Tensor* const> tensors) {
+  // Sharded tensors (core/multi.hpp) realize as their shards, each on its device, in one schedule
+  // with the others; the tensor then views the realized shards.
+  if (std::any_of(tensors.begin(), tensors.end(), [](Tensor* t) { return is_multi_device(t->device()); })) {
+    std::vector<Tensor> plain;
+    std::vector<std::optional<Sharded>> lowered;
+    for (Tensor* t : tensors) {
+      lowered.push_back(is_multi_device(t->device()) ? std::optional(lower_multi(t->node())) : std::nullopt);
+      if (!lowered.back()) plain.push_back(*t);  // an alias: realizing it realizes t
+      else
+        for (const UOpPtr& s : lowered.back()->shards) plain.emplace_back(s);
+    }
+    std::vector<Tensor*> all;
+    for (Tensor& t : plain) all.push_back(&t);
+    realize(all);
+    size_t next = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!lowered[i]) {
+        ++next;
+        continue;
+      }
+      for (UOpPtr& s : lowered[i]->shards) s = plain[next++].node();
+      tensors[i]->set_realized(make_multi(*lowered[i]));
+    }
+    return;
+  }
   std::lock_guard lock(engine_mu);
   std::vector<UOpPtr> nodes;
   for (Tensor* t : tensors) nodes.push_back(t->node());
@@ -308,6 +334,7 @@ std::vector<std::byte> Tensor::bytes() const {
         "Jit: reading a tensor's value (item, to_vector, bytes) while the JIT captures its "
         "function: a replay runs the captured kernels without the function, so the value would "
         "not be read again. Return the tensor from the function and read it after the call");
+  if (is_multi_device(device())) return to(split_devices(device())[0]).bytes();  // gathered
   Tensor t = *this;
   t.realize();
   const UOp* n = t.node().get();
