@@ -82,11 +82,15 @@ double timeout_seconds() {
   return s > 0 ? s : 120.0;
 }
 
-// Polls `request` until it completes or the deadline passes; sleeps grow from 20 us to 1 ms so
-// a fast collective costs little and a slow one does not spin a core.
+// Polls `request` until it completes or the deadline passes. Open MPI moves a non-blocking
+// collective on only inside MPI calls, so for its first second the loop only yields between
+// tests (sleeping there made a 64 MiB all_reduce 2.4x slower than MPI_Allreduce); after that it
+// naps up to 1 ms, so that waiting for a late rank does not spin a core.
 void wait(MPI_Request request, const std::string& what, std::vector<Bytes> keep) {
   const double limit = timeout_seconds();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration<double>(limit);
+  const auto spin_until = start + std::chrono::seconds(1);
   auto nap = std::chrono::microseconds(20);
   for (;;) {
     int done = 0;
@@ -98,6 +102,10 @@ void wait(MPI_Request request, const std::string& what, std::vector<Bytes> keep)
                   std::to_string(mpi_world_size()) + " waited " + std::to_string(int(limit)) +
                   " s (VKG_DIST_TIMEOUT) for the other ranks: one has died or is not calling it; "
                   "the group may be out of step now");
+    }
+    if (std::chrono::steady_clock::now() < spin_until) {
+      std::this_thread::yield();
+      continue;
     }
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, std::chrono::microseconds(1000));
