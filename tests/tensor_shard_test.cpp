@@ -160,3 +160,29 @@ TEST(TensorShard, DataParallelTrainingMatchesOneDevice) {
 
 }  // namespace
 }  // namespace vkg
+
+namespace vkg {
+namespace {
+
+// Tensors made on the joined device name are replicated: host data is uploaded to each device,
+// constants and counter-based random numbers are computed on each, the same everywhere.
+TEST(TensorShardCreation, DataConstantsAndRandomNumbersOnSeveralDevicesAreReplicated) {
+  Tensor d(std::vector<float>{1, 2, 3}, {3}, "VK,VK:1");
+  EXPECT_EQ(d.device(), "VK,VK:1");
+  EXPECT_EQ((d * 2).to("CPU").to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  const Sharded s = lower_multi((d + 1).realize().node());
+  EXPECT_EQ(s.axis, -1);
+  EXPECT_EQ(Tensor(s.shards[1]).to_vector<float>(), (std::vector<float>{2, 3, 4}));
+  EXPECT_EQ(Tensor::arange(0, 4, 1, "VK,VK:1").sum().item<int>(), 6);
+  EXPECT_EQ(Tensor::ones({2, 2}, dtypes::float32, "VK,VK:1").sum().item<float>(), 4.0f);
+  Tensor::manual_seed(3);
+  const std::vector<float> one = Tensor::rand({6}, dtypes::float32, "VK").to_vector<float>();
+  Tensor::manual_seed(3);
+  Tensor r = Tensor::rand({6}, dtypes::float32, "VK,VK:1").realize();
+  const Sharded rs = lower_multi(r.node());
+  EXPECT_EQ(Tensor(rs.shards[0]).to_vector<float>(), one);
+  EXPECT_EQ(Tensor(rs.shards[1]).to_vector<float>(), one);
+}
+
+}  // namespace
+}  // namespace vkg
