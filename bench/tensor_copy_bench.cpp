@@ -49,7 +49,8 @@ void BM_Copy_VK_to_CPU(benchmark::State& s) { copy_bench(s, "VK", "CPU"); }
 void BM_Copy_CPU_to_VK(benchmark::State& s) { copy_bench(s, "CPU", "VK"); }
 void BM_Copy_VK0_to_VK1(benchmark::State& s) { copy_bench(s, "VK", "VK:1"); }
 
-#define VKG_COPY_SIZES ->Arg(1 << 20)->Arg(16 << 20)->Arg(64 << 20)->UseRealTime()->Unit(benchmark::kMillisecond)
+#define VKG_COPY_SIZES \
+  ->Arg(1 << 20)->Arg(16 << 20)->Arg(64 << 20)->UseRealTime()->Unit(benchmark::kMillisecond)
 BENCHMARK(BM_Copy_VK_to_CPU) VKG_COPY_SIZES;
 BENCHMARK(BM_Copy_CPU_to_VK) VKG_COPY_SIZES;
 BENCHMARK(BM_Copy_VK0_to_VK1) VKG_COPY_SIZES;

@@ -35,8 +35,8 @@ UOpPtr make_multi(const Sharded& s) {
 namespace {
 
 int64_t product(const Shape& s, size_t from, size_t to) {
-  return std::accumulate(s.begin() + std::ptrdiff_t(from), s.begin() + std::ptrdiff_t(to), int64_t(1),
-                         std::multiplies<>());
+  return std::accumulate(s.begin() + std::ptrdiff_t(from), s.begin() + std::ptrdiff_t(to),
+                         int64_t(1), std::multiplies<>());
 }
 
 UOpPtr device_node(const std::string& d) { return UOp::make(Ops::DEVICE, dtypes::void_, {}, d); }
@@ -45,7 +45,8 @@ class Lowering {
  public:
   Sharded lower(const UOpPtr& root) {
     std::optional<Sharded> s = visit(root);
-    if (!s) throw Error("shard: " + std::string(op_name(root->op)) + " node is on one device (internal)");
+    if (!s)
+      throw Error("shard: " + std::string(op_name(root->op)) + " node is on one device (internal)");
     return *s;
   }
 
@@ -74,8 +75,9 @@ class Lowering {
   static Sharded align(const Sharded& v, const Sharded& like, const UOp& at) {
     if (v.axis == like.axis) return v;
     if (v.axis != -1)
-      throw Error(where(at) + ": its operands are sharded on different axes (" + std::to_string(v.axis) +
-                  " and " + std::to_string(like.axis) + "); shard them alike, or gather one with to()");
+      throw Error(where(at) + ": its operands are sharded on different axes (" +
+                  std::to_string(v.axis) + " and " + std::to_string(like.axis) +
+                  "); shard them alike, or gather one with to()");
     Sharded out = like;
     const auto b = bounds(like);
     for (size_t i = 0; i < v.shards.size(); ++i) {
@@ -102,26 +104,30 @@ class Lowering {
     const std::string device =
         n->device_node() ? n->device_node()->arg_as<std::string>() : std::string();
     if (n->op == Ops::MULTI) {
-      Sharded s{split_devices(device), {n->src.begin() + 1, n->src.end()}, std::get<int64_t>(n->arg)};
+      Sharded s{
+          split_devices(device), {n->src.begin() + 1, n->src.end()}, std::get<int64_t>(n->arg)};
       return s;
     }
     if (n->op == Ops::DEVICE || !is_multi_device(device)) return std::nullopt;
     const std::vector<std::string> devices = split_devices(device);
     if (n->op == Ops::CONST) {  // the same constant on every device
       Sharded s{devices, {}, -1};
-      for (const auto& d : devices) s.shards.push_back(UOp::make(Ops::CONST, n->dtype, {device_node(d)}, n->arg));
+      for (const auto& d : devices)
+        s.shards.push_back(UOp::make(Ops::CONST, n->dtype, {device_node(d)}, n->arg));
       return s;
     }
     if (n->op == Ops::BUFFER) {  // host data made on the joined device: uploaded to each
       const Buffer& b = buffer_of(*n);
       if (!b.initial_data)
-        throw Error(where(*n) + ": a buffer on several devices has no data to replicate; make it on "
+        throw Error(where(*n) +
+                    ": a buffer on several devices has no data to replicate; make it on "
                     "one device and shard() it");
       Sharded s{devices, {}, -1};
       for (const auto& d : devices) {
         auto copy = std::make_shared<Buffer>(d, b.dtype(), b.count());
         copy->initial_data = b.initial_data;
-        s.shards.push_back(UOp::make(Ops::BUFFER, n->dtype, {device_node(d)}, std::shared_ptr<const ArgPayload>(copy)));
+        s.shards.push_back(UOp::make(Ops::BUFFER, n->dtype, {device_node(d)},
+                                     std::shared_ptr<const ArgPayload>(copy)));
       }
       return s;
     }
@@ -136,7 +142,8 @@ class Lowering {
     const bool elementwise = is_alu(n->op) || n->op == Ops::CAST || n->op == Ops::BITCAST ||
                              n->op == Ops::CONTIGUOUS || n->op == Ops::DETACH;
     if (!elementwise)
-      throw Error(where(*n) + ": this op does not run on sharded tensors yet; gather with to() first");
+      throw Error(where(*n) +
+                  ": this op does not run on sharded tensors yet; gather with to() first");
     const Sharded* like = nullptr;
     for (const auto& s : in) {
       if (!s) throw Error(where(*n) + ": an operand is on one device (internal)");
@@ -154,13 +161,15 @@ class Lowering {
     for (size_t i = 0; i < like.shards.size(); ++i) {
       std::vector<UOpPtr> src;
       for (const Sharded& o : operands) src.push_back(o.shards[i]);
-      out.shards.push_back(UOp::make(n.op, n.dtype, std::move(src), args.empty() ? n.arg : args[i]));
+      out.shards.push_back(
+          UOp::make(n.op, n.dtype, std::move(src), args.empty() ? n.arg : args[i]));
     }
     return out;
   }
 
   static Sharded move(const UOp& n, const Sharded& x) {
-    if (symbolic_arg(n)) throw Error(where(n) + ": symbolic sizes on sharded tensors are not supported");
+    if (symbolic_arg(n))
+      throw Error(where(n) + ": symbolic sizes on sharded tensors are not supported");
     const std::vector<int64_t>& a = *movement_values(n);
     const Shape& old_full = *n.src[0]->shape();
     if (x.axis == -1) return per_shard(n, {x}, x);
@@ -208,8 +217,10 @@ class Lowering {
       case Ops::PAD:
       case Ops::SHRINK: {
         const bool whole = n.op == Ops::PAD ? a[2 * axis] == 0 && a[2 * axis + 1] == 0
-                                             : a[2 * axis] == 0 && a[2 * axis + 1] == old_full[axis];
-        if (!whole) throw Error(where(n) + ": a " + std::string(op_name(n.op)) + " across the sharded axis " + std::to_string(axis));
+                                            : a[2 * axis] == 0 && a[2 * axis + 1] == old_full[axis];
+        if (!whole)
+          throw Error(where(n) + ": a " + std::string(op_name(n.op)) + " across the sharded axis " +
+                      std::to_string(axis));
         for (const auto& [lo, hi] : b) {
           std::vector<int64_t> s = a;
           if (n.op == Ops::SHRINK) s[2 * axis + 1] = hi - lo;
@@ -238,8 +249,8 @@ class Lowering {
       UOpPtr acc;
       for (size_t j = 0; j < x.devices.size(); ++j) {
         UOpPtr p = j == d ? partial.shards[j]
-                          : UOp::make(Ops::COPY, n.dtype, {partial.shards[j], device_node(x.devices[d])},
-                                      x.devices[d]);
+                          : UOp::make(Ops::COPY, n.dtype,
+                                      {partial.shards[j], device_node(x.devices[d])}, x.devices[d]);
         acc = acc ? UOp::make(r.op, n.dtype, {acc, p}) : p;
       }
       out.shards.push_back(acc);

@@ -24,7 +24,9 @@
 namespace vkg {
 
 // "VK,VK:1" names the devices of a sharded tensor; one device's name has no comma.
-inline bool is_multi_device(const std::string& device) { return device.find(',') != std::string::npos; }
+inline bool is_multi_device(const std::string& device) {
+  return device.find(',') != std::string::npos;
+}
 std::vector<std::string> split_devices(const std::string& device);
 std::string join_devices(const std::vector<std::string>& devices);
 

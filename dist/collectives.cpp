@@ -20,7 +20,8 @@ std::string described(const std::string& op, const Tensor& t) {
 
 Bytes host_bytes(const Tensor& t) { return std::make_shared<std::vector<std::byte>>(t.bytes()); }
 
-Tensor from_bytes(const std::vector<std::byte>& bytes, DType dtype, Shape shape, const std::string& device) {
+Tensor from_bytes(const std::vector<std::byte>& bytes, DType dtype, Shape shape,
+                  const std::string& device) {
   return Tensor(std::span<const std::byte>(bytes), bytes.size() / size_t(dtype.itemsize()), dtype,
                 std::move(shape), device);
 }
@@ -99,7 +100,8 @@ void all_reduce_gradients(std::span<Tensor> params, ReduceOp op, size_t bucket_b
     const size_t n = size_t(grads[i].numel()) * size_t(d.itemsize());
     check_mean(op, d, described("all_reduce_gradients", grads[i]));
     auto it = open.find(d.name());
-    if (it == open.end() || (buckets[it->second].bytes + n > bucket_bytes && buckets[it->second].bytes > 0)) {
+    if (it == open.end() ||
+        (buckets[it->second].bytes + n > bucket_bytes && buckets[it->second].bytes > 0)) {
       buckets.push_back({d, {}, 0});
       it = open.insert_or_assign(d.name(), buckets.size() - 1).first;
     }
@@ -115,13 +117,16 @@ void all_reduce_gradients(std::span<Tensor> params, ReduceOp op, size_t bucket_b
       at += g.size();
     }
     detail::all_reduce_sum(data, b.dtype,
-                           "all_reduce_gradients of a bucket of " + std::to_string(b.members.size()) +
-                               " gradients (" + std::to_string(b.bytes) + " bytes, " + b.dtype.name() + ")");
-    if (op == ReduceOp::Mean) divide(data->data(), b.bytes / size_t(b.dtype.itemsize()), b.dtype, world_size());
+                           "all_reduce_gradients of a bucket of " +
+                               std::to_string(b.members.size()) + " gradients (" +
+                               std::to_string(b.bytes) + " bytes, " + b.dtype.name() + ")");
+    if (op == ReduceOp::Mean)
+      divide(data->data(), b.bytes / size_t(b.dtype.itemsize()), b.dtype, world_size());
     at = 0;
     for (size_t i : b.members) {
       const size_t n = size_t(grads[i].numel()) * size_t(b.dtype.itemsize());
-      std::vector<std::byte> part(data->begin() + std::ptrdiff_t(at), data->begin() + std::ptrdiff_t(at + n));
+      std::vector<std::byte> part(data->begin() + std::ptrdiff_t(at),
+                                  data->begin() + std::ptrdiff_t(at + n));
       with_grad[i]->set_grad(from_bytes(part, b.dtype, grads[i].shape(), grads[i].device()));
       at += n;
     }

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -73,7 +73,9 @@ std::string mpi_error(int code) {
 }
 
 void check(int code, const std::string& what) {
-  if (code != MPI_SUCCESS) throw Error("dist: " + what + " failed on rank " + std::to_string(mpi_rank()) + ": " + mpi_error(code));
+  if (code != MPI_SUCCESS)
+    throw Error("dist: " + what + " failed on rank " + std::to_string(mpi_rank()) + ": " +
+                mpi_error(code));
 }
 
 double timeout_seconds() {
@@ -117,11 +119,14 @@ MPI_Datatype mpi_type(DType d, const std::string& what) {
   if (d == dtypes::float64) return MPI_DOUBLE;
   if (d == dtypes::int32) return MPI_INT32_T;
   if (d == dtypes::int64) return MPI_INT64_T;
-  throw Error("dist: " + what + " of a " + d.name() + " tensor: float32, float64, int32 or int64 only");
+  throw Error("dist: " + what + " of a " + d.name() +
+              " tensor: float32, float64, int32 or int64 only");
 }
 
 int count_of(size_t n, const std::string& what) {
-  if (n > size_t(INT32_MAX)) throw Error("dist: " + what + " of " + std::to_string(n) + " elements: at most 2^31 - 1 per call");
+  if (n > size_t(INT32_MAX))
+    throw Error("dist: " + what + " of " + std::to_string(n) +
+                " elements: at most 2^31 - 1 per call");
   return int(n);
 }
 
@@ -153,7 +158,8 @@ void all_reduce_sum(const Bytes& data, DType dtype, const std::string& what) {
 void broadcast_bytes(const Bytes& data, int root, const std::string& what) {
   start();
   MPI_Request r;
-  check(MPI_Ibcast(data->data(), count_of(data->size(), what), MPI_BYTE, root, MPI_COMM_WORLD, &r), what);
+  check(MPI_Ibcast(data->data(), count_of(data->size(), what), MPI_BYTE, root, MPI_COMM_WORLD, &r),
+        what);
   wait(r, what, {data});
 }
 
@@ -162,7 +168,8 @@ Bytes all_gather_bytes(const Bytes& in, const std::string& what) {
   auto out = std::make_shared<std::vector<std::byte>>(in->size() * size_t(mpi_world_size()));
   const int n = count_of(in->size(), what);
   MPI_Request r;
-  check(MPI_Iallgather(in->data(), n, MPI_BYTE, out->data(), n, MPI_BYTE, MPI_COMM_WORLD, &r), what);
+  check(MPI_Iallgather(in->data(), n, MPI_BYTE, out->data(), n, MPI_BYTE, MPI_COMM_WORLD, &r),
+        what);
   wait(r, what, {in, out});
   return out;
 }

@@ -20,7 +20,8 @@ int main() {
   const int64_t batch = 512, features = 256, classes = 10, steps = 20;
   const int ranks = dist::world_size(), rank = dist::rank();
   if (batch % ranks) {
-    std::fprintf(stderr, "the batch of %lld does not split over %d ranks\n", (long long)batch, ranks);
+    std::fprintf(stderr, "the batch of %lld does not split over %d ranks\n", (long long)batch,
+                 ranks);
     return 1;
   }
   Tensor::manual_seed(1);  // the same initial weights and data on every rank
@@ -39,13 +40,14 @@ int main() {
     (l2(l1(xs).relu()) - ys).square().mean().backward();
     if (ranks > 1) dist::all_reduce_gradients(params);  // one bucket: all 35 KB of gradients
     opt.step();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
   double checksum = 0;
   for (Tensor& p : params)
     for (float v : p.to_vector<float>()) checksum += double(v);
   if (rank == 0)
-    std::printf("%d rank(s), global batch %lld: median step %.2f ms; weights checksum %.6f\n", ranks,
-                (long long)batch, ms[ms.size() / 2], checksum);
+    std::printf("%d rank(s), global batch %lld: median step %.2f ms; weights checksum %.6f\n",
+                ranks, (long long)batch, ms[ms.size() / 2], checksum);
 }

@@ -31,7 +31,8 @@ TEST(Dist, AllReduceSumsAndAveragesOnTheTensorsDevice) {
     Tensor s = dist::all_reduce(t);
     EXPECT_EQ(s.device(), device);
     EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{3, 30, -3}));
-    EXPECT_EQ(dist::all_reduce(t, dist::ReduceOp::Mean).to_vector<float>(), (std::vector<float>{1.5f, 15, -1.5f}));
+    EXPECT_EQ(dist::all_reduce(t, dist::ReduceOp::Mean).to_vector<float>(),
+              (std::vector<float>{1.5f, 15, -1.5f}));
   }
   Tensor i = Tensor({dist::rank(), 7}).reshape({1, 2});
   EXPECT_EQ(dist::all_reduce(i).to_vector<int>(), (std::vector<int>{1, 14}));
@@ -49,21 +50,27 @@ TEST(Dist, BroadcastAndAllGather) {
 
 TEST(Dist, BadInputIsAClearError) {
   Tensor h = Tensor(std::vector<float>{1, 2}, {2}).cast(dtypes::float16);
-  EXPECT_NE(test::error_of([&] { dist::all_reduce(h); }).find("float32, float64, int32 or int64"), std::string::npos);
-  EXPECT_NE(test::error_of([&] { dist::broadcast(h.cast(dtypes::float32), 5); }).find("there are 2 ranks"),
+  EXPECT_NE(test::error_of([&] { dist::all_reduce(h); }).find("float32, float64, int32 or int64"),
             std::string::npos);
-  EXPECT_NE(test::error_of([&] { dist::all_reduce(Tensor({1, 2}), dist::ReduceOp::Mean); }).find("the mean needs"),
+  EXPECT_NE(test::error_of([&] {
+              dist::broadcast(h.cast(dtypes::float32), 5);
+            }).find("there are 2 ranks"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] {
+              dist::all_reduce(Tensor({1, 2}), dist::ReduceOp::Mean);
+            }).find("the mean needs"),
             std::string::npos);
 }
 
 TEST(Dist, GradientsAreAveragedInBuckets) {
   const float r = float(dist::rank() + 1);
-  std::vector<Tensor> params = {Tensor(std::vector<float>{0, 0, 0}, {3}), Tensor(std::vector<float>{0}, {1}),
+  std::vector<Tensor> params = {Tensor(std::vector<float>{0, 0, 0}, {3}),
+                                Tensor(std::vector<float>{0}, {1}),
                                 Tensor(std::vector<float>{0, 0}, {2})};
   for (Tensor& p : params) p.requires_grad_();
   // d/dp of sum(p * c) is c: rank-dependent gradients.
-  ((params[0] * Tensor(std::vector<float>{r, 2 * r, 3 * r}, {3})).sum() + (params[1] * (4 * r)).sum() +
-   (params[2] * Tensor(std::vector<float>{-r, r * r}, {2})).sum())
+  ((params[0] * Tensor(std::vector<float>{r, 2 * r, 3 * r}, {3})).sum() +
+   (params[1] * (4 * r)).sum() + (params[2] * Tensor(std::vector<float>{-r, r * r}, {2})).sum())
       .backward();
   dist::all_reduce_gradients(params, dist::ReduceOp::Mean, /*bucket_bytes=*/12);  // two buckets
   EXPECT_EQ(params[0].grad()->to_vector<float>(), (std::vector<float>{1.5f, 3, 4.5f}));
@@ -100,7 +107,8 @@ TEST(Dist, DataParallelStepsMatchTheFullBatch) {
   };
   const auto one = train(false), dp = train(true);
   for (size_t i = 0; i < one.size(); ++i)
-    for (size_t j = 0; j < one[i].size(); ++j) EXPECT_NEAR(dp[i][j], one[i][j], 1e-5f) << i << "," << j;
+    for (size_t j = 0; j < one[i].size(); ++j)
+      EXPECT_NEAR(dp[i][j], one[i][j], 1e-5f) << i << "," << j;
 }
 
 // Last: rank 1 comes 3 s late to an all_reduce that rank 0 waits 1 s for. Rank 0 gets the error;

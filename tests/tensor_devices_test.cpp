@@ -23,9 +23,14 @@ std::vector<uint32_t> bits_of(const std::vector<float>& v) {
   return out;
 }
 
-const std::vector<float> special = {1.5f, -0.0f, 0.0f, std::numeric_limits<float>::infinity(),
+const std::vector<float> special = {1.5f,
+                                    -0.0f,
+                                    0.0f,
+                                    std::numeric_limits<float>::infinity(),
                                     -std::numeric_limits<float>::infinity(),
-                                    std::numeric_limits<float>::quiet_NaN(), 1e-42f, -3.25f};
+                                    std::numeric_limits<float>::quiet_NaN(),
+                                    1e-42f,
+                                    -3.25f};
 
 TEST(TensorDevices, CopiesBetweenEveryPairKeepTheBits) {
   const std::vector<std::string> devices = {"VK", "VK:1", "CPU"};
@@ -43,7 +48,8 @@ TEST(TensorDevices, Int64AndHalfTravelExactly) {
   const std::vector<int64_t> big = {INT64_MIN, -1, 0, (int64_t(1) << 53) + 1, INT64_MAX};
   EXPECT_EQ(Tensor(big, {5}, "VK").to("CPU").to("VK:1").to_vector<int64_t>(), big);
   Tensor h = Tensor(std::vector<float>{0.5f, -2.0f, 65504.0f}, {3}, "CPU").cast(dtypes::float16);
-  EXPECT_EQ(h.to("VK").cast(dtypes::float32).to_vector<float>(), (std::vector<float>{0.5f, -2.0f, 65504.0f}));
+  EXPECT_EQ(h.to("VK").cast(dtypes::float32).to_vector<float>(),
+            (std::vector<float>{0.5f, -2.0f, 65504.0f}));
 }
 
 TEST(TensorDevices, ACopyIsAScheduleItemNotAKernel) {
@@ -67,7 +73,8 @@ TEST(TensorDevices, ACopyIsAScheduleItemNotAKernel) {
 
 TEST(TensorDevices, ComputationOnEachSideAgreesWithTheCpuDevice) {
   std::vector<float> a(64), b(64);
-  for (int i = 0; i < 64; ++i) a[size_t(i)] = float(i) * 0.25f - 3, b[size_t(i)] = float(i % 7) - 2.5f;
+  for (int i = 0; i < 64; ++i)
+    a[size_t(i)] = float(i) * 0.25f - 3, b[size_t(i)] = float(i % 7) - 2.5f;
   auto run = [&](const std::string& first, const std::string& second) {
     Tensor x(a, {8, 8}, first), y(b, {8, 8}, second);
     Tensor z = (x.exp2() * 0.5f).to(second) + y.permute({1, 0});
@@ -84,7 +91,8 @@ TEST(TensorDevices, MovedViewsAndConstantsAreRealizedFirst) {
   EXPECT_EQ(x.permute({1, 0}).to("CPU").to_vector<float>(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
   EXPECT_EQ(x.flip({1}).shrink({{0, 2}, {1, 3}}).to("VK:1").to_vector<float>(),
             (std::vector<float>{2, 1, 5, 4}));
-  EXPECT_EQ(Tensor::full({2, 2}, 7.0f, {}, "VK").to("CPU").to_vector<float>(), (std::vector<float>(4, 7.0f)));
+  EXPECT_EQ(Tensor::full({2, 2}, 7.0f, {}, "VK").to("CPU").to_vector<float>(),
+            (std::vector<float>(4, 7.0f)));
   EXPECT_EQ(Tensor(2.5f).to("CPU").item<float>(), 2.5f);
   EXPECT_EQ(Tensor::zeros({0}, dtypes::float32, "VK").to("CPU").numel(), 0);
 }
@@ -131,7 +139,8 @@ TEST(TensorDevices, BadDevicesAndMixedDevicesAreClearErrors) {
   EXPECT_NE(error_of([&] { x.to("TPU"); }).find("no device named 'TPU'"), std::string::npos);
   const std::string mixed = error_of([&] { x + x.to("VK:1"); });
   EXPECT_NE(mixed.find("different devices (VK and VK:1)"), std::string::npos) << mixed;
-  EXPECT_EQ((x + x.to("VK:1").to("VK")).to_vector<float>(), (std::vector<float>{2, 4}));  // still usable
+  EXPECT_EQ((x + x.to("VK:1").to("VK")).to_vector<float>(),
+            (std::vector<float>{2, 4}));  // still usable
 }
 
 TEST(TensorDevices, Debug2ListsTheCopies) {
@@ -177,7 +186,8 @@ TEST(TensorDevicesOrder, PingPongThroughLentMemoryAgreesWithTheCpuDevice) {
     EXPECT_EQ(run("VK", "VK:1"), one_device);
     const std::vector<float> mixed = run("VK", "CPU");
     ASSERT_EQ(mixed.size(), cpu.size());
-    for (size_t i = 0; i < cpu.size(); ++i) ASSERT_NEAR(mixed[i], cpu[i], 1e-5f * (1 + std::abs(cpu[i]))) << i;
+    for (size_t i = 0; i < cpu.size(); ++i)
+      ASSERT_NEAR(mixed[i], cpu[i], 1e-5f * (1 + std::abs(cpu[i]))) << i;
   }
 }
 

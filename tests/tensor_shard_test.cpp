@@ -46,7 +46,8 @@ TEST(TensorShard, EachShardLivesOnItsDeviceAndRealizesThere) {
   EXPECT_EQ(s.shards[1]->device_node()->arg_as<std::string>(), "VK:1");
   EXPECT_EQ(*s.shards[1]->shape(), (Shape{2, 3}));
   EXPECT_EQ(Tensor(s.shards[1]).to_vector<float>(), (std::vector<float>{13, 15, 17, 19, 21, 23}));
-  EXPECT_EQ(y.to("CPU").to_vector<float>(), (Tensor(iota(12), {4, 3}, "CPU") * 2 + 1).to_vector<float>());
+  EXPECT_EQ(y.to("CPU").to_vector<float>(),
+            (Tensor(iota(12), {4, 3}, "CPU") * 2 + 1).to_vector<float>());
 }
 
 TEST(TensorShard, ElementwiseWithReplicatedOperandsAgreesWithTheCpuDevice) {
@@ -55,14 +56,19 @@ TEST(TensorShard, ElementwiseWithReplicatedOperandsAgreesWithTheCpuDevice) {
   Tensor xc(xs, {4, 6}, "CPU"), wc(ws, {6}, "CPU");
   // The same kernels as on one Vulkan device (the CPU device's exp2 may differ by an ulp).
   Tensor xv(xs, {4, 6}), wv(ws, {6});
-  EXPECT_EQ(((x * w).exp2() - x.abs()).to("CPU").to_vector<float>(), ((xv * wv).exp2() - xv.abs()).to_vector<float>());
-  EXPECT_EQ((x.reshape({24}) * 3).to("CPU").to_vector<float>(), (xc.reshape({24}) * 3).to_vector<float>());
+  EXPECT_EQ(((x * w).exp2() - x.abs()).to("CPU").to_vector<float>(),
+            ((xv * wv).exp2() - xv.abs()).to_vector<float>());
+  EXPECT_EQ((x.reshape({24}) * 3).to("CPU").to_vector<float>(),
+            (xc.reshape({24}) * 3).to_vector<float>());
   // Sharded on the other axis, and moved: permute carries the axis, reshape regroups it.
   Tensor x1 = Tensor(xs, {4, 6}).shard(two, 1);
-  EXPECT_EQ((x1.permute({1, 0}) + 1).to("CPU").to_vector<float>(), (xc.permute({1, 0}) + 1).to_vector<float>());
-  EXPECT_EQ(x.reshape({2, 2, 6}).sum(2).to("VK").to_vector<float>(), xc.reshape({2, 2, 6}).sum(2).to_vector<float>());
+  EXPECT_EQ((x1.permute({1, 0}) + 1).to("CPU").to_vector<float>(),
+            (xc.permute({1, 0}) + 1).to_vector<float>());
+  EXPECT_EQ(x.reshape({2, 2, 6}).sum(2).to("VK").to_vector<float>(),
+            xc.reshape({2, 2, 6}).sum(2).to_vector<float>());
   EXPECT_EQ(x.reshape({4, 2, 3}).to("CPU").to_vector<float>(), xs);
-  EXPECT_EQ(x.shrink({{0, 4}, {1, 3}}).to("CPU").to_vector<float>(), xc.shrink({{0, 4}, {1, 3}}).to_vector<float>());
+  EXPECT_EQ(x.shrink({{0, 4}, {1, 3}}).to("CPU").to_vector<float>(),
+            xc.shrink({{0, 4}, {1, 3}}).to_vector<float>());
 }
 
 TEST(TensorShard, ReductionsOverTheShardedAxisCombineAcrossDevices) {
@@ -79,7 +85,8 @@ TEST(TensorShard, ReductionsOverTheShardedAxisCombineAcrossDevices) {
   EXPECT_EQ(total.axis, -1);
   EXPECT_EQ(Tensor(total.shards[0]).to_vector<float>(), Tensor(total.shards[1]).to_vector<float>());
   // Softmax over the batch axis: a reduce, an expand back over the sharded axis, another reduce.
-  std::vector<float> a = x.softmax(0).to("CPU").to_vector<float>(), e = xc.softmax(0).to_vector<float>();
+  std::vector<float> a = x.softmax(0).to("CPU").to_vector<float>(),
+                     e = xc.softmax(0).to_vector<float>();
   for (size_t i = 0; i < e.size(); ++i) EXPECT_NEAR(a[i], e[i], 1e-6f) << i;
 }
 
@@ -104,10 +111,14 @@ TEST(TensorShard, ShardingOnOneDeviceOrTheCpuDevice) {
 TEST(TensorShard, BadInputIsAClearErrorAndTheLibraryStaysUsable) {
   Tensor x = Tensor(iota(15), {5, 3});
   std::string e = error_of([&] { x.shard(two, 0); });
-  EXPECT_NE(e.find("axis 0 of size 5 does not split evenly over 2 devices"), std::string::npos) << e;
+  EXPECT_NE(e.find("axis 0 of size 5 does not split evenly over 2 devices"), std::string::npos)
+      << e;
   EXPECT_NE(error_of([&] { x.shard(two, 2); }).find("out of range"), std::string::npos);
   EXPECT_NE(error_of([&] { x.shard({"VK", "vk:0"}); }).find("named twice"), std::string::npos);
-  EXPECT_NE(error_of([&] { x.shard({"VK", "VK:8"}); }).find("no Vulkan device VK:8"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              x.shard({"VK", "VK:8"});
+            }).find("no Vulkan device VK:8"),
+            std::string::npos);
   Tensor s = Tensor(iota(12), {4, 3}).shard(two, 0);
   e = error_of([&] { (s + Tensor(iota(12), {4, 3})).realize(); });
   EXPECT_NE(e.find("different devices (VK,VK:1 and VK)"), std::string::npos) << e;
@@ -155,7 +166,8 @@ TEST(TensorShard, DataParallelTrainingMatchesOneDevice) {
   EXPECT_GT(std::abs(one[0][0] - initial[0]), 1e-4f);  // the steps moved the weights
   ASSERT_EQ(one.size(), dp.size());
   for (size_t i = 0; i < one.size(); ++i)
-    for (size_t j = 0; j < one[i].size(); ++j) EXPECT_NEAR(dp[i][j], one[i][j], 1e-5f) << i << "," << j;
+    for (size_t j = 0; j < one[i].size(); ++j)
+      EXPECT_NEAR(dp[i][j], one[i][j], 1e-5f) << i << "," << j;
 }
 
 }  // namespace
