@@ -9,8 +9,10 @@
 #include <vkgrad/core/tensor.hpp>
 #include <vkgrad/core/uop.hpp>
 #include <vkgrad/dist/dist.hpp>
+#include <vkgrad/nn/conv_layers.hpp>
 #include <vkgrad/nn/datasets.hpp>
 #include <vkgrad/nn/layers.hpp>
 #include <vkgrad/nn/module.hpp>
+#include <vkgrad/nn/norm_layers.hpp>
 #include <vkgrad/nn/optim.hpp>
 #include <vkgrad/nn/safetensors.hpp>

@@ -102,6 +102,11 @@ class Kernel {
 };
 
 char axis_kind_letter(AxisKind k);  // G L R P U N S (P: grouP, S: Shuffle)
+// A kernel AST's LOAD(DEFINE_GLOBAL, VIEW, index...) with arg (stride, size) per index: it
+// reads the element its VIEW addresses plus each index value times its stride (the scheduler's
+// lowering of a tensor-level INDEX, core/indexed_load.hpp). Out of [0, size): 0.
+inline bool is_indexed_load(const UOp* u) { return u->op == Ops::LOAD && u->src.size() > 2; }
+
 int kind_rank(AxisKind k);            // position of a kind in the canonical axis order
 
 }  // namespace vkg

@@ -239,6 +239,22 @@ IndexExpr Lowerer::address(const UOp* view_node, const Combo& c, int at_lane) co
   return e;
 }
 
+IndexExpr Lowerer::load_address(const UOp* load, const Combo& c) {
+  IndexExpr e = address(load->src[1].get(), c);
+  if (!is_indexed_load(load)) return e;
+  const auto& axes = load->arg_as<std::vector<int64_t>>();  // (stride, size) per index
+  for (size_t j = 2; j < load->src.size(); ++j) {
+    const UOpPtr at = value(load->src[j].get(), c);
+    const int64_t stride = axes[2 * (j - 2)], size = axes[2 * (j - 2) + 1];
+    // Addressed clamped into the axis: the address stays in the buffer, and its bounds let the
+    // symbolic folds prove alignment (a row of floats then loads as vec4s).
+    const UOpPtr inside = -((-at->maximum(0))->maximum(-(size - 1)));
+    e.index = e.index + inside * stride;
+    e.valid = e.valid->alu(Ops::AND, {at->ge(0)})->alu(Ops::AND, {at->lt(size)});
+  }
+  return {simplify(e.index), simplify(e.valid)};
+}
+
 UOpPtr Lowerer::indexed(const UOpPtr& global, const UOpPtr& index, const UOpPtr& valid) {
   if (is_true(valid)) return UOp::make(Ops::INDEX, global->dtype, {global, index});
   return UOp::make(Ops::INDEX, global->dtype, {global, index, valid});
@@ -258,7 +274,7 @@ UOpPtr Lowerer::value_uncached(const UOp* n, const Combo& c) {
       if (UOpPtr staged = from_tile(n, c)) return staged;
       if (UOpPtr lane = shuffled(n, c)) return lane;
       if (UOpPtr lane = unrolled_vector_lane(n, c)) return lane;
-      auto [index, valid] = address(n->src[1].get(), c);
+      auto [index, valid] = load_address(n, c);
       UOpPtr idx = indexed(n->src[0], index, valid);
       if (is_true(valid)) return UOp::make(Ops::LOAD, n->dtype, {idx});
       return UOp::make(Ops::LOAD, n->dtype, {idx, UOp::const_(n->dtype, 0)});
@@ -317,6 +333,8 @@ UOpPtr Lowerer::unrolled_vector(const UOp* load, const Combo& c, int at_lane) {
   Combo base = c;
   base[size_t(axis)] = 0;
   if (at_lane >= 0) base[size_t(at_lane)] = -1;  // one load for every value of the lane axis
+  // An indexed load's lanes are consecutive only per invocation: never read across lanes.
+  if (at_lane >= 0 && is_indexed_load(load)) return nullptr;
   auto key = std::pair{load, base};
   auto it = unrolled_loads_.find(key);
   if (it == unrolled_loads_.end()) {
@@ -324,7 +342,8 @@ UOpPtr Lowerer::unrolled_vector(const UOp* load, const Combo& c, int at_lane) {
     for (int64_t j = 0; j < w; ++j) {
       Combo lane = base;
       lane[size_t(axis)] = j;
-      auto [index, valid] = address(load->src[1].get(), lane, at_lane);
+      auto [index, valid] =
+          at_lane >= 0 ? address(load->src[1].get(), lane, at_lane) : load_address(load, lane);
       idx.push_back(indexed(load->src[0], index, valid));
     }
     UOpPtr v;

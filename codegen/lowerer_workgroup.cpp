@@ -36,7 +36,9 @@ void Lowerer::stage_tiles() {
     if (u->op == Ops::REDUCE_AXIS)
       for (const UOp* x : toposort(u->src[0].get())) in_reduce.insert(x);
   for (const UOp* load : toposort(k_.ast().get())) {
-    if (load->op != Ops::LOAD || !in_reduce.count(load) || load->dtype.count != 1) continue;
+    if (load->op != Ops::LOAD || !in_reduce.count(load) || load->dtype.count != 1 ||
+        is_indexed_load(load))
+      continue;
     const ShapeTracker& st = k_.view(load->src[1].get());
     const std::vector<std::optional<int64_t>> strides = st.real_strides(true);
     std::vector<size_t> tile_axes;
@@ -111,7 +113,8 @@ UOpPtr Lowerer::shuffled(const UOp* load, const Combo& c) {
   const int s = k_.shuffle_axis();
   // subgroupShuffle of 32-bit values only (smaller and wider types need extended-types
   // features); other loads are read per lane as usual.
-  if (s < 0 || load->dtype.scalar_size() != 4 || load->dtype.is_bool()) return nullptr;
+  if (s < 0 || load->dtype.scalar_size() != 4 || load->dtype.is_bool() || is_indexed_load(load))
+    return nullptr;
   const ShapeTracker& st = k_.view(load->src[1].get());
   const std::vector<std::optional<int64_t>> strides = st.real_strides(true);
   for (size_t a = 0; a < strides.size(); ++a)

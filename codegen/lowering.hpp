@@ -82,6 +82,10 @@ class Lowerer {
   // given, takes the invocation's lane instead of its combo value.
   IndexExpr address(const UOp* view_node, const Combo& c, int at_lane = -1) const;
 
+  // A load's address at combo c: its view's, plus, for an indexed load (is_indexed_load), each
+  // index value times its axis' stride, valid where every index is within its axis.
+  IndexExpr load_address(const UOp* load, const Combo& c);
+
   static UOpPtr indexed(const UOpPtr& global, const UOpPtr& index, const UOpPtr& valid);
 
   UOpPtr value(const UOp* n, const Combo& c);

@@ -1,9 +1,9 @@
-// Opt-in validation of index values (CHECK_INDICES=1). gather, embedding, one_hot and
-// sparse_categorical_crossentropy select by comparing indices with an arange, so an index out of
-// range reads no memory: it silently selects nothing (zeros). With the setting on, each of them
-// first computes on the device whether any index is out of range and throws vkg::Error naming the
-// op, the value and the range. Off by default: the check waits for the device where everything
-// else stays lazy.
+// Opt-in validation of index values (CHECK_INDICES=1). The indexed loads (gather, embedding,
+// take, index_select, x[int_tensor]) mask an index out of range to 0, and the one-hot forms
+// (one_hot, sparse_categorical_crossentropy, the scatter ops) match nothing with it: either way it
+// silently selects zeros or writes nothing. With the setting on, each op first computes on the
+// device whether any index is out of range and throws vkg::Error naming the op, the value and
+// the range. Off by default: the check waits for the device where everything else stays lazy.
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -20,7 +20,8 @@ namespace vkg {
   X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP) X(VIEW)                          \
   /* reductions: REDUCE_AXIS over tensor axes, REDUCE over kernel ranges */                 \
   X(REDUCE_AXIS) X(REDUCE)                                                                  \
-  /* kernel level; SHUFFLE(x) with arg k: x as the subgroup's lane k holds it */            \
+  /* kernel level; SHUFFLE(x) with arg k: x as the subgroup's lane k holds it. INDEX is */ \
+  /* also tensor level: an indexed load (core/indexed_load.hpp) */                          \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(DEFINE_VAR) X(DEFINE_ACC) X(SPECIAL) X(RANGE)          \
   X(ENDRANGE) X(IF) X(ENDIF) X(BARRIER) X(INDEX) X(LOAD) X(STORE) X(BIND) X(UNROLL)         \
   X(CONTRACT) X(VECTORIZE) X(GEP) X(WMMA) X(SHUFFLE) X(CONST) X(VCONST) X(CAST) X(BITCAST) \

@@ -219,11 +219,55 @@ class Analysis {
       return reads_elsewhere(n->src[0].get(), inner, reduce, storage, checked);
     }
     if (n->op == Ops::REDUCE_AXIS) return reads_elsewhere(n->src[0].get(), {}, n, storage, checked);
+    if (n->op == Ops::INDEX) {  // its source is read at elements its indices choose
+      if (indexed_storage(n->src[0].get()) == storage) return true;
+      for (size_t i = 1; i < n->src.size(); ++i)
+        if (reads_elsewhere(n->src[i].get(), chain, reduce, storage, checked)) return true;
+      return false;
+    }
     for (const UOpPtr& s : n->src)
       if (reads_elsewhere(s.get(), chain, reduce, storage, checked)) return true;
     return false;
   }
 
+  // An indexed load reads its source at computed elements, so the source must be one buffer seen
+  // through one view without a mask (each indexed axis then has one stride): movement ops over a
+  // leaf. A computed source is realized, and so is a view that one view cannot express.
+  void make_indexable(const UOp* src) {
+    Chain chain;
+    const UOp* base = indexed_base(src, chain);
+    if (!is_leaf(base)) realize(base);
+    if (base->op == Ops::CONST || base->op == Ops::BIND) {  // no buffer to read
+      realize(src);
+      return;
+    }
+    const ShapeTracker st = apply_chain(ShapeTracker::from_shape(*base->shape()), chain).simplify();
+    if (st.views().size() != 1 || st.views()[0].mask) realize(src);
+  }
+
+ public:
+  // The node below the movement ops (and plain DETACHes) of an indexed load's source, stopping at
+  // a leaf; `chain` gets the movement ops in the order they apply.
+  const UOp* indexed_base(const UOp* src, Chain& chain) const {
+    while (!is_leaf(src) &&
+           (is_movement(src->op) ||
+            (src->op == Ops::DETACH && std::holds_alternative<std::monostate>(src->arg)))) {
+      if (src->op != Ops::DETACH) chain.insert(chain.begin(), src);
+      src = src->src[0].get();
+    }
+    return src;
+  }
+
+  // The storage an indexed load's source reads (-1 where it is not a buffer yet).
+  int64_t indexed_storage(const UOp* src) const {
+    Chain chain;
+    const UOp* base = indexed_base(src, chain);
+    if (auto p = prior.find(base); p != prior.end()) base = p->second.get();
+    while (base->op != Ops::BUFFER && is_movement(base->op)) base = base->src[0].get();
+    return base->op == Ops::BUFFER ? buffer_of(*base).storage_id() : -1;
+  }
+
+ private:
   void walk_kernel(const UOp* root) {
     if (previously_realized(root)) return;
     KernelState ks{root, std::nullopt};
@@ -260,6 +304,17 @@ class Analysis {
         return;
       }
       for (const UOpPtr& s : n->src) visit(s.get(), only_reshapes, padded, in_reduce, ks, seen);
+      return;
+    }
+    if (n->op == Ops::INDEX) {  // an indexed load (core/indexed_load.hpp)
+      // Under a pad its masked positions would still read the source: 0 needs a kernel of its own.
+      if (!is_root && padded) {
+        realize(n);
+        return;
+      }
+      make_indexable(n->src[0].get());
+      for (size_t i = 1; i < n->src.size(); ++i)
+        visit(n->src[i].get(), only_reshapes, padded, in_reduce, ks, seen);
       return;
     }
     if (n->op == Ops::DETACH) {
@@ -374,6 +429,39 @@ class KernelBuilder {
     throw Error("schedule: leaf " + std::string(op_name(n->op)) + " has no buffer");
   }
 
+  // An indexed load becomes LOAD(buffer, base view, index...) (codegen's is_indexed_load): the
+  // base view is the source's view with each indexed axis at 0 and expanded to the output's
+  // shape, so that the movement ops above the INDEX apply to it as to the indices; the lowerer
+  // adds index * stride per indexed axis.
+  UOpPtr lower_indexed_load(const UOp* n, const Chain& chain) {
+    Chain src_chain;
+    const UOp* leaf = analysis_.indexed_base(n->src[0].get(), src_chain);
+    Chain buffer_chain;
+    const UOp* buf = viewed_buffer(leaf_view(leaf).get(), buffer_chain);
+    if (!buf) throw Error("schedule: the source of an indexed load is no buffer (internal)");
+    buffer_chain.insert(buffer_chain.end(), src_chain.begin(), src_chain.end());
+    const auto b = buffer_ptr(*buf);
+    const int slot = slot_of(b);
+    loads_.emplace_back(leaf, b->storage_id());
+    const ShapeTracker st =
+        apply_chain(ShapeTracker::from_shape({b->count()}), buffer_chain).simplify();
+    if (st.views().size() != 1 || st.views()[0].mask)
+      throw Error("schedule: the source of an indexed load has no single view (internal)");
+    const Shape& out = *n->shape();
+    Mask at_zero;
+    for (int64_t d : st.shape()) at_zero.emplace_back(0, d);
+    std::vector<int64_t> steps;  // (stride, size) per index
+    for (int64_t a : n->arg_as<std::vector<int64_t>>()) {
+      steps.push_back(st.views()[0].strides[size_t(a)]);
+      steps.push_back(st.shape()[size_t(a)]);
+      at_zero[size_t(a)] = {0, 1};
+    }
+    const ShapeTracker base = apply_chain(st.shrink(at_zero).expand(out), chain);
+    std::vector<UOpPtr> src{global(slot, b->dtype()), view(base)};
+    for (size_t i = 1; i < n->src.size(); ++i) src.push_back(lower(n->src[i].get(), chain));
+    return UOp::make(Ops::LOAD, n->dtype, std::move(src), std::move(steps));
+  }
+
   UOpPtr lower(const UOp* n, const Chain& chain) {
     auto key = std::pair{n, chain};
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
@@ -409,6 +497,7 @@ class KernelBuilder {
       return lower(n->src[0].get(), inner);
     }
     if (n->op == Ops::DETACH) return lower(n->src[0].get(), chain);
+    if (n->op == Ops::INDEX) return lower_indexed_load(n, chain);
     if (n->op == Ops::REDUCE_AXIS) {
       for (const UOp* m : chain)
         if (m->op != Ops::RESHAPE) throw Error("schedule: a moved reduce was not realized (internal)");

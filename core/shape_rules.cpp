@@ -64,6 +64,16 @@ std::optional<Shape> compute_shape(const UOp& u) {
       return u.src.empty() || !u.src[0]->shape() ? std::nullopt : std::optional(*u.src[0]->shape());
     case Ops::BIND:
       return u.src.size() == 2 ? std::optional(Shape{}) : std::nullopt;  // a tensor-level variable
+    case Ops::INDEX: {
+      // Tensor level (core/indexed_load.hpp): INDEX(src, idx...) has the indices' shape. Kernel
+      // level INDEX(DEFINE_GLOBAL, ...) has none.
+      if (u.src.size() < 2 || !u.src[0]->shape()) return std::nullopt;
+      const Shape* first = u.src[1]->shape();
+      if (!first || first->size() != u.src[0]->shape()->size()) return std::nullopt;
+      for (size_t i = 2; i < u.src.size(); ++i)
+        if (!u.src[i]->shape() || *u.src[i]->shape() != *first) return std::nullopt;
+      return *first;
+    }
     case Ops::REDUCE_AXIS: {
       const Shape* in = u.src.empty() ? nullptr : u.src[0]->shape();
       const auto* r = std::get_if<ReduceArg>(&u.arg);

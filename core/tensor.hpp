@@ -20,6 +20,9 @@
 #include <iosfwd>
 #include <span>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -31,9 +34,12 @@
 
 namespace vkg {
 
+class Tensor;
+
 // One entry of a slicing index: an integer (removes its dimension; negative counts from the end),
 // a Slice (start, stop and step as Python's, any may be negative), `ellipsis` (as many full
-// dimensions as needed) or `newaxis` (a new dimension of size 1).
+// dimensions as needed), `newaxis` (a new dimension of size 1), or a Tensor: integers index one
+// dimension, bools as many as they have (advanced indexing, core/tensor_advanced_index.cpp).
 struct Slice {
   std::optional<int64_t> start, stop;
   int64_t step = 1;
@@ -42,7 +48,11 @@ struct Ellipsis {};
 struct NewAxis {};
 inline constexpr Ellipsis ellipsis{};
 inline constexpr NewAxis newaxis{};
-using Index = std::variant<int64_t, Slice, Ellipsis, NewAxis>;
+using Index = std::variant<int64_t, Slice, Ellipsis, NewAxis, Tensor>;
+
+// How scatter_reduce combines the values that land on one element (torch's "sum", "prod",
+// "mean", "amax", "amin").
+enum class ScatterReduce { Sum, Prod, Mean, Amax, Amin };
 
 // A 2-D size (height, width) that a single number also spells: `.stride = 2` or `.padding = {1, 2}`.
 struct Size2 {
@@ -65,7 +75,23 @@ struct Pool2dOptions {
   Size2 padding = 0, dilation = 1;
 };
 
-enum class PadMode { Constant, Reflect };
+// Options of conv1d, conv3d and their transposes: one value per spatial axis, or one for all.
+struct ConvOptions {
+  std::vector<int64_t> stride{1}, padding{0}, dilation{1}, output_padding{0};  // output_padding: transposed only
+  int64_t groups = 1;
+};
+// Options of the N-d pools (1 to 3 pooled axes, as many as kernel sizes); stride defaults to the
+// kernel; padding, stride and dilation take one value per axis or one for all.
+struct PoolOptions {
+  std::vector<int64_t> kernel{2};
+  std::optional<std::vector<int64_t>> stride = std::nullopt;
+  std::vector<int64_t> padding{0}, dilation{1};
+  bool ceil_mode = false, count_include_pad = true;
+};
+
+// Constant fills a value; Reflect mirrors without repeating the edge; Replicate repeats the edge;
+// Circular wraps around (torch's F.pad modes).
+enum class PadMode { Constant, Reflect, Replicate, Circular };
 // How a loss folds its per-element values: their mean (the default), their sum, or none.
 enum class Reduction { Mean, Sum, None };
 
@@ -121,6 +147,11 @@ class Tensor {
   static Tensor rand(Shape shape, DType dtype = dtypes::default_float, std::string device = "");
   // Standard normal.
   static Tensor randn(Shape shape, DType dtype = dtypes::default_float, std::string device = "");
+  // A random permutation of 0..n-1 (torch.randperm).
+  static Tensor randperm(int64_t n, DType dtype = dtypes::int32, std::string device = "");
+  // Class indices drawn with probabilities proportional to this (C) or (N, C) tensor's weights,
+  // int32 (torch.multinomial).
+  Tensor multinomial(int64_t num_samples, bool replacement = false) const;
   // Integers uniform in [low, high); high - low is at most 2^32.
   static Tensor randint(int64_t low, int64_t high, Shape shape, DType dtype = dtypes::int32, std::string device = "");
   static Tensor uniform(Shape shape, double low = 0.0, double high = 1.0, DType dtype = dtypes::default_float,
@@ -171,6 +202,7 @@ class Tensor {
   Tensor leaky_relu(double negative_slope = 0.01) const;
   Tensor elu(double alpha = 1.0) const;
   Tensor gelu() const;  // tanh approximation, as tinygrad
+  Tensor gelu(std::string_view approximate) const;  // "none": torch's exact x/2 (1 + erf(x/sqrt 2)); "tanh"
   Tensor silu() const;
   Tensor sigmoid() const;
   Tensor tanh() const;
@@ -242,6 +274,10 @@ class Tensor {
   Tensor logical_xor(const Tensor& b) const;
   Tensor lshift(int64_t bits) const;
   Tensor rshift(int64_t bits) const;
+  // By a tensor of amounts (broadcast), torch's rule outside [0, width): lshift gives 0, rshift
+  // the sign fill.
+  Tensor lshift(const Tensor& bits) const;
+  Tensor rshift(const Tensor& bits) const;
   Tensor lt(const Tensor& b) const;
   Tensor gt(const Tensor& b) const;
   Tensor le(const Tensor& b) const;
@@ -297,6 +333,59 @@ class Tensor {
   Tensor dot(const Tensor& b) const;
   Tensor matmul(const Tensor& b) const;
 
+  // ---- scans (along one axis; a 0-d tensor counts as one element) ----
+  // cumprod accumulates as prod does. cummax and cummin answer the running extreme and, as torch,
+  // the last position at or before each element that holds it (int32); a nan is the extreme from
+  // where it appears. Their gradient, as max's, is split among tied elements.
+  Tensor cumprod(int64_t axis = 0) const;
+  std::pair<Tensor, Tensor> cummax(int64_t axis = 0) const;
+  std::pair<Tensor, Tensor> cummin(int64_t axis = 0) const;
+  Tensor logcumsumexp(int64_t axis = 0) const;  // in float (integers in the default float)
+
+  // ---- sorting (core/tensor_sort.cpp) ----
+  // Values and original positions (int32) along `axis`: stable in both orders, nan as the largest
+  // value, -0.0 tied with 0.0 (torch's order). A bitonic network of O(n log^2 n) work in
+  // log2(n)(log2(n) + 1) / 2 steps of two kernels each.
+  std::pair<Tensor, Tensor> sort(int64_t axis = -1, bool descending = false) const;
+  Tensor argsort(int64_t axis = -1, bool descending = false) const;
+  // The k largest (smallest) along `axis`, in order, with their positions.
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t axis = -1, bool largest = true) const;
+  // torch.max(dim) / torch.min(dim): the extreme along `axis` and the first position of it. The
+  // values' gradient is max's (split among ties), not torch's (all to the named position).
+  std::pair<Tensor, Tensor> max_with_indices(int64_t axis, bool keepdim = false) const;
+  std::pair<Tensor, Tensor> min_with_indices(int64_t axis, bool keepdim = false) const;
+  // torch.unique(sorted=True, return_inverse=True, return_counts=True) over all elements: the
+  // distinct values in order, each element's place among them (this shape), and their counts
+  // (int32). Its result's size depends on the values, so it waits for the device (a host sync).
+  std::tuple<Tensor, Tensor, Tensor> unique() const;
+
+  // ---- positions: triangles, diagonals, rolls, windows (core/tensor_layout.cpp) ----
+  // Zeroes elements below (triu) or above (tril) the `diagonal`-th diagonal of the last two axes.
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  // The `offset`-th diagonal of the (dim1, dim2) planes as a new last axis (a view).
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  // torch.diag: a vector to the square matrix with it on the given diagonal, a matrix to that
+  // diagonal.
+  Tensor diag(int64_t diagonal = 0) const;
+  // Rotates elements by shifts[i] along axes[i]; with no axes, over the flattened tensor.
+  Tensor roll(std::vector<int64_t> shifts, std::vector<int64_t> axes = {}) const;
+  Tensor roll(int64_t shift, std::optional<int64_t> axis = {}) const {
+    return axis ? roll(std::vector<int64_t>{shift}, std::vector<int64_t>{*axis})
+                : roll(std::vector<int64_t>{shift});
+  }
+  // Coordinate grids of 0-d or 1-D tensors; "ij" indexes as matrices, "xy" swaps the first two
+  // axes (numpy's default).
+  static std::vector<Tensor> meshgrid(std::span<const Tensor> tensors, std::string_view indexing = "ij");
+  // Repeats each element `repeats` times along `axis` (over the flattened tensor when none).
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> axis = {}) const;
+  // torch's Tensor.unfold: windows of `size` every `step` along `axis`, as a new last axis.
+  Tensor unfold(int64_t axis, int64_t size, int64_t step) const;
+  // Einstein summation as numpy and torch: "ij,jk->ik", "bij,bjk->bik", "ii->i", "...ij->...ji";
+  // without "->", the output is the labels used once, in alphabetical order. One fused
+  // multiply-and-reduce over all labels (core/tensor_einsum.cpp).
+  static Tensor einsum(std::string_view formula, std::span<const Tensor> operands);
+
   // ---- movement (zero-copy: they only change how elements are addressed) ----
   // Sizes may be bound variables (Variable("n", 1, 512).bind(7), and sums and products of them):
   // the result has a symbolic shape, and the kernels that compute it are compiled once for every
@@ -339,12 +428,53 @@ class Tensor {
   std::vector<Tensor> split(int64_t size, int64_t axis = 0) const;
   std::vector<Tensor> split(std::vector<int64_t> sizes, int64_t axis = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t axis = 0) const;
-  // Basic indexing: t[{0, Slice{1, std::nullopt, 2}, ellipsis}], t[{newaxis}], t[-1].
+  // Basic indexing: t[{0, Slice{1, std::nullopt, 2}, ellipsis}], t[{newaxis}], t[-1]: a view.
+  // Advanced indexing, with numpy's and torch's rules: t[{Slice{}, idx}] with an integer tensor
+  // (negative counts from the end) reads through one indexed load; several index tensors
+  // broadcast together, and their dimensions take the place of the indexed ones when the index
+  // tensors (and integers, which then count as 0-d index tensors) sit next to each other, else
+  // they go first. A bool tensor stands for its nonzero() coordinates: that reads the mask on the
+  // host (a sync), as the result's shape depends on it.
   Tensor operator[](std::vector<Index> index) const;
   Tensor operator[](int64_t index) const;
-  // out[i][j][k] = this[index[i][j][k]][j][k] for axis 0 (torch.gather); index is an integer tensor.
-  // An index outside [0, size) is not checked (that needs its values on the host): it reads 0.
+  // out[i][j][k] = this[index[i][j][k]][j][k] for axis 0 (torch.gather); index is an integer tensor
+  // of this rank, no larger than this on the other axes. One indexed load (core/indexed_load.hpp):
+  // one kernel, O(1) per element. An index outside [0, size) reads 0, or is a vkg::Error with
+  // CHECK_INDICES=1 (that waits for the device).
   Tensor gather(int64_t axis, const Tensor& index) const;
+  // This tensor read as 1-D at `index` (any shape; negative counts from the end), as torch.take.
+  Tensor take(const Tensor& index) const;
+  // The entries of `index` (0-d or 1-d integers) along axis, as torch.index_select.
+  Tensor index_select(int64_t axis, const Tensor& index) const;
+  // The coordinates of the nonzero (true) elements, int32 of shape (count, ndim), in row-major
+  // order, as torch.nonzero. Reads this tensor on the host (a sync): the count is its shape.
+  Tensor nonzero() const;
+  // The elements where `mask` (bool, broadcast with this) is true, 1-D, in row-major order, as
+  // torch.masked_select. Reads the mask on the host (a sync), as nonzero.
+  Tensor masked_select(const Tensor& mask) const;
+  // `value` where `mask` (bool, broadcast to this shape) is true, this elsewhere.
+  Tensor masked_fill(const Tensor& mask, Scalarish value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+  // x[index] = value, in place (through assign: a realized tensor keeps its buffer); value is
+  // broadcast to the shape of x[index] and cast to this dtype. Where advanced indices repeat an
+  // element, the last value written wins. Returns this tensor.
+  Tensor& setitem(std::vector<Index> index, const Tensor& value);
+  Tensor& setitem(std::vector<Index> index, Scalarish value);
+  // out = a copy of this with out[...][index[i][j]][...] = src[i][j] along axis (torch.scatter);
+  // index has this rank and is no larger than this (except along axis) or src. Where indices
+  // repeat, the value from the last position of index (row-major) wins; an index outside the
+  // axis writes nothing. The scatter ops are one-hot forms: each output element compares every
+  // index that could land on it, O(index size along axis) work per element, one fused kernel.
+  Tensor scatter(int64_t axis, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t axis, const Tensor& index, Scalarish value) const;
+  // As scatter, adding every value that lands on an element (torch.scatter_add).
+  Tensor scatter_add(int64_t axis, const Tensor& index, const Tensor& src) const;
+  // As scatter, combining the values that land on an element with `reduce`, and this tensor's
+  // own value there when include_self (torch.scatter_reduce). An element nothing lands on keeps
+  // this tensor's value. Mean divides by the count (plus one with include_self); integer means
+  // round toward negative infinity, as torch's.
+  Tensor scatter_reduce(int64_t axis, const Tensor& index, const Tensor& src, ScatterReduce reduce,
+                        bool include_self = true) const;
   // Integer class indices to one-hot rows of num_classes (a new last axis), in dtype.
   Tensor one_hot(int64_t num_classes, DType dtype = dtypes::default_float) const;
 
@@ -359,22 +489,62 @@ class Tensor {
   // Its gradient goes to the first maximum of each window (row-major), as torch's.
   Tensor max_pool2d(Pool2dOptions options = {}) const;
   Tensor avg_pool2d(Pool2dOptions options = {}) const;  // padding counts as zeros, as torch's default
+  // Convolutions over (N, C, L) and (N, C, D, H, W) with weights as torch's (1-D runs through
+  // conv2d's path; core/tensor_conv_nd.cpp).
+  Tensor conv1d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
+  Tensor conv3d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
+  Tensor conv_transpose1d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
+  Tensor conv_transpose3d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
+  // Pools over the last options.kernel.size() axes (1 to 3) with torch's ceil_mode and
+  // count_include_pad; the indices are torch's (input positions flattened over the pooled axes,
+  // int32, each window's first maximum). Unlike max_pool2d, max_pool's gradient is split among
+  // tied maxima as max's is.
+  Tensor max_pool(PoolOptions options) const;
+  std::pair<Tensor, Tensor> max_pool_with_indices(PoolOptions options) const;
+  Tensor avg_pool(PoolOptions options) const;
+  // torch's adaptive_avg_pool1d/2d/3d over the last output_size.size() axes.
+  Tensor adaptive_avg_pool(Shape output_size) const;
+  // torch's F.interpolate to `size` over the last size.size() axes: "nearest", or "linear",
+  // "bilinear", "trilinear" for 1, 2, 3 axes, with or without align_corners.
+  Tensor interpolate(Shape size, std::string_view mode = "nearest", bool align_corners = false) const;
   // (x - mean) / sqrt(var + eps) over the given axes (default: the last), with the biased
   // variance, as torch's layer_norm without its affine part.
   Tensor layernorm(Axes axes = {-1}, double eps = 1e-5) const;
+  // torch's F.rms_norm over the axes: x / sqrt(mean(x^2) + eps), eps the dtype's epsilon by default.
+  Tensor rms_norm(Axes axes = {-1}, std::optional<double> eps = {}) const;
+  // torch's F.group_norm and F.instance_norm on (N, C, *): statistics per sample over each group
+  // of channels (each channel) and the spatial axes; weight and bias are (C,).
+  Tensor group_norm(int64_t groups, const std::optional<Tensor>& weight = {},
+                    const std::optional<Tensor>& bias = {}, double eps = 1e-5) const;
+  Tensor instance_norm(const std::optional<Tensor>& weight = {}, const std::optional<Tensor>& bias = {},
+                       double eps = 1e-5) const;
+  // torch's F.scaled_dot_product_attention on this query (..., L, E), key (..., S, E) and value
+  // (..., S, Ev): a bool mask keeps where true, a float mask adds; dropout_p applies whatever
+  // Tensor::training says, as torch's.
+  Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value,
+                                      const std::optional<Tensor>& attn_mask = {}, double dropout_p = 0.0,
+                                      bool is_causal = false, std::optional<double> scale = {}) const;
   // (x - mean) * invstd * weight + bias along `axis` (the channel axis), each of shape (C,).
   Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
                    const Tensor& invstd, int64_t axis = 1) const;
   // Zeroes elements with probability p and scales the rest by 1/(1-p), only while training
   // (Tensor::training); the identity otherwise.
   Tensor dropout(double p = 0.5) const;
-  // Rows of `weight` (V, D) picked by this integer tensor of indices: shape (*this.shape, D).
+  // Rows of `weight` (V, D) picked by this integer tensor of indices: shape (*this.shape, D). One
+  // indexed load, as gather: an index outside [0, V) gives a row of zeros (CHECK_INDICES=1: an
+  // error).
   Tensor embedding(const Tensor& weight) const;
 
   // ---- losses: this holds predictions (logits where said), target the truth ----
   // Class indices (integer, shape N or N,...) or class probabilities (the logits' shape).
+  // With integer targets, `weight` (C,) weighs each class and targets equal to ignore_index count
+  // for nothing; the mean divides by the counted targets' weights (torch's rules).
   Tensor cross_entropy(const Tensor& target, Reduction reduction = Reduction::Mean,
-                       double label_smoothing = 0.0) const;
+                       double label_smoothing = 0.0, const std::optional<Tensor>& weight = {},
+                       int64_t ignore_index = -100) const;
+  // torch's nll_loss on log-probabilities (N, C, ...) or (C) and integer targets (N, ...) or ().
+  Tensor nll_loss(const Tensor& target, const std::optional<Tensor>& weight = {}, int64_t ignore_index = -100,
+                  Reduction reduction = Reduction::Mean) const;
   // Logits (..., C) and integer class indices (...); targets equal to ignore_index count for
   // nothing, in the loss and in the mean's denominator.
   Tensor sparse_categorical_crossentropy(const Tensor& target, int64_t ignore_index = -1,

@@ -1,11 +1,12 @@
 // Movement ops composed from the primitive ones (squeeze, flatten, repeat, cat, split, reflect
-// padding) and indexing (slices, gather, one_hot). Everything here is a view or a fused
+// padding) and indexing (slices, one_hot). Everything here is a view or a fused
 // elementwise/reduce graph of existing ops, so it costs no kernel of its own and its gradient
 // comes from the primitives'.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
 
+#include <vkgrad/core/advanced_index.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/index_check.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -32,7 +33,8 @@ Tensor arange_along(int64_t n, int axis, int ndim, const std::string& device) {
   return Tensor::arange(0, n, 1, device).reshape(s);
 }
 
-// Concatenation adds padded pieces; bool has no ADD, so bools concatenate as uint8.
+// Concatenation adds padded pieces; bool has no ADD, so bools concatenate as uint8. (A symbolic
+// cat pads with +0.0, which turns a float -0.0 into +0.0.)
 Tensor sum_of_pieces(const std::vector<Tensor>& pieces, DType dtype) {
   const bool as_bytes = dtype.is_bool();
   Tensor out = as_bytes ? pieces[0].cast(dtypes::uint8) : pieces[0];
@@ -45,9 +47,17 @@ Tensor sum_of_pieces(const std::vector<Tensor>& pieces, DType dtype) {
 
 // ---- padding ----
 
+// Defined in core/tensor_layout.cpp.
+Tensor pad_by_copies(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& before_after,
+                     PadMode mode);
+
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, PadMode mode,
                    Scalarish value) const {
   if (mode == PadMode::Constant) return pad(std::move(before_after), value);
+  if (before_after.size() != shape().size())
+    fail("pad", shape(),
+         "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
+  if (mode != PadMode::Reflect) return pad_by_copies(*this, before_after, mode);
   const Shape& in = shape();
   if (before_after.size() != in.size())
     fail(
@@ -237,7 +247,8 @@ Tensor Tensor::cat(std::span<const Tensor> tensors, int64_t axis) {
     std::vector<std::pair<int64_t, int64_t>> pads(first.size(), {0, 0});
     const int64_t n = t.shape()[size_t(a)];
     pads[size_t(a)] = {at, total - at - n};
-    pieces.push_back(t.cast(dtype).pad(pads));
+    // Floats pad with -0.0, the identity of addition: +0.0 would turn a -0.0 into +0.0.
+    pieces.push_back(t.cast(dtype).pad(pads, dtype.is_float() ? Scalarish(-0.0) : Scalarish(0)));
     at += n;
   }
   return sum_of_pieces(pieces, dtype);
@@ -308,6 +319,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t axis) const {
 Tensor Tensor::operator[](int64_t index) const { return (*this)[std::vector<Index>{index}]; }
 
 Tensor Tensor::operator[](std::vector<Index> index) const {
+  if (has_index_tensor(index)) return index_with_tensors(*this, std::move(index));
   const Shape& in = shape();
   int64_t consumed = 0, ellipses = 0;
   for (const Index& i : index) {
@@ -395,7 +407,7 @@ Tensor Tensor::operator[](std::vector<Index> index) const {
   return x.reshape(out_shape);
 }
 
-// ---- gather and one-hot ----
+// ---- one-hot (gather and embedding are indexed loads: core/tensor_gather.cpp) ----
 
 Tensor Tensor::one_hot(int64_t num_classes, DType dtype) const {
   if (!this->dtype().is_int())
@@ -407,46 +419,6 @@ Tensor Tensor::one_hot(int64_t num_classes, DType dtype) const {
   check_index_values(*this, num_classes, "one_hot", "num_classes " + std::to_string(num_classes));
   const Tensor idx = unsqueeze(-1);
   return idx.eq(arange_along(num_classes, ndim(), ndim() + 1, device())).cast(dtype);
-}
-
-// As tinygrad: the index is compared with an arange along a new last axis (a one-hot mask over
-// the gathered dimension), the matching element is kept and the rest summed away. One fused
-// reduce kernel, differentiable through WHERE and the sum. An index outside [0, size) matches no
-// element and gives 0 (it is not checked: that would need the index's values on the host).
-Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
-  const Shape& in = shape();
-  const Shape& is = index.shape();
-  auto describe = [&] {
-    return " (tensor " + shape_str(in) + " " + dtype().name() + ", index " + shape_str(is) + " " +
-           index.dtype().name() + ")";
-  };
-  if (!index.dtype().is_int())
-    throw Error("gather: the index must be an integer tensor" + describe());
-  if (is.size() != in.size())
-    throw Error("gather: the index needs as many dimensions as the tensor" + describe());
-  if (in.empty()) throw Error("gather: cannot gather from a 0-d tensor" + describe());
-  if (index.device() != device())
-    throw Error("gather: tensor and index are on different devices (" + device() + " and " +
-                index.device() + ")");
-  const int a = normalize_axis(axis, in, "gather");
-  check_index_values(
-      index, in[size_t(a)], "gather",
-      "dimension " + std::to_string(a) + " of size " + std::to_string(in[size_t(a)]));
-  auto ranges = full_ranges(in);
-  for (size_t d = 0; d < in.size(); ++d) {
-    if (int(d) == a) continue;
-    if (is[d] > in[d])
-      throw Error("gather: index dimension " + std::to_string(d) + " is larger than the tensor's" +
-                  describe());
-    ranges[d] = {0, is[d]};
-  }
-  // x: (..., 1 at axis, ..., n) with the gathered dimension moved last; mask: (..., index.shape,
-  // n).
-  const Tensor x = shrink(ranges).unsqueeze(-1).transpose(-1, a);
-  const Tensor mask = index.unsqueeze(-1).eq(
-      arange_along(in[size_t(a)], int(in.size()), int(in.size()) + 1, device()));
-  const Tensor picked = mask.where(x, Tensor::full({}, 0, dtype(), device())).sum(-1);
-  return picked.cast(dtype());
 }
 
 }  // namespace vkg

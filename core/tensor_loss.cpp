@@ -57,10 +57,33 @@ Tensor class_mask(const Tensor& target, int64_t classes, int axis) {
   return target.unsqueeze(axis).eq(Tensor::arange(0, classes, 1, target.device()).reshape(along));
 }
 
-// -log p[target] per sample, smoothed: (1 - eps) * that + eps * mean over classes of -log p.
-Tensor index_loss(const Tensor& logp, const Tensor& target, int64_t classes, int axis, double eps) {
-  const Tensor per = -class_mask(target, classes, axis).where(logp, zero_like(logp)).sum(axis);
-  return eps > 0 ? per * (1 - eps) - logp.mean(axis) * eps : per;
+// torch's weighted negative log-likelihood of log-probabilities `logp` (classes along `axis`),
+// smoothed by eps: per sample -(1 - eps) w[t] logp[t] - eps/C sum over classes of w logp, zero
+// where the target is ignore_index; the mean divides by the counted targets' weights.
+Tensor index_loss(const Tensor& logp, const Tensor& target, int axis, const std::optional<Tensor>& weight,
+                  int64_t ignore_index, double eps, Reduction reduction, std::string_view op) {
+  const int64_t classes = logp.shape()[size_t(axis)];
+  check_index_values(target, classes, op, std::to_string(classes) + " classes", ignore_index);
+  Shape along(size_t(logp.ndim()), 1);
+  along[size_t(axis)] = classes;
+  std::optional<Tensor> w;
+  if (weight) {
+    if (weight->shape() != Shape{classes})
+      throw Error(std::string(op) + ": weight needs shape (" + std::to_string(classes) + "), got " +
+                  desc(*weight) + " for input " + desc(logp));
+    w = weight->cast(logp.dtype()).reshape(along);
+  }
+  const Tensor zero = zero_like(logp);
+  const Tensor mask = class_mask(target, classes, axis);
+  const Tensor weighted = w ? logp * *w : logp;
+  Tensor per = -mask.where(weighted, zero).sum(axis);
+  if (eps > 0) per = per * (1 - eps) - weighted.sum(axis) * (eps / double(classes));
+  const Tensor counted = target.ne(Tensor::full({}, ignore_index, target.dtype(), target.device()));
+  per = counted.where(per, zero);
+  if (reduction != Reduction::Mean) return reduce_loss(per, reduction);
+  const Tensor total = w ? counted.where(mask.where(*w, zero).sum(axis), zero).sum()
+                         : counted.sum().cast(per.dtype());
+  return per.sum() / total;
 }
 
 // -sum over classes of q * log p, with q = (1 - eps) * target + eps / C.
@@ -76,8 +99,8 @@ Tensor probability_loss(const Tensor& logp, const Tensor& target, int64_t classe
 // class indices (the input's shape without the class axis); a float target holds probabilities
 // (the input's shape). Label smoothing mixes the target with the uniform distribution:
 // (1 - eps) * target + eps / C.
-Tensor Tensor::cross_entropy(const Tensor& target, Reduction reduction,
-                             double label_smoothing) const {
+Tensor Tensor::cross_entropy(const Tensor& target, Reduction reduction, double label_smoothing,
+                             const std::optional<Tensor>& weight, int64_t ignore_index) const {
   check_smoothing(label_smoothing, *this, target, "cross_entropy");
   if (target.device() != device())
     throw Error("cross_entropy: tensors are on different devices (" + device() + " and " +
@@ -101,9 +124,28 @@ Tensor Tensor::cross_entropy(const Tensor& target, Reduction reduction,
                                desc(*this) + ", got target " + desc(target)
                          : "class probabilities need the input's shape, got input " + desc(*this) +
                                " and target " + desc(target)));
-  const Tensor per = indices ? index_loss(logp, target, classes, axis, label_smoothing)
-                             : probability_loss(logp, target, classes, axis, label_smoothing);
-  return reduce_loss(per, reduction);
+  if (indices)
+    return index_loss(logp, target, axis, weight, ignore_index, label_smoothing, reduction, "cross_entropy");
+  if (weight)
+    throw Error("cross_entropy: class weights take integer class indices, got target " + desc(target));
+  return reduce_loss(probability_loss(logp, target, classes, axis, label_smoothing), reduction);
+}
+
+// torch's nll_loss: log-probabilities with classes along axis 1 (axis 0 for a 1-D input) and
+// integer class indices of the input's shape without that axis.
+Tensor Tensor::nll_loss(const Tensor& target, const std::optional<Tensor>& weight, int64_t ignore_index,
+                        Reduction reduction) const {
+  if (target.device() != device())
+    throw Error("nll_loss: tensors are on different devices (" + device() + " and " + target.device() + ")");
+  if (ndim() < 1 || !dtype().is_float())
+    throw Error("nll_loss: needs float log-probabilities with a class axis, got input " + desc(*this));
+  const int axis = ndim() == 1 ? 0 : 1;
+  Shape want = shape();
+  want.erase(want.begin() + axis);
+  if (!target.dtype().is_int() || target.shape() != want)
+    throw Error("nll_loss: needs integer class indices of shape " + shape_str(want) + " for input " +
+                desc(*this) + ", got target " + desc(target));
+  return index_loss(*this, target, axis, weight, ignore_index, 0.0, reduction, "nll_loss");
 }
 
 // tinygrad's sparse_categorical_crossentropy: classes along the last axis, target of the logits'

@@ -358,6 +358,37 @@ Tensor shift(const Tensor& x, Ops op, int64_t bits, std::string_view name) {
 Tensor Tensor::lshift(int64_t bits) const { return shift(*this, Ops::SHL, bits, "lshift"); }
 Tensor Tensor::rshift(int64_t bits) const { return shift(*this, Ops::SHR, bits, "rshift"); }
 
+namespace {
+
+// Shifts by a tensor of amounts, torch's rule for amounts outside [0, width): a left shift gives
+// 0, a right shift the sign fill (0 or -1). In range, the device's shift, whose amount the
+// renderer masks to the width, so out-of-range lanes compute something defined before the where.
+Tensor shift_by(const Tensor& x, const Tensor& bits, Ops op, std::string_view name) {
+  if (!x.dtype().is_int() || !bits.dtype().is_int())
+    throw Error(std::string(name) + ": needs integer tensors, got " + describe(x) + " and " + describe(bits));
+  if (x.device() != bits.device())
+    throw Error(std::string(name) + ": tensors are on different devices (" + x.device() + " and " + bits.device() + ")");
+  const int64_t width = x.dtype().scalar_size() * 8;
+  const Shape s = broadcast_shape(x.shape(), bits.shape(), name);
+  const Tensor xs = x.expand(s), amount = bits.expand(s);
+  // Compared in the amount's own dtype, which holds every width (up to 64).
+  const Tensor in_range =
+      amount.ge(Tensor::zeros({}, amount.dtype(), x.device()))
+          .logical_and(amount.lt(Tensor::full({}, width, amount.dtype(), x.device())));
+  const Tensor safe = in_range.where(amount, Tensor::zeros({}, amount.dtype(), x.device())).cast(x.dtype());
+  const Tensor shifted(UOp::make(op, x.dtype(), {xs.node(), safe.node()}));
+  const Tensor zero = Tensor::zeros({}, x.dtype(), x.device());
+  const Tensor outside = op == Ops::SHL || x.dtype().is_unsigned()
+                             ? zero
+                             : xs.lt(zero).where(Tensor::full({}, -1, x.dtype(), x.device()), zero);
+  return in_range.where(shifted, outside);
+}
+
+}  // namespace
+
+Tensor Tensor::lshift(const Tensor& bits) const { return shift_by(*this, bits, Ops::SHL, "lshift"); }
+Tensor Tensor::rshift(const Tensor& bits) const { return shift_by(*this, bits, Ops::SHR, "rshift"); }
+
 // ---- comparisons and where with scalars ----
 
 Tensor Tensor::lt(Scalarish b) const { return lt(scalar_like(b)); }

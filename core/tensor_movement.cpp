@@ -1,6 +1,7 @@
 // Movement ops: zero-copy changes of how a tensor's elements are addressed. Each checks its
 // arguments against the shape and builds one movement node (or none, when it changes nothing).
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <numeric>
 
@@ -98,10 +99,25 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar
   const Shape& in = shape();
   if (before_after.size() != in.size())
     fail("pad", in, "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
+  // Negative pads trim, as torch's F.pad: the trims first, then the pads.
+  if (std::any_of(before_after.begin(), before_after.end(),
+                  [](const auto& p) { return p.first < 0 || p.second < 0; })) {
+    std::vector<std::pair<int64_t, int64_t>> keep, grow;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const auto [b, a] = before_after[i];
+      const int64_t begin = std::max<int64_t>(-b, 0), end = in[i] - std::max<int64_t>(-a, 0);
+      if (begin > end)
+        fail("pad", in,
+             "pads (" + std::to_string(b) + ", " + std::to_string(a) + ") trim more than dimension " +
+                 std::to_string(i) + " of size " + std::to_string(in[i]));
+      keep.emplace_back(begin, end);
+      grow.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
+    }
+    return shrink(std::move(keep)).pad(std::move(grow), value);
+  }
   std::vector<int64_t> arg;
   bool any = false;
   for (const auto& [b, a] : before_after) {
-    if (b < 0 || a < 0) fail("pad", in, "pads must not be negative (use shrink)");
     int64_t grown = 0;
     if (__builtin_add_overflow(in[arg.size() / 2], b, &grown) ||
         __builtin_add_overflow(grown, a, &grown))
@@ -117,7 +133,7 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar
   for (size_t i = 0; i < in.size(); ++i) grown[i] += arg[2 * i] + arg[2 * i + 1];
   check_size(grown, dtype().itemsize(), "pad");
   const Tensor padded = movement(Ops::PAD, arg);
-  if (value.as_double() == 0) return padded;
+  if (value.as_double() == 0 && !std::signbit(value.as_double())) return padded;
   // Padding fills zeros; other values are placed where a padded all-true mask is false.
   const Tensor inside = Tensor::full(in, true, dtypes::bool_, device()).movement(Ops::PAD, arg);
   return inside.where(padded, Tensor::full({}, value, dtype(), device()));

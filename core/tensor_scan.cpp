@@ -1,5 +1,8 @@
-// Reductions that answer with positions or running totals: argmax, argmin and cumsum. Both are
-// composed from ordinary reduces over masks, so they fuse and differentiate like the rest.
+// Reductions that answer with positions or running totals: argmax, argmin and the scans (cumsum,
+// cumprod, cummax, cummin, logcumsumexp). All are composed from ordinary reduces over masks, so
+// they fuse and differentiate like the rest.
+#include <limits>
+
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -43,25 +46,63 @@ Tensor Tensor::argmin(std::optional<int64_t> axis, bool keepdim) const {
 
 namespace {
 
-// Blocks of this many elements are summed by a triangular mask: each output adds at most this
+// Blocks of this many elements are scanned by a triangular mask: each output reduces at most this
 // many inputs, and larger axes recurse on the blocks' totals, so the work is n * kScanBlock and no
 // reduce comes near the 32768-element split.
 constexpr int64_t kScanBlock = 256;
 
-// cumsum over the last axis.
-Tensor cumsum_last(const Tensor& x) {
+// The associative operations a scan runs. Each has an identity (what masked-out and "nothing
+// before" positions hold) and a reduce over the last axis that keeps the dtype.
+enum class ScanOp { Sum, Prod, Max, LogSumExp };
+
+Scalarish identity(ScanOp op, DType dtype) {
+  switch (op) {
+    case ScanOp::Sum: return int64_t(0);
+    case ScanOp::Prod: return int64_t(1);
+    case ScanOp::Max:
+      if (dtype.is_float()) return -std::numeric_limits<double>::infinity();
+      return int64_t(dtypes::min_value(dtype));
+    case ScanOp::LogSumExp: return -std::numeric_limits<double>::infinity();
+  }
+  return int64_t(0);
+}
+
+Tensor reduce_last(const Tensor& t, ScanOp op) {
+  switch (op) {
+    case ScanOp::Sum: return t.sum(-1);
+    case ScanOp::Prod: return t.prod(-1);
+    case ScanOp::Max: return t.max(-1);
+    case ScanOp::LogSumExp: return t.logsumexp(-1);
+  }
+  return t;
+}
+
+Tensor combine(const Tensor& a, const Tensor& b, ScanOp op) {
+  switch (op) {
+    case ScanOp::Sum: return a + b;
+    case ScanOp::Prod: return a * b;
+    case ScanOp::Max: return a.maximum(b);
+    case ScanOp::LogSumExp: return a.logaddexp(b);
+  }
+  return a;
+}
+
+// The inclusive scan of x over its last axis; x is already in the dtype the scan accumulates in.
+Tensor scan_last(const Tensor& x, ScanOp op) {
   const int64_t n = x.shape().back();
   Shape lead(x.shape().begin(), x.shape().end() - 1);
+  const Tensor fill = Tensor::full({}, identity(op, x.dtype()), x.dtype(), x.device());
   if (n <= kScanBlock) {
-    // lower[i][j] = j <= i: output i sums inputs 0..i.
+    // lower[i][j] = j <= i: output i reduces inputs 0..i.
     const Tensor i = Tensor::arange(0, n, 1, x.device()).reshape({n, 1});
     const Tensor j = Tensor::arange(0, n, 1, x.device()).reshape({1, n});
     Shape row = lead;
     row.push_back(1);
     row.push_back(n);
-    return j.le(i).where(x.reshape(row), 0).sum(-1);
+    return reduce_last(j.le(i).where(x.reshape(row), fill), op);
   }
-  // (..., blocks, kScanBlock): the scan inside each block, plus the sum of all earlier blocks.
+  // (..., blocks, kScanBlock): the scan inside each block, combined with the scan of all earlier
+  // blocks. The padding at the end only reaches outputs that are trimmed away.
   const int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
   std::vector<std::pair<int64_t, int64_t>> pads(lead.size(), {0, 0});
   pads.emplace_back(0, blocks * kScanBlock - n);
@@ -69,15 +110,16 @@ Tensor cumsum_last(const Tensor& x) {
   blocked.push_back(blocks);
   blocked.push_back(kScanBlock);
   const Tensor b = x.pad(pads).reshape(blocked);
-  const Tensor inside = cumsum_last(b);
-  // The sum of all earlier blocks: the scan of the totals shifted right by one, not the scan
-  // minus the totals, which is inf - inf = nan for every block after an inf.
-  const Tensor totals = b.sum(-1);
+  const Tensor inside = scan_last(b, op);
+  // The scan of the earlier blocks: that of the totals shifted right by one (the identity first),
+  // not the scan with this block's total taken out again, which is inf - inf = nan for sums after
+  // an inf and has no inverse for max.
+  const Tensor totals = reduce_last(b, op);
   std::vector<std::pair<int64_t, int64_t>> shift(lead.size(), {0, 0}), first(lead.size());
   shift.emplace_back(1, 0);
   for (size_t d = 0; d < lead.size(); ++d) first[d] = {0, lead[d]};
   first.emplace_back(0, blocks);
-  const Tensor before = cumsum_last(totals.pad(shift).shrink(first));
+  const Tensor before = scan_last(totals.pad(shift, identity(op, x.dtype())).shrink(first), op);
   Shape flat = lead;
   flat.push_back(blocks * kScanBlock);
   std::vector<std::pair<int64_t, int64_t>> keep(lead.size() + 1, {0, 0});
@@ -86,16 +128,90 @@ Tensor cumsum_last(const Tensor& x) {
   Shape column = lead;
   column.push_back(blocks);
   column.push_back(1);
-  return (inside + before.reshape(column)).reshape(flat).shrink(keep);
+  return combine(inside, before.reshape(column), op).reshape(flat).shrink(keep);
+}
+
+// The scan along any axis: moved last and back. A 0-d tensor scans as one element.
+Tensor scan(const Tensor& x, int64_t axis, ScanOp op, std::string_view name) {
+  if (x.ndim() == 0) return scan(x.reshape({1}), 0, op, name).reshape({});
+  const int ax = normalize_axis(axis, x.shape(), name);
+  if (x.shape()[size_t(ax)] == 0) return x;
+  return scan_last(x.transpose(ax, -1), op).transpose(ax, -1);
+}
+
+// x shifted one place along axis (the last element dropped), `fill` first.
+Tensor shift_right(const Tensor& x, int ax, Scalarish fill) {
+  std::vector<std::pair<int64_t, int64_t>> pads(size_t(x.ndim()), {0, 0}), keep;
+  pads[size_t(ax)] = {1, 0};
+  for (int64_t d : x.shape()) keep.emplace_back(0, d);
+  return x.pad(pads, fill).shrink(keep);
+}
+
+// cummax over the order-preserving image `key` of the input (the input itself for cummax).
+// The index is torch's: the last position at or before i that holds the running maximum, found
+// as the running max of the positions where the key reaches the maximum so far (ties included;
+// a nan always does, and then stays the maximum).
+std::pair<Tensor, Tensor> running_max(const Tensor& key, int64_t axis, std::string_view name) {
+  if (key.ndim() == 0) {
+    auto [v, i] = running_max(key.reshape({1}), 0, name);
+    return {v.reshape({}), i.reshape({})};
+  }
+  const int ax = normalize_axis(axis, key.shape(), name);
+  const Tensor values = scan(key, ax, ScanOp::Max, name);
+  const int64_t n = key.shape()[size_t(ax)];
+  if (n == 0) return {values, Tensor::zeros(key.shape(), dtypes::int32, key.device())};
+  const Tensor before = shift_right(values, ax, identity(ScanOp::Max, key.dtype()));
+  Tensor reaches = key.ge(before);
+  if (key.dtype().is_float()) reaches = reaches.logical_or(key.isnan());
+  Shape along(size_t(key.ndim()), 1);
+  along[size_t(ax)] = n;
+  const Tensor position = Tensor::arange(0, n, 1, key.device()).reshape(along);
+  const Tensor indices = scan(reaches.where(position, 0), ax, ScanOp::Max, name);
+  return {values, indices};
 }
 
 }  // namespace
 
-// Accumulates in sum's dtype (small integers and bools in 32 bits).
+// Accumulates in sum's dtype (small integers and bools in 32 bits, half floats in float32).
 Tensor Tensor::cumsum(int64_t axis) const {
-  if (ndim() == 0) return reshape({1}).cumsum(0).reshape({});
-  const int ax = normalize_axis(axis, shape(), "cumsum");
-  return cumsum_last(transpose(ax, -1)).transpose(ax, -1);
+  const Tensor out = scan(cast(sum_acc_dtype(dtype())), axis, ScanOp::Sum, "cumsum");
+  return dtype().is_float() ? out.cast(dtype()) : out;
+}
+
+// Accumulates as prod does. The gradient is that of the masked products, so a zero input gets
+// the product of the others, as torch's.
+Tensor Tensor::cumprod(int64_t axis) const {
+  const DType acc = sum_acc_dtype(dtype());
+  const Tensor out = scan(cast(acc), axis, ScanOp::Prod, "cumprod");
+  return dtype().is_float() ? out.cast(dtype()) : out;
+}
+
+Tensor Tensor::logcumsumexp(int64_t axis) const {
+  const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  return scan(x, axis, ScanOp::LogSumExp, "logcumsumexp");
+}
+
+std::pair<Tensor, Tensor> Tensor::cummax(int64_t axis) const {
+  if (dtype().is_bool()) {
+    auto [v, i] = running_max(cast(dtypes::uint8), axis, "cummax");
+    return {v.cast(dtypes::bool_), i};
+  }
+  return running_max(*this, axis, "cummax");
+}
+
+// Through the order-reversing image argmin uses (negation for floats, bitwise not for integers),
+// so ties and nans follow cummax's rules.
+std::pair<Tensor, Tensor> Tensor::cummin(int64_t axis) const {
+  if (dtype().is_bool()) {
+    auto [v, i] = logical_not().cast(dtypes::uint8).cummax(axis);
+    return {v.cast(dtypes::bool_).logical_not(), i};
+  }
+  if (dtype().is_float()) {
+    auto [v, i] = running_max(-*this, axis, "cummin");
+    return {-v, i};
+  }
+  auto [v, i] = running_max(bitwise_not(), axis, "cummin");
+  return {v.bitwise_not(), i};
 }
 
 }  // namespace vkg

@@ -270,6 +270,53 @@ TEST(AutogradGradcheck, TranscendentalFunctions) {
 // Gradients at the corners follow torch: hardtanh, relu6 and hardsigmoid have gradient 0 at
 // their corners; the odd functions have gradient 1 at +-0; atan2's partials at (0, x) and (y, 0)
 // are 1/x and -1/y; celu'(0) = 1 and selu'(0) = scale * alpha.
+// Scans, sorting and the position ops (core/tensor_scan.cpp, core/tensor_sort.cpp,
+// core/tensor_layout.cpp). The inputs are distinct, so no max or sort sits on a tie.
+TEST(AutogradGradcheck, ScansSortsAndPositionOps) {
+  const Input v5{{5}}, m34{{3, 4}}, long300{{2, 300}, 0.9, 1.1};
+  gradcheck("cumsum", [](V x) { return x[0].cumsum(1); }, {m34});
+  gradcheck("cumprod", [](V x) { return x[0].cumprod(1); }, {m34});
+  gradcheck("cumprod across blocks", [](V x) { return x[0].cumprod(1); }, {long300}, 1e-5);
+  gradcheck("logcumsumexp", [](V x) { return x[0].logcumsumexp(0); }, {m34});
+  gradcheck("cummax", [](V x) { return x[0].cummax(1).first; }, {m34});
+  gradcheck("cummin", [](V x) { return x[0].cummin(0).first; }, {m34});
+  gradcheck("sort", [](V x) { return x[0].sort(1, true).first * x[0]; }, {m34});
+  gradcheck("topk", [](V x) { return x[0].topk(2, 0).first; }, {m34});
+  gradcheck("triu", [](V x) { return x[0].triu(1) * x[0]; }, {m34});
+  gradcheck("diag", [](V x) { return x[0].diag(-1); }, {v5});
+  gradcheck("diagonal", [](V x) { return x[0].diag(1); }, {m34});
+  gradcheck("roll", [](V x) { return x[0].roll({1, -2}, {0, 1}) * x[0]; }, {m34});
+  gradcheck("unfold", [](V x) { return x[0].unfold(1, 3, 1); }, {m34});
+  gradcheck("repeat_interleave", [](V x) { return x[0].repeat_interleave(2, 0); }, {m34});
+  gradcheck("pad replicate", [](V x) { return x[0].pad({{1, 2}, {2, 1}}, PadMode::Replicate); }, {m34});
+  gradcheck("pad circular", [](V x) { return x[0].pad({{1, 2}, {2, 1}}, PadMode::Circular); }, {m34});
+  gradcheck("einsum", [](V x) { return Tensor::einsum("ij,kj->ik", x); }, {m34, m34});
+  const Input n4{{2, 4, 3}};
+  gradcheck("rms_norm", [](V x) { return x[0].rms_norm({-1}, 1e-6); }, {m34});
+  gradcheck("group_norm", [](V x) { return x[0].group_norm(2, x[1].reshape({4, 3}).sum(1), {}, 1e-5); },
+            {n4, m34}, 1e-5);
+  gradcheck("gelu none", [](V x) { return x[0].gelu("none"); }, {m34});
+  gradcheck("attention", [](V x) { return x[0].scaled_dot_product_attention(x[1], x[2], {}, 0.0, true); },
+            {m34, m34, m34}, 1e-5);
+  const Input x1d{{1, 2, 5}}, w1d{{2, 2, 2}}, x3d{{1, 1, 3, 3, 2}}, w3d{{1, 1, 2, 2, 2}};
+  ConvOptions strided;
+  strided.stride = {2}, strided.padding = {1};
+  gradcheck("conv1d", [&](V x) { return x[0].conv1d(x[1], {}, strided); }, {x1d, w1d}, 1e-5);
+  gradcheck("conv3d", [](V x) { return x[0].conv3d(x[1]); }, {x3d, w3d}, 1e-5);
+  gradcheck("conv_transpose1d", [&](V x) { return x[0].conv_transpose1d(x[1], {}, strided); }, {x1d, w1d}, 1e-5);
+  gradcheck("conv_transpose3d", [](V x) { return x[0].conv_transpose3d(x[1]); }, {x3d, w3d}, 1e-5);
+  PoolOptions pool3;
+  pool3.kernel = {3}, pool3.stride = std::vector<int64_t>{2}, pool3.padding = {1}, pool3.ceil_mode = true;
+  gradcheck("max_pool", [&](V x) { return x[0].max_pool(pool3); }, {x1d});
+  gradcheck("avg_pool", [&](V x) { return x[0].avg_pool(pool3); }, {x1d});
+  gradcheck("adaptive_avg_pool", [](V x) { return x[0].adaptive_avg_pool({3}); }, {x1d});
+  gradcheck("interpolate", [](V x) { return x[0].interpolate({3, 4}, "bilinear"); }, {n4});
+  gradcheck("nll_loss weighted", [](V x) {
+    const Tensor t(std::vector<int32_t>{0, 3, -100}, {3}, "CPU");
+    return x[0].log_softmax(1).nll_loss(t, x[1].reshape({4}).abs() + 0.5);
+  }, {m34, v4});
+}
+
 TEST(AutogradGradcheck, CornersFollowTorch) {
   const auto grad_at = [](std::vector<double> v, const std::function<Tensor(const Tensor&)>& f) {
     const Tensor x = Tensor(v, {int64_t(v.size())}, "CPU").requires_grad_();
@@ -295,4 +342,33 @@ TEST(AutogradGradcheck, CornersFollowTorch) {
   y.atan2(x).sum().backward();
   EXPECT_EQ(values(*y.grad()), (std::vector<double>{0.25, 0}));   // x / (x^2 + y^2)
   EXPECT_EQ(values(*x.grad()), (std::vector<double>{0, -0.5}));   // -y / (x^2 + y^2)
+}
+
+// Indexed loads (their gradient is the one-hot scatter-add) and the scatter family, whose
+// gradients come from the where, the reduces and the gather they are built from. Inputs are
+// distinct, so amax and amin have no ties.
+TEST(AutogradGradcheck, IndexingAndScatter) {
+  const auto ints = [](std::vector<int32_t> v, Shape s) { return Tensor(v, std::move(s), "CPU"); };
+  gradcheck("index_select, take, advanced indexing", [&](V x) {
+    const Tensor i = ints({2, 0, 2}, {3});
+    return x[0].index_select(1, i) + x[0].take(ints({5, -1, 0, 3, 3, 1}, {2, 3})) +
+           x[0][{ints({1, 0}, {2, 1}), i}];
+  }, {m23});
+  gradcheck("advanced indexing in separated axes, masked_fill", [&](V x) {
+    return x[0][{ints({1, 0, 1}, {3}), Slice{}, ints({2, 2, 0}, {3})}] +
+           x[0].masked_fill(ints({1, 0, 1, 0}, {4}).ne(0), 0.5).sum({0, 2});
+  }, {Input{{2, 3, 4}}});
+  const Tensor index = ints({1, 0, 1, 2, 0, 0}, {2, 3});
+  gradcheck("scatter, scatter_add", [&](V x) {
+    return x[0].scatter(1, index, x[1]) + x[0].scatter_add(1, index, x[1] * 3);
+  }, {Input{{2, 4}}, Input{{2, 3}}});
+  for (const auto& [name, r] : std::vector<std::pair<const char*, ScatterReduce>>{
+           {"scatter_reduce sum", ScatterReduce::Sum},
+           {"scatter_reduce prod", ScatterReduce::Prod},
+           {"scatter_reduce mean", ScatterReduce::Mean},
+           {"scatter_reduce amax", ScatterReduce::Amax},
+           {"scatter_reduce amin", ScatterReduce::Amin}})
+    gradcheck(name, [&, r = r](V x) {
+      return x[0].scatter_reduce(1, index, x[1], r) + x[0].scatter_reduce(1, index, x[1], r, false) * 2;
+    }, {Input{{2, 4}}, Input{{2, 3}, -2.1, 1.9}});
 }

@@ -171,7 +171,8 @@ TEST(TensorMovement, PermuteExpandPadShrinkFlip) {
   EXPECT_NE(msg.find("expand"), std::string::npos) << msg;
   EXPECT_EQ(x.pad({{1, 1}, {0, 2}, {0, 0}}).shape(), (Shape{4, 5, 1}));
   EXPECT_EQ(x.pad({{1, 1}, {0, 2}, {0, 0}}, 3.0).shape(), (Shape{4, 5, 1}));
-  EXPECT_THROW(x.pad({{-1, 0}, {0, 0}, {0, 0}}), Error);
+  EXPECT_EQ(x.pad({{-1, 0}, {0, 0}, {0, 0}}).shape(), (Shape{1, 3, 1}));  // negative pads trim, as F.pad
+  EXPECT_THROW(x.pad({{-3, 0}, {0, 0}, {0, 0}}), Error);
   EXPECT_EQ(x.shrink({{0, 1}, {1, 3}, {0, 1}}).shape(), (Shape{1, 2, 1}));
   EXPECT_THROW(x.shrink({{0, 3}, {0, 3}, {0, 1}}), Error);
   EXPECT_THROW(x.shrink({{2, 1}, {0, 3}, {0, 1}}), Error);

@@ -1,5 +1,5 @@
 // CHECK_INDICES=1: index values out of range raise an error naming the op, on every device; by
-// default they select nothing (zeros), as the one-hot masks the ops are built from do.
+// default they select nothing (zeros): an indexed load masks them, a one-hot mask matches none.
 #include <gtest/gtest.h>
 
 #include <vkgrad/vkgrad.hpp>
@@ -32,6 +32,16 @@ TEST(IndexCheck, OutOfRangeIndicesRaiseWhenChecked) {
       logits.sparse_categorical_crossentropy(Tensor(std::vector<int>{0, 3}, {2}, dev));
     });
     EXPECT_EQ(e.rfind("sparse_categorical_crossentropy: index 3", 0), 0u) << e;
+    e = error_of([&] { x.take(Tensor(std::vector<int>{6}, {1}, dev)); });
+    EXPECT_EQ(e.rfind("take: index 6", 0), 0u) << e;
+    e = error_of([&] { x.index_select(0, Tensor(std::vector<int>{0, 2}, {2}, dev)); });
+    EXPECT_EQ(e.rfind("index_select: index 2", 0), 0u) << e;
+    e = error_of([&] { x[{Slice{}, Tensor(std::vector<int>{-4}, {1}, dev)}]; });
+    EXPECT_EQ(e.rfind("index: index -1", 0), 0u) << e;  // -4 counted from the end of 3
+    e = error_of([&] { x.scatter_add(1, bad, x); });
+    EXPECT_EQ(e.rfind("scatter_add: index 3", 0), 0u) << e;
+    EXPECT_EQ(x.take(Tensor(std::vector<int>{-6}, {1}, dev)).to_vector<float>(),
+              (std::vector<float>{1}));
     // In range, and the loss's ignore_index, pass.
     EXPECT_EQ(x.gather(1, Tensor(std::vector<int>{2, 0}, {2, 1}, dev)).to_vector<float>(),
               (std::vector<float>{3, 4}))

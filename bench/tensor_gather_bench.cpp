@@ -1,0 +1,96 @@
+// Embedding lookup (issue 10's goal): 4096 int32 indices into a 50,000 x 512 float table, as an
+// indexed load (one kernel, O(1) per output element), timed against a plain device copy of its
+// 4096 x 512 output (Tensor::clone of a realized tensor: one copy kernel) in the same iterations:
+// vs_copy is the embedding's time over the copy's (goal: at most 2). BM_Embedding_OneHot is the
+// form embedding had before (compare each index with an arange over the vocabulary, keep the
+// matching row, sum the vocabulary away: O(V) per element), at smaller vocabularies since it
+// grows linearly with V; its vs_copy is against the same copy. Timed by wall clock around
+// Tensor::realize() (schedule, dispatch, wait); inputs are realized and kernels compiled first.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg::bench {
+namespace {
+
+constexpr int64_t kIndices = 4096, kDim = 512;
+
+template <class F>
+double seconds(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Tensor table(int64_t vocab) {
+  std::vector<float> host(size_t(vocab * kDim));
+  for (size_t i = 0; i < host.size(); ++i) host[i] = float(i % 1000) * 0.001f;
+  Tensor t(host, {vocab, kDim});
+  t.realize();
+  return t;
+}
+
+Tensor indices(int64_t vocab) {
+  std::mt19937 rng(7);
+  std::vector<int32_t> host(kIndices);
+  for (int32_t& v : host) v = int32_t(std::uniform_int_distribution<int64_t>(0, vocab - 1)(rng));
+  Tensor t(host, {kIndices});
+  t.realize();
+  return t;
+}
+
+// The old embedding, as it was written in core/tensor_nn.cpp.
+Tensor one_hot_embedding(const Tensor& idx, const Tensor& weight) {
+  const int64_t v = weight.shape()[0], d = weight.shape()[1];
+  const Tensor mask = idx.reshape({kIndices, 1, 1}).eq(Tensor::arange(0, v, 1).reshape({1, v, 1}));
+  return mask.where(weight.reshape({1, v, d}), Tensor::full({}, 0, weight.dtype())).sum(-2);
+}
+
+// Runs `lookup` against the copy each iteration; reports output GB/s (bytes written plus the
+// rows read) and the time ratio to the copy.
+template <class F>
+void versus_copy(benchmark::State& state, F&& lookup) {
+  Tensor out = lookup();  // compiles
+  out.realize();
+  const auto copy = [&] { out.clone().realize(); };
+  copy();
+  double t_copy = 0, t_lookup = 0;
+  for (auto _ : state) {
+    t_copy += seconds(copy);
+    const double t = seconds([&] { lookup().realize(); });
+    t_lookup += t;
+    state.SetIterationTime(t);
+  }
+  const double n = double(state.iterations()), bytes = 2.0 * kIndices * kDim * 4;
+  state.counters["GB/s"] = bytes * n / t_lookup * 1e-9;
+  state.counters["copy_ms"] = t_copy / n * 1e3;
+  state.counters["vs_copy"] = t_lookup / t_copy;
+}
+
+void BM_Embedding_IndexedLoad(benchmark::State& state) {
+  const int64_t vocab = state.range(0);
+  const Tensor w = table(vocab), idx = indices(vocab);
+  versus_copy(state, [&] { return idx.embedding(w); });
+}
+BENCHMARK(BM_Embedding_IndexedLoad)->Arg(50000)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+void BM_Embedding_OneHot(benchmark::State& state) {
+  const int64_t vocab = state.range(0);
+  const Tensor w = table(vocab), idx = indices(vocab);
+  versus_copy(state, [&] { return one_hot_embedding(idx, w); });
+}
+BENCHMARK(BM_Embedding_OneHot)->Arg(500)->Arg(2000)->UseManualTime()->Unit(benchmark::kMillisecond);
+// The goal's full 50,000-row table in the one-hot form: one iteration (tens of seconds on Lavapipe).
+BENCHMARK(BM_Embedding_OneHot)
+    ->Name("BM_Embedding_OneHot_FullTable")
+    ->Arg(50000)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace vkg::bench

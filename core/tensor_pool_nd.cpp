@@ -1,0 +1,203 @@
+// Pooling in 1 to 3 dimensions with torch's options (ceil_mode, count_include_pad, max-pool
+// indices), adaptive average pooling, and interpolate (nearest, linear, bilinear, trilinear). The
+// pools are reduces over a pooling view of the padded input (core/tensor_pool.hpp); adaptive
+// pooling and interpolation are, per spatial axis, a product with a small (out, in) matrix of
+// weights built on the host, so each is exact, differentiable and one fused kernel per axis.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/tensor.hpp>
+#include <vkgrad/core/tensor_pool.hpp>
+
+namespace vkg {
+
+namespace {
+
+using Pads = std::vector<std::pair<int64_t, int64_t>>;
+
+std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
+
+std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t dims, std::string_view what, std::string_view op) {
+  if (v.size() != 1 && v.size() != dims)
+    throw Error(std::string(op) + ": " + std::string(what) + " needs 1 or " + std::to_string(dims) + " values, got " +
+                std::to_string(v.size()));
+  return v.size() == 1 ? std::vector<int64_t>(dims, v[0]) : v;
+}
+
+// The pooled axes' geometry: kernel, stride, dilation, and the pads before and after (the after
+// pad grows by what ceil_mode's last window needs).
+struct Geometry {
+  std::vector<int64_t> k, s, d;
+  Pads pads;         // the user's padding, both sides
+  Pads extra;        // pads including ceil_mode's overhang
+};
+
+Geometry geometry(const Tensor& x, const PoolOptions& o, std::string_view op) {
+  const size_t dims = o.kernel.size();
+  if (dims < 1 || dims > 3 || size_t(x.ndim()) < dims + 1)
+    throw Error(std::string(op) + ": needs 1 to 3 kernel sizes and an input with a leading axis before the pooled "
+                "ones, got kernel of " + std::to_string(dims) + " and input " + desc(x));
+  Geometry g;
+  g.k = o.kernel;
+  g.s = o.stride ? per_axis(*o.stride, dims, "stride", op) : o.kernel;
+  g.d = per_axis(o.dilation, dims, "dilation", op);
+  const std::vector<int64_t> p = per_axis(o.padding, dims, "padding", op);
+  const size_t lead = size_t(x.ndim()) - dims;
+  g.pads.assign(lead, {0, 0});
+  g.extra.assign(lead, {0, 0});
+  for (size_t a = 0; a < dims; ++a) {
+    if (g.k[a] <= 0 || g.s[a] <= 0 || g.d[a] <= 0 || p[a] < 0)
+      throw Error(std::string(op) + ": kernel, stride and dilation must be positive and padding non-negative");
+    if (2 * p[a] > g.k[a])
+      throw Error(std::string(op) + ": padding " + std::to_string(p[a]) + " must be at most half the kernel " +
+                  std::to_string(g.k[a]) + " (as torch)");
+    const int64_t n = x.shape()[lead + a], span = g.d[a] * (g.k[a] - 1) + 1, room = n + 2 * p[a] - span;
+    if (room < 0)
+      throw Error(std::string(op) + ": the padded input is smaller than the dilated kernel (input " + desc(x) + ")");
+    int64_t out = (o.ceil_mode ? (room + g.s[a] - 1) / g.s[a] : room / g.s[a]) + 1;
+    // torch: the last window must start inside the input or its left padding.
+    if (o.ceil_mode && (out - 1) * g.s[a] >= n + p[a]) --out;
+    g.pads.emplace_back(p[a], p[a]);
+    g.extra.emplace_back(p[a], std::max<int64_t>(p[a], (out - 1) * g.s[a] + span - n - p[a]));
+  }
+  return g;
+}
+
+Axes last_axes(size_t n) {
+  Axes a;
+  for (size_t i = 0; i < n; ++i) a.list.push_back(-1 - int64_t(i));
+  return a;
+}
+
+// Windows of x padded with `fill` (the user's padding and ceil_mode's overhang alike).
+Tensor windows_of(const Tensor& x, const Geometry& g, Scalarish fill) {
+  return pool(x.pad(g.extra, fill), g.k, g.s, g.d);
+}
+
+// Rows of weights that map `in` positions to `out` along one axis; applied as a product over
+// that axis.
+Tensor apply_along(const Tensor& x, int axis, const std::vector<double>& weights, int64_t out, int64_t in) {
+  const Tensor m = Tensor(weights, {out, in}, x.device()).cast(x.dtype());
+  return x.transpose(axis, -1).matmul(m.transpose()).transpose(axis, -1);
+}
+
+}  // namespace
+
+Tensor Tensor::max_pool(PoolOptions o) const { return max_pool_with_indices(o).first; }
+
+// The index of each window's maximum is that of the input position (flattened over the pooled
+// axes, as torch's) where the window first reaches its max: a pooled view of the positions picks
+// it with the same first-maximum mask argmax uses.
+std::pair<Tensor, Tensor> Tensor::max_pool_with_indices(PoolOptions o) const {
+  const Geometry g = geometry(*this, o, "max_pool");
+  const size_t dims = o.kernel.size(), lead = size_t(ndim()) - dims;
+  const double lowest = dtype().is_float() ? -std::numeric_limits<double>::infinity() : dtypes::min_value(dtype());
+  const Tensor windows = windows_of(*this, g, lowest);
+  Shape flat_window(windows.shape().begin(), windows.shape().end() - int64_t(dims));
+  int64_t kprod = 1;
+  for (int64_t k : g.k) kprod *= k;
+  flat_window.push_back(kprod);
+  const Tensor w = windows.reshape(flat_window);
+  const Tensor values = w.max(-1);
+  // Positions 0..prod(spatial)-1 laid over the pooled axes, padded with -1.
+  Shape spatial(shape().begin() + int64_t(lead), shape().end());
+  int64_t positions = 1;
+  for (int64_t n : spatial) positions *= n;
+  Shape ones(lead, 1);
+  ones.insert(ones.end(), spatial.begin(), spatial.end());
+  const Tensor where_from = Tensor::arange(0, positions, 1, device()).reshape(ones);
+  const Tensor index_windows = pool(where_from.pad(g.extra, -1), g.k, g.s, g.d);
+  Shape flat_index(index_windows.shape().begin(), index_windows.shape().end() - int64_t(dims));
+  flat_index.push_back(kprod);
+  const Tensor first = w.argmax(-1, true);  // first maximum (nan counts as the largest)
+  const Tensor pick = Tensor::arange(0, kprod, 1, device()).eq(first);
+  const Tensor indices = pick.where(index_windows.reshape(flat_index), 0).sum(-1).cast(dtypes::int32);
+  return {values, indices.expand(values.shape())};
+}
+
+// count_include_pad counts the user's padding (not ceil_mode's overhang) in each window's divisor,
+// as torch; otherwise only the input's elements count.
+Tensor Tensor::avg_pool(PoolOptions o) const {
+  const Geometry g = geometry(*this, o, "avg_pool");
+  const size_t dims = o.kernel.size();
+  const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  const Tensor sums = windows_of(x, g, 0).sum(last_axes(dims));
+  // The divisor: ones over what counts, padded with zeros, pooled the same way.
+  Tensor counted = Tensor::ones(shape(), x.dtype(), device());
+  Pads rest = g.extra;
+  if (o.count_include_pad) {
+    counted = counted.pad(g.pads, 1);
+    for (size_t a = 0; a < rest.size(); ++a) rest[a] = {0, g.extra[a].second - g.pads[a].second};
+  }
+  const Tensor divisor = pool(counted.pad(rest), g.k, g.s, g.d).sum(last_axes(dims));
+  return sums / divisor;
+}
+
+// torch's adaptive_avg_pool: output cell i along an axis of n averages inputs
+// [floor(i n / out), ceil((i + 1) n / out)).
+Tensor Tensor::adaptive_avg_pool(Shape output_size) const {
+  const size_t dims = output_size.size();
+  if (dims < 1 || size_t(ndim()) < dims + 1)
+    throw Error("adaptive_avg_pool: needs an input with a leading axis before the " + std::to_string(dims) +
+                " pooled ones, got " + desc(*this));
+  Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  for (size_t a = 0; a < dims; ++a) {
+    const int axis = int(ndim() - int64_t(dims) + int64_t(a));
+    const int64_t n = shape()[size_t(axis)], out = output_size[a];
+    if (out <= 0 || n <= 0)
+      throw Error("adaptive_avg_pool: output size " + shape_str(output_size) + " and input " + desc(*this) +
+                  " must be positive");
+    std::vector<double> w(size_t(out * n), 0.0);
+    for (int64_t i = 0; i < out; ++i) {
+      const int64_t begin = i * n / out, end = ((i + 1) * n + out - 1) / out;
+      for (int64_t j = begin; j < end; ++j) w[size_t(i * n + j)] = 1.0 / double(end - begin);
+    }
+    x = apply_along(x, axis, w, out, n);
+  }
+  return x;
+}
+
+// torch's F.interpolate over the last size.size() axes. nearest: source floor(i * in / out).
+// linear (bilinear, trilinear: one axis after another): source (i + 0.5) * in / out - 0.5 clamped
+// at 0, or i * (in - 1) / (out - 1) with align_corners.
+Tensor Tensor::interpolate(Shape size, std::string_view mode, bool align_corners) const {
+  const size_t dims = size.size();
+  const bool nearest = mode == "nearest";
+  const bool linear = (mode == "linear" && dims == 1) || (mode == "bilinear" && dims == 2) ||
+                      (mode == "trilinear" && dims == 3);
+  if (!nearest && !linear)
+    throw Error("interpolate: mode \"" + std::string(mode) + "\" does not fit " + std::to_string(dims) +
+                " output sizes (nearest, or linear/bilinear/trilinear for 1/2/3)");
+  if (nearest && align_corners) throw Error("interpolate: align_corners needs a linear mode");
+  if (dims < 1 || size_t(ndim()) < dims + 1)
+    throw Error("interpolate: needs an input (N, C, ...) with " + std::to_string(dims) + " spatial axes, got " +
+                desc(*this));
+  Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  for (size_t a = 0; a < dims; ++a) {
+    const int axis = int(ndim() - int64_t(dims) + int64_t(a));
+    const int64_t n = shape()[size_t(axis)], out = size[a];
+    if (out <= 0 || n <= 0)
+      throw Error("interpolate: sizes must be positive, got " + shape_str(size) + " for input " + desc(*this));
+    std::vector<double> w(size_t(out * n), 0.0);
+    const double scale = double(n) / double(out);
+    for (int64_t i = 0; i < out; ++i) {
+      if (nearest) {
+        const int64_t src = std::min<int64_t>(int64_t(std::floor(double(i) * scale)), n - 1);
+        w[size_t(i * n + src)] = 1;
+        continue;
+      }
+      double src = align_corners ? (out > 1 ? double(i) * double(n - 1) / double(out - 1) : 0.0)
+                                 : std::max(0.0, (double(i) + 0.5) * scale - 0.5);
+      const int64_t i0 = std::min<int64_t>(int64_t(std::floor(src)), n - 1), i1 = std::min<int64_t>(i0 + 1, n - 1);
+      const double t = src - double(i0);
+      w[size_t(i * n + i0)] += 1 - t;
+      w[size_t(i * n + i1)] += t;
+    }
+    x = apply_along(x, axis, w, out, n);
+  }
+  return x;
+}
+
+}  // namespace vkg

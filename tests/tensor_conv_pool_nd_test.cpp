@@ -1,0 +1,182 @@
+// conv1d, conv3d and their transposes, the N-d pools (ceil_mode, count_include_pad, indices),
+// adaptive average pooling and interpolate, against direct loops on the host in double and values
+// from torch's documentation, on Vulkan and the CPU device.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+
+#include "support/device_compare.hpp"
+#include "support/error_of.hpp"
+
+using namespace vkg;
+using namespace vkg::test;
+
+namespace {
+
+std::vector<float> wave(size_t n, float phase) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(float(i) * 0.9f + phase);
+  return v;
+}
+
+using A3 = std::array<int64_t, 3>;
+
+// Direct convolution over up to 3 spatial axes (1-D cases use sizes 1 for the first two), plain
+// or transposed, in double: x (N, C, *in), w (Cout, C/g, *k) or, transposed, (C, Cout/g, *k).
+std::vector<double> conv_reference(const std::vector<float>& x, int64_t n, int64_t c, A3 in, const std::vector<float>& w,
+                                   int64_t wo, A3 k, A3 s, A3 p, A3 d, int64_t g, bool transposed, A3 op, A3& out) {
+  for (int a = 0; a < 3; ++a)
+    out[size_t(a)] = transposed ? (in[size_t(a)] - 1) * s[size_t(a)] - 2 * p[size_t(a)] + d[size_t(a)] * (k[size_t(a)] - 1) + op[size_t(a)] + 1
+                                : (in[size_t(a)] + 2 * p[size_t(a)] - d[size_t(a)] * (k[size_t(a)] - 1) - 1) / s[size_t(a)] + 1;
+  const int64_t cout = transposed ? wo * g : wo, cin_g = c / g, cout_g = cout / g;
+  std::vector<double> y(size_t(n * cout * out[0] * out[1] * out[2]), 0.0);
+  auto xi = [&](int64_t b, int64_t ch, int64_t i0, int64_t i1, int64_t i2) {
+    return size_t((((b * c + ch) * in[0] + i0) * in[1] + i1) * in[2] + i2);
+  };
+  auto yi = [&](int64_t b, int64_t ch, int64_t o0, int64_t o1, int64_t o2) {
+    return size_t((((b * cout + ch) * out[0] + o0) * out[1] + o1) * out[2] + o2);
+  };
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t co_g = 0; co_g < cout_g; ++co_g)
+        for (int64_t i0 = 0; i0 < (transposed ? in[0] : out[0]); ++i0)
+          for (int64_t i1 = 0; i1 < (transposed ? in[1] : out[1]); ++i1)
+            for (int64_t i2 = 0; i2 < (transposed ? in[2] : out[2]); ++i2)
+              for (int64_t k0 = 0; k0 < k[0]; ++k0)
+                for (int64_t k1 = 0; k1 < k[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    const int64_t grp = ci / cin_g, co = grp * cout_g + co_g;
+                    const int64_t j0 = transposed ? i0 * s[0] - p[0] + k0 * d[0] : i0 * s[0] - p[0] + k0 * d[0];
+                    const int64_t j1 = transposed ? i1 * s[1] - p[1] + k1 * d[1] : i1 * s[1] - p[1] + k1 * d[1];
+                    const int64_t j2 = transposed ? i2 * s[2] - p[2] + k2 * d[2] : i2 * s[2] - p[2] + k2 * d[2];
+                    const A3 lim = transposed ? out : in;
+                    if (j0 < 0 || j1 < 0 || j2 < 0 || j0 >= lim[0] || j1 >= lim[1] || j2 >= lim[2]) continue;
+                    const size_t wi = transposed ? size_t((((ci * cout_g + co_g) * k[0] + k0) * k[1] + k1) * k[2] + k2)
+                                                 : size_t((((co * cin_g + ci % cin_g) * k[0] + k0) * k[1] + k1) * k[2] + k2);
+                    if (transposed)
+                      y[yi(b, co, j0, j1, j2)] += double(x[xi(b, ci, i0, i1, i2)]) * w[wi];
+                    else
+                      y[yi(b, co, i0, i1, i2)] += double(x[xi(b, ci, j0, j1, j2)]) * w[wi];
+                  }
+  return y;
+}
+
+void expect_near(const Tensor& got, const std::vector<double>& want, double tol, const std::string& what) {
+  const auto g = got.to_vector<float>();
+  ASSERT_EQ(g.size(), want.size()) << what;
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], want[i], tol) << what << " [" << i << "]";
+}
+
+class ConvPoolNd : public testing::TestWithParam<std::string> {};
+
+TEST_P(ConvPoolNd, Conv1dAnd3dMatchDirectLoops) {
+  const std::string dev = GetParam();
+  // conv1d: (2, 4, 9) by (6, 2, 3), stride 2, padding 1, dilation 2, groups 2.
+  const auto x1 = wave(2 * 4 * 9, 0.1f), w1 = wave(6 * 2 * 3, 0.7f);
+  A3 out{};
+  auto want = conv_reference(x1, 2, 4, {1, 1, 9}, w1, 6, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}, {1, 1, 2}, 2, false, {}, out);
+  ConvOptions o1;
+  o1.stride = {2}, o1.padding = {1}, o1.dilation = {2}, o1.groups = 2;
+  const Tensor y1 = Tensor(x1, {2, 4, 9}, dev).conv1d(Tensor(w1, {6, 2, 3}, dev), {}, o1);
+  EXPECT_EQ(y1.shape(), (Shape{2, 6, out[2]}));
+  expect_near(y1, want, 1e-5, "conv1d");
+  // conv3d: (1, 2, 4, 5, 3) by (3, 2, 2, 3, 2), stride (1, 2, 1), padding (1, 0, 1).
+  const auto x3 = wave(2 * 4 * 5 * 3, 0.2f), w3 = wave(3 * 2 * 2 * 3 * 2, 1.1f);
+  want = conv_reference(x3, 1, 2, {4, 5, 3}, w3, 3, {2, 3, 2}, {1, 2, 1}, {1, 0, 1}, {1, 1, 1}, 1, false, {}, out);
+  ConvOptions o3;
+  o3.stride = {1, 2, 1}, o3.padding = {1, 0, 1};
+  const Tensor bias(std::vector<float>{0.5f, -1, 2}, {3}, dev);
+  const Tensor y3 = Tensor(x3, {1, 2, 4, 5, 3}, dev).conv3d(Tensor(w3, {3, 2, 2, 3, 2}, dev), bias, o3);
+  EXPECT_EQ(y3.shape(), (Shape{1, 3, out[0], out[1], out[2]}));
+  const int64_t per = out[0] * out[1] * out[2];
+  for (size_t i = 0; i < want.size(); ++i) want[i] += i / size_t(per) == 0 ? 0.5 : i / size_t(per) == 1 ? -1 : 2;
+  expect_near(y3, want, 1e-5, "conv3d");
+}
+
+TEST_P(ConvPoolNd, TransposedConvolutionsMatchDirectScatters) {
+  const std::string dev = GetParam();
+  const auto x1 = wave(2 * 4 * 5, 0.3f), w1 = wave(4 * 3 * 3, 0.9f);
+  A3 out{};
+  auto want = conv_reference(x1, 2, 4, {1, 1, 5}, w1, 3, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}, {1, 1, 1}, 2, true, {0, 0, 1}, out);
+  ConvOptions o;
+  o.stride = {2}, o.padding = {1}, o.output_padding = {1}, o.groups = 2;
+  const Tensor y1 = Tensor(x1, {2, 4, 5}, dev).conv_transpose1d(Tensor(w1, {4, 3, 3}, dev), {}, o);
+  EXPECT_EQ(y1.shape(), (Shape{2, 6, out[2]}));
+  expect_near(y1, want, 1e-5, "conv_transpose1d");
+  const auto x3 = wave(2 * 3 * 2 * 3, 0.4f), w3 = wave(2 * 2 * 2 * 2 * 3, 1.3f);
+  want = conv_reference(x3, 1, 2, {3, 2, 3}, w3, 2, {2, 2, 3}, {2, 1, 2}, {0, 1, 1}, {1, 2, 1}, 1, true, {1, 0, 0}, out);
+  ConvOptions o3;
+  o3.stride = {2, 1, 2}, o3.padding = {0, 1, 1}, o3.dilation = {1, 2, 1}, o3.output_padding = {1, 0, 0};
+  const Tensor y3 = Tensor(x3, {1, 2, 3, 2, 3}, dev).conv_transpose3d(Tensor(w3, {2, 2, 2, 2, 3}, dev), {}, o3);
+  EXPECT_EQ(y3.shape(), (Shape{1, 2, out[0], out[1], out[2]}));
+  expect_near(y3, want, 1e-5, "conv_transpose3d");
+  EXPECT_NE(error_of([&] { Tensor(x1, {2, 4, 5}, dev).conv3d(Tensor(w1, {4, 3, 3}, dev)); }).find("conv3d: needs a 5-D input"),
+            std::string::npos);
+}
+
+TEST_P(ConvPoolNd, PoolsWithCeilModePaddingAndIndices) {
+  const std::string dev = GetParam();
+  // torch: max_pool1d([1, 5, 2, 8, 3, 7, 4, 6], kernel 3, stride 2, padding 1, ceil_mode) has five
+  // windows, the last over input 7, the padding and ceil_mode's overhang: [5, 8, 8, 7, 6] at
+  // [1, 3, 3, 5, 7].
+  const Tensor x(std::vector<float>{1, 5, 2, 8, 3, 7, 4, 6}, {1, 1, 8}, dev);
+  PoolOptions o;
+  o.kernel = {3}, o.stride = std::vector<int64_t>{2}, o.padding = {1}, o.ceil_mode = true;
+  auto [values, indices] = x.max_pool_with_indices(o);
+  EXPECT_EQ(values.to_vector<float>(), (std::vector<float>{5, 8, 8, 7, 6}));
+  EXPECT_EQ(indices.to_vector<int32_t>(), (std::vector<int32_t>{1, 3, 3, 5, 7}));
+  // avg_pool1d on those windows: count_include_pad counts the padding but not the overhang
+  // (divisors 3, 3, 3, 3, 2); without it only the input (2, 3, 3, 3, 1).
+  const auto with_pad = x.avg_pool(o).to_vector<float>();
+  const std::vector<double> want_with{6 / 3.0, 15 / 3.0, 18 / 3.0, 17 / 3.0, 6 / 2.0};
+  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(with_pad[i], want_with[i], 1e-6) << i;
+  o.count_include_pad = false;
+  const auto without = x.avg_pool(o).to_vector<float>();
+  const std::vector<double> want_without{6 / 2.0, 15 / 3.0, 18 / 3.0, 17 / 3.0, 6.0};
+  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(without[i], want_without[i], 1e-6) << i;
+  o.ceil_mode = false;
+  EXPECT_EQ(x.max_pool(o).shape(), (Shape{1, 1, 4}));
+  // 2-D agrees with max_pool2d; indices flatten (h, w).
+  const Tensor img(wave(2 * 6 * 6, 0.5f), {1, 2, 6, 6}, dev);
+  PoolOptions two;
+  two.kernel = {2, 2};
+  EXPECT_EQ(img.max_pool(two).to_vector<float>(), img.max_pool2d().to_vector<float>());
+  const auto at = img.max_pool_with_indices(two).second.to_vector<int32_t>();
+  const auto v = img.to_vector<float>(), m = img.max_pool(two).to_vector<float>();
+  for (size_t i = 0; i < at.size(); ++i) EXPECT_EQ(v[(i / 9) * 36 + size_t(at[i])], m[i]);
+  // 3-D: a (1, 1, 2, 2, 2) cube pooled whole is its max and its mean.
+  const Tensor cube(std::vector<float>{1, 9, 3, 4, 5, 6, 7, 8}, {1, 1, 2, 2, 2}, dev);
+  PoolOptions three;
+  three.kernel = {2, 2, 2};
+  EXPECT_EQ(cube.max_pool(three).to_vector<float>(), (std::vector<float>{9}));
+  EXPECT_EQ(cube.max_pool_with_indices(three).second.to_vector<int32_t>(), (std::vector<int32_t>{1}));
+  EXPECT_NEAR(cube.avg_pool(three).item<float>(), 43.0 / 8, 1e-6);
+}
+
+TEST_P(ConvPoolNd, AdaptivePoolingAndInterpolation) {
+  const std::string dev = GetParam();
+  // 5 -> 3: windows [0, 2), [1, 4), [3, 5).
+  const Tensor x(std::vector<float>{1, 2, 3, 4, 5}, {1, 1, 5}, dev);
+  const auto a = x.adaptive_avg_pool({3}).to_vector<float>();
+  EXPECT_NEAR(a[0], 1.5, 1e-6);
+  EXPECT_NEAR(a[1], 3, 1e-6);
+  EXPECT_NEAR(a[2], 4.5, 1e-6);
+  const Tensor img(wave(2 * 4 * 6, 0.2f), {1, 2, 4, 6}, dev);
+  EXPECT_TRUE(same_elements(dtypes::float32, img.adaptive_avg_pool({2, 3}).bytes(), img.avg_pool2d().bytes(), 2));
+  // torch: interpolate([1, 2, 3, 4], 8, linear) = [1, 1.25, 1.75, 2.25, 2.75, 3.25, 3.75, 4].
+  const Tensor r(std::vector<float>{1, 2, 3, 4}, {1, 1, 4}, dev);
+  EXPECT_EQ(r.interpolate({8}, "linear").to_vector<float>(),
+            (std::vector<float>{1, 1.25f, 1.75f, 2.25f, 2.75f, 3.25f, 3.75f, 4}));
+  EXPECT_EQ(r.interpolate({7}, "linear", true).to_vector<float>(), (std::vector<float>{1, 1.5f, 2, 2.5f, 3, 3.5f, 4}));
+  EXPECT_EQ(r.interpolate({6}).to_vector<float>(), (std::vector<float>{1, 1, 2, 3, 3, 4}));
+  // bilinear is linear along each axis: a (2, 2) ramp to (3, 3) with align_corners.
+  const Tensor sq(std::vector<float>{0, 2, 4, 6}, {1, 1, 2, 2}, dev);
+  EXPECT_EQ(sq.interpolate({3, 3}, "bilinear", true).to_vector<float>(),
+            (std::vector<float>{0, 1, 2, 2, 3, 4, 4, 5, 6}));
+  EXPECT_NE(error_of([&] { r.interpolate({3, 3}, "linear"); }).find("interpolate: mode \"linear\""), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ConvPoolNd, testing::Values("CPU", "VK"));
+
+}  // namespace
