@@ -8,6 +8,7 @@
 #include <vkgrad/core/shape.hpp>
 #include <vkgrad/core/tensor.hpp>
 #include <vkgrad/core/uop.hpp>
+#include <vkgrad/dist/dist.hpp>
 #include <vkgrad/nn/conv_layers.hpp>
 #include <vkgrad/nn/datasets.hpp>
 #include <vkgrad/nn/layers.hpp>

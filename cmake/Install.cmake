@@ -6,7 +6,7 @@ install(TARGETS vkgrad EXPORT vkgradTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES vkgrad.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vkgrad)
-foreach(_part core codegen vk shaders nn)
+foreach(_part core codegen vk shaders nn dist)
   install(DIRECTORY ${_part}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vkgrad/${_part}
           FILES_MATCHING PATTERN "*.hpp")
 endforeach()

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <span>
@@ -84,6 +85,23 @@ class Device {
   // replay or kernel runs. The default goes through the host.
   virtual void copy(Allocation& src, Allocation& dst, size_t bytes);
 
+  // ---- what a copy between two devices asks (core/copy_item.hpp) ----
+  // The allocation's bytes where the host may read and write them directly (host-visible
+  // memory: every buffer on Lavapipe and unified-memory GPUs, the CPU device's memory), else
+  // nullptr; the copy then goes through copy_out and copy_in, with the host waiting.
+  virtual std::byte* host_pointer(Allocation& memory) {
+    (void)memory;
+    return nullptr;
+  }
+  // Submits what is queued and returns a function that blocks until that has run, callable from
+  // any thread. The default is for devices that run each item before run() returns.
+  virtual std::function<void()> when_queued_done() {
+    return [] {};
+  }
+  // Work queued on this device after this call starts only once `event` is ready; the calling
+  // thread does not wait for it. The default waits here. synchronize() also waits for events.
+  virtual void wait_for(std::shared_future<void> event) { event.wait(); }
+
   // Kernels compiled so far, and how many of them run() had to compile itself (0 when prepare
   // saw every kernel first): tests pin that recording never waits on a compiler.
   struct CompileCounts {
@@ -102,9 +120,15 @@ class Device {
   virtual void reset_peak_bytes() {}
 };
 
-// The device called `name` ("VK", "CPU"; case-insensitive; "VK:1" picks a Vulkan device as
-// VK_DEVICE does), opened on first use. Throws vkg::Error naming the known devices if none is.
+// The device called `name` ("VK", "CPU"; case-insensitive), opened on first use. "VK:n" is the
+// n-th Vulkan device (devices/vk_device.cpp: one per physical device, VK:1 a second logical
+// device where there is one physical device); "VK" is "VK:0". Throws vkg::Error naming the known
+// devices if none is, or saying which indices exist.
 Device& device(const std::string& name);
+
+// The name a device is known by: upper case, with ":0" dropped ("vk:0" -> "VK"), so that two
+// spellings of one device compare equal on tensors.
+std::string canonical_device(const std::string& name);
 
 using DeviceFactory = std::function<std::unique_ptr<Device>(const std::string& name)>;
 // Makes `prefix` ("VK", "CPU") a known device. Called by each adapter at load time.

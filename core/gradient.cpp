@@ -156,18 +156,8 @@ Grads flip_grad(const GradArgs& a) {
   return {a.g.flip(axes)};
 }
 
-// The gradient goes back to the source's device: the forward COPY with the gradient as its value
-// and the source's device where it names the destination.
-Grads copy_grad(const GradArgs& a) {
-  const UOpPtr& src = a.n.src[0];
-  if (a.g.device() == a.x(0).device()) return {a.g};
-  std::vector<UOpPtr> srcs{a.g.node()};
-  for (size_t i = 1; i < a.n.src.size(); ++i)
-    srcs.push_back(a.n.src[i]->op == Ops::DEVICE ? src->device_node()->ptr() : a.n.src[i]);
-  Arg arg = a.n.arg;
-  if (std::holds_alternative<std::string>(arg)) arg = src->device_node()->arg;
-  return {Tensor(UOp::make(Ops::COPY, a.g.dtype(), std::move(srcs), std::move(arg)))};
-}
+// The gradient goes back to the source's device, by a copy the other way (Tensor::to).
+Grads copy_grad(const GradArgs& a) { return {a.g.to(a.x(0).device())}; }
 
 Grads none(const GradArgs&) { return {}; }
 
@@ -233,6 +223,7 @@ const std::vector<GradRule>& gradient_rules() {
       {Ops::CONTIGUOUS, [](A a) -> Grads { return {a.g}; }},
       {Ops::DETACH, none},  // not reached: the walk never enters a DETACH
       {Ops::COPY, copy_grad},
+      {Ops::MULTI, none},  // gradients stop at a sharded tensor: shard it, then requires_grad_
   };
   // clang-format on
   return rules;

@@ -10,11 +10,13 @@
 #include <mutex>
 
 #include <vkgrad/core/context.hpp>
+#include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/jit_capture.hpp>
 #include <vkgrad/core/memory_planner.hpp>
+#include <vkgrad/core/multi.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -80,8 +82,28 @@ struct {
 // device with the items that run on it.
 void prepare_kernels(const std::vector<ScheduleItem>& items, const RunOptions& options) {
   std::map<std::string, std::vector<ScheduleItem>> by_device;
-  for (const ScheduleItem& item : items) by_device[upper(item.buffers[0]->device())].push_back(item);
+  for (const ScheduleItem& item : items)
+    if (!is_copy(item)) by_device[upper(item.buffers[0]->device())].push_back(item);
   for (const auto& [name, list] : by_device) device(name).prepare(list, options);
+}
+
+// Runs a copy item in schedule order (core/copy_item.hpp). Both devices take part in the
+// realize's final wait; the copy's DEBUG=2 line is printed once it is done.
+void run_copy_between(const ScheduleItem& item, std::vector<Device*>& used,
+                      std::vector<std::pair<Device*, std::shared_future<RunStat>>>& copies,
+                      int debug) {
+  Allocation& dst = ensure_allocated(*item.buffers[0], debug);
+  Allocation& src = ensure_allocated(*item.buffers[1], debug);
+  if (item.buffers[0]->count() == 0) return;
+  auto settle = [&](Device& dev) {
+    if (auto it = std::find(used.begin(), used.end(), &dev); it != used.end())
+      print_stats(dev.name(), dev.synchronize(), debug);
+  };
+  copies.emplace_back(&device(item.buffers[0]->device()), run_copy(item, dst, src, settle));
+  for (const auto& b : item.buffers) {
+    Device& dev = device(b->device());
+    if (std::find(used.begin(), used.end(), &dev) == used.end()) used.push_back(&dev);
+  }
 }
 
 }  // namespace
@@ -93,10 +115,16 @@ bool register_device(const std::string& prefix, DeviceFactory factory) {
   return true;
 }
 
+std::string canonical_device(const std::string& name) {
+  std::string n = upper(name);
+  if (n.size() > 2 && n.ends_with(":0")) n.resize(n.size() - 2);
+  return n;
+}
+
 Device& device(const std::string& requested) {
   Registry& r = Registry::get();
   std::lock_guard lock(r.mu);
-  const std::string name = upper(requested);
+  const std::string name = canonical_device(requested);
   if (auto it = r.open.find(name); it != r.open.end()) return *it->second;
   const std::string prefix = name.substr(0, name.find(':'));
   auto f = r.factories.find(prefix);
@@ -210,6 +238,31 @@ void report_replay(const Device& device, std::vector<RunStat> stats) {
 }
 
 void realize(std::span<Tensor* const> tensors) {
+  // Sharded tensors (core/multi.hpp) realize as their shards, each on its device, in one schedule
+  // with the others; the tensor then views the realized shards.
+  if (std::any_of(tensors.begin(), tensors.end(), [](Tensor* t) { return is_multi_device(t->device()); })) {
+    std::vector<Tensor> plain;
+    std::vector<std::optional<Sharded>> lowered;
+    for (Tensor* t : tensors) {
+      lowered.push_back(is_multi_device(t->device()) ? std::optional(lower_multi(t->node())) : std::nullopt);
+      if (!lowered.back()) plain.push_back(*t);  // an alias: realizing it realizes t
+      else
+        for (const UOpPtr& s : lowered.back()->shards) plain.emplace_back(s);
+    }
+    std::vector<Tensor*> all;
+    for (Tensor& t : plain) all.push_back(&t);
+    realize(all);
+    size_t next = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!lowered[i]) {
+        ++next;
+        continue;
+      }
+      for (UOpPtr& s : lowered[i]->shards) s = plain[next++].node();
+      tensors[i]->set_realized(make_multi(*lowered[i]));
+    }
+    return;
+  }
   std::lock_guard lock(engine_mu);
   std::vector<UOpPtr> nodes;
   for (Tensor* t : tensors) nodes.push_back(t->node());
@@ -232,9 +285,14 @@ void realize(std::span<Tensor* const> tensors) {
   const RunOptions options = RunOptions::from_settings();
   for (const auto& b : sched.uploads) ensure_allocated(*b, options.debug);
   std::vector<Device*> used;
+  std::vector<std::pair<Device*, std::shared_future<RunStat>>> copies;
   try {
     prepare_kernels(sched.items, options);
     for (const ScheduleItem& item : sched.items) {
+      if (is_copy(item)) {
+        run_copy_between(item, used, copies, options.debug);
+        continue;
+      }
       const std::string& dev_name = item.buffers[0]->device();
       std::vector<Allocation*> memory;
       for (const auto& b : item.buffers) {
@@ -259,11 +317,18 @@ void realize(std::span<Tensor* const> tensors) {
       } catch (...) {
       }
     }
+    for (const auto& c : copies) c.second.wait();  // they read and write this schedule's memory
     throw;
   }
   for (Device* dev : used) print_stats(dev->name(), dev->synchronize(), options.debug);
+  for (const auto& [to, stat] : copies) print_stats(to->name(), {stat.get()}, options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
+    for (const ScheduleItem& item : sched.items)
+      if (is_copy(item))
+        throw Error("Jit: the captured function copies a tensor between devices (" +
+                    item.buffers[1]->device() + " to " + item.buffers[0]->device() +
+                    "); a capture replays kernels of one device: copy outside the function");
     for (const ScheduleItem& item : sched.items) {
       if (item.buffers[0]->count() > 0)
         capture->items.push_back(item);
@@ -295,6 +360,7 @@ std::vector<std::byte> Tensor::bytes() const {
         "Jit: reading a tensor's value (item, to_vector, bytes) while the JIT captures its "
         "function: a replay runs the captured kernels without the function, so the value would "
         "not be read again. Return the tensor from the function and read it after the call");
+  if (is_multi_device(device())) return to(split_devices(device())[0]).bytes();  // gathered
   Tensor t = *this;
   t.realize();
   const UOp* n = t.node().get();

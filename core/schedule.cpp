@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/shape_tracker.hpp>
 #include <vkgrad/core/symbolic_shape.hpp>
@@ -325,6 +326,13 @@ class Analysis {
       else realize(n);
       return;
     }
+    // A copy moves a whole buffer: its source is realized (or already one), and it is a buffer
+    // of its own on its device for whatever reads it.
+    if (n->op == Ops::COPY) {
+      if (!is_root) realize(n);
+      else if (n->src[0]->op != Ops::BUFFER) realize(n->src[0].get());
+      return;
+    }
     if (n->op == Ops::ASSIGN) {
       if (!is_root) {
         realize(n);
@@ -605,6 +613,28 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
       }
     }
     const std::string device = n->device_node() ? n->device_node()->arg_as<std::string>() : std::string();
+    if (n->op == Ops::COPY) {
+      const UOp* src = n->src[0].get();
+      Chain src_chain;
+      const UOp* src_view = src;
+      if (src->op != Ops::BUFFER) {
+        auto it = sched.realized.find(src);
+        auto p = analysis.prior.find(src);
+        if (it == sched.realized.end() && p == analysis.prior.end())
+          throw Error("schedule: a copy of a " + std::string(op_name(src->op)) +
+                      " that has no buffer (internal: Tensor::to computes constants first)");
+        src_view = it != sched.realized.end() ? it->second.get() : p->second.get();
+      }
+      const auto from = buffer_ptr(*viewed_buffer(src_view, src_chain));
+      const auto out = std::make_shared<Buffer>(device, n->dtype, from->count());
+      sched.items.push_back(copy_item(out, from));
+      access.push_back({n, {{src, from->storage_id()}}});
+      UOpPtr bnode = UOp::make(Ops::BUFFER, n->dtype, {n->device_node()->ptr()},
+                               std::shared_ptr<const ArgPayload>(out));
+      sched.realized.emplace(
+          n, *n->shape() == Shape{out->count()} ? bnode : UOp::make(Ops::RESHAPE, n->dtype, {bnode}, *n->shape()));
+      continue;
+    }
     // An assign stores into its target's buffer and leaves the tensor at the next version of it.
     const bool assign = n->op == Ops::ASSIGN;
     std::shared_ptr<const Buffer> out;

@@ -48,6 +48,20 @@ std::optional<Shape> compute_shape(const UOp& u) {
   switch (u.op) {
     case Ops::BUFFER: return Shape{buffer_of(u).count()};
     case Ops::CONST: return Shape{};
+    // MULTI (DEVICE, shard...): the shards joined along the axis, or one of them (replicated).
+    case Ops::MULTI: {
+      if (u.src.size() < 2 || !u.src[1]->shape() || !std::holds_alternative<int64_t>(u.arg))
+        return std::nullopt;
+      Shape out = *u.src[1]->shape();
+      const int64_t axis = std::get<int64_t>(u.arg);
+      if (axis >= 0 && size_t(axis) < out.size())
+        for (size_t i = 2; i < u.src.size(); ++i)
+          out[size_t(axis)] += u.src[i]->shape() ? (*u.src[i]->shape())[size_t(axis)] : 0;
+      return out;
+    }
+    // COPY (x, DEVICE): x's shape on another device.
+    case Ops::COPY:
+      return u.src.empty() || !u.src[0]->shape() ? std::nullopt : std::optional(*u.src[0]->shape());
     case Ops::BIND:
       return u.src.size() == 2 ? std::optional(Shape{}) : std::nullopt;  // a tensor-level variable
     case Ops::INDEX: {

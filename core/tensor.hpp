@@ -627,6 +627,23 @@ class Tensor {
   void backward(const Tensor& gradient) const;
   // The same value with no gradient flowing back through it.
   Tensor detach() const;
+
+  // ---- devices ----
+  // This tensor's value on `device` ("VK", "VK:1", "CPU"): a lazy COPY that the scheduler turns
+  // into a copy between the two devices' buffers (DEBUG=2 lists it), not a kernel. Gradients flow
+  // back through it to this tensor's device. The tensor itself when it is there already.
+  Tensor to(const std::string& device) const;
+  // Moves this tensor (every alias) to `device`. A leaf that requires grad stays a leaf, there,
+  // and its gradient so far moves with it.
+  Tensor& to_(const std::string& device);
+  // This tensor split along `axis` over `devices` ("VK", "VK:1"): shard i holds the i-th equal
+  // slice, on devices[i]; without an axis every device holds all of it (replicated, as weights
+  // in data-parallel training). Ops on the result run per shard (core/multi.hpp says how);
+  // to(device) gathers it. The axis must divide evenly. Gradients stop here: make the sharded
+  // tensor the leaf (shard_, then requires_grad_).
+  Tensor shard(const std::vector<std::string>& devices, std::optional<int64_t> axis = std::nullopt) const;
+  // Shards this tensor in place (every alias); a leaf that requires grad stays a leaf.
+  Tensor& shard_(const std::vector<std::string>& devices, std::optional<int64_t> axis = std::nullopt);
   // Replaces this tensor's value (lazily) by `value` cast to this dtype; the shapes must agree.
   // Every alias sees the new value; the value's graph is detached (optimizer updates). A leaf
   // stays the same leaf: graphs built after the assign send its gradient here.

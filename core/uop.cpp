@@ -188,6 +188,8 @@ UOp::UOp(Ops op, DType dtype, std::vector<UOpPtr> src, Arg arg, size_t hash)
   std::tie(vmin_, vmax_) = compute_bounds(*this);
   shape_ = compute_shape(*this);
   if (op == Ops::DEVICE) device_ = this;
+  // A COPY (x, DEVICE) lives where it copies to, not where its source does.
+  if (op == Ops::COPY && this->src.size() > 1) device_ = this->src[1]->device_;
   for (size_t i = 0; i < this->src.size() && !device_; ++i) device_ = this->src[i]->device_;
 }
 

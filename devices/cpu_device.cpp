@@ -45,6 +45,12 @@ class CpuDevice final : public Device {
       std::memcpy(dst.data(), h.bytes.data(), n);
   }
 
+  // Copies from and to other devices are one memcpy (core/copy_item.hpp). This device runs each
+  // item on the host before run() returns, so the Device defaults for waiting are right.
+  std::byte* host_pointer(Allocation& memory) override {
+    return static_cast<HostAllocation&>(memory).bytes.data();
+  }
+
   // BEAM is a no-op here: the interpreter is the oracle, not a target to tune, and its times say
   // nothing about a GPU's. Kernels get the heuristics' opts (or none under NOOPT).
   void run(const ScheduleItem& item, std::span<Allocation* const> memory,

@@ -3,6 +3,7 @@
 // compiled kernels by AST, and records every kernel of a realize into one queue submission.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -16,6 +17,7 @@
 #include <vkgrad/codegen/spirv_compiler.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/host_worker.hpp>
 #include <vkgrad/devices/kernel_cache.hpp>
 #include <vkgrad/devices/vk_beam.hpp>
 #include <vkgrad/devices/vk_target.hpp>
@@ -31,10 +33,21 @@ struct VkAllocation final : Allocation {
   vk::Buffer buffer;
 };
 
+// "VK:n" is the n-th Vulkan device (vk::physical_device_for_index): the physical device is
+// found on an instance of its own without validation, which only lists devices.
 vk::RuntimeOptions options_for(const std::string& name) {
   vk::RuntimeOptions o;
-  if (auto colon = name.find(':'); colon != std::string::npos)
-    o.device.select = name.substr(colon + 1);
+  const auto colon = name.find(':');
+  if (colon == std::string::npos) return o;
+  const std::string index = name.substr(colon + 1);
+  size_t n = 0;
+  const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), n);
+  if (ec != std::errc() || end != index.data() + index.size())
+    throw Error("no device named '" + name + "': a Vulkan device is VK or VK:<index>, as VK:1");
+  if (n == 0) return o;
+  const vk::Instance lister(vk::InstanceOptions{});
+  const std::vector<vk::PhysicalDevice> devices = vk::list_physical_devices(lister);
+  o.device.select = std::to_string(vk::physical_device_for_index(devices, o.device.select, n));
   return o;
 }
 
@@ -76,7 +89,7 @@ class VkDevice final : public Device {
     // for a device, so entries of different devices are kept apart.
     device_key_ = caps.name + "/" + std::to_string(caps.driver_version);
   }
-  ~VkDevice() override { queue_.finish(); }
+  ~VkDevice() override { finish(); }
 
   const std::string& name() const override { return name_; }
 
@@ -89,7 +102,7 @@ class VkDevice final : public Device {
     rt_.transfer.upload(static_cast<VkAllocation&>(dst).buffer, src);
   }
   void copy_out(Allocation& src, std::span<std::byte> dst) override {
-    queue_.finish();  // kernels queued earlier may still be writing it
+    finish();  // kernels queued earlier, or a copy from another device, may still be writing it
     rt_.transfer.download(static_cast<VkAllocation&>(src).buffer, dst);
   }
 
@@ -195,8 +208,30 @@ class VkDevice final : public Device {
                 bytes);
   }
 
+  // Copies from and to other devices (core/copy_item.hpp). Host-visible memory is mapped for its
+  // whole life, so a copy between two such devices is a memcpy on a host thread; the queue learns
+  // that it is done from the bridge, a timeline semaphore that thread signals, which the next
+  // submission waits on. Device-local memory (a discrete GPU's) is not mapped: those copies go
+  // through copy_out and copy_in, with the host waiting.
+  std::byte* host_pointer(Allocation& memory) override {
+    return static_cast<VkAllocation&>(memory).buffer.mapped();
+  }
+  std::function<void()> when_queued_done() override {
+    const uint64_t point = queue_.submit();
+    vk::Timeline* timeline = &rt_.device.timeline();
+    return [timeline, point] { timeline->wait(point); };
+  }
+  void wait_for(std::shared_future<void> event) override {
+    const uint64_t value = ++bridge_value_;
+    bridge_worker_.post([this, event = std::move(event), value] {
+      event.wait();
+      bridge_.signal(value);  // in order: this worker signals its values one after another
+    });
+    queue_.wait_before_next(bridge_.semaphore(), value);
+  }
+
   std::vector<RunStat> synchronize() override {
-    queue_.finish();
+    finish();
     save_pipeline_cache();
     std::vector<RunStat> out = std::exchange(pending_, {});
     // All of a realize's kernels are timed or none are (one RunOptions): times match in order.
@@ -344,9 +379,19 @@ class VkDevice final : public Device {
     }
   }
 
+  // Waits for everything queued and every copy this device's queue waits for.
+  void finish() {
+    queue_.finish();
+    bridge_.wait(bridge_value_);
+  }
+
   std::string name_;
   vk::Runtime rt_;
   vk::Queue queue_;
+  // Signalled by bridge_worker_ as data from other devices arrives (wait_for).
+  vk::Timeline bridge_{rt_.device.get(), VK_NULL_HANDLE};
+  uint64_t bridge_value_ = 0;
+  HostWorker bridge_worker_;  // after bridge_: its destructor runs the last signals first
   GlslTarget target_;
   DeviceTraits traits_;
   std::string device_key_;

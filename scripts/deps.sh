@@ -14,6 +14,7 @@ VKG_PACKAGES=(
   zlib1g-dev                                # gunzipping datasets (nn/datasets)
   nlohmann-json3-dev                        # safetensors headers (nn/safetensors)
   dataset-fashion-mnist                     # the demo trains on it; a test reads it
+  libopenmpi-dev openmpi-bin                # vkg::dist across processes (optional: VKG_WITH_MPI)
 )
 
 vkg_ensure_packages() {

@@ -94,6 +94,22 @@ std::size_t choose_physical_device(std::span<const PhysicalDevice> devices,
   return *found;
 }
 
+std::size_t physical_device_for_index(std::span<const PhysicalDevice> devices,
+                                      std::string_view select, std::size_t n) {
+  std::vector<std::size_t> order{choose_physical_device(devices, select)};
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (i != order[0] && devices[i].caps.usable()) order.push_back(i);
+  if (order.size() == 1) order.push_back(order[0]);
+  if (n >= order.size())
+    throw Error(fmt::format("no Vulkan device VK:{}: this machine has VK:0 to VK:{}{}; devices:{}", n,
+                            order.size() - 1,
+                            devices.size() == 1 ? " (VK:1 is a second logical device on the one "
+                                                  "physical device)"
+                                                : "",
+                            device_list(devices)));
+  return order[n];
+}
+
 DeviceOptions DeviceOptions::from_env() {
   DeviceOptions o;
   o.select = env_string("VK_DEVICE");

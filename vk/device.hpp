@@ -31,6 +31,14 @@ std::vector<PhysicalDevice> list_physical_devices(const Instance& instance);
 std::size_t choose_physical_device(std::span<const PhysicalDevice> devices,
                                    std::string_view select);
 
+// The physical device behind vkgrad's n-th Vulkan device ("VK:n"): VK:0 is the one `select`
+// picks (as choose_physical_device), then the other usable devices in the loader's order. With
+// one usable physical device, VK:1 is that device again (a second logical device on it: what
+// lets multi-device code run on one GPU or on Lavapipe). Throws vkg::Error saying which indices
+// exist when `n` is past them.
+std::size_t physical_device_for_index(std::span<const PhysicalDevice> devices,
+                                      std::string_view select, std::size_t n);
+
 struct DeviceOptions {
   std::string select;  // see choose_physical_device
   bool persistent_pipeline_cache = true;

@@ -12,6 +12,7 @@
 #include <vkgrad/vk/check.hpp>
 #include <vkgrad/vk/device.hpp>
 #include <vkgrad/vk/structure.hpp>
+#include <vkgrad/vk/structure.hpp>
 
 namespace vkg::vk {
 
@@ -349,13 +350,27 @@ std::vector<KernelTime> Queue::replay_timings(Recorded& recorded) {
   return out;
 }
 
+void Queue::wait_before_next(VkSemaphore semaphore, uint64_t value) {
+  if (capturing_) throw Error("Queue: a wait inside a capture (internal)");
+  VkSemaphoreSubmitInfo w = structure<VkSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO);
+  w.semaphore = semaphore;
+  w.value = value;
+  w.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
+  // Commands recorded before this call do not wait: they go now. The wait rides on the next
+  // batch, which begins empty so that it exists even if nothing else is recorded before a replay.
+  submit();
+  waits_.push_back(w);
+  begin_recording();
+}
+
 uint64_t Queue::submit() {
   if (capturing_) throw Error("Queue: submit during a capture (internal)");
   if (!recording_) return last_point_;
   std::unique_ptr<Batch> b = std::move(recording_);
   record_barrier(b->cmd, kSubmissionEnd);
   check(vkEndCommandBuffer(b->cmd), "vkEndCommandBuffer");
-  b->point = device_.timeline().submit(b->cmd);
+  b->point = device_.timeline().submit(b->cmd, waits_);
+  waits_.clear();
   last_point_ = b->point;
   in_flight_.push_back(std::move(b));
   ++stats_.submits;

@@ -120,6 +120,11 @@ class Queue {
 
   // Submits what was recorded; returns its timeline point (the last point if nothing was).
   uint64_t submit();
+  // Commands recorded after this call start only once `semaphore` (a timeline semaphore of this
+  // device) reaches `value`: the next submission waits for it, and later ones follow it in
+  // submission order through the barrier that ends every submission. What another device or a
+  // host thread produces for this queue (core/copy_item.hpp) arrives this way.
+  void wait_before_next(VkSemaphore semaphore, uint64_t value);
   // Blocks until `point` has completed. Throws vkg::DeviceLost if the device was lost.
   void wait(uint64_t point);
   void finish() { wait(submit()); }
@@ -168,6 +173,7 @@ class Queue {
   std::vector<VkWriteDescriptorSet> bound_writes_;
   VkPipeline bound_ = VK_NULL_HANDLE;
   uint64_t last_point_ = 0;
+  std::vector<VkSemaphoreSubmitInfo> waits_;  // for the next submission
   std::vector<KernelTime> timings_;
   QueueStats stats_;
 };

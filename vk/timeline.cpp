@@ -18,7 +18,7 @@ Timeline::Timeline(VkDevice device, VkQueue queue) : device_(device), queue_(que
   semaphore_ = UniqueSemaphore(device_, s);
 }
 
-uint64_t Timeline::submit(VkCommandBuffer cmd) {
+uint64_t Timeline::submit(VkCommandBuffer cmd, std::span<const VkSemaphoreSubmitInfo> waits) {
   VkCommandBufferSubmitInfo cb =
       structure<VkCommandBufferSubmitInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO);
   cb.commandBuffer = cmd;
@@ -31,6 +31,8 @@ uint64_t Timeline::submit(VkCommandBuffer cmd) {
   submit.pCommandBufferInfos = &cb;
   submit.signalSemaphoreInfoCount = 1;
   submit.pSignalSemaphoreInfos = &signal;
+  submit.waitSemaphoreInfoCount = uint32_t(waits.size());
+  submit.pWaitSemaphoreInfos = waits.data();
 
   // The value is taken and submitted under one lock so the semaphore is signalled in increasing
   // order, as timeline semaphores require.
@@ -40,6 +42,13 @@ uint64_t Timeline::submit(VkCommandBuffer cmd) {
   check(vkQueueSubmit2(queue_, 1, &submit, VK_NULL_HANDLE), "vkQueueSubmit2");
   submitted_.store(point, std::memory_order_release);
   return point;
+}
+
+void Timeline::signal(uint64_t value) {
+  VkSemaphoreSignalInfo info = structure<VkSemaphoreSignalInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO);
+  info.semaphore = semaphore_.get();
+  info.value = value;
+  check(vkSignalSemaphore(device_, &info), "vkSignalSemaphore");
 }
 
 uint64_t Timeline::completed() {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <span>
 
 #include <vkgrad/vk/handle.hpp>
 
@@ -16,9 +17,10 @@ class Timeline {
  public:
   Timeline(VkDevice device, VkQueue queue);
 
-  // Submits one command buffer; returns the point it signals when done. Thread-safe (VkQueue
-  // needs external synchronization; a mutex serializes submitters).
-  uint64_t submit(VkCommandBuffer cmd);
+  // Submits one command buffer; returns the point it signals when done. Its commands start once
+  // every semaphore of `waits` has reached its value (another device's bridge, signalled by the
+  // host). Thread-safe (VkQueue needs external synchronization; a mutex serializes submitters).
+  uint64_t submit(VkCommandBuffer cmd, std::span<const VkSemaphoreSubmitInfo> waits = {});
 
   // The last point handed out by submit(); 0 before any.
   uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
@@ -32,6 +34,9 @@ class Timeline {
   // vkg::DeviceLost.
   bool wait(uint64_t point, uint64_t timeout_ns = UINT64_MAX);
   void wait_all() { wait(submitted()); }
+  // Signals `value` from the host, for a timeline that a host thread drives (a bridge that tells
+  // a queue that data from another device has arrived); values must increase.
+  void signal(uint64_t value);
 
   VkSemaphore semaphore() const { return semaphore_.get(); }
 

@@ -1,0 +1,89 @@
+#include <vkgrad/core/copy_item.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/host_worker.hpp>
+
+namespace vkg {
+
+ScheduleItem copy_item(std::shared_ptr<const Buffer> dst, std::shared_ptr<const Buffer> src) {
+  if (dst->dtype() != src->dtype() || dst->count() != src->count())
+    throw Error("copy: " + src->repr() + " into " + dst->repr() + " (internal: they must match)");
+  ScheduleItem item;
+  item.ast = UOp::make(Ops::COPY, dst->dtype(), {}, int64_t(dst->nbytes()));
+  item.buffers = {std::move(dst), std::move(src)};
+  return item;
+}
+
+namespace {
+
+// Runs the host side of copies, in order, off the realizing thread.
+HostWorker& copy_worker() {
+  static HostWorker worker;
+  return worker;
+}
+
+std::string copy_name(const Buffer& to, const Device& to_dev, const Device& from_dev) {
+  return "copy " + std::to_string(to.nbytes()) + ", " + to_dev.name() + " <- " + from_dev.name();
+}
+
+double ns_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::shared_future<RunStat> run_copy(const ScheduleItem& item, Allocation& dst, Allocation& src,
+                                     const std::function<void(Device&)>& settle) {
+  const Buffer& to = *item.buffers[0];
+  const Buffer& from = *item.buffers[1];
+  Device& to_dev = device(to.device());
+  Device& from_dev = device(from.device());
+  const size_t bytes = to.nbytes();
+  RunStat stat{copy_name(to, to_dev, from_dev), 2, int64_t(bytes), 0, 0};
+  std::promise<RunStat> now;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (&to_dev == &from_dev) {
+    to_dev.copy(src, dst, bytes);
+    stat.ns = ns_since(t0);
+    now.set_value(stat);
+    return now.get_future().share();
+  }
+  std::byte* const s = from_dev.host_pointer(src);
+  std::byte* const d = to_dev.host_pointer(dst);
+  if (!s || !d) {
+    settle(from_dev);
+    settle(to_dev);
+    std::vector<std::byte> host(bytes);
+    from_dev.copy_out(src, host);
+    to_dev.copy_in(dst, host);
+    stat.ns = ns_since(t0);
+    now.set_value(stat);
+    return now.get_future().share();
+  }
+  auto task = std::make_shared<std::packaged_task<RunStat()>>(
+      [stat, s, d, bytes, src_written = from_dev.when_queued_done(),
+       dst_free = to_dev.when_queued_done()]() mutable {
+        src_written();
+        dst_free();
+        const auto start = std::chrono::steady_clock::now();
+        std::memcpy(d, s, bytes);
+        stat.ns = ns_since(start);
+        return stat;
+      });
+  auto done = std::make_shared<std::promise<void>>();
+  std::shared_future<RunStat> result = task->get_future().share();
+  copy_worker().post([task, done] {
+    (*task)();  // keeps its exception in `result`
+    done->set_value();
+  });
+  const std::shared_future<void> arrived = done->get_future().share();
+  to_dev.wait_for(arrived);    // what reads the copy
+  from_dev.wait_for(arrived);  // what overwrites the source's memory next
+  return result;
+}
+
+}  // namespace vkg

@@ -1,0 +1,136 @@
+// vkg::dist's collectives on tensors: each goes device -> host (bytes()), through MPI in host
+// memory (mpi_group.hpp), and back to the tensor's device as a new tensor.
+#include <vkgrad/dist/dist.hpp>
+
+#include <cstring>
+#include <map>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/dist/mpi_group.hpp>
+
+namespace vkg::dist {
+
+using detail::Bytes;
+
+namespace {
+
+std::string described(const std::string& op, const Tensor& t) {
+  return op + " of a tensor of shape " + shape_str(t.shape()) + " (" + t.dtype().name() + ")";
+}
+
+Bytes host_bytes(const Tensor& t) { return std::make_shared<std::vector<std::byte>>(t.bytes()); }
+
+Tensor from_bytes(const std::vector<std::byte>& bytes, DType dtype, Shape shape,
+                  const std::string& device) {
+  return Tensor(std::span<const std::byte>(bytes), bytes.size() / size_t(dtype.itemsize()), dtype,
+                std::move(shape), device);
+}
+
+// Divides `count` floats of `dtype` at `data` by `n`.
+void divide(std::byte* data, size_t count, DType dtype, int n) {
+  if (dtype == dtypes::float32) {
+    auto* f = reinterpret_cast<float*>(data);
+    for (size_t i = 0; i < count; ++i) f[i] /= float(n);
+  } else {
+    auto* d = reinterpret_cast<double*>(data);
+    for (size_t i = 0; i < count; ++i) d[i] /= double(n);
+  }
+}
+
+void check_mean(ReduceOp op, DType dtype, const std::string& what) {
+  if (op == ReduceOp::Mean && dtype != dtypes::float32 && dtype != dtypes::float64)
+    throw Error("dist: " + what + ": the mean needs float32 or float64");
+}
+
+}  // namespace
+
+bool available() { return true; }
+int rank() { return detail::mpi_rank(); }
+int world_size() { return detail::mpi_world_size(); }
+
+Tensor all_reduce(const Tensor& t, ReduceOp op) {
+  const std::string what = described("all_reduce", t);
+  check_mean(op, t.dtype(), what);
+  Bytes data = host_bytes(t);
+  detail::all_reduce_sum(data, t.dtype(), what);
+  if (op == ReduceOp::Mean) divide(data->data(), size_t(t.numel()), t.dtype(), world_size());
+  return from_bytes(*data, t.dtype(), t.shape(), t.device());
+}
+
+Tensor broadcast(const Tensor& t, int root) {
+  const std::string what = described("broadcast from rank " + std::to_string(root), t);
+  if (root < 0 || root >= world_size())
+    throw Error("dist: " + what + ": there are " + std::to_string(world_size()) + " ranks");
+  Bytes data = host_bytes(t);
+  detail::broadcast_bytes(data, root, what);
+  return from_bytes(*data, t.dtype(), t.shape(), t.device());
+}
+
+Tensor all_gather(const Tensor& t) {
+  const std::string what = described("all_gather", t);
+  if (t.ndim() == 0) throw Error("dist: " + what + ": a 0-d tensor has no axis 0 to join along");
+  const Bytes out = detail::all_gather_bytes(host_bytes(t), what);
+  Shape shape = t.shape();
+  shape[0] *= world_size();
+  return from_bytes(*out, t.dtype(), shape, t.device());
+}
+
+void all_reduce_gradients(std::span<Tensor> params, ReduceOp op, size_t bucket_bytes) {
+  std::vector<Tensor> grads;
+  std::vector<Tensor*> with_grad;
+  for (Tensor& p : params)
+    if (p.grad()) {
+      grads.push_back(*p.grad());
+      with_grad.push_back(&p);
+    }
+  if (grads.empty()) return;
+  std::vector<Tensor*> pending;
+  for (Tensor& g : grads) pending.push_back(&g);
+  vkg::realize(pending);  // one schedule for every gradient
+  // Buckets of one dtype, filled in parameter order, so every rank packs them alike.
+  struct Bucket {
+    DType dtype;
+    std::vector<size_t> members;
+    size_t bytes = 0;
+  };
+  std::vector<Bucket> buckets;
+  std::map<std::string, size_t> open;  // dtype name -> its bucket being filled
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const DType d = grads[i].dtype();
+    const size_t n = size_t(grads[i].numel()) * size_t(d.itemsize());
+    check_mean(op, d, described("all_reduce_gradients", grads[i]));
+    auto it = open.find(d.name());
+    if (it == open.end() ||
+        (buckets[it->second].bytes + n > bucket_bytes && buckets[it->second].bytes > 0)) {
+      buckets.push_back({d, {}, 0});
+      it = open.insert_or_assign(d.name(), buckets.size() - 1).first;
+    }
+    buckets[it->second].members.push_back(i);
+    buckets[it->second].bytes += n;
+  }
+  for (const Bucket& b : buckets) {
+    auto data = std::make_shared<std::vector<std::byte>>(b.bytes);
+    size_t at = 0;
+    for (size_t i : b.members) {
+      const std::vector<std::byte> g = grads[i].bytes();
+      std::memcpy(data->data() + at, g.data(), g.size());
+      at += g.size();
+    }
+    detail::all_reduce_sum(data, b.dtype,
+                           "all_reduce_gradients of a bucket of " +
+                               std::to_string(b.members.size()) + " gradients (" +
+                               std::to_string(b.bytes) + " bytes, " + b.dtype.name() + ")");
+    if (op == ReduceOp::Mean)
+      divide(data->data(), b.bytes / size_t(b.dtype.itemsize()), b.dtype, world_size());
+    at = 0;
+    for (size_t i : b.members) {
+      const size_t n = size_t(grads[i].numel()) * size_t(b.dtype.itemsize());
+      std::vector<std::byte> part(data->begin() + std::ptrdiff_t(at),
+                                  data->begin() + std::ptrdiff_t(at + n));
+      with_grad[i]->set_grad(from_bytes(part, b.dtype, grads[i].shape(), grads[i].device()));
+      at += n;
+    }
+  }
+}
+
+}  // namespace vkg::dist

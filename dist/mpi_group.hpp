@@ -1,0 +1,27 @@
+// The MPI process group under vkg::dist, in host memory: MPI started once (and finalized at
+// exit), errors returned rather than aborting, and every collective non-blocking with a deadline,
+// so that a rank that died or never came is a vkg::Error and not a hang. Internal to dist/.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <vkgrad/core/dtype.hpp>
+
+namespace vkg::dist::detail {
+
+int mpi_rank();
+int mpi_world_size();
+// The buffers are shared so that a collective that times out can keep them: MPI may still
+// write them after the error.
+using Bytes = std::shared_ptr<std::vector<std::byte>>;
+
+// The elements of `dtype` in `data`, summed in place over all ranks.
+void all_reduce_sum(const Bytes& data, DType dtype, const std::string& what);
+// Rank `root`'s `data` copied into every rank's (equal sizes).
+void broadcast_bytes(const Bytes& data, int root, const std::string& what);
+// Every rank's `in`, in rank order (world_size * in->size() bytes).
+Bytes all_gather_bytes(const Bytes& in, const std::string& what);
+
+}  // namespace vkg::dist::detail

@@ -1,0 +1,131 @@
+// vkg::dist on two MPI ranks (CTest runs `mpirun -np 2`): all_reduce, broadcast and all_gather
+// give the values every rank can compute by hand; gradients are averaged in buckets; a
+// data-parallel step on half batches equals the full-batch step; a rank that does not come is a
+// timeout error, not a hang.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include <vkgrad/dist/dist.hpp>
+#include <vkgrad/nn/layers.hpp>
+#include <vkgrad/nn/optim.hpp>
+#include <vkgrad/vkgrad.hpp>
+
+#include "support/error_of.hpp"
+
+namespace vkg {
+namespace {
+
+TEST(Dist, TwoRanks) {
+  ASSERT_TRUE(dist::available());
+  ASSERT_EQ(dist::world_size(), 2) << "run under mpirun -np 2";
+  EXPECT_TRUE(dist::rank() == 0 || dist::rank() == 1);
+}
+
+TEST(Dist, AllReduceSumsAndAveragesOnTheTensorsDevice) {
+  const float r = float(dist::rank() + 1);  // 1 and 2
+  for (const char* device : {"VK", "CPU"}) {
+    Tensor t(std::vector<float>{r, 10 * r, -r}, {3}, device);
+    Tensor s = dist::all_reduce(t);
+    EXPECT_EQ(s.device(), device);
+    EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{3, 30, -3}));
+    EXPECT_EQ(dist::all_reduce(t, dist::ReduceOp::Mean).to_vector<float>(),
+              (std::vector<float>{1.5f, 15, -1.5f}));
+  }
+  Tensor i = Tensor({dist::rank(), 7}).reshape({1, 2});
+  EXPECT_EQ(dist::all_reduce(i).to_vector<int>(), (std::vector<int>{1, 14}));
+  EXPECT_EQ(dist::all_reduce(i).shape(), (Shape{1, 2}));
+}
+
+TEST(Dist, BroadcastAndAllGather) {
+  const float r = float(dist::rank());
+  Tensor t(std::vector<float>{r, r + 0.5f}, {1, 2});
+  EXPECT_EQ(dist::broadcast(t, 1).to_vector<float>(), (std::vector<float>{1, 1.5f}));
+  Tensor g = dist::all_gather(t);
+  EXPECT_EQ(g.shape(), (Shape{2, 2}));
+  EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{0, 0.5f, 1, 1.5f}));
+}
+
+TEST(Dist, BadInputIsAClearError) {
+  Tensor h = Tensor(std::vector<float>{1, 2}, {2}).cast(dtypes::float16);
+  EXPECT_NE(test::error_of([&] { dist::all_reduce(h); }).find("float32, float64, int32 or int64"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] {
+              dist::broadcast(h.cast(dtypes::float32), 5);
+            }).find("there are 2 ranks"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([&] {
+              dist::all_reduce(Tensor({1, 2}), dist::ReduceOp::Mean);
+            }).find("the mean needs"),
+            std::string::npos);
+}
+
+TEST(Dist, GradientsAreAveragedInBuckets) {
+  const float r = float(dist::rank() + 1);
+  std::vector<Tensor> params = {Tensor(std::vector<float>{0, 0, 0}, {3}),
+                                Tensor(std::vector<float>{0}, {1}),
+                                Tensor(std::vector<float>{0, 0}, {2})};
+  for (Tensor& p : params) p.requires_grad_();
+  // d/dp of sum(p * c) is c: rank-dependent gradients.
+  ((params[0] * Tensor(std::vector<float>{r, 2 * r, 3 * r}, {3})).sum() +
+   (params[1] * (4 * r)).sum() + (params[2] * Tensor(std::vector<float>{-r, r * r}, {2})).sum())
+      .backward();
+  dist::all_reduce_gradients(params, dist::ReduceOp::Mean, /*bucket_bytes=*/12);  // two buckets
+  EXPECT_EQ(params[0].grad()->to_vector<float>(), (std::vector<float>{1.5f, 3, 4.5f}));
+  EXPECT_EQ(params[1].grad()->to_vector<float>(), (std::vector<float>{6}));
+  EXPECT_EQ(params[2].grad()->to_vector<float>(), (std::vector<float>{-1.5f, 2.5f}));
+}
+
+// Each rank takes half the batch; the mean loss's gradients averaged over ranks are the full
+// batch's, so both ranks reach the weights one process reaches on the whole batch.
+TEST(Dist, DataParallelStepsMatchTheFullBatch) {
+  std::vector<float> xs(8 * 6), ys(8 * 2);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(i) * 0.37f - 8;
+  for (size_t i = 0; i < ys.size(); ++i) ys[i] = float(i) * -0.21f + 1.5f;
+  auto train = [&](bool parallel) {
+    Tensor::manual_seed(11);
+    nn::Linear l1(6, 5), l2(5, 2);
+    std::vector<Tensor> params = nn::parameters(l1, l2);
+    Tensor x(xs, {8, 6}), y(ys, {8, 2});
+    if (parallel) {
+      const int64_t half = 4 * dist::rank();
+      x = x.shrink({{half, half + 4}, {0, 6}});
+      y = y.shrink({{half, half + 4}, {0, 2}});
+    }
+    nn::SGD opt(params, 0.05, 0.9);
+    for (int step = 0; step < 3; ++step) {
+      opt.zero_grad();
+      (l2(l1(x).relu()) - y).square().mean().backward();
+      if (parallel) dist::all_reduce_gradients(params);
+      opt.step();
+    }
+    std::vector<std::vector<float>> out;
+    for (Tensor& p : params) out.push_back(p.to_vector<float>());
+    return out;
+  };
+  const auto one = train(false), dp = train(true);
+  for (size_t i = 0; i < one.size(); ++i)
+    for (size_t j = 0; j < one[i].size(); ++j)
+      EXPECT_NEAR(dp[i][j], one[i][j], 1e-5f) << i << "," << j;
+}
+
+// Last: rank 1 comes 3 s late to an all_reduce that rank 0 waits 1 s for. Rank 0 gets the error;
+// the collective still completes when rank 1 arrives, so the run ends cleanly.
+TEST(Dist, ALateRankIsATimeoutErrorNotAHang) {
+  Tensor t(std::vector<float>{1}, {1});
+  if (dist::rank() == 0) {
+    setenv("VKG_DIST_TIMEOUT", "1", 1);
+    const std::string e = test::error_of([&] { dist::all_reduce(t); });
+    unsetenv("VKG_DIST_TIMEOUT");
+    EXPECT_NE(e.find("waited 1 s (VKG_DIST_TIMEOUT) for the other ranks"), std::string::npos) << e;
+    EXPECT_EQ((t * 2).item<float>(), 2.0f);  // local work goes on
+  } else {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    EXPECT_EQ(dist::all_reduce(t).item<float>(), 2.0f);
+  }
+}
+
+}  // namespace
+}  // namespace vkg
