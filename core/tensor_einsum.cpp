@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <vkgrad/core/error.hpp>
@@ -147,7 +148,7 @@ Tensor Tensor::einsum(std::string_view formula, std::span<const Tensor> operands
     if (std::find(out.begin(), out.end(), label) == out.end()) order.push_back(label);
 
   // Every operand permuted to `order`, with size-1 dimensions for the labels it lacks.
-  Tensor product = Tensor::zeros({});
+  std::optional<Tensor> product;
   for (size_t i = 0; i < xs.size(); ++i) {
     std::vector<int64_t> perm;
     Shape lined;
@@ -161,17 +162,14 @@ Tensor Tensor::einsum(std::string_view formula, std::span<const Tensor> operands
       }
     }
     const Tensor lined_up = xs[i].permute(perm).reshape(lined);
-    product = i == 0 ? lined_up : product * lined_up;
+    product = product ? *product * lined_up : lined_up;
   }
   Shape full;
   for (int label : order) full.push_back(size[label]);
-  product = product.expand(full);  // a label only broadcast still counts its size
-  std::vector<int64_t> summed;
-  for (size_t a = out.size(); a < order.size(); ++a) summed.push_back(int64_t(a));
-  if (summed.empty()) return product;
-  Axes axes;
-  axes.list = summed;
-  return product.sum(axes);
+  const Tensor all = product->expand(full);  // a label only broadcast still counts its size
+  Axes summed;
+  for (size_t a = out.size(); a < order.size(); ++a) summed.list.push_back(int64_t(a));
+  return summed.list.empty() ? all : all.sum(summed);
 }
 
 }  // namespace vkg

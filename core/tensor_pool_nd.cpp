@@ -124,7 +124,17 @@ Tensor Tensor::avg_pool(PoolOptions o) const {
   const size_t dims = o.kernel.size();
   const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   const Tensor sums = windows_of(x, g, 0).sum(last_axes(dims));
-  // The divisor: ones over what counts, padded with zeros, pooled the same way.
+  // Every window counts all its k elements when nothing it covers is left out: no ceil_mode
+  // overhang, and padding counted or absent. Then the divisor is that constant.
+  bool uniform = true;
+  for (size_t a = 0; a < g.extra.size(); ++a)
+    uniform &= g.extra[a] == g.pads[a] && (o.count_include_pad || g.pads[a] == std::make_pair<int64_t, int64_t>(0, 0));
+  if (uniform) {
+    int64_t k = 1;
+    for (int64_t v : g.k) k *= v;
+    return sums / double(k);
+  }
+  // Otherwise the divisor: ones over what counts, padded with zeros, pooled the same way.
   Tensor counted = Tensor::ones(shape(), x.dtype(), device());
   Pads rest = g.extra;
   if (o.count_include_pad) {

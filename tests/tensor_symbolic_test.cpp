@@ -10,25 +10,15 @@
 #include <vkgrad/vkgrad.hpp>
 
 #include "support/error_of.hpp"
+#include "support/symbolic_values.hpp"
 
 using namespace vkg;
 using vkg::test::error_of;
 
 namespace {
 
-// Distinct, smallish values: element k of input `seed`.
-std::vector<float> values(int64_t n, int seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) v[size_t(k)] = float(((k * 7 + seed * 5) % 13) - 6) / 4.0f;
-  return v;
-}
-
-void expect_near(const std::vector<float>& got, const std::vector<float>& want,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t k = 0; k < got.size(); ++k)
-    EXPECT_NEAR(got[k], want[k], 1e-5f * (1 + std::fabs(want[k]))) << what << " at " << k;
-}
+using vkg::test::expect_near;
+using vkg::test::values;
 
 int64_t compiled(const std::string& dev) { return device(dev).compile_counts().compiled; }
 
