@@ -260,6 +260,14 @@ class Tensor {
   Tensor idiv(const Tensor& b) const;      // integer division, truncating toward zero (C)
   Tensor mod(const Tensor& b) const;       // remainder with the dividend's sign (C)
   Tensor floordiv(const Tensor& b) const;  // floor(a / b): floats and integers (rounds down, as Python)
+  // torch.fmod: C's remainder, with the dividend's sign; exact on floats (nan for b = 0 or an
+  // infinite dividend). Integers: mod (x fmod 0 is x).
+  Tensor fmod(const Tensor& b) const;
+  Tensor fmod(Scalarish b) const;
+  // torch.remainder (Python's %): the remainder with the divisor's sign, fmod moved by b where
+  // the signs differ (that add rounds); a zero result keeps the dividend's sign, as torch.
+  Tensor remainder(const Tensor& b) const;
+  Tensor remainder(Scalarish b) const;
   Tensor pow(const Tensor& b) const;
   Tensor pow(Scalarish b) const;
   Tensor maximum(const Tensor& b) const;
