@@ -311,7 +311,11 @@ class Tensor {
   // becomes 0 (Rust's `as`, WebAssembly's trunc_sat), the same on every device. torch leaves
   // these to the CPU (x86 gives INT_MIN), so there is no torch rule to follow.
   Tensor cast(DType dtype) const;
-  // The same bits read as another dtype of the same size.
+  // The same bits read as another dtype: torch's view(dtype). Between sizes the last axis
+  // changes length, bytes little-endian: float32 [.., 4] -> uint8 [.., 16], and back where the
+  // last axis divides (a 0-d tensor cannot change size). The elements are this value's in
+  // order: vkgrad tensors are values, so torch's rule that the last stride be 1 has no case
+  // here (a permuted tensor is read as torch's x.contiguous().view(dtype)).
   Tensor bitcast(DType dtype) const;
 
   // ---- reductions (axes may be negative; none given means all) ----
