@@ -6,8 +6,10 @@ namespace vkg::glsl {
 
 namespace {
 
-// The type of a buffer's elements: an emulated 16-bit float's bits are uint16_t (glsl_half.cpp).
+// The type of a buffer's elements: an emulated 16-bit float's bits are uint16_t, or two to a
+// uint without 16-bit storage (glsl_half.cpp).
 std::string element_type(DType e, const GlslTarget& t) {
+  if (packed16(e, t)) return "uint";
   return emulated(e, t) ? "uint16_t" : storage_type_name(e);
 }
 

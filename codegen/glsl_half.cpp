@@ -11,8 +11,14 @@
 namespace vkg::glsl {
 
 bool emulated(DType d, const GlslTarget& t) {
-  return d.scalar == Scalar::BFloat16 || (d.scalar == Scalar::Float16 && !t.float16);
+  return d.scalar == Scalar::BFloat16 ||
+         (d.scalar == Scalar::Float16 && (!t.float16 || !t.storage_16bit));
 }
+
+// Without 16-bit storage a buffer of them is an array of uints, element i in the half i & 1 of
+// word i >> 1 (little-endian, so the bytes are those of a uint16_t array). Stores clear and set
+// their own half with atomicAnd and atomicOr: a neighbour may store the other half at once.
+bool packed16(DType d, const GlslTarget& t) { return emulated(d, t) && !t.storage_16bit; }
 
 DType register_dtype(DType d, const GlslTarget& t) {
   return emulated(d, t) ? DType{Scalar::Float32, d.count, d.addr} : d;

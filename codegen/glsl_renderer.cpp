@@ -113,8 +113,8 @@ class Renderer {
           p_.buffers[std::size_t(slot)].slot != slot ||
           p_.buffers[std::size_t(slot)].dtype.scalar != u.dtype.scalar)
         fail(i, fmt::format("slot {} does not match Program::buffers", slot));
-      if (emulated(u.dtype))
-        needs_.storage_16bit = true;  // uint16_t elements, converted by integer arithmetic
+      if (emulated(u.dtype))  // uint16_t elements (or uint words), converted by integer arithmetic
+        needs_.storage_16bit = needs_.storage_16bit || !glsl::packed16(u.dtype, t_);
       else
         needs_.buffer(u.dtype.base());
       return;
@@ -433,8 +433,13 @@ class Renderer {
       const std::string at = valid ? fmt::format("({}?{}:0)", name_of(valid), idx) : idx;
       std::string lanes;
       for (int k = 0; k < u.dtype.count; ++k) {
-        const std::string e = element(buffer, k ? fmt::format("{}+{}", at, k) : at, u.dtype.base());
-        lanes += (k ? ", " : "") + glsl::half_value(u.dtype.base(), "uint(" + e + ")", helpers_);
+        const std::string at_k = k ? fmt::format("{}+{}", at, k) : at;
+        const std::string bits =
+            glsl::packed16(u.dtype, t_)
+                ? fmt::format("(({} >> (uint(({})&1)<<4)) & 0xffffu)",
+                              element(buffer, fmt::format("({})>>1", at_k), u.dtype.base()), at_k)
+                : "uint(" + element(buffer, at_k, u.dtype.base()) + ")";
+        lanes += (k ? ", " : "") + glsl::half_value(u.dtype.base(), bits, helpers_);
       }
       v = u.dtype.count == 1 ? lanes : fmt::format("{}({})", glsl::type_name(reg(u.dtype)), lanes);
     }
@@ -456,10 +461,18 @@ class Renderer {
       if (valid.op != Ops::CONST) guard = fmt::format("if ({}) ", name_of(&valid));
     }
     if (emulated(d) && buffer.op == Ops::DEFINE_GLOBAL) {
-      for (int k = 0; k < d.count; ++k)
-        line(fmt::format("{}{} = uint16_t({});", guard,
-                         element(buffer, k ? fmt::format("{}+{}", idx, k) : idx, d.base()),
-                         glsl::half_bits(d.base(), lane(d, value, k), helpers_)));
+      for (int k = 0; k < d.count; ++k) {
+        const std::string at = k ? fmt::format("{}+{}", idx, k) : idx;
+        const std::string bits = glsl::half_bits(d.base(), lane(d, value, k), helpers_);
+        if (!glsl::packed16(d, t_)) {
+          line(fmt::format("{}{} = uint16_t({});", guard, element(buffer, at, d.base()), bits));
+          continue;
+        }
+        const std::string word = element(buffer, fmt::format("({})>>1", at), d.base());
+        line(fmt::format("{}{{ uint half16 = uint(({})&1)<<4; atomicAnd({}, ~(0xffffu << half16)); "
+                         "atomicOr({}, {} << half16); }}",
+                         guard, at, word, word, bits));
+      }
       return;
     }
     const bool lanes =

@@ -43,11 +43,12 @@ void check_target(const Needs& needs, const GlslTarget& target, const std::strin
 std::vector<std::string> extension_lines(const Needs& needs);
 
 // 16-bit floats the device cannot compute in: bfloat16 always (GLSL has no bfloat16 type), and
-// float16 where the device lacks shaderFloat16. Their values live in float32 registers, rounded
-// back to the 16-bit format after every op that makes a new value (as the CPU device computes
-// them, so both agree bit for bit), and in buffers as their 16 bits in uint16_t elements
-// (storageBuffer16BitAccess). codegen/glsl_half.cpp.
+// float16 where the device lacks shaderFloat16 or 16-bit storage. Their values live in float32
+// registers, rounded back to the 16-bit format after every op that makes a new value (as the CPU
+// device computes them, so both agree bit for bit), and in buffers as their 16 bits: uint16_t
+// elements with storageBuffer16BitAccess, else two to a uint (packed16). codegen/glsl_half.cpp.
 bool emulated(DType d, const GlslTarget& t);
+bool packed16(DType d, const GlslTarget& t);
 // The dtype a value is held in: float32 lanes for an emulated dtype, d itself otherwise.
 DType register_dtype(DType d, const GlslTarget& t);
 

@@ -17,6 +17,9 @@ struct RunOptions {
   // VKG_NO_FLOAT16: compute float16 in float32 and store its bits, as on a device without
   // shaderFloat16 (so that path is tested on devices that have it).
   bool no_float16 = false;
+  // VKG_NO_STORAGE16: as on a device without storageBuffer16BitAccess: float16 and bfloat16
+  // buffers hold two elements per uint (int16 buffers have no such form and fail).
+  bool no_storage16 = false;
 
   static RunOptions from_settings() {
     RunOptions o;
@@ -25,6 +28,7 @@ struct RunOptions {
     o.beam = int(setting("BEAM"));
     o.beam_timeout_s = double(setting("BEAM_TIMEOUT", 10));
     o.no_float16 = setting("VKG_NO_FLOAT16") != 0;
+    o.no_storage16 = setting("VKG_NO_STORAGE16") != 0;
     return o;
   }
 };

@@ -314,6 +314,7 @@ class VkDevice final : public Device {
     // VKG_NO_FLOAT16 renders float16 as on a device without shaderFloat16 (glsl_half.cpp).
     GlslTarget target = target_;
     if (options.no_float16) target.float16 = false;
+    if (options.no_storage16) target.storage_16bit = false;
     CompiledKernel k;
     // BEAM times candidates without values for variables: symbolic kernels take the heuristics.
     if (options.beam > 0 && !options.noopt && item.var_vals.empty()) {

@@ -247,3 +247,39 @@ TEST(HalfEmulation, Float16WithoutShaderFloat16AgreesWithTheCpuDevice) {
       1));
   EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) { return data(dev, {64, 45}, 3).max(1); }));
 }
+
+// Without 16-bit storage (forced by VKG_NO_STORAGE16): float16 and bfloat16 buffers hold two
+// elements per uint; neighbouring invocations store the two halves of a word at once (atomicAnd,
+// atomicOr), odd lengths end in half a word. The same bits as the CPU device.
+TEST(HalfEmulation, WithoutSixteenBitStorageTwoElementsShareAWord) {
+  ScopedSetting packed("VKG_NO_STORAGE16", 1);
+  const std::vector<float> p = rounding_probes();
+  const int64_t n = int64_t(p.size());
+  for (DType d : {dtypes::bfloat16, dtypes::float16}) {
+    SCOPED_TRACE(d.name());
+    expect_same_bits([&](const std::string& dev) { return Tensor(p, {n}, dev).cast(d); });
+    for (int64_t len : {1, 5, 1027}) {
+      expect_same_bits([&](const std::string& dev) {
+        return random_tensor(d, {len}, dev, 1) * random_tensor(d, {len}, dev, 2) -
+               random_tensor(d, {len}, dev, 3);
+      });
+    }
+    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
+      return random_tensor(d, {33, 40}, dev, 4, true).matmul(random_tensor(d, {40, 17}, dev, 5, true));
+    }, 1));
+    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
+      return random_tensor(d, {37, 45}, dev, 6).max(1);
+    }));
+    // Uploads and downloads are bytes: a packed buffer reads back as the host wrote it.
+    const Tensor x = random_tensor(d, {7}, "VK", 7);
+    EXPECT_EQ((x + 0).bytes(), (random_tensor(d, {7}, "CPU", 7) + 0).bytes());
+  }
+  // int16 has no packed form: an error naming the missing feature.
+  std::string e;
+  try {
+    (Tensor(std::vector<int16_t>{1, 2}, {2}, "VK") + 1).realize();
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  EXPECT_NE(e.find("storageBuffer16BitAccess"), std::string::npos) << e;
+}
