@@ -124,6 +124,10 @@ class Renderer {
       return;
     }
     if (u.dtype.scalar != Scalar::Void && !u.dtype.is_ptr()) needs_.value(reg(u.dtype));
+    // A native float16's bits pass through uint16_t on their way to or from an emulated type.
+    if (u.op == Ops::BITCAST && (emulated(u.dtype) || emulated(u.src.at(0)->dtype)) &&
+        (u.dtype.scalar == Scalar::Float16 || u.src[0]->dtype.scalar == Scalar::Float16))
+      needs_.int16 = needs_.int16 || !emulated(u.dtype) || !emulated(u.src[0]->dtype);
     // The float64 fmod helper divides 53-bit significands in uint64_t (glsl_helpers.cpp).
     if ((u.op == Ops::FMOD || u.op == Ops::REMAINDER) && u.dtype.scalar == Scalar::Float64)
       needs_.int64 = true;
