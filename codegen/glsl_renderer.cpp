@@ -473,9 +473,10 @@ class Renderer {
           continue;
         }
         const std::string word = element(buffer, fmt::format("({})>>1", at), d.base());
-        line(fmt::format("{}{{ uint half16 = uint(({})&1)<<4; atomicAnd({}, ~(0xffffu << half16)); "
-                         "atomicOr({}, {} << half16); }}",
-                         guard, at, word, word, bits));
+        line(
+            fmt::format("{}{{ uint half16 = uint(({})&1)<<4; atomicAnd({}, ~(0xffffu << half16)); "
+                        "atomicOr({}, {} << half16); }}",
+                        guard, at, word, word, bits));
       }
       return;
     }

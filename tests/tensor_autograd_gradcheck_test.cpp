@@ -301,7 +301,8 @@ TEST(AutogradGradcheck, ScansSortsAndPositionOps) {
   gradcheck("fmod", [](V x) { return x[0].fmod(x[1]); }, {m34, divisors});
   gradcheck("fmod negative", [](V x) { return x[0].fmod(x[1]); }, {m34, negative_divisors});
   gradcheck("remainder", [](V x) { return x[0].remainder(x[1]); }, {m34, divisors});
-  gradcheck("remainder negative", [](V x) { return x[0].remainder(x[1]); }, {m34, negative_divisors});
+  gradcheck("remainder negative", [](V x) { return x[0].remainder(x[1]); },
+            {m34, negative_divisors});
   gradcheck("attention", [](V x) { return x[0].scaled_dot_product_attention(x[1], x[2], {}, 0.0, true); },
             {m34, m34, m34}, 1e-5);
   const Input x1d{{1, 2, 5}}, w1d{{2, 2, 2}}, x3d{{1, 1, 3, 3, 2}}, w3d{{1, 1, 2, 2, 2}};

@@ -264,9 +264,12 @@ TEST(HalfEmulation, WithoutSixteenBitStorageTwoElementsShareAWord) {
                random_tensor(d, {len}, dev, 3);
       });
     }
-    EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
-      return random_tensor(d, {33, 40}, dev, 4, true).matmul(random_tensor(d, {40, 17}, dev, 5, true));
-    }, 1));
+    EXPECT_TRUE(cpu_vk_agree(
+        [&](const std::string& dev) {
+          return random_tensor(d, {33, 40}, dev, 4, true)
+              .matmul(random_tensor(d, {40, 17}, dev, 5, true));
+        },
+        1));
     EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
       return random_tensor(d, {37, 45}, dev, 6).max(1);
     }));
