@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include <vkgrad/core/schedule.hpp>
+
 #include "support/device_compare.hpp"
 #include "support/error_of.hpp"
 
@@ -123,4 +125,19 @@ TEST(BitcastSizes, ShapesAndErrorsAsTorch) {
   // Same size stays one elementwise op and still refuses what has no value type.
   EXPECT_NE(error_of([] { Tensor::zeros({2}).bitcast(dtypes::void_); }).find("bitcast"),
             std::string::npos);
+}
+
+// Arithmetic, not aliasing, so it fuses: splitting a computed float32 into bytes is one kernel
+// with the multiply, joining bytes into words one reduce kernel (the shift amounts are a small
+// uploaded constant, not a kernel).
+TEST(BitcastSizes, FusesIntoOneKernel) {
+  auto kernels = [](const Tensor& t) {
+    size_t n = 0;
+    for (const auto& item : create_schedule({t.node()}).items) n += item.ast->op == Ops::SINK;
+    return n;
+  };
+  const Tensor x = Tensor(std::vector<float>{1.5f, -2.0f, 3.0f, 0.25f}, {2, 2}).realize();
+  EXPECT_EQ(kernels((x * 2).bitcast(dtypes::uint8)), 1u);
+  const Tensor b = x.bitcast(dtypes::uint8).realize();
+  EXPECT_EQ(kernels((b + 0).bitcast(dtypes::float32) * 3), 1u);
 }
