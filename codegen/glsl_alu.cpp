@@ -125,9 +125,11 @@ bool positive_zero(const UOpPtr& u) {
 }  // namespace
 
 std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<const std::string> x,
-                     Helpers& helpers) {
+                     Helpers& helpers, DType operand) {
   if (src.empty()) bad(op, out);
-  const DType d = op == Ops::WHERE ? src[1]->dtype : src[0]->dtype;
+  const DType d = operand.scalar != Scalar::Void ? operand
+                  : op == Ops::WHERE             ? src[1]->dtype
+                                                 : src[0]->dtype;
   const bool vec = d.count > 1;
   if (op == Ops::WHERE)  // mix(x, y, c) takes y where c holds
     return vec ? fmt::format("mix({}, {}, {})", x[2], x[1], x[0])

@@ -6,15 +6,22 @@ namespace vkg::glsl {
 
 namespace {
 
+// The type of a buffer's elements: an emulated 16-bit float's bits are uint16_t, or two to a
+// uint without 16-bit storage (glsl_half.cpp).
+std::string element_type(DType e, const GlslTarget& t) {
+  if (packed16(e, t)) return "uint";
+  return emulated(e, t) ? "uint16_t" : storage_type_name(e);
+}
+
 // Storage buffers bound by push descriptor (set 0, binding = slot), each also declared as an
 // array of each vector width the kernel reads or writes it in (descriptor aliasing).
-std::string bound_buffers(const Program& p, const Declarations& d) {
+std::string bound_buffers(const Program& p, const GlslTarget& t, const Declarations& d) {
   std::string h;
   for (const BufferParam& b : p.buffers) {
     const std::string access = b.written ? "" : "readonly ";
     h += fmt::format(
         "layout(std430, set = 0, binding = {0}) {1}buffer Data{0} {{ {2} v[]; }} data{0};\n",
-        b.slot, access, storage_type_name(b.dtype.base()));
+        b.slot, access, element_type(b.dtype.base(), t));
     for (const auto& [slot, width] : d.bound_vectors)
       if (slot == b.slot && (width == 2 || width == 4))
         h += fmt::format(
@@ -59,12 +66,12 @@ std::string declarations(const Program& p, const GlslTarget& t, const ArgLayout&
   std::set<std::pair<Scalar, int>> types = d.pointer_types;
   for (const BufferParam& b : p.buffers) types.insert({b.dtype.scalar, 1});
   if (layout.bound) {
-    h += bound_buffers(p, d);
+    h += bound_buffers(p, t, d);
     types.clear();
   }
   for (const auto& [scalar, width] : types) {
     const DType e{scalar, uint8_t(width)};
-    const std::string member = width == 1 ? fmt::format("{} v[]", storage_type_name(e))
+    const std::string member = width == 1 ? fmt::format("{} v[]", element_type(e, t))
                                           : fmt::format("{} v", storage_type_name(e));
     h += fmt::format(
         "layout(buffer_reference, std430, buffer_reference_align = {}) buffer {} {{ {}; }};\n",

@@ -431,6 +431,125 @@ std::string threefry_body(DType d) {
          "  return (uint64_t(x1) << 32) | uint64_t(x0);";
 }
 
+std::string fmod_f64_body() {
+  // fmod_body's long division on 53-bit significands in uint64_t, 10 bits of the gap a step
+  // (the kernel declares int64 arithmetic for it: glsl_renderer.cpp's collect_needs).
+  return R"(uint64_t ua = doubleBitsToUint64(a), ub = doubleBitsToUint64(b);
+  uint64_t sign = ua & 0x8000000000000000ul;
+  uint64_t xa = ua & 0x7ffffffffffffffful, xb = ub & 0x7ffffffffffffffful;
+  if (xb == 0ul || xa >= 0x7ff0000000000000ul || xb > 0x7ff0000000000000ul)
+    return uint64BitsToDouble(0x7ff8000000000000ul);
+  if (xa < xb) return a;
+  if (xa == xb) return uint64BitsToDouble(sign);
+  uint ea = uint(xa >> 52), eb = uint(xb >> 52);
+  uint64_t ma = ea == 0u ? xa : (xa & 0xffffffffffffful) | 0x10000000000000ul;
+  uint64_t mb = eb == 0u ? xb : (xb & 0xffffffffffffful) | 0x10000000000000ul;
+  ea = max(ea, 1u);
+  eb = max(eb, 1u);
+  uint64_t r = ma % mb;
+  for (uint gap = ea - eb; gap > 0u;) {
+    uint k = min(gap, 10u);
+    r = (r << k) % mb;
+    gap -= k;
+  }
+  if (r == 0ul) return uint64BitsToDouble(sign);
+  uint hi = uint(r >> 32);
+  int top = hi != 0u ? findMSB(hi) + 32 : findMSB(uint(r));
+  int e = int(eb) + top - 52;
+  if (e >= 1)
+    return uint64BitsToDouble(sign | (uint64_t(e) << 52) | ((r << uint(52 - top)) & 0xffffffffffffful));
+  return uint64BitsToDouble(sign | (r << (eb - 1u)));)";
+}
+
+std::string fmod_body(DType d) {
+  if (d.scalar == Scalar::Float64) return fmod_f64_body();
+  if (d.scalar != Scalar::Float32) no_helper("fmod_exact", d);
+  // C's fmod, exact as IEEE defines it; GLSL's mod is x - y * floor(x / y), which rounds. With
+  // |a| = ma * 2^ea and |b| = mb * 2^eb (24-bit integer significands, subnormals read with
+  // exponent field 1 and no implicit bit), |a| mod |b| = ((ma * 2^(ea - eb)) mod mb) * 2^eb:
+  // long division that brings in up to 8 bits of the exponent gap per step, so the partial
+  // remainder (< mb < 2^24) shifted stays below 2^32 and uint's % is exact. The result is
+  // below |b|, a multiple of b's last bit, so it is a float: encoded from its bits (normal or
+  // subnormal) with a's sign. Specials as C: nan for b = 0, an infinite a or a nan; a for an
+  // infinite b or |a| < |b|.
+  return R"(uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+  uint sign = ua & 0x80000000u, xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu;
+  if (xb == 0u || xa >= 0x7f800000u || xb > 0x7f800000u) return uintBitsToFloat(0x7fc00000u);
+  if (xa < xb) return a;
+  if (xa == xb) return uintBitsToFloat(sign);
+  uint ea = xa >> 23, eb = xb >> 23;
+  uint ma = ea == 0u ? xa : (xa & 0x7fffffu) | 0x800000u;
+  uint mb = eb == 0u ? xb : (xb & 0x7fffffu) | 0x800000u;
+  ea = max(ea, 1u);
+  eb = max(eb, 1u);
+  uint r = ma % mb;
+  for (uint gap = ea - eb; gap > 0u;) {
+    uint k = min(gap, 8u);
+    r = (r << k) % mb;
+    gap -= k;
+  }
+  if (r == 0u) return uintBitsToFloat(sign);
+  int top = findMSB(r);
+  int e = int(eb) + top - 23;
+  if (e >= 1) return uintBitsToFloat(sign | (uint(e) << 23) | ((r << uint(23 - top)) & 0x7fffffu));
+  return uintBitsToFloat(sign | (r << (eb - 1u)));)";
+}
+
+std::string remainder_body(DType d) {
+  if (d.scalar != Scalar::Float32 && d.scalar != Scalar::Float64) no_helper("remainder_py", d);
+  // torch.remainder: fmod, moved by b where nonzero with a sign other than b's (a nan stays
+  // nan); the add rounds as the CPU device's does.
+  return fmt::format(R"({0} r = fmod_exact(a, b);
+  if (r != {1} && ((b < {1}) != (r < {1}))) r = r + b;
+  return r;)",
+                     type_name(d), number(d, 0));
+}
+
+// The 16-bit float conversions of emulated dtypes (glsl_half.cpp), the same integer steps as
+// core/half.hpp: bfloat16 keeps the top half of a float32, rounded to nearest even, a nan made
+// quiet; float16 rounds to nearest even into its normal or subnormal range, overflows to inf,
+// and keeps a nan's top payload bits.
+std::string bf16_bits_body(DType) {
+  return R"(uint x = floatBitsToUint(a);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 0x40u;
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;)";
+}
+std::string bf16_value_body(DType) { return "return uintBitsToFloat(a << 16);"; }
+std::string bf16_round_body(DType) { return "return uintBitsToFloat(bf16_bits(a) << 16);"; }
+
+std::string f16_bits_body(DType) {
+  return R"(uint x = floatBitsToUint(a);
+  uint sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+  int e = int((x >> 23) & 0xffu) - 112;
+  if (e == 143) return sign | 0x7c00u | (mant != 0u ? 0x200u | (mant >> 13) : 0u);
+  if (e >= 31) return sign | 0x7c00u;
+  uint h, rest, tie;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000u;
+    uint shift = uint(14 - e);
+    h = mant >> shift;
+    rest = mant & ((1u << shift) - 1u);
+    tie = 1u << (shift - 1u);
+  } else {
+    h = (uint(e) << 10) | (mant >> 13);
+    rest = mant & 0x1fffu;
+    tie = 0x1000u;
+  }
+  if (rest > tie || (rest == tie && (h & 1u) != 0u)) h++;
+  return sign | h;)";
+}
+std::string f16_value_body(DType) {
+  // A subnormal float16 m * 2^-24 is a normal float32: its exponent from m's top bit.
+  return R"(uint sign = (a & 0x8000u) << 16, e = (a >> 10) & 0x1fu, m = a & 0x3ffu;
+  if (e == 0x1fu) return uintBitsToFloat(sign | 0x7f800000u | (m << 13));
+  if (e != 0u) return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0u) return uintBitsToFloat(sign);
+  int top = findMSB(m);
+  return uintBitsToFloat(sign | (uint(top + 103) << 23) | ((m << uint(23 - top)) & 0x7fffffu));)";
+}
+std::string f16_round_body(DType) { return "return f16_value(f16_bits(a));"; }
+
 // Float to integer type To: truncates toward zero, saturates at To's bounds, and gives 0 for
 // nan, as the CPU device does (codegen/cpu_alu.cpp). GLSL leaves out-of-range conversions
 // undefined (Lavapipe gave INT_MIN for all). The bounds 2^(bits-1) and 2^bits are exact in
@@ -470,6 +589,14 @@ constexpr HelperSpec kHelpers[] = {
     {"sin_exact", 1, Scalar::Void, sin_body, true, ""},
     {"erf_exact", 1, Scalar::Void, erf_body, true, "exp2_exact"},
     {"erfc_exact", 1, Scalar::Void, erfc_body, true, "exp2_exact"},
+    {"fmod_exact", 2, Scalar::Void, fmod_body, true, ""},
+    {"remainder_py", 2, Scalar::Void, remainder_body, true, "fmod_exact"},
+    {"bf16_bits", 1, Scalar::UInt32, bf16_bits_body, false, ""},
+    {"bf16_value", 1, Scalar::Float32, bf16_value_body, false, ""},
+    {"bf16_round", 1, Scalar::Void, bf16_round_body, false, "bf16_bits"},
+    {"f16_bits", 1, Scalar::UInt32, f16_bits_body, false, ""},
+    {"f16_value", 1, Scalar::Float32, f16_value_body, false, ""},
+    {"f16_round", 1, Scalar::Void, f16_round_body, false, "f16_bits"},
     {"threefry2x32", 2, Scalar::Void, threefry_body, false, ""},
     {"to_int8", 1, Scalar::Int8, float_to_int_body<Scalar::Int8>, true, "isnan_bits"},
     {"to_uint8", 1, Scalar::UInt8, float_to_int_body<Scalar::UInt8>, true, "isnan_bits"},

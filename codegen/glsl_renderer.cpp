@@ -113,22 +113,34 @@ class Renderer {
           p_.buffers[std::size_t(slot)].slot != slot ||
           p_.buffers[std::size_t(slot)].dtype.scalar != u.dtype.scalar)
         fail(i, fmt::format("slot {} does not match Program::buffers", slot));
-      needs_.buffer(u.dtype.base());
+      if (emulated(u.dtype))  // uint16_t elements (or uint words), converted by integer arithmetic
+        needs_.storage_16bit = needs_.storage_16bit || !glsl::packed16(u.dtype, t_);
+      else
+        needs_.buffer(u.dtype.base());
       return;
     }
     if (u.op == Ops::DEFINE_LOCAL) {
-      needs_.value(u.dtype.base());
+      needs_.value(reg(u.dtype.base()));
       return;
     }
-    if (u.dtype.scalar != Scalar::Void && !u.dtype.is_ptr()) needs_.value(u.dtype);
+    if (u.dtype.scalar != Scalar::Void && !u.dtype.is_ptr()) needs_.value(reg(u.dtype));
+    // A native float16's bits pass through uint16_t on their way to or from an emulated type.
+    if (u.op == Ops::BITCAST && (emulated(u.dtype) || emulated(u.src.at(0)->dtype)) &&
+        (u.dtype.scalar == Scalar::Float16 || u.src[0]->dtype.scalar == Scalar::Float16))
+      needs_.int16 = needs_.int16 || !emulated(u.dtype) || !emulated(u.src[0]->dtype);
+    // The float64 fmod helper divides 53-bit significands in uint64_t (glsl_helpers.cpp).
+    if ((u.op == Ops::FMOD || u.op == Ops::REMAINDER) && u.dtype.scalar == Scalar::Float64)
+      needs_.int64 = true;
     if (u.op == Ops::SHUFFLE) check_shuffle(i);
     if ((u.op == Ops::LOAD || u.op == Ops::STORE) && u.src.at(0)->op == Ops::INDEX) {
       const UOp& buffer = *u.src[0]->src.at(0);
       const DType value = u.op == Ops::LOAD ? u.dtype : u.src.at(1)->dtype;
       if (value.scalar != buffer.dtype.scalar)
         fail(i, fmt::format("{} access to a {} buffer", value.name(), buffer.dtype.name()));
-      if (buffer.op == Ops::DEFINE_GLOBAL) pointer_types_.insert({value.scalar, value.count});
-      if (buffer.op == Ops::DEFINE_GLOBAL && value.count > 1)
+      // Emulated 16-bit floats are read and written lane by lane (load_expr, store).
+      const int width = emulated(value) ? 1 : value.count;
+      if (buffer.op == Ops::DEFINE_GLOBAL) pointer_types_.insert({value.scalar, width});
+      if (buffer.op == Ops::DEFINE_GLOBAL && width > 1)
         bound_vectors_.insert({buffer.arg_as<int64_t>(), value.count});
     }
   }
@@ -268,8 +280,47 @@ class Renderer {
     const UOp* u = s.get();
     const std::size_t i = pos(u);
     if (!inline_[i]) return name_of(u);
-    if (u->op == Ops::CONST) return glsl::literal(*u);
+    if (u->op == Ops::CONST) {
+      if (!emulated(u->dtype)) return glsl::literal(*u);
+      // The value is one of the 16-bit type's, so the float literal is exact.
+      const std::string f = glsl::number(dtypes::float32, u->const_value());
+      return u->dtype.count == 1 ? f : fmt::format("{}({})", glsl::type_name(reg(u->dtype)), f);
+    }
     return value_expr(i);
+  }
+
+  bool emulated(DType d) const { return glsl::emulated(d, t_); }
+  DType reg(DType d) const { return glsl::register_dtype(d, t_); }
+
+  // Lane k of a vector expression (the expression itself for a scalar).
+  static std::string lane(DType d, const std::string& x, int k) {
+    return d.count == 1 ? x : fmt::format("{}.{}", x, "xyzw"[k]);
+  }
+
+  // A CAST with an emulated 16-bit float on either side: through float32, rounded into the
+  // 16-bit type, as the CPU device converts (integers and float64 reach bfloat16 via float).
+  std::string cast_emulated(DType from, DType to, const std::string& x) {
+    const DType f32{Scalar::Float32, to.count};
+    if (!emulated(to)) return glsl::cast_expr(reg(from), to, x, helpers_);
+    const std::string wide = reg(from) == f32 ? x : glsl::cast_expr(reg(from), f32, x, helpers_);
+    return glsl::half_round(to, wide, helpers_);
+  }
+
+  // A BITCAST to or from an emulated 16-bit float: its bits, as a uint, lane by lane.
+  std::string bitcast_emulated(DType from, DType to, const std::string& x) {
+    std::string lanes;
+    for (int k = 0; k < to.count; ++k) {
+      const std::string in = lane(from, x, k);
+      const std::string bits =
+          emulated(from) ? glsl::half_bits(from.base(), in, helpers_)
+                         : fmt::format("(uint({}) & 0xffffu)",
+                                       glsl::bitcast_expr(from.base(), dtypes::uint16, in));
+      const std::string v = emulated(to) ? glsl::half_value(to.base(), bits, helpers_)
+                                         : glsl::bitcast_expr(dtypes::uint16, to.base(),
+                                                              fmt::format("uint16_t({})", bits));
+      lanes += (k ? ", " : "") + v;
+    }
+    return to.count == 1 ? lanes : fmt::format("{}({})", glsl::type_name(reg(to)), lanes);
   }
 
   // The expression of a pure node in terms of its sources.
@@ -280,14 +331,18 @@ class Renderer {
     try {
       switch (u.op) {
         case Ops::CAST:
+          if (emulated(u.src.at(0)->dtype) || emulated(u.dtype))
+            return cast_emulated(u.src[0]->dtype, u.dtype, args[0]);
           return glsl::cast_expr(u.src.at(0)->dtype, u.dtype, args[0], helpers_);
         case Ops::BITCAST:
+          if (emulated(u.src.at(0)->dtype) || emulated(u.dtype))
+            return bitcast_emulated(u.src[0]->dtype, u.dtype, args[0]);
           return glsl::bitcast_expr(u.src.at(0)->dtype, u.dtype, args[0]);
         case Ops::VECTORIZE: {
           if (args.size() != u.dtype.count) fail(i, "needs one source per lane");
           std::string list;
           for (const std::string& a : args) list += (list.empty() ? "" : ", ") + a;
-          return fmt::format("{}({})", glsl::type_name(u.dtype), list);
+          return fmt::format("{}({})", glsl::type_name(reg(u.dtype)), list);
         }
         case Ops::SHUFFLE:
           return fmt::format("subgroupShuffle({}, {}u)", args[0], u.arg_as<int64_t>());
@@ -300,8 +355,16 @@ class Renderer {
           return fmt::format("{}.{}", args[0],
                              lanes);  // expressions come parenthesized or as calls
         }
-        default:
-          return glsl::alu_expr(u.op, u.dtype, u.src, args, helpers_);
+        default: {
+          const DType operand = u.src.at(u.op == Ops::WHERE ? 1 : 0)->dtype;
+          if (!emulated(operand)) return glsl::alu_expr(u.op, u.dtype, u.src, args, helpers_);
+          // In float32, then rounded to the 16-bit type where the op makes a new value (MAX,
+          // WHERE and NEG pick or flip one; comparisons give bools).
+          const std::string x =
+              glsl::alu_expr(u.op, reg(u.dtype), u.src, args, helpers_, reg(operand));
+          const bool exact = u.op == Ops::MAX || u.op == Ops::WHERE || u.op == Ops::NEG;
+          return exact || !emulated(u.dtype) ? x : glsl::half_round(u.dtype, x, helpers_);
+        }
       }
     } catch (const Error& e) {
       if (std::string(e.what()).rfind("kernel '", 0) == 0) throw;
@@ -369,6 +432,21 @@ class Renderer {
     }
     if (u.dtype.is_bool() && buffer.op == Ops::DEFINE_GLOBAL)
       v = glsl::bool_from_storage(u.dtype, v);
+    if (emulated(u.dtype) && buffer.op == Ops::DEFINE_GLOBAL) {
+      // 16 bits per element, to float32 lane by lane.
+      const std::string at = valid ? fmt::format("({}?{}:0)", name_of(valid), idx) : idx;
+      std::string lanes;
+      for (int k = 0; k < u.dtype.count; ++k) {
+        const std::string at_k = k ? fmt::format("{}+{}", at, k) : at;
+        const std::string bits =
+            glsl::packed16(u.dtype, t_)
+                ? fmt::format("(({} >> (uint(({})&1)<<4)) & 0xffffu)",
+                              element(buffer, fmt::format("({})>>1", at_k), u.dtype.base()), at_k)
+                : "uint(" + element(buffer, at_k, u.dtype.base()) + ")";
+        lanes += (k ? ", " : "") + glsl::half_value(u.dtype.base(), bits, helpers_);
+      }
+      v = u.dtype.count == 1 ? lanes : fmt::format("{}({})", glsl::type_name(reg(u.dtype)), lanes);
+    }
     if (valid) v = fmt::format("({}?{}:{})", name_of(valid), v, expr(u.src[1]));
     return v;
   }
@@ -386,8 +464,24 @@ class Renderer {
       if (valid.op == Ops::CONST && !valid.const_int()) return;
       if (valid.op != Ops::CONST) guard = fmt::format("if ({}) ", name_of(&valid));
     }
-    const bool lanes = buffer.op == Ops::DEFINE_LOCAL ||
-                       (layout_.bound && !aligned_vector(index.src[1].get(), d));
+    if (emulated(d) && buffer.op == Ops::DEFINE_GLOBAL) {
+      for (int k = 0; k < d.count; ++k) {
+        const std::string at = k ? fmt::format("{}+{}", idx, k) : idx;
+        const std::string bits = glsl::half_bits(d.base(), lane(d, value, k), helpers_);
+        if (!glsl::packed16(d, t_)) {
+          line(fmt::format("{}{} = uint16_t({});", guard, element(buffer, at, d.base()), bits));
+          continue;
+        }
+        const std::string word = element(buffer, fmt::format("({})>>1", at), d.base());
+        line(
+            fmt::format("{}{{ uint half16 = uint(({})&1)<<4; atomicAnd({}, ~(0xffffu << half16)); "
+                        "atomicOr({}, {} << half16); }}",
+                        guard, at, word, word, bits));
+      }
+      return;
+    }
+    const bool lanes =
+        buffer.op == Ops::DEFINE_LOCAL || (layout_.bound && !aligned_vector(index.src[1].get(), d));
     if (lanes && d.count > 1) {
       if (buffer.op == Ops::DEFINE_GLOBAL && d.is_bool()) value = glsl::bool_to_storage(d, value);
       const std::string array = name_of(&buffer) + (buffer.op == Ops::DEFINE_GLOBAL ? ".v" : "");
@@ -407,7 +501,7 @@ class Renderer {
   }
 
   void declare(std::size_t i, const std::string& value) {
-    line(fmt::format("{} {} = {};", glsl::type_name(ops_[i]->dtype), name_of(ops_[i]), value));
+    line(fmt::format("{} {} = {};", glsl::type_name(reg(ops_[i]->dtype)), name_of(ops_[i]), value));
   }
 
   void statement(std::size_t i) {
@@ -531,7 +625,7 @@ class Renderer {
     for (std::size_t k = 0; k < p_.vars.size(); ++k) d.var_members.push_back(var_member(k));
     for (const UOp* u : ops_)
       if (u->op == Ops::DEFINE_LOCAL)
-        d.shared.push_back({glsl::type_name(u->dtype.base()), name_of(u),
+        d.shared.push_back({glsl::type_name(reg(u->dtype.base())), name_of(u),
                             u->arg_as<std::vector<int64_t>>().at(1)});
     d.helpers = helpers_.definitions();
     return glsl::declarations(p_, t_, layout_, d);

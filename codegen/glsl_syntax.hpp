@@ -42,6 +42,16 @@ void check_target(const Needs& needs, const GlslTarget& target, const std::strin
 // The #extension lines the needs call for.
 std::vector<std::string> extension_lines(const Needs& needs);
 
+// 16-bit floats the device cannot compute in: bfloat16 always (GLSL has no bfloat16 type), and
+// float16 where the device lacks shaderFloat16 or 16-bit storage. Their values live in float32
+// registers, rounded back to the 16-bit format after every op that makes a new value (as the CPU
+// device computes them, so both agree bit for bit), and in buffers as their 16 bits: uint16_t
+// elements with storageBuffer16BitAccess, else two to a uint (packed16). codegen/glsl_half.cpp.
+bool emulated(DType d, const GlslTarget& t);
+bool packed16(DType d, const GlslTarget& t);
+// The dtype a value is held in: float32 lanes for an emulated dtype, d itself otherwise.
+DType register_dtype(DType d, const GlslTarget& t);
+
 // The helper functions a kernel calls, each by name and operand dtype, in the order they must be
 // defined (a helper is defined after those it calls).
 class Helpers {
@@ -57,10 +67,18 @@ class Helpers {
 };
 
 // Expressions. Arguments are already rendered expressions; results are parenthesized or calls.
+// `operand` overrides the operands' dtype (an emulated dtype's register dtype) where not void.
 std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src,
-                     std::span<const std::string> args, Helpers& helpers);
+                     std::span<const std::string> args, Helpers& helpers, DType operand = {});
 std::string cast_expr(DType from, DType to, const std::string& x, Helpers& helpers);
 std::string bitcast_expr(DType from, DType to, const std::string& x);
+// Emulated 16-bit floats (scalar d, an emulated dtype): a float register value rounded to d, its
+// 16 bits as a uint, and the float value of 16 bits given as a uint. Exact where the value is
+// already one of d's (loads and stores of rounded values); round to nearest even otherwise.
+std::string half_round(DType d, const std::string& x, Helpers& helpers);
+std::string half_bits(DType d, const std::string& x, Helpers& helpers);
+std::string half_value(DType d, const std::string& bits, Helpers& helpers);
+
 // bool <-> its one-byte storage, for loads and stores of bool buffers.
 std::string bool_from_storage(DType d, const std::string& x);
 std::string bool_to_storage(DType d, const std::string& x);

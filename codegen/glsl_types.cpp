@@ -32,7 +32,7 @@ constexpr std::array<TypeInfo, kScalarCount> kTypes = {{
     {"int64_t", "i64", "Int64"},
     {"uint64_t", "u64", "UInt64"},
     {"float16_t", "f16", "Float16"},
-    {nullptr, nullptr, nullptr},
+    {nullptr, nullptr, "BFloat16"},  // held in float registers, stored as bits (glsl_half.cpp)
     {"float", "", "Float32"},
     {"double", "d", "Float64"},
 }};
@@ -112,7 +112,7 @@ std::string storage_type_name(DType d) {
 }
 
 std::string pointer_type_name(DType d) {
-  const TypeInfo& t = info(d);
+  const TypeInfo& t = d.scalar == Scalar::BFloat16 ? kTypes[std::size_t(d.scalar)] : info(d);
   return d.count == 1 ? fmt::format("{}Ptr", t.pointer)
                       : fmt::format("{}x{}Ptr", t.pointer, d.count);
 }
@@ -181,7 +181,7 @@ void check_target(const Needs& n, const GlslTarget& t, const std::string& kernel
       {n.int64, t.int64, "int64/uint64", "shaderInt64"},
       {n.float64, t.float64, "float64", "shaderFloat64"},
       {n.storage_8bit, t.storage_8bit, "bool/int8/uint8 buffers", "storageBuffer8BitAccess"},
-      {n.storage_16bit, t.storage_16bit, "float16/int16/uint16 buffers",
+      {n.storage_16bit, t.storage_16bit, "float16/bfloat16/int16/uint16 buffers",
        "storageBuffer16BitAccess"},
   };
   for (const Rule& r : rules)

@@ -166,6 +166,21 @@ T recip(T x) {
   return T(1) / x;
 }
 
+// C's fmod: x - trunc(x / y) * y computed exactly (IEEE fmod is exact), with x's sign; nan for
+// y = 0 or an infinite x, x itself for an infinite y.
+template <class T>
+T fmod(T x, T y) {
+  return std::fmod(x, y);
+}
+// torch.remainder (Python's %) on floats, as torch computes it: fmod, moved by y where the
+// remainder is nonzero and its sign differs from y's (that add rounds; a zero keeps x's sign).
+template <class T>
+T remainder(T x, T y) {
+  T r = std::fmod(x, y);
+  if (r != 0 && ((y < 0) != (r < 0))) r += y;
+  return r;
+}
+
 // Threefry-2x32 with 20 rounds: x and key are two 32-bit words each, low word first.
 inline uint64_t threefry(uint64_t x, uint64_t key) {
   static constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};

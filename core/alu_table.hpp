@@ -79,5 +79,9 @@ inline constexpr uint8_t None = 0, Commutes = 1, Zeroless = 2, Folds = 4;
   /* torch.erf; d/dx erf(x) = 2/sqrt(pi) exp(-x^2) */                                                                    \
   X(ERF,      1, Floats,               Same, None,                 std::erf(x),             grads(g * (-(x * x)).exp() * (2 * std::numbers::inv_sqrtpi)), no_bounds, helper("erf_exact")) \
   /* torch.erfc = 1 - erf, computed directly: 1 - erf(x) is 0 from x = 4 on in float */                               \
-  X(ERFC,     1, Floats,               Same, Zeroless,             std::erfc(x),            grads(g * (-(x * x)).exp() * (-2 * std::numbers::inv_sqrtpi)), no_bounds, helper("erfc_exact"))
+  X(ERFC,     1, Floats,               Same, Zeroless,             std::erfc(x),            grads(g * (-(x * x)).exp() * (-2 * std::numbers::inv_sqrtpi)), no_bounds, helper("erfc_exact")) \
+  /* C's fmod on floats (integers: MOD); exact. d/dy = -trunc(x / y), as torch */                                       \
+  X(FMOD,     2, Floats,               Same, Zeroless,             alu::fmod(x, y),         grads(g, -g * (x / y).trunc()),             no_bounds,    helper("fmod_exact"))  \
+  /* torch.remainder on floats: fmod moved into y's sign. d/dy = -floor(x / y), as torch */                              \
+  X(REMAINDER, 2, Floats,              Same, Zeroless,             alu::remainder(x, y),    grads(g, -g * (x / y).floor()),             no_bounds,    helper("remainder_py"))
 // clang-format on

@@ -14,6 +14,12 @@ struct RunOptions {
   int beam = 0;        // BEAM: beam width of the opt search; 0 for the heuristics
   // BEAM_TIMEOUT: seconds one kernel's search may spend before it stops expanding the beam.
   double beam_timeout_s = 10;
+  // VKG_NO_FLOAT16: compute float16 in float32 and store its bits, as on a device without
+  // shaderFloat16 (so that path is tested on devices that have it).
+  bool no_float16 = false;
+  // VKG_NO_STORAGE16: as on a device without storageBuffer16BitAccess: float16 and bfloat16
+  // buffers hold two elements per uint (int16 buffers have no such form and fail).
+  bool no_storage16 = false;
 
   static RunOptions from_settings() {
     RunOptions o;
@@ -21,6 +27,8 @@ struct RunOptions {
     o.noopt = setting("NOOPT") != 0;
     o.beam = int(setting("BEAM"));
     o.beam_timeout_s = double(setting("BEAM_TIMEOUT", 10));
+    o.no_float16 = setting("VKG_NO_FLOAT16") != 0;
+    o.no_storage16 = setting("VKG_NO_STORAGE16") != 0;
     return o;
   }
 };

@@ -260,6 +260,14 @@ class Tensor {
   Tensor idiv(const Tensor& b) const;      // integer division, truncating toward zero (C)
   Tensor mod(const Tensor& b) const;       // remainder with the dividend's sign (C)
   Tensor floordiv(const Tensor& b) const;  // floor(a / b): floats and integers (rounds down, as Python)
+  // torch.fmod: C's remainder, with the dividend's sign; exact on floats (nan for b = 0 or an
+  // infinite dividend). Integers: mod (x fmod 0 is x).
+  Tensor fmod(const Tensor& b) const;
+  Tensor fmod(Scalarish b) const;
+  // torch.remainder (Python's %): the remainder with the divisor's sign, fmod moved by b where
+  // the signs differ (that add rounds); a zero result keeps the dividend's sign, as torch.
+  Tensor remainder(const Tensor& b) const;
+  Tensor remainder(Scalarish b) const;
   Tensor pow(const Tensor& b) const;
   Tensor pow(Scalarish b) const;
   Tensor maximum(const Tensor& b) const;
@@ -303,7 +311,11 @@ class Tensor {
   // becomes 0 (Rust's `as`, WebAssembly's trunc_sat), the same on every device. torch leaves
   // these to the CPU (x86 gives INT_MIN), so there is no torch rule to follow.
   Tensor cast(DType dtype) const;
-  // The same bits read as another dtype of the same size.
+  // The same bits read as another dtype: torch's view(dtype). Between sizes the last axis
+  // changes length, bytes little-endian: float32 [.., 4] -> uint8 [.., 16], and back where the
+  // last axis divides (a 0-d tensor cannot change size). The elements are this value's in
+  // order: vkgrad tensors are values, so torch's rule that the last stride be 1 has no case
+  // here (a permuted tensor is read as torch's x.contiguous().view(dtype)).
   Tensor bitcast(DType dtype) const;
 
   // ---- reductions (axes may be negative; none given means all) ----

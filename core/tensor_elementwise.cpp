@@ -162,12 +162,73 @@ Tensor Tensor::cast(DType d) const {
   return Tensor(UOp::make(Ops::CAST, d, {node()}));
 }
 
+namespace {
+
+DType unsigned_of_size(int bytes) {
+  return bytes == 1   ? dtypes::uint8
+         : bytes == 2 ? dtypes::uint16
+         : bytes == 4 ? dtypes::uint32
+                      : dtypes::uint64;
+}
+
+// Elementwise reinterpretation between dtypes of one size; bool is its byte (0 or 1).
+Tensor same_size_bitcast(const Tensor& x, DType d) {
+  if (d == x.dtype()) return x;
+  if (x.dtype().is_bool()) return x.cast(dtypes::uint8).bitcast(d);
+  if (d.is_bool()) return x.bitcast(dtypes::uint8).ne(0);
+  return Tensor(UOp::make(Ops::BITCAST, d, {x.node()}));
+}
+
+// The byte offsets 0, step, 2 step, ... of the r pieces of a wider word, in dtype w, as bit
+// counts: piece k of a little-endian word sits k * step bytes up.
+Tensor piece_shifts(int64_t r, int step, DType w, const std::string& device) {
+  std::vector<uint64_t> bits;
+  for (int64_t k = 0; k < r; ++k) bits.push_back(uint64_t(k * step * 8));
+  return Tensor(bits, {r}, device).cast(w);
+}
+
+}  // namespace
+
+// Between sizes, in integer arithmetic on the words (no memory aliasing, so it fuses like any
+// elementwise op): a wide word splits into its pieces by shifts and truncating casts; pieces
+// join by shifts into disjoint bit fields and a sum, which is their or. 16-bit words shift in
+// 32 bits, so only 16-bit storage is needed for them.
 Tensor Tensor::bitcast(DType d) const {
-  if (d.count != 1 || d.is_ptr() || d.scalar == Scalar::Void || d.itemsize() != dtype().itemsize())
-    throw Error("bitcast: cannot reinterpret " + dtype().name() + " as " + d.name() +
-                " (sizes must match)");
-  if (d == dtype()) return *this;
-  return Tensor(UOp::make(Ops::BITCAST, d, {node()}));
+  if (d.count != 1 || d.is_ptr() || d.scalar == Scalar::Void)
+    throw Error("bitcast: cannot reinterpret " + dtype().name() + " as " + d.name());
+  const int from = dtype().itemsize(), to = d.itemsize();
+  if (from == to) return same_size_bitcast(*this, d);
+  const Shape s = shape();
+  const std::string what =
+      "bitcast: cannot view " + dtype().name() + " " + shape_str(s) + " as " + d.name() + ": ";
+  if (s.empty())
+    throw Error(what + "a 0-d tensor cannot change its element size (reshape it to [1] first)");
+  const int64_t n = s.back();
+  Shape lead(s.begin(), s.end() - 1);
+  const int wide_size = std::max(4, std::max(from, to));
+  const DType wide = unsigned_of_size(wide_size);
+  if (from > to) {
+    const int64_t r = from / to;
+    Shape pieces = lead, out = lead;
+    pieces.push_back(n), pieces.push_back(r);
+    out.push_back(n * r);
+    Shape one = lead;
+    one.push_back(n), one.push_back(1);
+    const Tensor word = same_size_bitcast(*this, unsigned_of_size(from)).cast(wide);
+    const Tensor parts =
+        word.reshape(one).expand(pieces).rshift(piece_shifts(r, to, wide, device()));
+    return same_size_bitcast(parts.cast(unsigned_of_size(to)), d).reshape(out);
+  }
+  const int64_t r = to / from;
+  if (n % r != 0)
+    throw Error(what + "its last dimension (" + std::to_string(n) + ") must be divisible by " +
+                std::to_string(r) + ", the number of " + dtype().name() + " elements in one " +
+                d.name());
+  Shape pieces = lead;
+  pieces.push_back(n / r), pieces.push_back(r);
+  const Tensor part = same_size_bitcast(*this, unsigned_of_size(from)).cast(wide).reshape(pieces);
+  const Tensor word = part.lshift(piece_shifts(r, from, wide, device())).sum({-1});
+  return same_size_bitcast(word.cast(unsigned_of_size(to)), d);
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }

@@ -231,6 +231,31 @@ Tensor Tensor::floordiv(const Tensor& b) const {
   return inexact.where(q - 1, q);
 }
 
+Tensor Tensor::fmod(const Tensor& b) const {
+  const DType out = promote(dtype(), b.dtype());
+  if (out.is_bool())
+    throw Error("fmod: not defined for bool tensors, got " + describe(*this) + " and " +
+                describe(b));
+  if (out.is_int()) return mod(b);
+  return binary(Ops::FMOD, b, "fmod");
+}
+Tensor Tensor::fmod(Scalarish b) const { return fmod(scalar_like(b)); }
+
+// Integers: C's remainder moved by b where it is nonzero and its sign differs from b's (Python's
+// %); unsigned ones have no signs to differ.
+Tensor Tensor::remainder(const Tensor& b) const {
+  const DType out = promote(dtype(), b.dtype());
+  if (out.is_bool())
+    throw Error("remainder: not defined for bool tensors, got " + describe(*this) + " and " +
+                describe(b));
+  if (out.is_float()) return binary(Ops::REMAINDER, b, "remainder");
+  const Tensor r = mod(b);
+  if (out.is_unsigned()) return r;
+  const Tensor zero = Tensor::full({}, 0, out, device());
+  return r.ne(zero).logical_and(r.lt(zero).ne(b.lt(zero))).where(r + b.cast(out), r);
+}
+Tensor Tensor::remainder(Scalarish b) const { return remainder(scalar_like(b)); }
+
 namespace {
 
 // Integer powers by squaring over every bit of the exponent: exact (wrapping as the dtype does).

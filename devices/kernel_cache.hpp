@@ -68,7 +68,8 @@ class KernelCache {
     uint64_t last_use;
   };
   Key key_of(const ScheduleItem& item, const RunOptions& options) const {
-    std::vector<int64_t> variant{options.noopt, options.beam};  // then the buffer sizes
+    std::vector<int64_t> variant{options.noopt, options.beam, options.no_float16,
+                                 options.no_storage16};  // then the buffer sizes
     // A kernel over symbolic sizes serves every binding, whose buffers differ in size: it is
     // keyed by its AST, and by whether some buffer is too large to bind by descriptor (its
     // program records the memory of the first run's buffers, which only decides that; see

@@ -311,28 +311,25 @@ class VkDevice final : public Device {
   }
 
   CompiledKernel compile(const ScheduleItem& item, const RunOptions& options) {
-    // Said in the user's terms before the renderer names an internal kernel and uop.
-    for (const UOp* u : toposort(item.ast.get()))
-      if (u->dtype.scalar == Scalar::BFloat16)
-        throw Error(
-            "the Vulkan device cannot compute with bfloat16 tensors (GLSL has no bfloat16 type; "
-            "they can be stored, uploaded and read back): create them on the CPU device "
-            "(DEVICE=CPU, or device \"CPU\") or use float32 or float16");
+    // VKG_NO_FLOAT16 renders float16 as on a device without shaderFloat16 (glsl_half.cpp).
+    GlslTarget target = target_;
+    if (options.no_float16) target.float16 = false;
+    if (options.no_storage16) target.storage_16bit = false;
     CompiledKernel k;
     // BEAM times candidates without values for variables: symbolic kernels take the heuristics.
     if (options.beam > 0 && !options.noopt && item.var_vals.empty()) {
       const std::vector<Opt> opts = beam_opts(item, traits_, options, device_key_, [&] {
         std::vector<uint64_t> bytes;
         for (const auto& b : item.buffers) bytes.push_back(b->nbytes());
-        return std::make_unique<VkBeamDevice>(rt_, target_, device_key_, bytes);
+        return std::make_unique<VkBeamDevice>(rt_, target, device_key_, bytes);
       });
       k.program = get_program(item, traits_, options, &opts);
     } else {
       k.program = get_program(item, traits_, options);
     }
-    const std::string glsl = render_glsl(k.program, target_);
+    const std::string glsl = render_glsl(k.program, target);
     if (options.debug >= 4) std::printf("%s\n", glsl.c_str());
-    k.layout = arg_layout(k.program, target_);
+    k.layout = arg_layout(k.program, target);
     k.dims = launch_dims(k.program, target_);
     SpirvCompileOptions opts;
     opts.device_key = device_key_;

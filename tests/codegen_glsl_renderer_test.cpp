@@ -90,17 +90,47 @@ TEST(GlslRenderer, FloatKernelsAskToPreserveInfNanAndSignedZero) {
 
 TEST(GlslRenderer, ADtypeTheDeviceCannotDoIsAnErrorNamingDtypeAndKernel) {
   const GlslTarget bare;  // a Vulkan 1.3 device with no optional features
-  EXPECT_EQ(error_of(elementwise_add(dtypes::float16, 8), bare),
-            "kernel 'E_8' uses float16, which this device cannot do (it lacks shaderFloat16)");
+  // float16 and bfloat16 work everywhere (float32 arithmetic, two to a uint in buffers); int16
+  // arithmetic has no such form.
+  EXPECT_EQ(error_of(elementwise_add(dtypes::int16, 8), bare),
+            "kernel 'E_8' uses int16/uint16, which this device cannot do (it lacks shaderInt16)");
+  EXPECT_EQ(error_of(elementwise_add(dtypes::float16, 8), bare), "(no error)");
+  EXPECT_EQ(error_of(elementwise_add(dtypes::bfloat16, 8), bare), "(no error)");
   EXPECT_TRUE(has(error_of(bool_storage(4), bare), "storageBuffer8BitAccess"));
   EXPECT_TRUE(has(error_of(elementwise_add(dtypes::int64, 8), bare), "int64/uint64"));
   EXPECT_TRUE(has(error_of(elementwise_add(dtypes::float64, 8), bare), "shaderFloat64"));
-  EXPECT_TRUE(
-      has(error_of(elementwise_add(dtypes::bfloat16, 8), GlslTarget::everything()), "bfloat16"));
   GlslTarget arithmetic_only = GlslTarget::everything();
   arithmetic_only.storage_16bit = false;
-  EXPECT_TRUE(has(error_of(elementwise_add(dtypes::float16, 8), arithmetic_only),
+  EXPECT_TRUE(has(error_of(elementwise_add(dtypes::uint16, 8), arithmetic_only),
                   "storageBuffer16BitAccess"));
+}
+
+// bfloat16 (no GLSL type), and float16 on a device without shaderFloat16: 16 bits in buffers,
+// float32 in registers, rounded back after each op by integer helpers; no 16-bit arithmetic.
+TEST(GlslRenderer, SixteenBitFloatsTheDeviceCannotComputeInAreFloat32InRegisters) {
+  const std::string bf = render_and_compile(elementwise_add(dtypes::bfloat16, 8));
+  EXPECT_TRUE(has(bf, "uint16_t v[]")) << bf;
+  EXPECT_TRUE(has(bf, "float val0 = bf16_value(uint(data1.v[idx0]));")) << bf;
+  EXPECT_TRUE(has(bf, "data0.v[idx0] = uint16_t(bf16_bits(bf16_round((val0+val1))));")) << bf;
+  EXPECT_FALSE(has(bf, "arithmetic_types")) << bf;
+  GlslTarget no_float16 = GlslTarget::everything();
+  no_float16.float16 = false;
+  no_float16.int16 = false;
+  const std::string h = render_and_compile(elementwise_add(dtypes::float16, 64), no_float16);
+  EXPECT_TRUE(has(h, "#extension GL_EXT_shader_16bit_storage : require")) << h;
+  EXPECT_TRUE(has(h, "f16_round(")) << h;
+  EXPECT_FALSE(has(h, "float16_t")) << h;
+  EXPECT_FALSE(has(h, "arithmetic_types")) << h;
+  // Without 16-bit storage: two elements per uint, halves stored by atomics; no 16-bit types.
+  GlslTarget no_storage = no_float16;
+  no_storage.storage_16bit = false;
+  for (DType d : {dtypes::bfloat16, dtypes::float16}) {
+    const std::string w = render_and_compile(elementwise_add(d, 9), no_storage);
+    EXPECT_TRUE(has(w, "uint v[]")) << w;
+    EXPECT_TRUE(has(w, "atomicOr(")) << w;
+    EXPECT_FALSE(has(w, "16bit_storage")) << w;
+    EXPECT_FALSE(has(w, "int16_t")) << w;
+  }
 }
 
 TEST(GlslRenderer, IntegerModIsCRemainderNotGlslPercent) {

@@ -297,6 +297,12 @@ TEST(AutogradGradcheck, ScansSortsAndPositionOps) {
   gradcheck("gelu none", [](V x) { return x[0].gelu("none"); }, {m34});
   gradcheck("erf", [](V x) { return x[0].erf(); }, {m34});
   gradcheck("erfc", [](V x) { return x[0].erfc(); }, {m34});
+  const Input divisors{{3, 4}, 0.7, 1.9}, negative_divisors{{3, 4}, -1.9, -0.7};
+  gradcheck("fmod", [](V x) { return x[0].fmod(x[1]); }, {m34, divisors});
+  gradcheck("fmod negative", [](V x) { return x[0].fmod(x[1]); }, {m34, negative_divisors});
+  gradcheck("remainder", [](V x) { return x[0].remainder(x[1]); }, {m34, divisors});
+  gradcheck("remainder negative", [](V x) { return x[0].remainder(x[1]); },
+            {m34, negative_divisors});
   gradcheck("attention", [](V x) { return x[0].scaled_dot_product_attention(x[1], x[2], {}, 0.0, true); },
             {m34, m34, m34}, 1e-5);
   const Input x1d{{1, 2, 5}}, w1d{{2, 2, 2}}, x3d{{1, 1, 3, 3, 2}}, w3d{{1, 1, 2, 2, 2}};

@@ -90,9 +90,13 @@ TEST(TensorRandom, RandIsTheCounterSchemeOnEveryDevice) {
     Tensor::manual_seed(8);
     return Tensor::randint(0, 100, {4096}, dtypes::int8, dev);
   }));
-  // bfloat16 (the CPU device computes in it; GLSL has no bfloat16 type).
+  // bfloat16: in [0, 1), and the same bits on Vulkan (float32 registers) as on the CPU device.
   for (double v : values(Tensor::rand({1000}, dtypes::bfloat16, "CPU")))
     ASSERT_TRUE(v >= 0.0 && v < 1.0) << v;
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
+    Tensor::manual_seed(5);
+    return Tensor::rand({1000}, dtypes::bfloat16, dev);
+  }));
   // randn: Box-Muller through log, sqrt and cos, which may differ by an ulp between devices.
   EXPECT_TRUE(cpu_vk_agree(
       [](const std::string& dev) {

@@ -212,7 +212,8 @@ void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> 
   for (uint32_t i = 0; i < n; ++i) {
     const Buffer& b = *uses[i].buffer;
     // An empty buffer still binds a few bytes of its (256-byte) capacity: ranges must be > 0.
-    const VkDeviceSize range = std::max<VkDeviceSize>(b.size(), 4);
+    // Whole words: a kernel may read 16-bit elements two to a uint (codegen/glsl_half.cpp).
+    const VkDeviceSize range = std::max<VkDeviceSize>((b.size() + 3) / 4 * 4, 4);
     if (range > max_range)
       throw Error(
           fmt::format("program '{}': buffer {} of {} bytes exceeds maxStorageBufferRange "

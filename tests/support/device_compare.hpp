@@ -21,11 +21,11 @@
 
 namespace vkg::test {
 
-// The dtypes the Vulkan device computes in (bfloat16 has no GLSL type: see tensor_dtypes_test).
+// The dtypes the Vulkan device computes in (bfloat16 in float32: tensor_half_emulation_test).
 inline std::vector<DType> vk_dtypes() {
-  return {dtypes::bool_,  dtypes::int8,    dtypes::uint8,   dtypes::int16,
-          dtypes::uint16, dtypes::int32,   dtypes::uint32,  dtypes::int64,
-          dtypes::uint64, dtypes::float16, dtypes::float32, dtypes::float64};
+  return {dtypes::bool_,    dtypes::int8,    dtypes::uint8,  dtypes::int16,  dtypes::uint16,
+          dtypes::int32,    dtypes::uint32,  dtypes::int64,  dtypes::uint64, dtypes::float16,
+          dtypes::bfloat16, dtypes::float32, dtypes::float64};
 }
 
 // An element as a double (integers above 2^53 lose bits: use raw bytes to compare those).
