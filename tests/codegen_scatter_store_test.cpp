@@ -56,8 +56,9 @@ TEST(GlslScatterStore, EveryCombineAndDtypeCompilesInBothLayouts) {
         const bool atomic_op = !d.is_float() && c != ScatterCombine::Prod;
         EXPECT_EQ(has(s, "atomicCompSwap"), !atomic_op) << s;
         EXPECT_EQ(has(s, "GL_EXT_shader_atomic_int64"), d.scalar_size() == 8) << s;
-        if (d.is_float() && t.max_bound_buffers)
+        if (d.is_float() && t.max_bound_buffers) {
           EXPECT_TRUE(has(s, "buffer Data0b {")) << s;  // the buffer's bits, aliased
+        }
       }
   const std::string add = render_and_compile(scatter_program(dtypes::int32, ScatterCombine::Sum),
                                              GlslTarget::everything());
