@@ -501,8 +501,8 @@ class Tensor {
   Tensor conv_transpose3d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
   // Pools over the last options.kernel.size() axes (1 to 3) with torch's ceil_mode and
   // count_include_pad; the indices are torch's (input positions flattened over the pooled axes,
-  // int32, each window's first maximum). Unlike max_pool2d, max_pool's gradient is split among
-  // tied maxima as max's is.
+  // int32, each window's first maximum). As max_pool2d's and torch's, a window's gradient goes
+  // to its first maximum (not split among tied maxima as max's is).
   Tensor max_pool(PoolOptions options) const;
   std::pair<Tensor, Tensor> max_pool_with_indices(PoolOptions options) const;
   Tensor avg_pool(PoolOptions options) const;
