@@ -8,29 +8,27 @@
 //
 //   DEFINE_GLOBAL  dtype T.ptr()           arg int64 slot          a buffer argument (slot 0..n-1)
 //   DEFINE_VAR     dtype int32             arg VarArg              a symbolic integer argument
-//   DEFINE_LOCAL   dtype T.ptr(Local)      arg vector{id, count}   workgroup-shared array of count
-//   T SPECIAL        dtype int32             arg string name         src (CONST int32 size): one of
+//   DEFINE_LOCAL   dtype T.ptr(Local)      arg vector{id, count}   workgroup-shared array of count T
+//   SPECIAL        dtype int32             arg string name         src (CONST int32 size): one of
 //                  "gidx0".."gidx2": workgroup id on axis d; "lidx0".."lidx2": invocation id within
 //                  the workgroup; "idx0".."idx2": global invocation id (gidx*local_size + lidx).
 //                  The value lies in [0, size); the renderer guards invocations past `size` when
 //                  the launch rounds up, so a program never sees them.
-//   RANGE          dtype int32             arg int64 id            src (end): for (r = 0; r < end;
-//   ++r) ENDRANGE       dtype void                                      src (RANGE): closes that
-//   loop IF             dtype void                                      src (bool cond): if (cond)
-//   { ENDIF          dtype void                                      src (IF) DEFINE_ACC     dtype
-//   T                 arg int64 id            src (init CONST, RANGE...): a
+//   RANGE          dtype int32             arg int64 id            src (end): for (r = 0; r < end; ++r)
+//   ENDRANGE       dtype void                                      src (RANGE): closes that loop
+//   IF             dtype void                                      src (bool cond): if (cond) {
+//   ENDIF          dtype void                                      src (IF)
+//   DEFINE_ACC     dtype T                 arg int64 id            src (init CONST, RANGE...): a
 //                  register, set to init each time the outermost listed RANGE opens (the node
 //                  itself may sit inside that loop, after its RANGE, as sources come first)
-//   ASSIGN         dtype T                                         src (DEFINE_ACC, value): acc =
-//   value;
+//   ASSIGN         dtype T                                         src (DEFINE_ACC, value): acc = value;
 //                  the node's value is the new accumulator value
 //   INDEX          dtype T.ptr() (as buffer) src (buffer, int32 index [, bool valid]): an address
 //   LOAD           dtype T                 src (INDEX [, alt]): the element at INDEX. With a valid
 //                  operand, reads alt (a CONST) where valid is false, and must not touch memory
 //                  there: the raw index may be out of bounds.
-//   STORE          dtype void              src (INDEX, value): writes unless INDEX's valid is
-//   false.
-//                  With arg int64 combine (core/scatter_combine.hpp; scalar 32- or 64-bit value
+//   STORE          dtype void              src (INDEX, value): writes unless INDEX's valid is false.
+//                  With arg int64 combine (core/scatter_combine.hpp; a scalar 32- or 64-bit value
 //                  to a global buffer): combines the value into the element atomically.
 //   BARRIER        dtype void              src (the local STOREs it orders): workgroup barrier,
 //                  reached by every invocation of the workgroup
@@ -40,8 +38,7 @@
 //   GEP            dtype T (or Tx k)       arg vector{lane...}     src (vector): those lanes
 //   CAST, BITCAST  dtype T                 src (x): value conversion / bit reinterpretation
 //   ALU ops (core/ops.hpp unary, binary, ternary families), with C semantics: IDIV and MOD
-//   truncate toward zero; comparisons give bool; WHERE is (cond ? a : b); shifts by in-range
-//   amounts.
+//   truncate toward zero; comparisons give bool; WHERE is (cond ? a : b); shifts by in-range amounts.
 //
 // Vector dtypes (count 2..4: GLSL has no wider ones) appear in LOAD/STORE of contiguous upcast
 // elements, VECTORIZE, GEP and elementwise ALU ops over equal-width operands. A LOAD of Tx n

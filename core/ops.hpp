@@ -10,8 +10,8 @@
 
 namespace vkg {
 
-#define VKG_OPS(X)      \
-  /* graph structure */ \
+#define VKG_OPS(X)                                                                          \
+  /* graph structure */                                                                     \
   X(SINK) X(NOOP) X(KERNEL)                                                                 \
   /* tensor level: buffers, devices, lazy structure */                                      \
   X(BUFFER) X(BUFFER_VIEW) X(DEVICE) X(COPY) X(CONTIGUOUS) X(DETACH) X(ASSIGN) X(MULTI)    \
