@@ -262,3 +262,21 @@ TEST(ScatterKernel, GradientsAtTiesAndZeros) {
     EXPECT_EQ(v.grad()->to_vector<float>(), (std::vector<float>{3, 2, 2, 20, 0}));
   }
 }
+
+// A tensor past the 128 MiB a storage buffer descriptor may span is bound by address: the float
+// compare-and-swap goes through a uint pointer to the same memory (codegen's combining_store).
+TEST(ScatterKernel, BuffersPastTheDescriptorRangeCombineByAddress) {
+  const int64_t n = 34'000'000;  // 136 MB of float32
+  const std::vector<int32_t> at{0, 33997, 33997, int32_t(n - 1), int32_t(n - 1)};
+  const Tensor index(at, {5}), values(std::vector<float>{1, 2, 0.5f, 5, -7.5f}, {5});
+  const Tensor twos = Tensor::full({n}, 2.0f);
+  auto pick = [&](const Tensor& t) {
+    const std::vector<float> h = t.to_vector<float>();
+    return std::vector<float>{h[0], h[1], h[33997], h[size_t(n - 1)]};
+  };
+  EXPECT_EQ(pick(twos.scatter_add(0, index, values)), (std::vector<float>{3, 2, 4.5f, -0.5f}));
+  EXPECT_EQ(pick(twos.scatter_reduce(0, index, values, ScatterReduce::Amax)),
+            (std::vector<float>{2, 2, 2, 5}));
+  EXPECT_EQ(pick(twos.scatter_reduce(0, index, values, ScatterReduce::Prod)),
+            (std::vector<float>{2, 2, 2, -75}));
+}
