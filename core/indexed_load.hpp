@@ -42,7 +42,8 @@ Tensor index_as_int32(const Tensor& index, int64_t lo, int64_t hi);
 //
 // Order: sum and prod of floats round in the order the values arrive, which on a GPU is not fixed
 // (as torch's CUDA scatter_add); integers, max and min do not depend on it. The CPU device runs
-// invocations in order, so it adds in index order, as torch's CPU kernels. Max and min follow IEEE
+// invocations one after another, so its order is fixed (index order, as torch's CPU kernels,
+// unless an opt reorders the values' axes) and its sums repeat exactly. Max and min follow IEEE
 // 754-2019 maximum/minimum, which no order changes: nan wins (propagates, as torch), and +0.0 is
 // the larger zero (max(-0.0, 0.0) is 0.0 and min is -0.0 whatever arrives first).
 //
