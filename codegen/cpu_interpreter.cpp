@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include <vkgrad/codegen/cpu_alu.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/scatter_combine.hpp>
 
 namespace vkg {
 
@@ -34,6 +38,49 @@ SpecialName parse_special(const std::string& name) {
     throw Error("SPECIAL '" + name + "' is none of gidx0..2, lidx0..2, idx0..2");
   s.axis = digit - '0';
   return s;
+}
+
+// IEEE 754-2019 maximum (or minimum): nan wins, +0.0 is above -0.0 (core/scatter_combine.hpp).
+template <class T>
+T extreme(T a, T b, bool max) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+    if (a == b) return std::signbit(a) == max ? b : a;  // equal: pick the zero of the right sign
+  }
+  return (max ? a > b : a < b) ? a : b;
+}
+
+template <class T>
+Cell extreme_cell(Cell a, Cell b, bool max) {
+  return cpu::to_cell(extreme(cpu::from_cell<T>(a), cpu::from_cell<T>(b), max));
+}
+
+// A scatter's store: `value` combined into `old`, one element of dtype d.
+Cell combine(ScatterCombine c, DType d, Cell old, Cell value) {
+  if (c == ScatterCombine::Sum || c == ScatterCombine::Prod) {
+    const Cell* srcs[] = {&old, &value};
+    Cell out = 0;
+    cpu::eval_alu(c == ScatterCombine::Sum ? Ops::ADD : Ops::MUL, d, srcs, &out, 1);
+    return out;
+  }
+  const bool max = c == ScatterCombine::Max;
+  switch (d.scalar) {
+    case Scalar::Float32:
+      return extreme_cell<float>(old, value, max);
+    case Scalar::Float64:
+      return extreme_cell<double>(old, value, max);
+    case Scalar::Int32:
+      return extreme_cell<int32_t>(old, value, max);
+    case Scalar::UInt32:
+      return extreme_cell<uint32_t>(old, value, max);
+    case Scalar::Int64:
+      return extreme_cell<int64_t>(old, value, max);
+    case Scalar::UInt64:
+      return extreme_cell<uint64_t>(old, value, max);
+    default:
+      throw Error("a combining store of " + d.name() + " (32- and 64-bit dtypes only)");
+  }
 }
 
 class Interpreter {
@@ -433,14 +480,32 @@ class Interpreter {
     const Access a = access(pc, u.src[0], vd);
     const std::vector<Cell>& v = value(u.src[1]);
     const int w = vd.count;
+    // A scatter's store combines (codegen/program.hpp); lanes run in order, so the CPU device
+    // combines the values of one element in the order of their invocations.
+    std::optional<ScatterCombine> combined;
+    if (const auto* c = std::get_if<int64_t>(&u.arg);
+        c && ScatterCombine(*c) != ScatterCombine::Assign) {
+      if (a.buffer->op != Ops::DEFINE_GLOBAL) fail_at(pc, "a combining STORE to local memory");
+      combined = ScatterCombine(*c);
+    }
     for (std::size_t l = 0; l < lanes_; ++l) {
       if (!active_[l] || (a.valid && !cpu::from_cell<bool>((*a.valid)[l]))) continue;
       const Cell* src = &v[l * std::size_t(w)];
       const int64_t i = cpu::from_cell<int32_t>((*a.index)[l]);
       if (a.buffer->op == Ops::DEFINE_GLOBAL) {
         std::byte* at = global_at(pc, a, i, w, "store");
-        for (int k = 0; k < w; ++k)
-          cpu::write_element(a.element, src[k], at + k * a.element.scalar_size());
+        for (int k = 0; k < w; ++k) {
+          std::byte* e = at + k * a.element.scalar_size();
+          try {
+            cpu::write_element(
+                a.element,
+                combined ? combine(*combined, vd.base(), cpu::read_element(a.element, e), src[k])
+                         : src[k],
+                e);
+          } catch (const Error& err) {
+            fail_at(pc, err.what());
+          }
+        }
       } else {
         Local& m = local_at(pc, a, i, w, "store");
         for (int k = 0; k < w; ++k) {

@@ -28,6 +28,11 @@ std::string bound_buffers(const Program& p, const GlslTarget& t, const Declarati
             "layout(std430, set = 0, binding = {0}) {1}buffer Data{0}x{2} {{ {3} v[]; }} "
             "data{0}x{2};\n",
             b.slot, access, width, storage_type_name(b.dtype.base().vec(width)));
+    // A float scatter compare-and-swaps the elements' bits (GLSL has no float atomics in core).
+    if (d.bound_bits.count(b.slot))
+      h += fmt::format(
+          "layout(std430, set = 0, binding = {0}) buffer Data{0}b {{ {1} v[]; }} data{0}b;\n",
+          b.slot, b.dtype.scalar_size() == 8 ? "uint64_t" : "uint");
   }
   return h;
 }

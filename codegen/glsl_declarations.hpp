@@ -25,6 +25,7 @@ struct Declarations {
   Needs needs;
   std::set<std::pair<Scalar, int>> pointer_types;   // (scalar, width) reached by buffer_reference
   std::set<std::pair<int64_t, int>> bound_vectors;  // (slot, width) of vector accesses
+  std::set<int64_t> bound_bits;  // slots of float buffers a scatter combines into as their bits
   bool vector_access = false;                       // element_address() is called
   bool shuffles = false;                            // subgroupShuffle is called
   std::vector<std::string> var_members;  // the push-constant member of each Program::vars entry

@@ -12,6 +12,7 @@
 #include <vkgrad/codegen/glsl_declarations.hpp>
 #include <vkgrad/codegen/glsl_syntax.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/scatter_combine.hpp>
 #include <vkgrad/core/symbolic.hpp>
 
 namespace vkg {
@@ -142,7 +143,35 @@ class Renderer {
       if (buffer.op == Ops::DEFINE_GLOBAL) pointer_types_.insert({value.scalar, width});
       if (buffer.op == Ops::DEFINE_GLOBAL && width > 1)
         bound_vectors_.insert({buffer.arg_as<int64_t>(), value.count});
+      if (u.op == Ops::STORE && combine_of(u) != ScatterCombine::Assign) need_combine(i, value);
     }
+  }
+
+  // A combining STORE's arg (codegen/program.hpp); Assign for a plain one.
+  static ScatterCombine combine_of(const UOp& store) {
+    const auto* c = std::get_if<int64_t>(&store.arg);
+    return c ? ScatterCombine(*c) : ScatterCombine::Assign;
+  }
+
+  // What a combining store needs: 32- or 64-bit scalars in a global buffer; a float one works on
+  // the element's bits, through an alias of the buffer as uint (or uint64_t).
+  void need_combine(std::size_t i, DType d) {
+    const UOp& buffer = *ops_[i]->src[0]->src[0];
+    if (buffer.op != Ops::DEFINE_GLOBAL || d.count != 1 || d.is_bool() ||
+        (d.scalar_size() != 4 && d.scalar_size() != 8))
+      fail(i, fmt::format("a combining store of {} (32- and 64-bit scalars to a global buffer "
+                          "only)",
+                          d.name()));
+    if (d.scalar_size() == 8) {
+      needs_.int64_atomics = true;
+      needs_.value(dtypes::uint64);
+    }
+    if (!d.is_float()) return;
+    const DType bits = d.scalar_size() == 8 ? dtypes::uint64 : dtypes::uint32;
+    if (layout_.bound)
+      bound_bits_.insert(buffer.arg_as<int64_t>());
+    else
+      pointer_types_.insert({bits.scalar, 1});
   }
 
   // SHUFFLE(x, k) reads lane k of the subgroup; the lowerer numbers lanes by the local id, which
@@ -464,6 +493,10 @@ class Renderer {
       if (valid.op == Ops::CONST && !valid.const_int()) return;
       if (valid.op != Ops::CONST) guard = fmt::format("if ({}) ", name_of(&valid));
     }
+    if (combine_of(u) != ScatterCombine::Assign) {
+      combining_store(combine_of(u), buffer, idx, d, value, guard);
+      return;
+    }
     if (emulated(d) && buffer.op == Ops::DEFINE_GLOBAL) {
       for (int k = 0; k < d.count; ++k) {
         const std::string at = k ? fmt::format("{}+{}", idx, k) : idx;
@@ -492,6 +525,66 @@ class Renderer {
     }
     if (d.is_bool() && buffer.op == Ops::DEFINE_GLOBAL) value = glsl::bool_to_storage(d, value);
     line(fmt::format("{}{} = {};", guard, element(buffer, idx, d, index.src[1].get()), value));
+  }
+
+  // A scatter's store (core/scatter_combine.hpp): integer sums, maxima and minima by the atomic
+  // of that name; products and every float combine by a compare-and-swap loop on the element
+  // (a float's on its bits, which also makes max and min IEEE's maximum and minimum exactly: nan
+  // wins, and the zeros' bits AND to +0.0 for max, OR to -0.0 for min).
+  void combining_store(ScatterCombine c, const UOp& buffer, const std::string& idx, DType d,
+                       const std::string& value, const std::string& guard) {
+    const std::string& b = name_of(&buffer);
+    const bool wide = d.scalar_size() == 8;
+    if (!d.is_float() && c != ScatterCombine::Prod) {
+      const char* fn = c == ScatterCombine::Sum   ? "atomicAdd"
+                       : c == ScatterCombine::Max ? "atomicMax"
+                                                  : "atomicMin";
+      line(fmt::format("{}{}({}.v[{}], {});", guard, fn, b, idx, value));
+      return;
+    }
+    const std::string bits = wide ? "uint64_t" : "uint";
+    const std::string elem =
+        !d.is_float() ? fmt::format("{}.v[{}]", b, idx)
+        : layout_.bound
+            ? fmt::format("{}b.v[{}]", b, idx)
+            : fmt::format("{}({}).v[{}]",
+                          glsl::pointer_type_name(wide ? dtypes::uint64 : dtypes::uint32), b, idx);
+    const std::string word = d.is_float() ? bits : glsl::type_name(d);
+    const std::string o = fresh("old"), n = fresh("next"), w = fresh("seen"), v = fresh("val");
+    line(fmt::format("{}{{", guard));
+    ++indent_;
+    line(fmt::format("{} {} = {};", glsl::type_name(d), v, value));
+    line(fmt::format("{} {} = {};", word, o, elem));
+    line("while (true) {");
+    ++indent_;
+    if (!d.is_float()) {
+      line(fmt::format("{} {} = {} * {};", word, n, o, v));
+    } else {
+      const std::string to_bits = wide ? "doubleBitsToUint64" : "floatBitsToUint";
+      const std::string from_bits = wide ? "uint64BitsToDouble" : "uintBitsToFloat";
+      const std::string vb = fmt::format("{}({})", to_bits, v),
+                        a = fmt::format("{}({})", from_bits, o);
+      if (c == ScatterCombine::Sum || c == ScatterCombine::Prod) {
+        line(fmt::format("{} {} = {}({} {} {});", word, n, to_bits, a,
+                         c == ScatterCombine::Sum ? '+' : '*', v));
+      } else {
+        const std::string abs = wide ? "0x7fffffffffffffffUL" : "0x7fffffffu";
+        const std::string inf = wide ? "0x7ff0000000000000UL" : "0x7f800000u";
+        const bool max = c == ScatterCombine::Max;
+        line(
+            fmt::format("{0} {1} = ({2} & {3}) > {4} ? {2} : ({5} & {3}) > {4} ? {5} : {6} {8} {7} "
+                        "? {2} : {7} {8} {6} ? {5} : ({2} {9} {5});",
+                        word, n, o, abs, inf, vb, a, v, max ? '>' : '<', max ? '&' : '|'));
+        line(fmt::format("if ({} == {}) break;", n, o));  // max and min only grow one way
+      }
+    }
+    line(fmt::format("{} {} = atomicCompSwap({}, {}, {});", word, w, elem, o, n));
+    line(fmt::format("if ({} == {}) break;", w, o));
+    line(fmt::format("{} = {};", o, w));
+    --indent_;
+    line("}");
+    --indent_;
+    line("}");
   }
 
   // ---- statements ----
@@ -620,6 +713,7 @@ class Renderer {
     d.needs = needs_;
     d.pointer_types = pointer_types_;
     d.bound_vectors = bound_vectors_;
+    d.bound_bits = bound_bits_;
     d.vector_access = vector_access_;
     d.shuffles = shuffles_;
     for (std::size_t k = 0; k < p_.vars.size(); ++k) d.var_members.push_back(var_member(k));
@@ -647,6 +741,7 @@ class Renderer {
   glsl::Needs needs_;
   std::set<std::pair<Scalar, int>> pointer_types_;
   std::set<std::pair<int64_t, int>> bound_vectors_;  // (slot, width) of vector accesses
+  std::set<int64_t> bound_bits_;  // slots a float scatter reaches as bits (need_combine)
   glsl::Helpers helpers_;
   bool vector_access_ = false;
   bool shuffles_ = false;

@@ -34,6 +34,7 @@ std::string number(DType d, double value);
 struct Needs {
   bool float16 = false, int8 = false, int16 = false, int64 = false, float64 = false;
   bool storage_8bit = false, storage_16bit = false;
+  bool int64_atomics = false;  // a scatter combines into a 64-bit buffer
   void value(DType d);   // computes in d
   void buffer(DType d);  // loads and stores elements of d in a storage buffer
 };

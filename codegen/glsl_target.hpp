@@ -19,6 +19,9 @@ struct GlslTarget {
   // storageBuffer16BitAccess). bool lives in buffers as a byte, so it needs storage_8bit.
   bool storage_8bit = false;
   bool storage_16bit = false;
+  // 64-bit atomics on storage buffers (shaderBufferInt64Atomics): a scatter into a 64-bit
+  // buffer combines with them.
+  bool int64_atomics = false;
   uint32_t max_push_constants_size = 128;  // bytes
   std::array<uint32_t, 3> max_workgroup_count{65535, 65535, 65535};
   uint32_t subgroup_size = 32;
@@ -43,6 +46,7 @@ struct GlslTarget {
     GlslTarget t;
     t.float16 = t.int8 = t.int16 = t.int64 = t.float64 = t.storage_8bit = t.storage_16bit = true;
     t.subgroup_shuffle = true;
+    t.int64_atomics = true;
     t.preserve_specials_float16 = t.preserve_specials_float32 = t.preserve_specials_float64 = true;
     return t;
   }

@@ -183,6 +183,8 @@ void check_target(const Needs& n, const GlslTarget& t, const std::string& kernel
       {n.storage_8bit, t.storage_8bit, "bool/int8/uint8 buffers", "storageBuffer8BitAccess"},
       {n.storage_16bit, t.storage_16bit, "float16/bfloat16/int16/uint16 buffers",
        "storageBuffer16BitAccess"},
+      {n.int64_atomics, t.int64_atomics, "a scatter into a 64-bit tensor",
+       "shaderBufferInt64Atomics"},
   };
   for (const Rule& r : rules)
     if (r.needed && !r.available)
@@ -201,6 +203,7 @@ std::vector<std::string> extension_lines(const Needs& n) {
   add(n.float16, "GL_EXT_shader_explicit_arithmetic_types_float16");
   add(n.storage_8bit, "GL_EXT_shader_8bit_storage");
   add(n.storage_16bit, "GL_EXT_shader_16bit_storage");
+  add(n.int64_atomics, "GL_EXT_shader_atomic_int64");
   return out;
 }
 

@@ -126,6 +126,12 @@ char axis_kind_letter(AxisKind k);  // G L R P U N S (P: grouP, S: Shuffle)
 // lowering of a tensor-level INDEX, core/indexed_load.hpp). Out of [0, size): 0.
 inline bool is_indexed_load(const UOp* u) { return u->op == Ops::LOAD && u->src.size() > 2; }
 
+// A kernel AST's STORE(DEFINE_GLOBAL, VIEW, value, index...) with arg {combine, then (stride,
+// size) per index}: combines the value (core/scatter_combine.hpp) into the element its VIEW
+// addresses plus each index value times its stride (the scheduler's lowering of a tensor-level
+// SCATTER, core/indexed_load.hpp). An index out of [0, size) writes nothing.
+inline bool is_scatter_store(const UOp* u) { return u->op == Ops::STORE && u->src.size() > 3; }
+
 int kind_rank(AxisKind k);            // position of a kind in the canonical axis order
 
 }  // namespace vkg

@@ -122,6 +122,25 @@ Program Lowerer::run(const std::vector<int64_t>& counts) {
   for (const UOpPtr& store : k_.ast()->src) {
     if (store->op != Ops::STORE) throw Error("Kernel: SINK sources must be STOREs");
     const std::vector<Combo> all = output_combos(Combo(k_.full_shape().size(), 0));
+    if (is_scatter_store(store.get())) {
+      // One combining store per value, at the address its indices give (no vectors: each lane
+      // may land anywhere). The linear STORE carries the combine as its arg.
+      const auto& arg = store->arg_as<std::vector<int64_t>>();
+      for (const Combo& c : all) {
+        IndexExpr e = address(store->src[1].get(), c);
+        for (size_t j = 3; j < store->src.size(); ++j) {
+          const UOpPtr at = value(store->src[j].get(), c);
+          const int64_t stride = arg.at(2 * j - 5), size = arg.at(2 * j - 4);
+          e.index = e.index + at * stride;
+          e.valid = e.valid->alu(Ops::AND, {at->ge(0)})->alu(Ops::AND, {at->lt(size)});
+        }
+        stores.push_back(UOp::make(Ops::STORE, dtypes::void_,
+                                   {indexed(store->src[0], simplify(e.index), simplify(e.valid)),
+                                    value(store->src[2].get(), c)},
+                                   arg[0]));
+      }
+      continue;
+    }
     // Combos vary the innermost upcast axis fastest: each run of `width` is one vector's lanes.
     const DType stored = store->src[0]->dtype.base();
     const size_t width = stored.is_bool() || stored.scalar == Scalar::BFloat16 ? 1 : vector_width();

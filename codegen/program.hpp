@@ -27,7 +27,9 @@
 //   LOAD           dtype T                 src (INDEX [, alt]): the element at INDEX. With a valid
 //                  operand, reads alt (a CONST) where valid is false, and must not touch memory
 //                  there: the raw index may be out of bounds.
-//   STORE          dtype void              src (INDEX, value): writes unless INDEX's valid is false
+//   STORE          dtype void              src (INDEX, value): writes unless INDEX's valid is false.
+//                  With arg int64 combine (core/scatter_combine.hpp; a scalar 32- or 64-bit value
+//                  to a global buffer): combines the value into the element atomically.
 //   BARRIER        dtype void              src (the local STOREs it orders): workgroup barrier,
 //                  reached by every invocation of the workgroup
 //   CONST          dtype T                 arg bool / int64 / double (as UOp::const_ stores it); a

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/indexed_load.hpp>
 #include <vkgrad/core/symbolic.hpp>
 #include <vkgrad/core/symbolic_shape.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -224,6 +225,7 @@ const std::vector<GradRule>& gradient_rules() {
       {Ops::DETACH, none},  // not reached: the walk never enters a DETACH
       {Ops::COPY, copy_grad},
       {Ops::MULTI, none},  // gradients stop at a sharded tensor: shard it, then requires_grad_
+      {Ops::SCATTER, [](A a) -> Grads { return scatter_gradient(a.n, a.g); }},  // indexed_load.hpp
   };
   // clang-format on
   return rules;

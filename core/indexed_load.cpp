@@ -7,6 +7,7 @@
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
+#include <vkgrad/core/scatter_combine.hpp>
 
 namespace vkg {
 
@@ -35,7 +36,8 @@ Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices,
       [index_nodes, along, shape](const Tensor& g) -> std::vector<std::optional<Tensor>> {
         std::vector<Tensor> idx;
         for (const UOpPtr& n : index_nodes) idx.emplace_back(n);
-        return {one_hot_scatter_sum(g, idx, along, shape)};
+        return {indexed_scatter(Tensor::zeros(shape, g.dtype(), g.device()), g, idx, along,
+                                ScatterReduce::Sum)};
       }));
 }
 
@@ -53,58 +55,98 @@ Tensor index_as_int32(const Tensor& index, int64_t lo, int64_t hi) {
   return outside.where(Tensor::full({}, hi, d, index.device()), index).cast(dtypes::int32);
 }
 
-Tensor one_hot_scatter_sum(const Tensor& values, std::span<const Tensor> indices,
-                           std::span<const int64_t> axes, const Shape& shape) {
-  return one_hot_scatter(values, indices, axes, shape, ScatterReduce::Sum);
+namespace {
+
+// What a SCATTER node's arg holds: the combine, then the indexed axes.
+std::vector<int64_t> scatter_arg(ScatterReduce reduce, std::span<const int64_t> axes) {
+  const ScatterCombine combine = reduce == ScatterReduce::Sum    ? ScatterCombine::Sum
+                                 : reduce == ScatterReduce::Prod ? ScatterCombine::Prod
+                                 : reduce == ScatterReduce::Amax ? ScatterCombine::Max
+                                                                 : ScatterCombine::Min;
+  std::vector<int64_t> arg{int64_t(combine)};
+  arg.insert(arg.end(), axes.begin(), axes.end());
+  return arg;
 }
 
-Tensor one_hot_scatter(const Tensor& values, std::span<const Tensor> indices,
-                       std::span<const int64_t> axes, const Shape& shape, ScatterReduce reduce) {
+// t (of dest's shape) read where each value of a SCATTER went: t shrunk to the values' extent on
+// the axes not indexed, then loaded at the indices.
+Tensor at_indices(const Tensor& t, const Shape& values_shape, std::span<const Tensor> indices,
+                  std::span<const int64_t> axes) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (size_t d = 0; d < values_shape.size(); ++d) ranges.emplace_back(0, values_shape[d]);
+  for (int64_t a : axes) ranges[size_t(a)] = {0, t.shape()[size_t(a)]};
+  return indexed_load(t.shrink(ranges), indices, axes);
+}
+
+}  // namespace
+
+Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const Tensor> indices,
+                       std::span<const int64_t> axes, ScatterReduce combine) {
+  assert(!indices.empty() && indices.size() == axes.size() && combine != ScatterReduce::Mean);
+  assert(values.dtype() == dest.dtype() && values.ndim() == dest.ndim());
+  if (values.numel() == 0 || dest.numel() == 0) return dest;  // nothing lands
+  const DType d = dest.dtype();
+  // No atomics below 32 bits: combine in the widening (an integer sum or product wraps the same
+  // way mod 2^8 or 2^16; bool's sum, product, max and min are or, and, or and and).
+  if (d.is_bool() || d.scalar_size() < 4) {
+    const DType wide = d.is_float() ? dtypes::float32 : dtypes::int32;
+    const Tensor r = indexed_scatter(dest.cast(wide), values.cast(wide), indices, axes, combine);
+    return d.is_bool() ? r.ne(0) : r.cast(d);
+  }
+  std::vector<UOpPtr> src{dest.clone().node(), values.node()};
+  for (size_t j = 0; j < indices.size(); ++j)
+    src.push_back(index_as_int32(indices[j], 0, dest.shape()[size_t(axes[j])]).node());
+  const UOpPtr out = UOp::make(Ops::SCATTER, d, std::move(src), scatter_arg(combine, axes));
+  if (!out->shape())
+    throw Error("indexed scatter: values " + shape_str(values.shape()) + " do not fit " +
+                shape_str(dest.shape()) + " (internal)");
+  return Tensor(out);
+}
+
+std::vector<std::optional<Tensor>> scatter_gradient(const UOp& n, const Tensor& g) {
+  const auto& arg = n.arg_as<std::vector<int64_t>>();
+  const auto combine = ScatterCombine(arg.at(0));
+  const std::vector<int64_t> axes(arg.begin() + 1, arg.end());
+  // src[0] is the copy the kernel combines into, in place: what it held first is its source.
+  assert(n.src[0]->op == Ops::CONTIGUOUS);
+  const Tensor dest(n.src[0]->src[0]), values(n.src[1]), out(n.ptr());
+  std::vector<Tensor> idx;
+  for (size_t i = 2; i < n.src.size(); ++i) idx.emplace_back(n.src[i]);
   const Shape& o = values.shape();
-  const size_t r = o.size(), k = axes.size();
-  const std::string& device = values.device();
-  Shape lifted = o;
-  lifted.insert(lifted.end(), k, 1);
-  std::optional<Tensor> hit;
-  for (size_t j = 0; j < k; ++j) {
-    Shape along(r + k, 1);
-    along[r + j] = shape[size_t(axes[j])];
-    const Tensor at =
-        indices[j].reshape(lifted).eq(Tensor::arange(0, along[r + j], 1, device).reshape(along));
-    hit = hit ? hit->logical_and(at) : at;
+  auto gathered = [&](const Tensor& t) { return at_indices(t, o, idx, axes); };
+  auto scatter = [&](const Tensor& into, const Tensor& v, ScatterReduce c) {
+    return indexed_scatter(into, v, idx, axes, c);
+  };
+  const Tensor zero = g.scalar_like(0), one = g.scalar_like(1);
+  switch (combine) {
+    case ScatterCombine::Sum:
+      return {g, gathered(g)};
+    case ScatterCombine::Max:
+    case ScatterCombine::Min: {
+      // Split evenly among everything equal to the result (dest's own value included), as torch.
+      const Tensor dest_won = dest.eq(out), value_won = values.eq(gathered(out));
+      const Tensor ties =
+          scatter(dest_won.cast(g.dtype()), value_won.cast(g.dtype()), ScatterReduce::Sum);
+      const Tensor share = g / ties.maximum(1);
+      return {dest_won.where(share, zero), value_won.where(gathered(share), zero)};
+    }
+    case ScatterCombine::Prod: {
+      // torch's: the product of the others, computed without dividing where a factor is 0.
+      const Tensor dest_zero = dest.eq(0), value_zero = values.eq(0);
+      const Tensor dest_safe = dest_zero.where(one, dest);
+      const Tensor grad_dest = g * scatter(dest_safe, values, ScatterReduce::Prod) / dest_safe;
+      const Tensor zeros_there = gathered(
+          scatter(Tensor::zeros_like(dest), value_zero.cast(g.dtype()), ScatterReduce::Sum));
+      const Tensor lone_zero = value_zero.logical_and(zeros_there.eq(1));
+      const Tensor without = scatter(dest, lone_zero.where(one, values), ScatterReduce::Prod);
+      const Tensor grad_values =
+          lone_zero.where(gathered(g * without), gathered(g * out) / value_zero.where(one, values));
+      return {grad_dest, grad_values};
+    }
+    case ScatterCombine::Assign:
+      break;
   }
-  const bool bools = values.dtype().is_bool();
-  const Tensor v = bools ? values.cast(dtypes::int32) : values;
-  const DType d = v.dtype();
-  const bool inf = d.is_float();
-  const Scalarish identity =
-      reduce == ScatterReduce::Sum    ? Scalarish(0)
-      : reduce == ScatterReduce::Prod ? Scalarish(1)
-      : reduce == ScatterReduce::Amax
-          ? (inf ? Scalarish(-INFINITY) : Scalarish(int64_t(dtypes::min_value(d))))
-      : reduce == ScatterReduce::Amin
-          ? (inf                   ? Scalarish(INFINITY)
-             : d == dtypes::uint64 ? Scalarish(int64_t(-1))  // wraps to the largest uint64
-                                   : Scalarish(int64_t(dtypes::max_value(d))))
-          : throw Error("one_hot_scatter: mean is no one-hot reduce (internal)");
-  // Nothing lands anywhere (a reduce over no elements would be an error for max and min).
-  if (values.numel() == 0) {
-    const Tensor none = Tensor::full(shape, identity, d, device);
-    return bools ? none.ne(0) : none.cast(values.dtype());
-  }
-  const Tensor spread = hit->where(v.reshape(lifted), Tensor::full({}, identity, d, device));
-  // (o with the indexed axes reduced to 1, then one axis per indexed size): each trailing axis
-  // trades places with the size-1 axis it came from.
-  const Axes over(std::vector<int64_t>(axes.begin(), axes.end()));
-  Tensor out = reduce == ScatterReduce::Sum    ? spread.sum(over, true)
-               : reduce == ScatterReduce::Prod ? spread.prod(over, true)
-               : reduce == ScatterReduce::Amax ? spread.max(over, true)
-                                               : spread.min(over, true);
-  std::vector<int64_t> order(r + k);
-  std::iota(order.begin(), order.end(), 0);
-  for (size_t j = 0; j < k; ++j) std::swap(order[size_t(axes[j])], order[r + j]);
-  out = out.permute(order).reshape(shape);
-  return bools ? out.ne(0) : out.cast(values.dtype());
+  throw Error("indexed scatter: no gradient for a plain store (internal)");
 }
 
 }  // namespace vkg

@@ -8,16 +8,18 @@
 // [0, src.shape[a_j]) reads 0. It fuses like an elementwise op of its indices: one kernel reads
 // each output element's indices, then the source at the address they give (the scheduler lowers
 // it to codegen's is_indexed_load), O(1) work per element, where the one-hot form (compare each
-// index with an arange over the axis and sum) is O(axis size).
+// index with an arange over the axis and sum) is O(axis size). Its transpose, SCATTER, is below.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <vector>
 
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
 
-// INDEX(src, indices...) as above; differentiable in src (one_hot_scatter_sum). The front ends
+// INDEX(src, indices...) as above; differentiable in src (indexed_scatter, a sum). The front ends
 // check shapes and dtypes and name themselves in errors; this only asserts them.
 Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices,
                     std::span<const int64_t> axes);
@@ -27,17 +29,32 @@ Tensor indexed_load(const Tensor& src, std::span<const Tensor> indices,
 // alone would wrap a large int64 or uint32 index into range: a silently wrong element.
 Tensor index_as_int32(const Tensor& index, int64_t lo, int64_t hi);
 
-// The transpose of indexed_load: out[s] = the sum of values[o] over every o with o[a_j]
-// replaced by idx_j[o] equal to s, a tensor of `shape` (values' shape on the axes not indexed).
-// Built as a one-hot compare against an arange per indexed axis and a sum over the output's
-// indexed axes: O(prod(values.shape) * prod of the indexed sizes) work, one fused reduce kernel.
-// Indices out of range land nowhere. Bool values are summed as int32 and compared back to bool.
-Tensor one_hot_scatter_sum(const Tensor& values, std::span<const Tensor> indices,
-                           std::span<const int64_t> axes, const Shape& shape);
+// SCATTER(dest, values, idx_1, ..., idx_k) with arg {combine, a_1, ..., a_k}, the transpose of
+// INDEX:
+//
+//   out = dest;  for every element o of O:  out[o with o[a_j] = idx_j[o]] (+ * max min)= values[o]
+//
+// where values and every idx_j (int32) have one shape O of dest's rank, with O[d] <= dest's size
+// on the axes not indexed. An index outside [0, dest.shape[a_j]) writes nothing. Scheduled as a
+// copy of dest into a buffer of its own (a kernel, or part of the kernel that computes dest) and
+// one kernel with one invocation per element of O that combines into that buffer atomically:
+// O(1) work per value, where the one-hot form was O(axis size) per element of out.
+//
+// Order: sum and prod of floats round in the order the values arrive, which on a GPU is not fixed
+// (as torch's CUDA scatter_add); integers, max and min do not depend on it. The CPU device runs
+// invocations one after another, so its order is fixed (index order, as torch's CPU kernels,
+// unless an opt reorders the values' axes) and its sums repeat exactly. Max and min follow IEEE
+// 754-2019 maximum/minimum, which no order changes: nan wins (propagates, as torch), and +0.0 is
+// the larger zero (max(-0.0, 0.0) is 0.0 and min is -0.0 whatever arrives first).
+//
+// dtypes: 32- and 64-bit ones combine in place (64-bit needs the device's int64 atomics); bool and
+// 8- and 16-bit ones combine in their 32-bit widening and are cast back (a float16 sum so rounds
+// once, not once per value). Differentiable in dest and values (gradient.cpp: max and min split
+// among ties, prod handles zeros as torch does).
+Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const Tensor> indices,
+                       std::span<const int64_t> axes, ScatterReduce combine);
 
-// The same one-hot form combining with `reduce` (Sum, Prod, Amax or Amin; not Mean): an element
-// nothing lands on holds the reduce's identity (0, 1, the lowest value, the highest value).
-Tensor one_hot_scatter(const Tensor& values, std::span<const Tensor> indices,
-                       std::span<const int64_t> axes, const Shape& shape, ScatterReduce reduce);
+// The gradient of a SCATTER node for each of (dest, values), given the gradient g of its result.
+std::vector<std::optional<Tensor>> scatter_gradient(const UOp& scatter, const Tensor& g);
 
 }  // namespace vkg

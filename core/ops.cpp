@@ -27,7 +27,7 @@ constexpr std::array<AluInfo, kOpsCount> kAlu = [] {
 // (grouped), by arity for the ALU ops.
 constexpr OpFamily family_of(Ops op) {
   if (op <= Ops::KERNEL) return OpFamily::Meta;
-  if (op <= Ops::EMPTY) return OpFamily::Tensor;
+  if (op <= Ops::SCATTER) return OpFamily::Tensor;
   if (op <= Ops::VIEW) return OpFamily::Movement;
   if (op <= Ops::REDUCE) return OpFamily::Reduce;
   if (op <= Ops::BITCAST) return OpFamily::Kernel;

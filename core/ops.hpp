@@ -15,7 +15,7 @@ namespace vkg {
   X(SINK) X(NOOP) X(KERNEL)                                                                 \
   /* tensor level: buffers, devices, lazy structure */                                      \
   X(BUFFER) X(BUFFER_VIEW) X(DEVICE) X(COPY) X(CONTIGUOUS) X(DETACH) X(ASSIGN) X(MULTI)    \
-  X(EMPTY)                                                                                  \
+  X(EMPTY) /* SCATTER: an indexed, combining write (core/indexed_load.hpp) */ X(SCATTER)   \
   /* movement (zero-copy, folded into ShapeTrackers) */                                     \
   X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP) X(VIEW)                          \
   /* reductions: REDUCE_AXIS over tensor axes, REDUCE over kernel ranges */                 \

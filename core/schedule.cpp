@@ -317,6 +317,19 @@ class Analysis {
         visit(n->src[i].get(), only_reshapes, padded, in_reduce, ks, seen);
       return;
     }
+    if (n->op == Ops::SCATTER) {  // core/indexed_load.hpp: a kernel of its own
+      if (!is_root) {
+        realize(n);
+        return;
+      }
+      // It combines in place into the copy of dest (a clone, so never elided into dest's
+      // buffer), which its own kernel makes first. Its values and indices are computed per
+      // value, by elementwise ops and indexed loads: a reduce among them gets a kernel.
+      realize(n->src[0].get());
+      for (size_t i = 1; i < n->src.size(); ++i)
+        visit(n->src[i].get(), true, false, true, ks, seen);
+      return;
+    }
     if (n->op == Ops::DETACH) {
       visit(n->src[0].get(), only_reshapes, padded, in_reduce, ks, seen);
       return;
@@ -352,6 +365,7 @@ class KernelBuilder {
       : root_(root), analysis_(analysis), sched_(sched) {}
 
   ScheduleItem build(const std::shared_ptr<const Buffer>& out) {
+    if (root_->op == Ops::SCATTER) return build_scatter(out);
     slot_of(out);
     const Shape& shape = *root_->shape();
     const UOp* value_root = root_->op == Ops::CONTIGUOUS ? root_->src[0].get()
@@ -379,6 +393,33 @@ class KernelBuilder {
     ScheduleItem item{UOp::make(Ops::SINK, dtypes::void_, {store}), buffers_, {}};
     for (const Binding& b : merge_bindings(bindings_, "schedule"))
       item.var_vals[b.var->arg_as<VarArg>().name] = b.value;
+    return item;
+  }
+
+  // A SCATTER's kernel: one invocation per value, over the values' shape, combining into the copy
+  // of dest (`out`, slot 0) with STORE(buffer, base view, value, index...) whose arg is the
+  // combine, then (stride, size) per index (codegen's is_scatter_store). The base view is the
+  // value's own element of dest with each indexed axis at 0; the lowerer adds index * stride.
+  ScheduleItem build_scatter(const std::shared_ptr<const Buffer>& out) {
+    slot_of(out);
+    loads_.emplace_back(root_->src[0].get(), out->storage_id());  // after the copy's kernel
+    const Shape& dest = *root_->shape();
+    const Shape& o = *root_->src[1]->shape();
+    const auto& arg = root_->arg_as<std::vector<int64_t>>();
+    const ShapeTracker st = ShapeTracker::from_shape(dest);
+    Mask at_zero;
+    for (int64_t d : o) at_zero.emplace_back(0, d);
+    std::vector<int64_t> steps{arg.at(0)};
+    for (size_t j = 1; j < arg.size(); ++j) {
+      const size_t a = size_t(arg[j]);
+      steps.push_back(st.views()[0].strides[a]);
+      steps.push_back(dest[a]);
+      at_zero[a] = {0, 1};
+    }
+    std::vector<UOpPtr> src{global(0, out->dtype()), view(st.shrink(at_zero).expand(o))};
+    for (size_t i = 1; i < root_->src.size(); ++i) src.push_back(lower(root_->src[i].get(), {}));
+    UOpPtr store = UOp::make(Ops::STORE, dtypes::void_, std::move(src), std::move(steps));
+    ScheduleItem item{UOp::make(Ops::SINK, dtypes::void_, {store}), buffers_, {}};
     return item;
   }
 
@@ -612,6 +653,21 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
         continue;
       }
     }
+    // A scatter is a buffer of its own: reshapes and plain detaches of it (a gradient's) view it.
+    if (!clone) {
+      const UOp* under = value;
+      while (under->op == Ops::RESHAPE ||
+             (under->op == Ops::DETACH && std::holds_alternative<std::monostate>(under->arg)))
+        under = under->src[0].get();
+      auto scattered = sched.realized.find(under);
+      if (under->op == Ops::SCATTER && scattered != sched.realized.end()) {
+        const UOpPtr& v = scattered->second;
+        sched.realized.emplace(n, *n->shape() == *v->shape()
+                                      ? v
+                                      : UOp::make(Ops::RESHAPE, n->dtype, {v}, *n->shape()));
+        continue;
+      }
+    }
     const std::string device = n->device_node() ? n->device_node()->arg_as<std::string>() : std::string();
     if (n->op == Ops::COPY) {
       const UOp* src = n->src[0].get();
@@ -635,11 +691,19 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
           n, *n->shape() == Shape{out->count()} ? bnode : UOp::make(Ops::RESHAPE, n->dtype, {bnode}, *n->shape()));
       continue;
     }
-    // An assign stores into its target's buffer and leaves the tensor at the next version of it.
+    // An assign stores into its target's buffer and leaves the tensor at the next version of it;
+    // so does a scatter, into the copy of dest its first kernel made.
     const bool assign = n->op == Ops::ASSIGN;
     std::shared_ptr<const Buffer> out;
     if (assign) {
       out = buffer_ptr(*assign_target(n));
+    } else if (n->op == Ops::SCATTER) {
+      auto copy = sched.realized.find(n->src[0].get());
+      Chain unused;
+      const UOp* buf =
+          copy == sched.realized.end() ? nullptr : viewed_buffer(copy->second.get(), unused);
+      if (!buf) throw Error("schedule: a scatter's copy was not made in its schedule (internal)");
+      out = buffer_ptr(*buf);
     } else {
       auto made = std::make_shared<Buffer>(device, n->dtype, prod(*n->shape()));
       if (n->sym_shape()) made->set_max_count(max_elements(*n->sym_shape()));
@@ -649,7 +713,7 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
     sched.items.push_back(builder.build(out));
     access.push_back({n, builder.loads()});
     has_assign = has_assign || assign;
-    const auto held = assign ? Buffer::next_version(out) : out;
+    const auto held = assign || n->op == Ops::SCATTER ? Buffer::next_version(out) : out;
     UOpPtr bnode = UOp::make(Ops::BUFFER, n->dtype, {n->device_node()->ptr()},
                              std::shared_ptr<const ArgPayload>(held));
     UOpPtr view =

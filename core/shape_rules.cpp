@@ -74,6 +74,9 @@ std::optional<Shape> compute_shape(const UOp& u) {
         if (!u.src[i]->shape() || *u.src[i]->shape() != *first) return std::nullopt;
       return *first;
     }
+    case Ops::SCATTER:  // SCATTER(dest, values, idx...): dest's shape (core/indexed_load.hpp)
+      if (u.src.size() < 3 || !u.src[0]->shape()) return std::nullopt;
+      return *u.src[0]->shape();
     case Ops::REDUCE_AXIS: {
       const Shape* in = u.src.empty() ? nullptr : u.src[0]->shape();
       const auto* r = std::get_if<ReduceArg>(&u.arg);

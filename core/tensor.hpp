@@ -477,8 +477,10 @@ class Tensor {
   // out = a copy of this with out[...][index[i][j]][...] = src[i][j] along axis (torch.scatter);
   // index has this rank and is no larger than this (except along axis) or src. Where indices
   // repeat, the value from the last position of index (row-major) wins; an index outside the
-  // axis writes nothing. The scatter ops are one-hot forms: each output element compares every
-  // index that could land on it, O(index size along axis) work per element, one fused kernel.
+  // axis writes nothing. Each scatter op is a copy of this and one kernel that combines every
+  // value into the copy atomically, O(1) work per value (core/indexed_load.hpp: the order floats
+  // are summed in on a GPU, max and min at nan and -0.0). Mean, and include_self = false, add a
+  // count of the values landing on each element.
   Tensor scatter(int64_t axis, const Tensor& index, const Tensor& src) const;
   Tensor scatter(int64_t axis, const Tensor& index, Scalarish value) const;
   // As scatter, adding every value that lands on an element (torch.scatter_add).
@@ -511,8 +513,8 @@ class Tensor {
   Tensor conv_transpose3d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
   // Pools over the last options.kernel.size() axes (1 to 3) with torch's ceil_mode and
   // count_include_pad; the indices are torch's (input positions flattened over the pooled axes,
-  // int32, each window's first maximum). Unlike max_pool2d, max_pool's gradient is split among
-  // tied maxima as max's is.
+  // int32, each window's first maximum). As max_pool2d's and torch's, a window's gradient goes
+  // to its first maximum (not split among tied maxima as max's is).
   Tensor max_pool(PoolOptions options) const;
   std::pair<Tensor, Tensor> max_pool_with_indices(PoolOptions options) const;
   Tensor avg_pool(PoolOptions options) const;

@@ -248,7 +248,7 @@ std::vector<int64_t> slice_coords(int64_t n, const Slice& s) {
 // 1-d integer tensor with no integers beside it, which numpy leaves in its place): element i of
 // x takes, per dimension d, the place its coordinate i_d has among dimension d's selected
 // coordinates (-1 where it has none). That is a small table per dimension: computed on the host
-// for integers and slices, by a one-hot over (size, index length) on the device for a tensor
+// for integers and slices, by a scatter of positions (an integer max) on the device for a tensor
 // (the last repeat wins, as in scatter). One elementwise kernel, O(1) per element, then reads the
 // value there through an indexed load (`single`, a value of one element, is broadcast instead).
 Tensor set_per_dimension(const Tensor& x, const std::vector<Index>& index, const Tensor& value,
@@ -272,9 +272,10 @@ Tensor set_per_dimension(const Tensor& x, const std::vector<Index>& index, const
       const Tensor at = index_as_int32(*t, -n, n);
       const Tensor wrapped = at.lt(0).where(at + int32_t(n), at);  // negative from the end
       const int64_t m = t->numel(), along[] = {0};
-      place[dim] = one_hot_scatter(Tensor::arange(0, m, 1, device), {&wrapped, 1}, along, {n},
-                                   ScatterReduce::Amax)
-                       .maximum(-1);
+      const Tensor flat = wrapped.reshape({m});
+      place[dim] = indexed_scatter(Tensor::full({n}, -1, dtypes::int32, device),
+                                   Tensor::arange(0, m, 1, device).cast(dtypes::int32), {&flat, 1},
+                                   along, ScatterReduce::Amax);
       kept[dim] = m;
     } else {
       const std::vector<int64_t> coords =

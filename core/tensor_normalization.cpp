@@ -101,15 +101,25 @@ Tensor Tensor::scaled_dot_product_attention(const Tensor& key, const Tensor& val
   } else if (attn_mask) {
     scores = attn_mask->dtype().is_bool() ? attn_mask->where(scores, -inf) : scores + *attn_mask;
   }
-  Tensor weights = scores.softmax(-1);
   if (!(dropout_p >= 0 && dropout_p <= 1))
     throw Error(std::string(op) + ": dropout_p must be in [0, 1], got " + std::to_string(dropout_p));
+  // softmax(scores) v as (e v) / sum(e), e = exp(scores - max): the sum is laid out as the
+  // matmul's product is, (..., L, Ev, S) summed over S, so it is a second accumulator of the
+  // matmul's kernel, and the division is fused after it. Three kernels (scores, their max, the
+  // rest) where softmax then matmul takes four.
+  const Tensor e = (scores - scores.max(-1, true).detach()).exp();
+  Tensor weights = e;
   // As torch, dropout_p applies whether or not Tensor::training is set (a module passes 0 in eval).
   if (dropout_p > 0) {
-    const Tensor keep = Tensor::rand(weights.shape(), dtypes::default_float, query.device()).ge(dropout_p);
-    weights = dropout_p == 1 ? keep.where(weights * 0, 0) : keep.where(weights * (1 / (1 - dropout_p)), 0);
+    const Tensor keep = Tensor::rand(e.shape(), dtypes::default_float, query.device()).ge(dropout_p);
+    weights = dropout_p == 1 ? keep.where(e * 0, 0) : keep.where(e * (1 / (1 - dropout_p)), 0);
   }
-  return weights.matmul(as_float(value));
+  const Tensor v = as_float(value);
+  Shape lifted = e.shape(), spread = e.shape();
+  lifted.insert(lifted.end() - 1, 1);
+  spread.insert(spread.end() - 1, v.shape().back());
+  const Tensor total = e.reshape(lifted).expand(spread).sum(-1);
+  return weights.matmul(v) / total;
 }
 
 }  // namespace vkg

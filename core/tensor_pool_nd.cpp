@@ -8,6 +8,7 @@
 #include <limits>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/tensor.hpp>
 #include <vkgrad/core/tensor_pool.hpp>
 
@@ -100,7 +101,22 @@ std::pair<Tensor, Tensor> Tensor::max_pool_with_indices(PoolOptions o) const {
   for (int64_t k : g.k) kprod *= k;
   flat_window.push_back(kprod);
   const Tensor w = windows.reshape(flat_window);
-  const Tensor values = w.max(-1);
+  const Tensor first = w.argmax(-1, true);  // first maximum (nan counts as the largest)
+  const Tensor pick = Tensor::arange(0, kprod, 1, device()).eq(first);
+  // torch's gradient, as max_pool2d's: each window's first maximum takes all of it (max's own
+  // rule would split it among tied maxima).
+  Tensor values = w.max(-1);
+  if (dtype().is_float()) {
+    const UOpPtr pn = pick.node();
+    const Shape window = flat_window;
+    values = Tensor(with_custom_gradient(
+        values.node(), {w.node()},
+        [pn, window](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+          Shape one = window;
+          one.back() = 1;
+          return {Tensor(pn).where(g.reshape(one).expand(window), 0)};
+        }));
+  }
   // Positions 0..prod(spatial)-1 laid over the pooled axes, padded with -1.
   Shape spatial(shape().begin() + int64_t(lead), shape().end());
   int64_t positions = 1;
@@ -111,8 +127,6 @@ std::pair<Tensor, Tensor> Tensor::max_pool_with_indices(PoolOptions o) const {
   const Tensor index_windows = pool(where_from.pad(g.extra, -1), g.k, g.s, g.d);
   Shape flat_index(index_windows.shape().begin(), index_windows.shape().end() - int64_t(dims));
   flat_index.push_back(kprod);
-  const Tensor first = w.argmax(-1, true);  // first maximum (nan counts as the largest)
-  const Tensor pick = Tensor::arange(0, kprod, 1, device()).eq(first);
   const Tensor indices = pick.where(index_windows.reshape(flat_index), 0).sum(-1).cast(dtypes::int32);
   return {values, indices.expand(values.shape())};
 }

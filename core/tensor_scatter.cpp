@@ -1,8 +1,8 @@
-// Writes chosen by index tensors: scatter, scatter_add and scatter_reduce, as torch's. Each output
-// element compares every index along the axis with its own position (one_hot_scatter,
-// core/indexed_load.hpp) and combines what lands on it: one fused reduce kernel, O(index size
-// along the axis) per element, differentiable through the where, the reduce and the gather of the
-// winning value. A real scatter (atomics, or a sort) would be O(1) per index; not yet.
+// Writes chosen by index tensors: scatter, scatter_add and scatter_reduce, as torch's. Each is a
+// SCATTER (core/indexed_load.hpp): a copy of the target, then one kernel with one invocation per
+// value that combines it into the element its index names, atomically; O(1) work per value.
+// Gradients come from the SCATTER's rule (gradient.cpp) and the elementwise ops around it.
+#include <cmath>
 #include <vector>
 
 #include <vkgrad/core/error.hpp>
@@ -16,9 +16,10 @@ namespace {
 
 std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
 
-// Index and values brought to the target's shape on every axis but `axis` (the index padded
-// with -1, which lands nowhere), with the checks torch makes.
+// The target (0-d as 1-d), the axis, and the index and the values it takes from src (src shrunk
+// to the index's shape), with the checks torch makes.
 struct Placed {
+  Tensor target;
   int axis = 0;
   Tensor index, values;
 };
@@ -35,6 +36,7 @@ Placed place(std::string_view op, const Tensor& self, int64_t axis, const Tensor
     fail("tensor, index and src are on different devices");
   if (self.has_symbolic_shape() || index.has_symbolic_shape() || src.has_symbolic_shape())
     fail("symbolic shapes are not supported");
+  if (self.numel() > INT32_MAX) fail("indexes 32-bit element offsets; the tensor has more");
   const Shape& s = self.shape();
   const Shape& is = index.shape();
   if (is.size() != s.size() || src.ndim() != int(s.size()))
@@ -44,42 +46,73 @@ Placed place(std::string_view op, const Tensor& self, int64_t axis, const Tensor
     return place(op, self.reshape({1}), 0, index.reshape({1}), src.reshape({1}));
   }
   const int a = normalize_axis(axis, s, op);
-  std::vector<std::pair<int64_t, int64_t>> to_index, pads;
+  std::vector<std::pair<int64_t, int64_t>> to_index;
   for (size_t d = 0; d < s.size(); ++d) {
     if (is[d] > src.shape()[d])
       fail("index dimension " + std::to_string(d) + " is larger than src's");
     if (int(d) != a && is[d] > s[d])
       fail("index dimension " + std::to_string(d) + " is larger than the tensor's");
     to_index.emplace_back(0, is[d]);
-    pads.emplace_back(0, int(d) == a ? 0 : s[d] - is[d]);
   }
   check_index_values(index, s[size_t(a)], op,
                      "dimension " + std::to_string(a) + " of size " + std::to_string(s[size_t(a)]));
-  return {a, index_as_int32(index, 0, s[size_t(a)]).pad(pads, -1),
-          src.shrink(to_index).pad(pads, 0)};
+  return {self, a, index_as_int32(index, 0, s[size_t(a)]), src.shrink(to_index)};
 }
 
-// How many indices land on each element of `shape`.
-Tensor landings(const Placed& p, const Shape& shape) {
-  const int64_t along[] = {p.axis};
-  return one_hot_scatter_sum(Tensor::ones_like(p.index), {&p.index, 1}, along, shape);
+Tensor scatter_into(const Tensor& dest, const Placed& p, const Tensor& values,
+                    ScatterReduce combine) {
+  const int64_t axes[] = {p.axis};
+  return indexed_scatter(dest, values, {&p.index, 1}, axes, combine);
+}
+
+// How many values land on each element of the target (int32).
+Tensor landings(const Placed& p) {
+  const Tensor none = Tensor::zeros(p.target.shape(), dtypes::int32, p.target.device());
+  return scatter_into(none, p, Tensor::ones(p.index.shape(), dtypes::int32, p.index.device()),
+                      ScatterReduce::Sum);
+}
+
+// The value that changes nothing when combined with `reduce` (not Mean).
+Scalarish identity(ScatterReduce reduce, DType d) {
+  switch (reduce) {
+    case ScatterReduce::Sum:
+      return 0;
+    case ScatterReduce::Prod:
+      return 1;
+    case ScatterReduce::Amax:
+      return d.is_float() ? Scalarish(-INFINITY) : Scalarish(int64_t(dtypes::min_value(d)));
+    case ScatterReduce::Amin:
+      if (d.is_float()) return INFINITY;
+      return d == dtypes::uint64 ? Scalarish(int64_t(-1))  // wraps to the largest uint64
+                                 : Scalarish(int64_t(dtypes::max_value(d)));
+    case ScatterReduce::Mean:
+      break;
+  }
+  return 0;
 }
 
 }  // namespace
 
 Tensor Tensor::scatter(int64_t axis, const Tensor& index, const Tensor& src) const {
   const Placed p = place("scatter", *this, axis, index, src);
-  const Shape target = ndim() == 0 ? Shape{1} : shape();
-  // The last position along the axis that lands on each element wins: the largest position,
-  // -1 (the max's identity is lower) where none lands, and the value is read from there.
+  const Tensor& self = p.target;
+  // The last position along the axis that lands on each element wins: an integer max of the
+  // positions into -1s (the value of an element nothing lands on), and the value is read there.
   Shape along(p.index.shape().size(), 1);
   along[size_t(p.axis)] = p.index.shape()[size_t(p.axis)];
-  const Tensor position =
-      Tensor::arange(0, along[size_t(p.axis)], 1, device()).reshape(along).expand(p.index.shape());
+  const Tensor position = Tensor::arange(0, along[size_t(p.axis)], 1, device())
+                              .cast(dtypes::int32)
+                              .reshape(along)
+                              .expand(p.index.shape());
+  const Tensor none = Tensor::full(self.shape(), -1, dtypes::int32, device());
+  const Tensor winner = scatter_into(none, p, position, ScatterReduce::Amax);
+  // The values padded out to the target's shape off the axis, where the winner reads them.
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  for (size_t d = 0; d < self.shape().size(); ++d)
+    pads.emplace_back(0, int(d) == p.axis ? 0 : self.shape()[d] - p.index.shape()[d]);
   const int64_t axes[] = {p.axis};
-  const Tensor winner = one_hot_scatter(position, {&p.index, 1}, axes, target, ScatterReduce::Amax);
-  const Tensor picked = indexed_load(p.values, {&winner, 1}, axes);
-  return winner.ge(0).where(picked, reshape(target)).reshape(shape());
+  const Tensor picked = indexed_load(p.values.pad(pads, 0), {&winner, 1}, axes);
+  return winner.ge(0).where(picked, self).reshape(shape());
 }
 
 Tensor Tensor::scatter(int64_t axis, const Tensor& index, Scalarish value) const {
@@ -88,10 +121,7 @@ Tensor Tensor::scatter(int64_t axis, const Tensor& index, Scalarish value) const
 
 Tensor Tensor::scatter_add(int64_t axis, const Tensor& index, const Tensor& src) const {
   const Placed p = place("scatter_add", *this, axis, index, src);
-  const Shape target = ndim() == 0 ? Shape{1} : shape();
-  const int64_t axes[] = {p.axis};
-  return (reshape(target) + one_hot_scatter_sum(p.values, {&p.index, 1}, axes, target))
-      .reshape(shape());
+  return scatter_into(p.target, p, p.values, ScatterReduce::Sum).reshape(shape());
 }
 
 Tensor Tensor::scatter_reduce(int64_t axis, const Tensor& index, const Tensor& src,
@@ -99,33 +129,22 @@ Tensor Tensor::scatter_reduce(int64_t axis, const Tensor& index, const Tensor& s
   const Placed p = place("scatter_reduce", *this, axis, index, src);
   if (dtype().is_bool())
     throw Error("scatter_reduce: needs a number dtype, got tensor " + desc(*this));
-  const Shape target = ndim() == 0 ? Shape{1} : shape();
-  const Tensor self = reshape(target);
-  const int64_t axes[] = {p.axis};
+  const Tensor& self = p.target;
   const ScatterReduce combine = reduce == ScatterReduce::Mean ? ScatterReduce::Sum : reduce;
-  const Tensor r = one_hot_scatter(p.values, {&p.index, 1}, axes, target, combine);
-  const Tensor landed = landings(p, target).gt(0);
-  const auto combined = [&]() -> Tensor {
-    switch (reduce) {
-      case ScatterReduce::Sum:
-        return include_self ? self + r : r;
-      case ScatterReduce::Prod:
-        return include_self ? self * r : r;
-      case ScatterReduce::Amax:
-        return include_self ? self.maximum(r) : r;
-      case ScatterReduce::Amin:
-        return include_self ? self.minimum(r) : r;
-      case ScatterReduce::Mean:
-        break;
-    }
-    const Tensor total = include_self ? self + r : r;
-    Tensor count = landings(p, target);
-    if (include_self) count = count + 1;
-    count = count.maximum(1).cast(dtype());
-    return dtype().is_float() ? total / count : total.floordiv(count);
-  };
-  const Tensor out = combined();
-  return landed.where(out, self).reshape(shape());
+  if (include_self && reduce != ScatterReduce::Mean)
+    return scatter_into(self, p, p.values, combine).reshape(shape());
+  // Without self, an element values land on starts from the combine's identity instead.
+  const Tensor count = landings(p);
+  const Tensor landed = count.gt(0);
+  const Tensor start =
+      include_self
+          ? self
+          : landed.where(Tensor::full({}, identity(combine, dtype()), dtype(), device()), self);
+  const Tensor r = scatter_into(start, p, p.values, combine);
+  if (reduce != ScatterReduce::Mean) return r.reshape(shape());
+  // An element nothing lands on keeps its value: r is self there, divided by 1.
+  const Tensor n = (include_self ? count + 1 : count.maximum(1)).cast(dtype());
+  return (dtype().is_float() ? r / n : r.floordiv(n)).reshape(shape());
 }
 
 }  // namespace vkg

@@ -10,6 +10,9 @@
 // so each step is one kernel comparing one number, and the values are then read back at the
 // sorted positions (one indexed load). Otherwise values and positions move as two tensors (two
 // kernels a step), so the gradient flows back through the exchanges' wheres.
+//
+// topk of a small k (at most 64) over a longer axis sorts nothing: a tournament of chunks
+// (tournament_positions) keeps the k first of each chunk until one chunk remains.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -156,6 +159,55 @@ Tensor packed_sort_positions(const Tensor& x, bool descending) {
       .shrink(keep);
 }
 
+// topk's tournament, for a small k: the candidates (packed as in the packed sort, so no two are
+// equal and the smaller goes first) are cut into chunks of `chunk`; one reduce kernel ranks each
+// candidate within its chunk (chunk compares each, ties of the padding broken by place) and
+// another keeps the k first of each chunk in order (the candidate of each rank), dividing the
+// candidates by chunk / k per round until one chunk holds them all. O(n * chunk) work in
+// 2 * log_{chunk/k}(n) kernels, where the sort takes log2(n)^2 / 2 kernels over all n. Returns
+// the positions of the k first along the last axis, in order (int32).
+Tensor tournament_positions(const Tensor& x, int64_t k, bool descending, int64_t chunk) {
+  const Shape shape = x.shape();
+  const int64_t n = shape.back();
+  const std::string& device = x.device();
+  Shape along(shape.size(), 1);
+  along.back() = n;
+  const Tensor position = Tensor::arange(0, n, 1, device).reshape(along).cast(dtypes::uint64);
+  Tensor packed =
+      sort_key(x, descending).cast(dtypes::uint64).lshift(32).bitwise_or(position).contiguous();
+  const Shape batch(shape.begin(), shape.end() - 1);
+  for (int64_t m = n;;) {
+    const int64_t c = std::min(m, chunk), chunks = (m + c - 1) / c;
+    std::vector<std::pair<int64_t, int64_t>> pads(shape.size(), {0, 0});
+    pads.back() = {0, chunks * c - m};
+    Shape cut = batch, across = batch, down = batch;
+    cut.insert(cut.end(), {chunks, c});
+    across.insert(across.end(), {chunks, c, 1});
+    down.insert(down.end(), {chunks, 1, c});
+    // The padding loses to every candidate: all ones (a real one has a position below 2^31).
+    const Tensor padded = chunks * c == m ? packed : packed.pad(pads, int64_t(-1));
+    const Tensor e = padded.reshape(across), f = padded.reshape(down);
+    Shape place_e(cut.size() + 1, 1), place_f(cut.size() + 1, 1);
+    place_e[place_e.size() - 2] = c;
+    place_f.back() = c;
+    const Tensor at = Tensor::arange(0, c, 1, device).cast(dtypes::int32);
+    const Tensor earlier = at.reshape(place_f).lt(at.reshape(place_e));
+    const Tensor rank =
+        f.lt(e).logical_or(f.eq(e).logical_and(earlier)).cast(dtypes::int32).sum(-1).cast(dtypes::int32);
+    Shape ranks(cut.size() + 1, 1);
+    ranks.back() = k;
+    const Tensor chosen =
+        rank.reshape(across).eq(Tensor::arange(0, k, 1, device).cast(dtypes::int32).reshape(ranks));
+    Shape kept = batch;
+    kept.push_back(chunks * k);
+    packed = chosen.where(e, Tensor::zeros({}, dtypes::uint64, device)).max(-2).reshape(kept);
+    if (chunks == 1) break;
+    m = chunks * k;
+  }
+  return packed.bitwise_and(Tensor::full({}, int64_t(0xffffffffu), dtypes::uint64, device))
+      .cast(dtypes::int32);
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> Tensor::sort(int64_t axis, bool descending) const {
@@ -185,6 +237,17 @@ std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t axis, bool largest) co
   if (k < 0 || k > n)
     throw Error("topk: k = " + std::to_string(k) + " is outside [0, " + std::to_string(n) +
                 "] for axis " + std::to_string(ax) + " of " + desc(*this));
+  // A small k takes the tournament (values of up to 32 bits, which pack with their positions);
+  // the values are then read at the positions, so a gradient flows through that indexed load.
+  const int64_t chunk = std::max<int64_t>(64, int64_t(std::bit_ceil(uint64_t(4 * k))));
+  if (k > 0 && n > chunk && chunk <= 256 && dtype().scalar_size() <= 4) {
+    const Tensor last = x.transpose(ax, -1);
+    const Tensor positions = tournament_positions(last, k, largest, chunk);
+    Tensor values = last.gather(-1, positions).transpose(ax, -1);
+    const Tensor at = positions.transpose(ax, -1);
+    if (ndim() == 0) return {values.reshape({}), at.reshape({})};
+    return {values, at};
+  }
   auto [values, positions] = x.sort(ax, largest);
   std::vector<std::pair<int64_t, int64_t>> keep;
   for (int64_t d : x.shape()) keep.emplace_back(0, d);

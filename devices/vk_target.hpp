@@ -18,6 +18,7 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   t.float64 = caps.features.float64;
   t.storage_8bit = caps.features.storage_buffer_8bit;
   t.storage_16bit = caps.features.storage_buffer_16bit;
+  t.int64_atomics = caps.features.int64_atomics;
   t.max_push_constants_size = caps.limits.max_push_constants_size;
   t.max_workgroup_count = caps.limits.max_workgroup_count;
   t.subgroup_size = caps.limits.subgroup_size;

@@ -379,3 +379,30 @@ TEST(AutogradGradcheck, IndexingAndScatter) {
       return x[0].scatter_reduce(1, index, x[1], r) + x[0].scatter_reduce(1, index, x[1], r, false) * 2;
     }, {Input{{2, 4}}, Input{{2, 3}, -2.1, 1.9}});
 }
+
+// The real scatter's gradients (core/indexed_load.hpp): prod through exact zeros (one zero and
+// two at an element, in the values and in the tensor), as values equal to fixed numbers with x's
+// derivative (x - x0 + c, x0 being gradcheck's values of input k); and the scatter-add behind
+// repeated indexed reads.
+TEST(AutogradGradcheck, ScatterThroughZerosAndRepeatedIndices) {
+  const auto ints = [](std::vector<int32_t> v, Shape s) { return Tensor(v, std::move(s), "CPU"); };
+  const auto fixed = [](const Tensor& x, uint32_t k, std::vector<double> c) {
+    const Tensor x0(input_values(Input{x.shape()}, k + 1), x.shape(), "CPU");
+    return x - x0 + Tensor(c, x.shape(), "CPU");
+  };
+  const Tensor index = ints({0, 1, 1, 2, 2, 3}, {6});
+  gradcheck("scatter_reduce prod at zeros",
+            [&](V x) {
+              const Tensor self = fixed(x[0], 0, {0, 1.5, -2, 0.5});
+              const Tensor src = fixed(x[1], 1, {1.5, 0, 2, 0, 0, -1.25});
+              return self.scatter_reduce(0, index, src, ScatterReduce::Prod) +
+                     self.scatter_reduce(0, index, src, ScatterReduce::Prod, false) * 3;
+            },
+            {v4, Input{{6}}});
+  gradcheck("embedding and gather with repeats",
+            [&](V x) {
+              return ints({2, 0, 2, 2}, {4}).embedding(x[0]).sum(1) +
+                     x[0].gather(0, ints({1, 1, 2, 0, 1, 1, 1, 2, 2}, {3, 3})).sum(0).pad({{0, 1}});
+            },
+            {Input{{3, 3}}});
+}

@@ -177,6 +177,31 @@ TEST_P(ConvPoolNd, AdaptivePoolingAndInterpolation) {
   EXPECT_NE(error_of([&] { r.interpolate({3, 3}, "linear"); }).find("interpolate: mode \"linear\""), std::string::npos);
 }
 
+// At tied maxima both max pools give a window's gradient to its first maximum, as torch (not
+// split as max's would be): 1-D, 2-D against max_pool2d, and a window of nans.
+TEST_P(ConvPoolNd, MaxPoolGradientGoesToTheFirstTiedMaximum) {
+  const std::string dev = GetParam();
+  Tensor x = Tensor(std::vector<float>{2, 2, 1, 3, 3, 3, NAN, NAN}, {1, 1, 8}, dev).requires_grad_();
+  PoolOptions o;
+  o.kernel = {2};
+  (x.max_pool(o) * Tensor(std::vector<float>{1, 2, 3, 4}, {1, 1, 4}, dev)).sum().backward();
+  EXPECT_EQ(x.grad()->to_vector<float>(), (std::vector<float>{1, 0, 0, 2, 3, 0, 4, 0}));
+  const std::vector<float> img{5, 5, 1, 2,  //
+                               5, 0, 2, 2,  //
+                               0, 0, 7, 1,  //
+                               0, 0, 1, 7};
+  Tensor a = Tensor(img, {1, 1, 4, 4}, dev).requires_grad_();
+  Tensor b = Tensor(img, {1, 1, 4, 4}, dev).requires_grad_();
+  PoolOptions two;
+  two.kernel = {2, 2};
+  const Tensor weights(std::vector<float>{1, 2, 3, 4}, {1, 1, 2, 2}, dev);
+  (a.max_pool(two) * weights).sum().backward();
+  (b.max_pool2d() * weights).sum().backward();
+  const std::vector<float> want{1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0};
+  EXPECT_EQ(a.grad()->to_vector<float>(), want);
+  EXPECT_EQ(b.grad()->to_vector<float>(), want);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ConvPoolNd, testing::Values("CPU", "VK"));
 
 }  // namespace
