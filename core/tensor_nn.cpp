@@ -163,7 +163,9 @@ UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor
   const UOpPtr value = out.node(), xn = x.node(), wn = w.node();
   const DType x_dtype = x.dtype();
   // convolve's choice for conv_transpose2d's convolution: its input channels are this one's
-  // outputs per group, its padded input (eh, ew) larger than this one's input.
+  // outputs per group, its padded input (eh, ew) larger than this one's input. Only where that
+  // convolution runs (the input wants a gradient): the weight gradient alone reads the output
+  // gradient faster as it is (beautiful_mnist's first layer).
   const int64_t eh = (kh - 1) * o.dilation.h, ew = (kw - 1) * o.dilation.w;
   const int64_t cout_per_group = w.shape()[0] / o.groups;
   const bool cl_grad =
@@ -171,7 +173,8 @@ UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor
       takes_channels_last(cout_per_group, double(x.shape()[0]) * double(x.shape()[1]) *
                                               double(cout_per_group) * double(kh * kw) *
                                               double(x.shape()[2] + eh) *
-                                              double(x.shape()[3] + ew));
+                                              double(x.shape()[3] + ew)) &&
+      x.requires_grad();
   return with_custom_gradient(
       value, {xn, wn}, [=](const Tensor& grad) -> std::vector<std::optional<Tensor>> {
         // Both gradients read every element of the output's gradient kh * kw (or batch) times:
