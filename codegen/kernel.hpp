@@ -107,6 +107,7 @@ class Kernel {
   void permute_axes(const std::vector<int64_t>& order);
   void sort_axes();  // into the canonical order of kinds (kind_rank), stably
   void merge_adjacent();
+  void order_by_loads();
 
   UOpPtr ast_;
   Shape full_shape_;

@@ -614,6 +614,30 @@ void order_around_assigns(Schedule& sched, const std::vector<ItemAccess>& access
   sched.items = std::move(ordered);
 }
 
+// viewed_buffer through values realized earlier in this schedule (or before it), whose buffer
+// views stand in for them: x.permute(p).contiguous().permute(q).contiguous() with q p the
+// identity is the first copy's buffer in order, and needs no second copy (a convolution's
+// gradient made channels-last once for both its consumers: core/tensor_nn.cpp).
+const UOp* viewed_realized(const UOp* n, Chain& chain, const Schedule& sched,
+                           const Analysis& analysis) {
+  // Realized views are movement ops over a BUFFER: the walk ends at the second step.
+  for (;;) {
+    while (is_movement(n->op) ||
+           (n->op == Ops::DETACH && std::holds_alternative<std::monostate>(n->arg))) {
+      if (n->op != Ops::DETACH) chain.insert(chain.begin(), n);
+      n = n->src[0].get();
+    }
+    if (n->op == Ops::BUFFER) return n;
+    if (n->sym_shape()) return nullptr;
+    if (auto it = sched.realized.find(n); it != sched.realized.end())
+      n = it->second.get();
+    else if (auto p = analysis.prior.find(n); p != analysis.prior.end())
+      n = p->second.get();
+    else
+      return nullptr;
+  }
+}
+
 }  // namespace
 
 Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
@@ -645,11 +669,17 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
     Chain chain;
     const UOp* value = n->op == Ops::CONTIGUOUS ? n->src[0].get() : n;
     const bool clone = n->op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(n->arg);
-    if (const UOp* buf = clone ? nullptr : viewed_buffer(value, chain)) {
+    if (const UOp* buf = clone ? nullptr : viewed_realized(value, chain, sched, analysis)) {
       const ShapeTracker st = apply_chain(ShapeTracker::from_shape({buffer_of(*buf).count()}), chain);
       // contiguous() alone holds for a prefix (a shrink to [0, k)): that is not the whole buffer.
       if (st.contiguous() && prod(*n->shape()) == buffer_of(*buf).count()) {
-        sched.realized.emplace(n, value->ptr());
+        // Through a realized value, the view is that value's buffer in n's shape.
+        Chain direct;
+        sched.realized.emplace(n,
+                               viewed_buffer(value, direct) ? value->ptr()
+                               : *n->shape() == Shape{buffer_of(*buf).count()}
+                                   ? buf->ptr()
+                                   : UOp::make(Ops::RESHAPE, n->dtype, {buf->ptr()}, *n->shape()));
         continue;
       }
     }

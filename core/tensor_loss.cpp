@@ -168,13 +168,20 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ign
   const Tensor logp = log_softmax(-1);
   const Tensor counted = target.ne(Tensor::full({}, ignore_index, target.dtype(), device()));
   const Tensor zero = zero_like(logp);
-  const Tensor picked = class_mask(target, classes, ndim() - 1).where(logp, zero).sum(-1);
   const double eps = label_smoothing;
-  Tensor per = picked * (1 - eps);
+  const Tensor mask = class_mask(target, classes, ndim() - 1);
+  if (reduction != Reduction::None) {
+    // Summed over the batch, the loss is one reduce over every logit, as tinygrad's: a sum over
+    // the classes per sample, then over the samples, would be two kernels.
+    Tensor term = mask.where(logp, zero) * (1 - eps);
+    if (eps > 0) term = term + logp * (eps / double(classes));
+    const Tensor total = -counted.unsqueeze(-1).where(term, zero).sum();
+    if (reduction == Reduction::Sum) return total;
+    return total / counted.sum().cast(total.dtype());
+  }
+  Tensor per = mask.where(logp, zero).sum(-1) * (1 - eps);
   if (eps > 0) per = per + logp.mean(-1) * eps;
-  per = -counted.where(per, zero);
-  if (reduction == Reduction::Mean) return per.sum() / counted.sum().cast(per.dtype());
-  return reduce_loss(per, reduction);
+  return -counted.where(per, zero);
 }
 
 // -(y log p + (1 - y) log(1 - p)), each log clamped to >= -100 as torch, so that p = 0 or 1 gives

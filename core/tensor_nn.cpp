@@ -47,6 +47,12 @@ Tensor pad_or_trim(const Tensor& x, const Pads& pads) {
   return grown.shrink(trim);
 }
 
+// Whether convolve lays both operands out channels-last (see there): the input channels of a
+// group fill vec4s and the convolution is big enough to pay for two more kernels.
+bool takes_channels_last(int64_t cin_per_group, double multiply_adds) {
+  return cin_per_group % 4 == 0 && multiply_adds >= double(1 << 22);
+}
+
 // The convolution both conv2d and conv_transpose2d end in; `pads` are (before, after) per
 // spatial dimension and may be negative (a trim).
 Tensor convolve(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Size2 stride,
@@ -63,7 +69,7 @@ Tensor convolve(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b
   const int64_t columns = (x.shape()[3] + pads[3].first + pads[3].second) / stride.w;
   const double multiply_adds =  // in double: a product of six dimensions may pass int64
       double(bs) * double(cout) * double(cin) * double(kh * kw) * double(rows) * double(columns);
-  const bool channels_last = cin % 4 == 0 && multiply_adds >= double(1 << 22);
+  const bool channels_last = takes_channels_last(cin, multiply_adds);
   const Tensor xl = channels_last ? x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}) : x;
   const Tensor wl = channels_last ? w.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}) : w;
   const Tensor padded = pad_or_trim(xl, pads);
@@ -125,7 +131,17 @@ Tensor Tensor::linear(const Tensor& weight, const std::optional<Tensor>& bias) c
                 " must be (out, in) with in equal to the input's last dimension (input " +
                 desc(*this) + ")");
   check_bias(bias, weight.shape()[0], *this, weight, "linear");
-  const Tensor y = dot(weight.transpose());
+  if (has_symbolic_shape() || weight.has_symbolic_shape()) {
+    const Tensor y = dot(weight.transpose());
+    return bias ? y + *bias : y;
+  }
+  // dot()'s product with the weight as it is stored, (..., 1, in) * (out, in) summed over in:
+  // the same kernel, and the weight's gradient is a reduce in the weight's own layout. Through
+  // dot(weight.transpose()) it came out transposed, and the optimizer's elementwise updates read
+  // it with a stride (an MLP's Adam step on Lavapipe: 3 kernels over the 784x128 weight).
+  Shape xs = shape();
+  xs.insert(xs.end() - 1, 1);
+  const Tensor y = (reshape(xs) * weight).sum(-1).cast(promote(dtype(), weight.dtype()));
   return bias ? y + *bias : y;
 }
 
@@ -146,12 +162,29 @@ UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor
                     (x.shape()[3] + 2 * o.padding.w - (kw - 1) * o.dilation.w - 1) % o.stride.w};
   const UOpPtr value = out.node(), xn = x.node(), wn = w.node();
   const DType x_dtype = x.dtype();
+  // convolve's choice for conv_transpose2d's convolution: its input channels are this one's
+  // outputs per group, its padded input (eh, ew) larger than this one's input. Only where that
+  // convolution runs (the input wants a gradient): the weight gradient alone reads the output
+  // gradient faster as it is (beautiful_mnist's first layer).
+  const int64_t eh = (kh - 1) * o.dilation.h, ew = (kw - 1) * o.dilation.w;
+  const int64_t cout_per_group = w.shape()[0] / o.groups;
+  const bool cl_grad =
+      o.stride.h == 1 && o.stride.w == 1 && x_dtype.is_float() &&
+      takes_channels_last(cout_per_group, double(x.shape()[0]) * double(x.shape()[1]) *
+                                              double(cout_per_group) * double(kh * kw) *
+                                              double(x.shape()[2] + eh) *
+                                              double(x.shape()[3] + ew)) &&
+      x.requires_grad();
   return with_custom_gradient(
       value, {xn, wn}, [=](const Tensor& grad) -> std::vector<std::optional<Tensor>> {
         // Both gradients read every element of the output's gradient kh * kw (or batch) times:
         // computed once into a buffer, not recomputed per read where it is a long elementwise chain
         // (a batchnorm's and a relu's backward, say).
-        const Tensor g = grad.contiguous();
+        // Channels-last where the input gradient's convolution copies it so (stride 1: its input
+        // is this gradient, not a dilation of it): that copy is then this buffer in order, no
+        // kernel (core/schedule.cpp), and the weight gradient reads it as well.
+        const Tensor g = cl_grad ? grad.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2})
+                                 : grad.contiguous();
         const auto dw = compute_gradient(GradientRequest{value, g.node(), {wn.get()}, {}});
         std::optional<Tensor> dx;
         if (x_dtype.is_float())

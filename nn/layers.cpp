@@ -118,7 +118,10 @@ Tensor BatchNorm::operator()(const Tensor& x) const {
     const Tensor mean_kept = x.mean(axes, true);
     const Tensor mean = mean_kept.reshape({c});
     // The biased variance normalizes, as torch; the running estimate takes the unbiased one.
-    const Tensor centered = x - mean_kept;
+    // The variance centers on the mean detached, as tinygrad: its gradient through the mean is
+    // -2/n * sum(x - mean) * dvar = 0 exactly, and computing that zero is a reduce over the whole
+    // input in every backward pass (one kernel per layer).
+    const Tensor centered = x - mean_kept.detach();
     const Tensor var = (centered * centered).mean(axes);
     if (Tensor::training && track_running_stats) {
       NoGrad no_grad;

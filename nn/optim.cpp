@@ -145,8 +145,9 @@ void Adam::begin_step(std::vector<Tensor>& states) {
   const Tensor i = Tensor::arange(0, 2, 1, betas_t_.device());
   betas_t_.assign(betas_t_ * i.eq(0).where(beta1_, beta2_).cast(dtypes::float32));
   states.push_back(betas_t_);
-  step_size_ = lr_tensor() / (1.0 - betas_t_[0]);
-  bias_correction2_sqrt_ = (1.0 - betas_t_[1]).sqrt();
+  const Tensor bias_correction2_sqrt = (1.0 - betas_t_[1]).sqrt();
+  step_size_ = lr_tensor() * bias_correction2_sqrt / (1.0 - betas_t_[0]);
+  eps_hat_ = bias_correction2_sqrt * eps_;
 }
 
 Tensor Adam::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {
@@ -163,8 +164,11 @@ Tensor Adam::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {
   v_[i].assign(v_[i] * beta2_ + g * g * (1.0 - beta2_));
   states.push_back(m_[i]);
   states.push_back(v_[i]);
-  // torch's form: p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
-  return base - *step_size_ * m_[i] / (v_[i].sqrt() / *bias_correction2_sqrt_ + eps_);
+  // torch's p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), with sqrt(bc2) moved into the
+  // scalars (the paper's own form): one division per element, not two. Lavapipe divides in
+  // software to round exactly (codegen/glsl_helpers.cpp), which made the two divisions most of
+  // the update's time (a 784x128 weight on a loaded Lavapipe: 0.49 -> 0.42 ms, fastest of a run).
+  return base - *step_size_ * m_[i] / (v_[i].sqrt() + *eps_hat_);
 }
 
 StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma)

@@ -91,7 +91,8 @@ class Adam : public Optimizer {
   // (beta1^t, beta2^t) on the device, multiplied in place each step (as tinygrad's b1_t, b2_t):
   // one tensor, so that advancing both is one kernel.
   Tensor betas_t_;
-  std::optional<Tensor> step_size_, bias_correction2_sqrt_;  // lr / (1 - beta1^t), sqrt(1 - beta2^t)
+  // lr sqrt(1 - beta2^t) / (1 - beta1^t) and eps sqrt(1 - beta2^t): see Adam::update.
+  std::optional<Tensor> step_size_, eps_hat_;
 };
 
 class AdamW : public Adam {

@@ -390,6 +390,34 @@ TEST_F(Opts, LavapipeHeuristicsUpcastElementwiseKernelsWithShortRows) {
   agree(e);
 }
 
+// An elementwise kernel whose inputs share a layout its output does not have (channels-first
+// inputs stored channels-last) runs in the inputs' order, so that its loads are the contiguous
+// accesses and its one store the strided one; with one input and one output (a transposing copy)
+// it keeps the output's order. Both agree with the interpreter and the closed form.
+TEST_F(Opts, ElementwiseKernelsRunInTheOrderMostOfTheirLoadsShare) {
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t n = 2, c = 8, h = 5, w = 6;
+  const std::vector<float> a = ints(n * c * h * w, 7, 11, 5), b = ints(n * c * h * w, 5, 13, 6),
+                           d = ints(n * c * h * w, 3, 7, 2);
+  const Shape nchw{n, c, h, w};
+  const Tensor stored =
+      (Tensor(a, nchw) * Tensor(b, nchw) + Tensor(d, nchw)).permute({0, 2, 3, 1}).contiguous();
+  EXPECT_EQ(Kernel(create_schedule({stored.node()}).items[0].ast).full_shape(),
+            (Shape{n, c, h * w}));
+  std::vector<float> want(a.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t p = 0; p < h * w; ++p) {
+        const size_t from = size_t((i * c + j) * h * w + p);
+        want[size_t((i * h * w + p) * c + j)] = a[from] * b[from] + d[from];
+      }
+  EXPECT_EQ(agree(lowered(stored, {}, &cpu)), want);
+
+  const Tensor copied = Tensor(a, nchw).permute({0, 2, 3, 1}).contiguous();
+  EXPECT_EQ(Kernel(create_schedule({copied.node()}).items[0].ast).full_shape(),
+            (Shape{n, h * w, c}));
+}
+
 // STAGE: classic shared-memory tiling (what GPUs want): a 2-D workgroup of 4x4 invocations, each
 // with a 4x4 register tile, copies the A and B tiles of each 8-step of k into shared memory
 // together, then computes from there: k of 1, 3 and 8 tile steps, and a fused epilogue.
