@@ -1,0 +1,19 @@
+// The operator table: every family's rows, built once on first use.
+#include <vkgrad/onnx/ops.hpp>
+
+namespace vkg::onnx {
+
+const OpTable& op_table() {
+  static const OpTable table = [] {
+    OpTable t;
+    add_elementwise_ops(t);
+    add_reduce_ops(t);
+    add_shape_ops(t);
+    add_generator_ops(t);
+    add_nn_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace vkg::onnx

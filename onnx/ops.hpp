@@ -1,0 +1,13 @@
+// The operator families: each file onnx/ops_<family>.cpp adds its rows to the table.
+#pragma once
+#include <vkgrad/onnx/op_context.hpp>
+
+namespace vkg::onnx {
+
+void add_elementwise_ops(OpTable& t);  // math, activations, comparisons, logic, Cast, Where
+void add_reduce_ops(OpTable& t);       // Reduce*, ArgMax/ArgMin, Softmax family, CumSum, TopK
+void add_shape_ops(OpTable& t);        // Reshape, Transpose, Concat, Slice, Gather, Pad, ...
+void add_generator_ops(OpTable& t);    // Constant, ConstantOfShape, Shape, Size, Range, EyeLike
+void add_nn_ops(OpTable& t);           // Conv, pools, normalizations, MatMul, Gemm, Einsum
+
+}  // namespace vkg::onnx
