@@ -87,7 +87,11 @@ Model Model::finish_load(std::unique_ptr<Impl> impl, const std::string& base_dir
   for (const auto& op : proto.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") impl->opset = op.version();
   }
-  if (impl->opset == 0) throw Error("onnx: the model imports no opset of the default ONNX domain");
+  if (impl->opset == 0) {
+    for (const auto& op : proto.opset_import())  // a model of another domain's operators only
+      throw Unsupported("onnx: operator domain '" + op.domain() + "' is not supported");
+    throw Error("onnx: the model imports no opset of the default ONNX domain");
+  }
   if (impl->opset > kMaxOpset)
     throw Unsupported("onnx: opset " + std::to_string(impl->opset) +
                       " is newer than ONNX 1.12's (" + std::to_string(kMaxOpset) +
@@ -142,6 +146,9 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& gi
         throw Error("onnx: input '" + name + "' has shape " + shape_str(t.shape()) +
                     ", the model wants " + shape_str(info->shape) + " (-1: any size)");
     }
+    if (t.dtype() == dtypes::bfloat16 && impl_->device != "CPU")
+      throw Unsupported("onnx: input '" + name + "': bfloat16 on device " + impl_->device +
+                        " is not supported");
     env.insert_or_assign(name, Value(t));
   }
   for (const auto& info : impl_->inputs)

@@ -11,6 +11,7 @@ const OpTable& op_table() {
     add_shape_ops(t);
     add_generator_ops(t);
     add_nn_ops(t);
+    add_resize_ops(t);
     return t;
   }();
   return table;

@@ -15,8 +15,24 @@ OpFn unary(Unary f) {
   return [f](OpContext& c) -> std::vector<Value> { return {f(c.in(0))}; };
 }
 
+// Before opset 7, B broadcast only with broadcast = 1, aligned at `axis` (the suffix by default).
+Tensor legacy_broadcast(OpContext& c, const Tensor& a, const Tensor& b) {
+  if (c.opset() >= 7) return b;
+  if (!c.attr_i("broadcast", 0)) return b;
+  const int64_t axis = c.attr_i("axis", a.ndim() - b.ndim());
+  if (axis < 0 || axis + b.ndim() > a.ndim())
+    c.fail("B of shape " + shape_str(b.shape()) + " does not fit at axis " + std::to_string(axis));
+  Shape s(size_t(axis), 1);
+  s.insert(s.end(), b.shape().begin(), b.shape().end());
+  s.resize(size_t(a.ndim()), 1);
+  return b.reshape(s);
+}
+
 OpFn binary(Tensor (*f)(const Tensor&, const Tensor&)) {
-  return [f](OpContext& c) -> std::vector<Value> { return {f(c.in(0), c.in(1))}; };
+  return [f](OpContext& c) -> std::vector<Value> {
+    const Tensor a = c.in(0);
+    return {f(a, legacy_broadcast(c, a, c.in(1)))};
+  };
 }
 
 // Max, Min, Sum, Mean: any number of inputs, broadcast together.
@@ -52,12 +68,18 @@ std::vector<Value> cast(OpContext& c) {
   const int64_t to = c.attr_i("to", 0);
   const DType d = dtype_from_onnx(int32_t(to), c.where());
   const Value& v = c.value(0);
+  check_computable(c, d);
+  check_computable(c, v.tensor.dtype());
   Tensor t = as_dtype(v.tensor, d);
   if (v.host && (d.is_int() || d.is_bool())) return {Value(t, *v.host)};
   return {t};
 }
 
-std::vector<Value> cast_like(OpContext& c) { return {as_dtype(c.in(0), c.in(1).dtype())}; }
+std::vector<Value> cast_like(OpContext& c) {
+  check_computable(c, c.in(0).dtype());
+  check_computable(c, c.in(1).dtype());
+  return {as_dtype(c.in(0), c.in(1).dtype())};
+}
 
 std::vector<Value> where(OpContext& c) { return {c.in(0).where(c.in(1), c.in(2))}; }
 
@@ -117,8 +139,17 @@ std::vector<Value> shrink(OpContext& c) {
   const Tensor y = x.lt(-lambd).where(x + bias, x.gt(lambd).where(x - bias, x.scalar_like(0)));
   return {as_dtype(y, x.dtype())};
 }
+// PRelu: the slope broadcasts to x; a 1-D slope of x's channel count (older exporters) runs
+// along axis 1.
 std::vector<Value> prelu(OpContext& c) {
-  const Tensor x = c.in(0), slope = c.in(1);
+  const Tensor x = c.in(0);
+  Tensor slope = c.in(1);
+  if (slope.ndim() == 1 && x.ndim() > 2 && slope.shape()[0] == x.shape()[1] &&
+      slope.shape()[0] != x.shape().back()) {
+    Shape s(size_t(x.ndim() - 1), 1);
+    s[0] = slope.shape()[0];
+    slope = slope.reshape(s);
+  }
   return {x.lt(0.0).where(x * slope, x)};
 }
 std::vector<Value> softplus(OpContext& c) { return {c.in(0).softplus()}; }

@@ -177,7 +177,9 @@ OpFn pool(bool max) {
                   .dilation = d,
                   .ceil_mode = ceil,
                   .count_include_pad = include_pad};
-    const bool even = symmetric(p);
+    // vkgrad pools pad evenly by at most half the kernel (torch's rule); other pads go on first.
+    bool even = symmetric(p);
+    for (size_t i = 0; i < dims; ++i) even = even && 2 * p[i].first <= k[i];
     if (even)
       for (size_t i = 0; i < dims; ++i) o.padding[i] = p[i].first;
     if (max) {

@@ -68,6 +68,12 @@ OpFn reduce(Reduce kind, int64_t input_from) {
           return x.sum(a, keep).log();
         case Reduce::LogSumExp:
           if (empty) return x.sum(a, keep).log();
+          if (x.dtype() == dtypes::float64) {  // GLSL has no float64 exp: exponentials in float32
+            const Tensor m = x.max(a, true);
+            const Tensor s =
+                (x - m).cast(dtypes::float32).exp().sum(a, true).log().cast(dtypes::float64) + m;
+            return keep ? s : s.reshape(x.sum(a, false).shape());
+          }
           return x.logsumexp(a, keep);
         case Reduce::SumSquare:
           return x.square().sum(a, keep);
