@@ -2,6 +2,8 @@
 // name the node.
 #include <vkgrad/onnx/op_context.hpp>
 
+#include <cstring>
+
 namespace vkg::onnx {
 
 OpContext::OpContext(const ::onnx::NodeProto& node, int64_t opset, std::vector<const Value*> inputs,
@@ -44,7 +46,63 @@ std::vector<int64_t> OpContext::ints_in(size_t i) const {
 std::vector<double> OpContext::doubles_in(size_t i) const {
   const Value& v = value(i);
   if (v.host) return {v.host->begin(), v.host->end()};
-  return v.tensor.cast(dtypes::float64).to_vector<double>();
+  return host_doubles(v.tensor);
+}
+
+// Converted on the host, so devices without float64 read them too.
+std::vector<double> host_doubles(const Tensor& t) {
+  const std::vector<std::byte> raw = t.bytes();
+  const size_t n = size_t(t.numel());
+  std::vector<double> out(n);
+  auto read = [&]<class T>(T) {
+    for (size_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+      out[i] = double(v);
+    }
+  };
+  switch (t.dtype().scalar) {
+    case Scalar::Float32:
+      read(float{});
+      break;
+    case Scalar::Float64:
+      read(double{});
+      break;
+    case Scalar::Float16:
+      read(float16_t{0.0f});
+      break;
+    case Scalar::BFloat16:
+      read(bfloat16_t{0.0f});
+      break;
+    case Scalar::Bool:
+    case Scalar::UInt8:
+      read(uint8_t{});
+      break;
+    case Scalar::Int8:
+      read(int8_t{});
+      break;
+    case Scalar::Int16:
+      read(int16_t{});
+      break;
+    case Scalar::UInt16:
+      read(uint16_t{});
+      break;
+    case Scalar::Int32:
+      read(int32_t{});
+      break;
+    case Scalar::UInt32:
+      read(uint32_t{});
+      break;
+    case Scalar::Int64:
+      read(int64_t{});
+      break;
+    case Scalar::UInt64:
+      read(uint64_t{});
+      break;
+    default:
+      throw Error("onnx: cannot read " + t.dtype().name() + " values on the host");
+  }
+  return out;
 }
 
 const ::onnx::AttributeProto* OpContext::attr(std::string_view name) const {

@@ -92,6 +92,8 @@ int64_t axis_of(const OpContext& ctx, int64_t axis, int64_t rank);
 // ONNX dtype numbers (TensorProto.DataType) to vkgrad's; Unsupported for strings and complex.
 DType dtype_from_onnx(int32_t type, const std::string& where);
 int32_t onnx_from_dtype(DType d);
+// The elements of t as doubles, read on the host (a sync unless t is realized).
+std::vector<double> host_doubles(const Tensor& t);
 // Unsupported when the node's device cannot compute in d (bfloat16 has no GLSL type: only the CPU
 // device computes with it).
 void check_computable(const OpContext& ctx, DType d);

@@ -12,6 +12,11 @@ const OpTable& op_table() {
     add_generator_ops(t);
     add_nn_ops(t);
     add_resize_ops(t);
+    add_quantize_ops(t);
+    add_signal_ops(t);
+    add_indexing_ops(t);
+    add_host_ops(t);
+    add_rnn_ops(t);
     return t;
   }();
   return table;

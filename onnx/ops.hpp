@@ -10,5 +10,10 @@ void add_shape_ops(OpTable& t);        // Reshape, Transpose, Concat, Slice, Gat
 void add_generator_ops(OpTable& t);    // Constant, ConstantOfShape, Shape, Size, Range, EyeLike
 void add_nn_ops(OpTable& t);           // Conv, pools, normalizations, MatMul, Gemm, Einsum
 void add_resize_ops(OpTable& t);       // Resize, Upsample
+void add_quantize_ops(OpTable& t);     // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void add_signal_ops(OpTable& t);       // window functions
+void add_indexing_ops(OpTable& t);     // ScatterND, GatherND, ReverseSequence, MaxUnpool
+void add_host_ops(OpTable& t);         // ops whose result's shape needs values: Unique, NMS, Det
+void add_rnn_ops(OpTable& t);          // RNN, GRU, LSTM
 
 }  // namespace vkg::onnx

@@ -180,18 +180,6 @@ std::vector<Value> gather_elements(OpContext& c) {
   return {x.gather(axis, wrap_index(c.in(1), x.shape()[size_t(axis)]))};
 }
 
-// GatherND: the last axis of indices addresses the leading axes of data (after batch_dims).
-std::vector<Value> gather_nd(OpContext& c) {
-  const Tensor x = c.in(0), idx = c.in(1);
-  const int64_t b = c.attr_i("batch_dims", 0);
-  const int64_t k = idx.shape().back();
-  if (b != 0) c.unsupported("batch_dims = " + std::to_string(b));
-  std::vector<Index> index;
-  for (int64_t j = 0; j < k; ++j)
-    index.push_back(wrap_index(idx[{ellipsis, j}], x.shape()[size_t(j)]));
-  return {x[index]};
-}
-
 std::vector<int64_t> squeeze_axes(OpContext& c, int input_from) {
   if (c.opset() >= input_from) return c.has(1) ? c.ints_in(1) : std::vector<int64_t>{};
   return c.attr_ints("axes", {});
@@ -378,7 +366,6 @@ void add_shape_ops(OpTable& t) {
   t["Slice"] = slice;
   t["Gather"] = gather;
   t["GatherElements"] = gather_elements;
-  t["GatherND"] = gather_nd;
   t["Squeeze"] = squeeze;
   t["Unsqueeze"] = unsqueeze;
   t["Flatten"] = flatten;
