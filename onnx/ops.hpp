@@ -16,4 +16,8 @@ void add_indexing_ops(OpTable& t);     // ScatterND, GatherND, ReverseSequence, 
 void add_host_ops(OpTable& t);         // ops whose result's shape needs values: Unique, NMS, Det
 void add_rnn_ops(OpTable& t);          // RNN, GRU, LSTM
 
+// Conv of x by w (and bias b) with the node's Conv attributes: Conv, ConvInteger and QLinearConv.
+std::vector<Value> conv_of(OpContext& c, const Tensor& x, const Tensor& w,
+                           const std::optional<Tensor>& b);
+
 }  // namespace vkg::onnx

@@ -70,10 +70,12 @@ Tensor channel_param(const Tensor& p, int64_t rank) {
   return p.reshape(s);
 }
 
-std::vector<Value> conv(OpContext& c) {
-  Tensor x = c.in(0);
-  const Tensor w = c.in(1);
-  const auto b = c.opt(2);
+}  // namespace
+
+// Conv of x by w (and b) with the node's attributes; ConvInteger and QLinearConv call it too.
+std::vector<Value> conv_of(OpContext& c, const Tensor& input, const Tensor& w,
+                           const std::optional<Tensor>& b) {
+  Tensor x = input;
   const size_t dims = size_t(x.ndim()) - 2;
   if (dims < 1 || dims > 3) c.unsupported(std::to_string(dims) + "-d convolution");
   const std::vector<int64_t> k(w.shape().begin() + 2, w.shape().end());
@@ -100,6 +102,10 @@ std::vector<Value> conv(OpContext& c) {
       .stride = s, .padding = sym, .dilation = d, .output_padding = {0}, .groups = groups};
   return {dims == 1 ? x.conv1d(w, b, o) : x.conv3d(w, b, o)};
 }
+
+namespace {
+
+std::vector<Value> conv(OpContext& c) { return conv_of(c, c.in(0), c.in(1), c.opt(2)); }
 
 // ConvTranspose: the full transposed convolution, then output_padding appended and the pads cut
 // from each end (pads from output_shape or auto_pad as ONNX defines them).
