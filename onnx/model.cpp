@@ -1,6 +1,9 @@
 // Model (see model.hpp): parsing and checking a ModelProto, and building the graph of its nodes
-// over Tensor ops on each run.
+// over Tensor ops on each run. A graph runs in a scope of named values; a subgraph (If's branches,
+// Loop's and Scan's bodies) runs in a scope of its own that sees its enclosing graph's values.
 #include <vkgrad/onnx/model.hpp>
+
+#include <onnx/onnx-data_pb.h>
 
 #include <fstream>
 #include <sstream>
@@ -23,23 +26,131 @@ std::string join(const std::vector<std::string>& names) {
   return out.empty() ? "none" : out;
 }
 
-ValueInfo value_info_of(const ::onnx::ValueInfoProto& v, const char* kind) {
-  ValueInfo info;
-  info.name = v.name();
-  if (!v.has_type()) return info;
-  if (!v.type().has_tensor_type())
-    throw Unsupported("onnx: graph " + std::string(kind) + " '" + v.name() +
-                      "' is not a tensor (sequences, maps and optionals are not supported)");
-  const auto& tt = v.type().tensor_type();
-  if (tt.elem_type() != 0)
-    info.dtype =
-        dtype_from_onnx(tt.elem_type(), std::string("graph ") + kind + " '" + v.name() + "'");
+std::string node_name(const ::onnx::NodeProto& node) {
+  return "node '" + (node.name().empty() && node.output_size() ? node.output(0) : node.name()) +
+         "' (" + node.op_type() + ")";
+}
+
+void fill_tensor_type(ValueInfo& info, const ::onnx::TypeProto_Tensor& tt,
+                      const std::string& where) {
+  if (tt.elem_type() != 0) info.dtype = dtype_from_onnx(tt.elem_type(), where);
   if (tt.has_shape()) {
     info.has_shape = true;
     for (const auto& d : tt.shape().dim())
       info.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
   }
+}
+
+ValueInfo value_info_of(const ::onnx::ValueInfoProto& v, const char* kind) {
+  ValueInfo info;
+  info.name = v.name();
+  const std::string where = std::string("graph ") + kind + " '" + v.name() + "'";
+  if (!v.has_type()) return info;
+  const ::onnx::TypeProto* t = &v.type();
+  if (t->has_optional_type()) {
+    info.kind = ValueInfo::Kind::Optional;
+    t = &t->optional_type().elem_type();
+  } else if (t->has_sequence_type()) {
+    info.kind = ValueInfo::Kind::Sequence;
+  }
+  if (t->has_sequence_type()) t = &t->sequence_type().elem_type();
+  if (t->has_tensor_type())
+    fill_tensor_type(info, t->tensor_type(), where);
+  else if (t->value_case() != ::onnx::TypeProto::VALUE_NOT_SET)
+    throw Unsupported("onnx: " + where +
+                      " is neither a tensor nor a sequence or optional of tensors");
   return info;
+}
+
+// Every node's operator (also in subgraphs) is one the table has, in the default domain.
+void check_graph(const ::onnx::GraphProto& g, const OpTable& table) {
+  for (const auto& node : g.node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      throw Unsupported("onnx: " + node_name(node) + ": operator domain '" + node.domain() +
+                        "' is not supported");
+    if (!table.count(node.op_type()))
+      throw Unsupported("onnx: " + node_name(node) + ": operator " + node.op_type() +
+                        " is not supported");
+    for (const auto& a : node.attribute())
+      if (a.type() == ::onnx::AttributeProto::GRAPH) check_graph(a.g(), table);
+  }
+}
+
+// Named values: a graph's own, and (read-only) its enclosing graph's.
+struct Scope {
+  std::unordered_map<std::string, Value> values;
+  const Scope* outer = nullptr;
+  const Value* find(const std::string& name) const {
+    auto it = values.find(name);
+    if (it != values.end()) return &it->second;
+    return outer ? outer->find(name) : nullptr;
+  }
+};
+
+void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset, const std::string& device);
+
+std::vector<Value> run_subgraph(const ::onnx::GraphProto& body, const std::vector<Value>& inputs,
+                                const Scope& outer, int64_t opset, const std::string& device) {
+  Scope inner;
+  inner.outer = &outer;
+  for (const auto& init : body.initializer()) {
+    ::onnx::TensorProto copy = init;
+    auto host = host_ints_of(copy, "", kHostIntLimit);
+    Tensor t = tensor_from_proto(copy, device, "initializer '" + init.name() + "'");
+    inner.values.insert_or_assign(init.name(), host ? Value(t, *host) : Value(t));
+  }
+  if (int(inputs.size()) > body.input_size())
+    throw Error("onnx: subgraph '" + body.name() + "' takes " + std::to_string(body.input_size()) +
+                " inputs, not " + std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    inner.values.insert_or_assign(body.input(int(i)).name(), inputs[i]);
+  run_nodes(body, inner, opset, device);
+  std::vector<Value> out;
+  for (const auto& o : body.output()) {
+    const Value* v = inner.find(o.name());
+    if (!v) throw Error("onnx: subgraph output '" + o.name() + "' is computed by no node");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset,
+               const std::string& device) {
+  const OpTable& table = op_table();
+  for (const auto& node : g.node()) {
+    std::vector<const Value*> ins;
+    for (const auto& name : node.input()) {
+      if (name.empty()) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      const Value* v = scope.find(name);
+      if (!v)
+        throw Error("onnx: " + node_name(node) + " reads '" + name +
+                    "', which no input, initializer or earlier node gives");
+      ins.push_back(v);
+    }
+    OpContext ctx(node, opset, std::move(ins), device,
+                  [&](const ::onnx::GraphProto& body, const std::vector<Value>& inputs) {
+                    return run_subgraph(body, inputs, scope, opset, device);
+                  });
+    std::vector<Value> outs;
+    try {
+      outs = table.find(node.op_type())->second(ctx);
+    } catch (const Unsupported&) {
+      throw;
+    } catch (const Error& e) {
+      if (std::string_view(e.what()).starts_with("onnx: ")) throw;
+      throw Error("onnx: " + ctx.where() + ": " + e.what());
+    }
+    if (auto unread = ctx.unread_attrs(); !unread.empty())
+      ctx.unsupported("attribute '" + unread[0] + "'");
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (node.output(i).empty()) continue;
+      if (size_t(i) >= outs.size()) ctx.unsupported("output " + std::to_string(i));
+      scope.values.insert_or_assign(node.output(i), std::move(outs[size_t(i)]));
+    }
+  }
 }
 
 }  // namespace
@@ -97,18 +208,7 @@ Model Model::finish_load(std::unique_ptr<Impl> impl, const std::string& base_dir
                       " is newer than ONNX 1.12's (" + std::to_string(kMaxOpset) +
                       ") and is not supported");
   auto& graph = *proto.mutable_graph();
-
-  const OpTable& table = op_table();
-  for (const auto& node : graph.node()) {
-    const std::string name =
-        "node '" + (node.name().empty() && node.output_size() ? node.output(0) : node.name()) +
-        "' (" + node.op_type() + ")";
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      throw Unsupported("onnx: " + name + ": operator domain '" + node.domain() +
-                        "' is not supported");
-    if (!table.count(node.op_type()))
-      throw Unsupported("onnx: " + name + ": operator " + node.op_type() + " is not supported");
-  }
+  check_graph(graph, op_table());
 
   for (auto& init : *graph.mutable_initializer()) {
     const std::string where = "initializer '" + init.name() + "'";
@@ -122,93 +222,121 @@ Model Model::finish_load(std::unique_ptr<Impl> impl, const std::string& base_dir
   return Model(std::move(impl));
 }
 
-std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& given) const {
-  const auto& graph = impl_->proto.graph();
-  std::unordered_map<std::string, Value> env = impl_->initializers;
-
+std::map<std::string, Data> Model::run_data(const std::map<std::string, Data>& given) const {
+  Scope scope;
+  scope.values = impl_->initializers;
   std::vector<std::string> input_names;
   for (const auto& info : impl_->inputs) input_names.push_back(info.name);
-  for (const auto& [name, t] : given) {
+  for (const auto& [name, data] : given) {
     const ValueInfo* info = nullptr;
     for (const auto& i : impl_->inputs)
       if (i.name == name) info = &i;
     if (!info && !impl_->initializers.count(name))
       throw Error("onnx: the model has no input '" + name + "' (its inputs: " + join(input_names) +
                   ")");
-    if (info && info->dtype && *info->dtype != t.dtype())
-      throw Error("onnx: input '" + name + "' must be " + info->dtype->name() + ", not " +
-                  t.dtype().name());
-    if (info && info->has_shape) {
-      bool ok = info->shape.size() == t.shape().size();
-      for (size_t d = 0; ok && d < info->shape.size(); ++d)
-        ok = info->shape[d] < 0 || info->shape[d] == t.shape()[d];
-      if (!ok)
-        throw Error("onnx: input '" + name + "' has shape " + shape_str(t.shape()) +
-                    ", the model wants " + shape_str(info->shape) + " (-1: any size)");
+    if (const Tensor* t = std::get_if<Tensor>(&data)) {
+      if (info && info->kind == ValueInfo::Kind::Sequence)
+        throw Error("onnx: input '" + name + "' must be a sequence, not a tensor");
+      if (info && info->dtype && *info->dtype != t->dtype())
+        throw Error("onnx: input '" + name + "' must be " + info->dtype->name() + ", not " +
+                    t->dtype().name());
+      if (info && info->has_shape) {
+        bool ok = info->shape.size() == t->shape().size();
+        for (size_t d = 0; ok && d < info->shape.size(); ++d)
+          ok = info->shape[d] < 0 || info->shape[d] == t->shape()[d];
+        if (!ok)
+          throw Error("onnx: input '" + name + "' has shape " + shape_str(t->shape()) +
+                      ", the model wants " + shape_str(info->shape) + " (-1: any size)");
+      }
+      if (t->dtype() == dtypes::bfloat16 && impl_->device != "CPU")
+        throw Unsupported("onnx: input '" + name + "': bfloat16 on device " + impl_->device +
+                          " is not supported");
+    } else if (info && info->kind == ValueInfo::Kind::Tensor) {
+      throw Error("onnx: input '" + name + "' must be a tensor");
     }
-    if (t.dtype() == dtypes::bfloat16 && impl_->device != "CPU")
-      throw Unsupported("onnx: input '" + name + "': bfloat16 on device " + impl_->device +
-                        " is not supported");
-    env.insert_or_assign(name, Value(t));
+    scope.values.insert_or_assign(name, Value(data));
   }
   for (const auto& info : impl_->inputs)
-    if (!env.count(info.name))
+    if (!scope.values.count(info.name))
       throw Error("onnx: input '" + info.name +
                   "' is not given (the model's inputs: " + join(input_names) + ")");
 
-  const OpTable& table = op_table();
-  for (const auto& node : graph.node()) {
-    std::vector<const Value*> ins;
-    for (const auto& name : node.input()) {
-      if (name.empty()) {
-        ins.push_back(nullptr);
-        continue;
-      }
-      auto it = env.find(name);
-      if (it == env.end())
-        throw Error("onnx: node '" + node.name() + "' (" + node.op_type() + ") reads '" + name +
-                    "', which no input, initializer or earlier node gives");
-      ins.push_back(&it->second);
-    }
-    OpContext ctx(node, impl_->opset, std::move(ins), impl_->device);
-    std::vector<Value> outs;
-    try {
-      outs = table.find(node.op_type())->second(ctx);
-    } catch (const Unsupported&) {
-      throw;
-    } catch (const Error& e) {
-      if (std::string_view(e.what()).starts_with("onnx: ")) throw;
-      throw Error("onnx: " + ctx.where() + ": " + e.what());
-    }
-    if (auto unread = ctx.unread_attrs(); !unread.empty())
-      ctx.unsupported("attribute '" + unread[0] + "'");
-    for (int i = 0; i < node.output_size(); ++i) {
-      if (node.output(i).empty()) continue;
-      if (size_t(i) >= outs.size()) ctx.unsupported("output " + std::to_string(i));
-      env.insert_or_assign(node.output(i), std::move(outs[size_t(i)]));
-    }
-  }
+  run_nodes(impl_->proto.graph(), scope, impl_->opset, impl_->device);
 
-  std::map<std::string, Tensor> result;
-  for (const auto& out : graph.output()) {
-    auto it = env.find(out.name());
-    if (it == env.end())
-      throw Error("onnx: graph output '" + out.name() + "' is computed by no node");
-    result.insert_or_assign(out.name(), it->second.tensor);
+  std::map<std::string, Data> result;
+  for (const auto& out : impl_->proto.graph().output()) {
+    const Value* v = scope.find(out.name());
+    if (!v) throw Error("onnx: graph output '" + out.name() + "' is computed by no node");
+    result.insert_or_assign(out.name(), v->data);
   }
   return result;
 }
 
-Tensor load_tensor(const std::string& path, const std::string& device) {
+std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) const {
+  std::map<std::string, Data> given(inputs.begin(), inputs.end());
+  std::map<std::string, Tensor> result;
+  for (auto& [name, data] : run_data(given)) {
+    const Tensor* t = std::get_if<Tensor>(&data);
+    if (!t) throw Error("onnx: output '" + name + "' is not a tensor: use run_data");
+    result.insert_or_assign(name, *t);
+  }
+  return result;
+}
+
+namespace {
+
+template <class Proto>
+Proto parse_file(const std::string& path, const char* what) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("onnx: cannot open tensor file '" + path + "'");
-  ::onnx::TensorProto tp;
-  if (!tp.ParseFromIstream(&f))
-    throw Error("onnx: '" + path + "' is not a TensorProto (protobuf parse failed)");
+  if (!f) throw Error("onnx: cannot open " + std::string(what) + " file '" + path + "'");
+  Proto p;
+  if (!p.ParseFromIstream(&f))
+    throw Error("onnx: '" + path + "' is not a " + what + " (protobuf parse failed)");
+  return p;
+}
+
+std::string dir_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+Sequence sequence_of(::onnx::SequenceProto& s, const std::string& device, const std::string& path) {
+  if (s.elem_type() != ::onnx::SequenceProto::TENSOR && s.tensor_values_size() == 0 &&
+      s.elem_type() != 0)
+    throw Unsupported("onnx: '" + path + "': sequences of non-tensors are not supported");
+  Sequence out;
+  for (auto& t : *s.mutable_tensor_values())
+    out.push_back(tensor_from_proto(t, device, "sequence file '" + path + "'", dir_of(path)));
+  return out;
+}
+
+}  // namespace
+
+Tensor load_tensor(const std::string& path, const std::string& device) {
+  auto tp = parse_file<::onnx::TensorProto>(path, "TensorProto");
   return tensor_from_proto(tp, device.empty() ? default_device() : device,
-                           "tensor file '" + path + "'",
-                           slash == std::string::npos ? "." : path.substr(0, slash));
+                           "tensor file '" + path + "'", dir_of(path));
+}
+
+Data load_data(const std::string& path, ValueInfo::Kind kind, const std::string& device_name) {
+  const std::string device = device_name.empty() ? default_device() : device_name;
+  switch (kind) {
+    case ValueInfo::Kind::Tensor:
+      return load_tensor(path, device);
+    case ValueInfo::Kind::Sequence: {
+      auto s = parse_file<::onnx::SequenceProto>(path, "SequenceProto");
+      return sequence_of(s, device, path);
+    }
+    case ValueInfo::Kind::Optional: {
+      auto o = parse_file<::onnx::OptionalProto>(path, "OptionalProto");
+      if (o.has_tensor_value())
+        return tensor_from_proto(*o.mutable_tensor_value(), device, "optional file '" + path + "'",
+                                 dir_of(path));
+      if (o.has_sequence_value()) return sequence_of(*o.mutable_sequence_value(), device, path);
+      return None{};
+    }
+  }
+  return None{};
 }
 
 }  // namespace vkg::onnx

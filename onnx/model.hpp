@@ -17,11 +17,17 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg::onnx {
+
+// ONNX's non-tensor values, for models whose inputs or outputs are sequences or optionals.
+using Sequence = std::vector<Tensor>;
+struct None {};  // an optional holding nothing
+using Data = std::variant<Tensor, Sequence, None>;
 
 // An operator, attribute value or dtype the importer does not implement (as opposed to a model
 // that is malformed). The message names the node and what is missing.
@@ -32,7 +38,10 @@ class Unsupported : public Error {
 
 // A graph input or output as the model declares it: dims of -1 are free (a symbolic name or none).
 struct ValueInfo {
+  enum class Kind { Tensor, Sequence, Optional };
   std::string name;
+  Kind kind =
+      Kind::Tensor;  // a sequence's dtype and shape are its elements'; an optional's, its value's
   std::optional<DType> dtype;  // none when the model leaves it out
   std::vector<int64_t> shape;
   bool has_shape = false;
@@ -60,6 +69,8 @@ class Model {
   // and returns every graph output by name, lazy. Reads values on the host (a sync) only where a
   // shape depends on a tensor that is neither a constant nor an initializer.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  // As run(), for models with sequence or optional inputs or outputs.
+  std::map<std::string, Data> run_data(const std::map<std::string, Data>& inputs) const;
 
  private:
   struct Impl;
@@ -71,6 +82,8 @@ class Model {
 
 // A serialized onnx.TensorProto (the .pb files of ONNX's test data) as a tensor on `device`.
 Tensor load_tensor(const std::string& path, const std::string& device = "");
+// A serialized TensorProto, SequenceProto or OptionalProto (which one `kind` says).
+Data load_data(const std::string& path, ValueInfo::Kind kind, const std::string& device = "");
 // Whether this vkgrad was built with the ONNX importer.
 bool available();
 

@@ -6,9 +6,37 @@
 
 namespace vkg::onnx {
 
+const Tensor& Value::tensor() const {
+  if (const Tensor* t = std::get_if<Tensor>(&data)) return *t;
+  throw Error(std::string("onnx: expected a tensor, got ") +
+              (is_sequence() ? "a sequence" : "an empty optional"));
+}
+const Sequence& Value::sequence() const {
+  if (const Sequence* s = std::get_if<Sequence>(&data)) return *s;
+  throw Error(std::string("onnx: expected a sequence, got ") +
+              (is_tensor() ? "a tensor" : "an empty optional"));
+}
+
 OpContext::OpContext(const ::onnx::NodeProto& node, int64_t opset, std::vector<const Value*> inputs,
-                     std::string device)
-    : node_(node), opset_(opset), inputs_(std::move(inputs)), device_(std::move(device)) {}
+                     std::string device, SubgraphRunner subgraph)
+    : node_(node),
+      opset_(opset),
+      inputs_(std::move(inputs)),
+      device_(std::move(device)),
+      subgraph_(std::move(subgraph)) {}
+
+std::vector<Value> OpContext::run_subgraph(const ::onnx::GraphProto& g,
+                                           const std::vector<Value>& inputs) const {
+  if (!subgraph_) fail("has a subgraph, but nothing runs subgraphs here");
+  return subgraph_(g, inputs);
+}
+
+const ::onnx::GraphProto& OpContext::graph_attr(std::string_view name) const {
+  const auto* a = attr(name);
+  if (!a || a->type() != ::onnx::AttributeProto::GRAPH)
+    fail("attribute '" + std::string(name) + "' must be a graph");
+  return a->g();
+}
 
 std::string OpContext::where() const {
   return "node '" +
@@ -28,16 +56,16 @@ const Value& OpContext::value(size_t i) const {
   if (!has(i)) fail("input " + std::to_string(i) + " is required but not given");
   return *inputs_[i];
 }
-const Tensor& OpContext::in(size_t i) const { return value(i).tensor; }
+const Tensor& OpContext::in(size_t i) const { return value(i).tensor(); }
 std::optional<Tensor> OpContext::opt(size_t i) const {
   if (!has(i)) return std::nullopt;
-  return inputs_[i]->tensor;
+  return inputs_[i]->tensor();
 }
 
 std::vector<int64_t> OpContext::ints_in(size_t i) const {
   const Value& v = value(i);
   if (v.host) return *v.host;
-  const Tensor& t = v.tensor;
+  const Tensor& t = v.tensor();
   if (!(t.dtype().is_int() || t.dtype().is_bool()))
     fail("input " + std::to_string(i) + " must hold integers, not " + t.dtype().name());
   return t.cast(dtypes::int64).to_vector<int64_t>();
@@ -46,7 +74,7 @@ std::vector<int64_t> OpContext::ints_in(size_t i) const {
 std::vector<double> OpContext::doubles_in(size_t i) const {
   const Value& v = value(i);
   if (v.host) return {v.host->begin(), v.host->end()};
-  return host_doubles(v.tensor);
+  return host_doubles(v.tensor());
 }
 
 // Converted on the host, so devices without float64 read them too.

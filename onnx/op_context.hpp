@@ -19,20 +19,32 @@
 
 namespace vkg::onnx {
 
-// A value flowing along a graph edge. `host` holds the elements as int64 when they are known
-// without running the graph (integer initializers and constants, Shape, and ops folded over
-// those), so shape-computing ops never wait for the device.
+// A value flowing along a graph edge: a tensor, a sequence of tensors or an empty optional.
+// `host` holds a tensor's elements as int64 when they are known without running the graph
+// (integer initializers and constants, Shape, and ops folded over those), so shape-computing ops
+// never wait for the device.
 struct Value {
-  Tensor tensor;
+  Data data;
   std::optional<std::vector<int64_t>> host;
-  Value(Tensor t) : tensor(std::move(t)) {}
-  Value(Tensor t, std::vector<int64_t> h) : tensor(std::move(t)), host(std::move(h)) {}
+  Value(Tensor t) : data(std::move(t)) {}
+  Value(Tensor t, std::vector<int64_t> h) : data(std::move(t)), host(std::move(h)) {}
+  Value(Sequence s) : data(std::move(s)) {}
+  Value(None n) : data(n) {}
+  Value(Data d) : data(std::move(d)) {}
+  bool is_tensor() const { return std::holds_alternative<Tensor>(data); }
+  bool is_sequence() const { return std::holds_alternative<Sequence>(data); }
+  bool is_none() const { return std::holds_alternative<None>(data); }
+  // The tensor; a vkg::Error when this is a sequence or none.
+  const Tensor& tensor() const;
+  const Sequence& sequence() const;
 };
 
 class OpContext {
  public:
+  using SubgraphRunner =
+      std::function<std::vector<Value>(const ::onnx::GraphProto&, const std::vector<Value>&)>;
   OpContext(const ::onnx::NodeProto& node, int64_t opset, std::vector<const Value*> inputs,
-            std::string device);
+            std::string device, SubgraphRunner subgraph = {});
 
   const ::onnx::NodeProto& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -68,6 +80,12 @@ class OpContext {
   // The attributes nothing read.
   std::vector<std::string> unread_attrs() const;
 
+  // Runs a graph attribute's subgraph (If's branches, Loop's and Scan's body) on `inputs`, with
+  // this node's scope visible to it; returns its outputs.
+  std::vector<Value> run_subgraph(const ::onnx::GraphProto& g,
+                                  const std::vector<Value>& inputs) const;
+  const ::onnx::GraphProto& graph_attr(std::string_view name) const;
+
   [[noreturn]] void fail(const std::string& what) const;  // vkg::Error naming the node
   [[noreturn]] void unsupported(
       const std::string& what) const;  // onnx::Unsupported naming the node
@@ -77,6 +95,7 @@ class OpContext {
   int64_t opset_;
   std::vector<const Value*> inputs_;
   std::string device_;
+  SubgraphRunner subgraph_;
   mutable std::set<std::string, std::less<>> read_;
 };
 

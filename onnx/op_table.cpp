@@ -18,6 +18,8 @@ const OpTable& op_table() {
     add_host_ops(t);
     add_rnn_ops(t);
     add_grid_sample_ops(t);
+    add_control_ops(t);
+    add_sequence_ops(t);
     return t;
   }();
   return table;

@@ -69,11 +69,11 @@ std::vector<Value> cast(OpContext& c) {
   const DType d = dtype_from_onnx(int32_t(to), c.where());
   const Value& v = c.value(0);
   check_computable(c, d);
-  check_computable(c, v.tensor.dtype());
-  Tensor t = as_dtype(v.tensor, d);
+  check_computable(c, v.tensor().dtype());
+  Tensor t = as_dtype(v.tensor(), d);
   // ONNX 1.12 casts to bfloat16 by dropping the low 16 bits of the float32 (its test data too).
-  if (d == dtypes::bfloat16 && v.tensor.dtype() != d)
-    t = as_dtype(v.tensor, dtypes::float32)
+  if (d == dtypes::bfloat16 && v.tensor().dtype() != d)
+    t = as_dtype(v.tensor(), dtypes::float32)
             .bitcast(dtypes::uint32)
             .rshift(16)
             .cast(dtypes::uint16)

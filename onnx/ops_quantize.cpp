@@ -82,7 +82,7 @@ std::vector<Value> qlinear_matmul(OpContext& c) {
 std::vector<Value> conv_integer(OpContext& c) {
   const Tensor x = centered(c, 0, 2, 1);
   const Tensor w = centered(c, 1, 3, 0);
-  return {conv_of(c, x, w, std::nullopt)[0].tensor.round().cast(dtypes::int32)};
+  return {conv_of(c, x, w, std::nullopt)[0].tensor().round().cast(dtypes::int32)};
 }
 
 std::vector<Value> qlinear_conv(OpContext& c) {
@@ -99,7 +99,7 @@ std::vector<Value> qlinear_conv(OpContext& c) {
   if (c.has(8))
     b = c.in(8).cast(dtypes::float32) *
         (c.in(1).cast(dtypes::float32) * c.in(4).cast(dtypes::float32)).flatten();
-  const Tensor y = conv_of(c, x, w, b)[0].tensor;
+  const Tensor y = conv_of(c, x, w, b)[0].tensor();
   return {requantize(y, c.in(6), c.in(7))};
 }
 

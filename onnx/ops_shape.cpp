@@ -26,11 +26,11 @@ std::vector<Value> reshape(OpContext& c) {
   const bool allowzero = c.attr_i("allowzero", 0) != 0;
   for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] == 0 && !allowzero) {
-      if (int64_t(i) >= x.tensor.ndim())
+      if (int64_t(i) >= x.tensor().ndim())
         c.fail("shape holds 0 at " + std::to_string(i) + ", past the input's rank");
-      shape[i] = x.tensor.shape()[i];
+      shape[i] = x.tensor().shape()[i];
     }
-  Tensor y = x.tensor.reshape(Shape(shape));
+  Tensor y = x.tensor().reshape(Shape(shape));
   if (x.host) return {Value(y, *x.host)};
   return {y};
 }
@@ -105,7 +105,7 @@ Range1 clamp_slice(int64_t start, int64_t stop, int64_t step, int64_t dim) {
 
 std::vector<Value> slice(OpContext& c) {
   const Value& xv = c.value(0);
-  const Tensor& x = xv.tensor;
+  const Tensor& x = xv.tensor();
   std::vector<int64_t> starts, ends, axes, steps;
   if (c.opset() >= 10) {
     starts = c.ints_in(1);
@@ -153,7 +153,7 @@ std::vector<Value> slice(OpContext& c) {
 
 std::vector<Value> gather(OpContext& c) {
   const Value& xv = c.value(0);
-  const Tensor& x = xv.tensor;
+  const Tensor& x = xv.tensor();
   const Tensor idx = c.in(1);
   const int64_t axis = axis_of(c, c.attr_i("axis", 0), x.ndim());
   const int64_t n = x.shape()[size_t(axis)];
@@ -187,7 +187,7 @@ std::vector<int64_t> squeeze_axes(OpContext& c, int input_from) {
 
 std::vector<Value> squeeze(OpContext& c) {
   const Value& xv = c.value(0);
-  Tensor x = xv.tensor;
+  Tensor x = xv.tensor();
   std::vector<int64_t> axes = axes_list(c, squeeze_axes(c, 13), x.ndim());
   if (axes.empty())
     for (int64_t d = 0; d < x.ndim(); ++d)
@@ -207,7 +207,7 @@ std::vector<Value> squeeze(OpContext& c) {
 
 std::vector<Value> unsqueeze(OpContext& c) {
   const Value& xv = c.value(0);
-  const Tensor& x = xv.tensor;
+  const Tensor& x = xv.tensor();
   std::vector<int64_t> raw = squeeze_axes(c, 13);
   const int64_t rank = x.ndim() + int64_t(raw.size());
   std::vector<int64_t> axes = axes_list(c, raw, rank);

@@ -25,7 +25,11 @@ int64_t Model::opset() const { missing("Model::opset"); }
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>&) const {
   missing("Model::run");
 }
+std::map<std::string, Data> Model::run_data(const std::map<std::string, Data>&) const {
+  missing("Model::run_data");
+}
 Tensor load_tensor(const std::string&, const std::string&) { missing("load_tensor"); }
+Data load_data(const std::string&, ValueInfo::Kind, const std::string&) { missing("load_data"); }
 bool available() { return false; }
 
 }  // namespace vkg::onnx

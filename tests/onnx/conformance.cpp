@@ -167,6 +167,33 @@ std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefi
   return out;
 }
 
+// Empty when the values agree: tensors by compare(), sequences element by element, empty
+// optionals only with empty ones.
+std::string compare_data(const std::string& name, const vkg::onnx::Data& got,
+                         const vkg::onnx::Data& want) {
+  using vkg::onnx::None;
+  using vkg::onnx::Sequence;
+  if (got.index() != want.index())
+    return "output '" + name + "' is of another kind (tensor, sequence, none)";
+  if (const Tensor* w = std::get_if<Tensor>(&want)) {
+    Tensor expected = *w;
+    const Tensor& g = std::get<Tensor>(got);
+    if (g.dtype() == vkg::dtypes::bfloat16 && expected.dtype() == vkg::dtypes::uint16)
+      expected = expected.bitcast(vkg::dtypes::bfloat16);
+    return compare(name, g, expected);
+  }
+  if (const Sequence* w = std::get_if<Sequence>(&want)) {
+    const Sequence& g = std::get<Sequence>(got);
+    if (g.size() != w->size())
+      return "output '" + name + "' holds " + std::to_string(g.size()) + " tensors, want " +
+             std::to_string(w->size());
+    for (size_t i = 0; i < g.size(); ++i)
+      if (auto d = compare(name + "[" + std::to_string(i) + "]", g[i], (*w)[i]); !d.empty())
+        return d;
+  }
+  return "";
+}
+
 Result run_test(const fs::path& dir) {
   try {
     const vkg::onnx::Model model = vkg::onnx::Model::load((dir / "model.onnx").string());
@@ -177,30 +204,34 @@ Result run_test(const fs::path& dir) {
       any = true;
       const auto ins = sorted_files(set.path(), "input_"),
                  outs = sorted_files(set.path(), "output_");
-      std::map<std::string, Tensor> feed;
+      std::map<std::string, vkg::onnx::Data> feed;
       if (ins.size() > model.inputs().size())
         return {Outcome::Fail, std::to_string(ins.size()) + " input files for " +
                                    std::to_string(model.inputs().size()) + " model inputs"};
       for (size_t k = 0; k < ins.size(); ++k) {
-        Tensor t = vkg::onnx::load_tensor(ins[k].string());
+        const auto& info = model.inputs()[k];
+        vkg::onnx::Data d = vkg::onnx::load_data(ins[k].string(), info.kind);
         // numpy has no bfloat16: the test data holds bfloat16 inputs as their uint16 bits.
-        if (model.inputs()[k].dtype == vkg::dtypes::bfloat16 && t.dtype() == vkg::dtypes::uint16)
-          t = t.bitcast(vkg::dtypes::bfloat16);
-        feed.emplace(model.inputs()[k].name, t);
+        if (Tensor* t = std::get_if<Tensor>(&d);
+            t && info.dtype == vkg::dtypes::bfloat16 && t->dtype() == vkg::dtypes::uint16)
+          *t = t->bitcast(vkg::dtypes::bfloat16);
+        feed.emplace(info.name, d);
       }
-      auto got = model.run(feed);
+      auto got = model.run_data(feed);
       if (outs.size() != model.outputs().size())
         return {Outcome::Fail, std::to_string(outs.size()) + " output files for " +
                                    std::to_string(model.outputs().size()) + " model outputs"};
       std::vector<Tensor*> all;
-      for (auto& [_, t] : got) all.push_back(&t);
+      for (auto& [_, d] : got) {
+        if (Tensor* t = std::get_if<Tensor>(&d)) all.push_back(t);
+        if (auto* seq = std::get_if<vkg::onnx::Sequence>(&d))
+          for (Tensor& t : *seq) all.push_back(&t);
+      }
       vkg::realize(all);
       for (size_t k = 0; k < outs.size(); ++k) {
-        const std::string& name = model.outputs()[k].name;
-        Tensor want = vkg::onnx::load_tensor(outs[k].string(), "CPU");
-        if (got.at(name).dtype() == vkg::dtypes::bfloat16 && want.dtype() == vkg::dtypes::uint16)
-          want = want.bitcast(vkg::dtypes::bfloat16);
-        const std::string diff = compare(name, got.at(name), want);
+        const auto& info = model.outputs()[k];
+        const vkg::onnx::Data want = vkg::onnx::load_data(outs[k].string(), info.kind, "CPU");
+        const std::string diff = compare_data(info.name, got.at(info.name), want);
         if (!diff.empty()) return {Outcome::Fail, set.path().filename().string() + ": " + diff};
       }
     }
