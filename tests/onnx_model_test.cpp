@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <vkgrad/core/jit.hpp>
 #include <vkgrad/onnx/model.hpp>
 
 namespace {
@@ -153,12 +154,13 @@ TEST(OnnxModel, BadFilesAreErrors) {
 
 TEST(OnnxModel, UnsupportedOpsOpsetsAndAttributesNameTheNode) {
   auto m = small_model();
-  add_node(m.mutable_graph(), "Loop", {"y"}, {"z"}, "my_loop");
+  add_node(m.mutable_graph(), "StringNormalizer", {"y"}, {"z"}, "my_norm");
   try {
     vkg::onnx::Model::from_bytes(bytes_of(m));
     FAIL() << "no error";
   } catch (const vkg::onnx::Unsupported& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'my_loop' (Loop): operator Loop is not supported"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "node 'my_norm' (StringNormalizer): operator StringNormalizer is not supported"),
               std::string::npos)
         << e.what();
   }
@@ -224,6 +226,72 @@ TEST(OnnxModel, OpErrorsNameTheNode) {
               vkg::onnx::Model::from_bytes(bytes_of(short_data));
             }).find("initializer 'bias'"),
             std::string::npos);
+}
+
+TEST(OnnxModel, RunsInsideAJitWithNewInputsEachCall) {
+  const auto m = vkg::onnx::Model::from_bytes(bytes_of(small_model()));
+  vkg::Jit step([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{m.run({{"x", in[0]}}).at("s")};
+  });
+  for (float k : {1.0f, 2.0f, 3.0f, -1.0f}) {
+    // relu(k * [1..6]) + [1, 2, 3] summed per row of 3.
+    std::vector<float> x{k * 1, k * 2, k * 3, k * 4, k * 5, k * 6};
+    const auto s = step({Tensor(x, {2, 3})})[0].to_vector<float>();
+    auto relu = [](float v) { return v > 0 ? v : 0.0f; };
+    EXPECT_EQ(s, (std::vector<float>{relu(x[0]) + relu(x[1]) + relu(x[2]) + 6,
+                                     relu(x[3]) + relu(x[4]) + relu(x[5]) + 6}))
+        << "k = " << k;
+  }
+}
+
+// Loop with a trip count of 3 whose body adds the outer graph's x to the carried value, and an If
+// on a graph input choosing Neg or Identity of the result.
+TEST(OnnxModel, LoopAndIfRunTheirSubgraphsWithTheOuterScope) {
+  auto m = model_with(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", ::onnx::TensorProto::FLOAT, {2});
+  add_input(g, "flip", ::onnx::TensorProto::BOOL, {});
+  auto* trip = g->add_initializer();
+  trip->set_name("trip");
+  trip->set_data_type(::onnx::TensorProto::INT64);
+  trip->add_int64_data(3);
+  auto* zero = g->add_initializer();
+  zero->set_name("zero");
+  zero->set_data_type(::onnx::TensorProto::FLOAT);
+  zero->add_dims(2);
+  zero->add_float_data(0);
+  zero->add_float_data(0);
+  auto* loop = add_node(g, "Loop", {"trip", "", "zero"}, {"acc"});
+  auto* body_attr = loop->add_attribute();
+  body_attr->set_name("body");
+  body_attr->set_type(::onnx::AttributeProto::GRAPH);
+  auto* body = body_attr->mutable_g();
+  add_input(body, "i", ::onnx::TensorProto::INT64, {});
+  add_input(body, "cond_in", ::onnx::TensorProto::BOOL, {});
+  add_input(body, "acc_in", ::onnx::TensorProto::FLOAT, {2});
+  add_node(body, "Identity", {"cond_in"}, {"cond_out"});
+  add_node(body, "Add", {"acc_in", "x"}, {"acc_out"});  // x comes from the outer graph
+  add_output(body, "cond_out");
+  add_output(body, "acc_out");
+  auto* iff = add_node(g, "If", {"flip"}, {"y"});
+  for (auto [name, op] : {std::pair{"then_branch", "Neg"}, std::pair{"else_branch", "Identity"}}) {
+    auto* a = iff->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::GRAPH);
+    add_node(a->mutable_g(), op, {"acc"}, {std::string(name) + "_out"});
+    add_output(a->mutable_g(), std::string(name) + "_out");
+  }
+  add_output(g, "y");
+  const auto model = vkg::onnx::Model::from_bytes(bytes_of(m));
+  const Tensor x(std::vector<float>{1.5f, -2.0f}, {2});
+  EXPECT_EQ(model.run({{"x", x}, {"flip", Tensor(std::vector<bool>{false}, {})}})
+                .at("y")
+                .to_vector<float>(),
+            (std::vector<float>{4.5f, -6.0f}));
+  EXPECT_EQ(model.run({{"x", x}, {"flip", Tensor(std::vector<bool>{true}, {})}})
+                .at("y")
+                .to_vector<float>(),
+            (std::vector<float>{-4.5f, 6.0f}));
 }
 
 }  // namespace
