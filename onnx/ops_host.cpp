@@ -133,9 +133,56 @@ std::vector<Value> det(OpContext& c) {
   return {Tensor(out, s, x.device()).cast(x.dtype())};
 }
 
+// TfIdfVectorizer over integer inputs: counts of the pool's n-grams (items skip_count + 1 apart,
+// for every skip up to max_skip_count; unigrams once per position) per row, then TF, IDF or TFIDF.
+std::vector<Value> tfidf(OpContext& c) {
+  const Tensor x = c.in(0);
+  if (!x.dtype().is_int()) c.unsupported("TfIdfVectorizer on " + x.dtype().name());
+  if (c.has_attr("pool_strings")) c.unsupported("attribute 'pool_strings'");
+  const int64_t min_n = c.attr_i("min_gram_length", 1), max_n = c.attr_i("max_gram_length", 1);
+  const int64_t max_skip = c.attr_i("max_skip_count", 0);
+  const std::string mode = c.attr_s("mode", "TF");
+  const auto counts = c.attr_ints("ngram_counts", {}), indexes = c.attr_ints("ngram_indexes", {});
+  const auto pool = c.attr_ints("pool_int64s", {});
+  const auto weights = c.attr_floats("weights").value_or(std::vector<float>{});
+  std::map<std::vector<int64_t>, int64_t> column;
+  size_t j = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const int64_t n = int64_t(k) + 1;
+    const int64_t end = k + 1 < counts.size() ? counts[k + 1] : int64_t(pool.size());
+    for (int64_t p = counts[k]; p + n <= end; p += n, ++j)
+      column[std::vector<int64_t>(pool.begin() + p, pool.begin() + p + n)] = j < indexes.size() ? indexes[j] : int64_t(j);
+  }
+  int64_t width = 0;
+  for (int64_t i : indexes) width = std::max(width, i + 1);
+  const std::vector<double> v = host_doubles(x);
+  const int64_t rows = x.ndim() == 2 ? x.shape()[0] : 1, len = x.ndim() == 0 ? 1 : x.shape().back();
+  std::vector<float> out(size_t(rows * width), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = &v[size_t(r * len)];
+    for (int64_t i = 0; i < len; ++i)
+      for (int64_t n = min_n; n <= max_n; ++n)
+        for (int64_t skip = 0; skip <= (n == 1 ? 0 : max_skip); ++skip) {
+          if (i + (n - 1) * (skip + 1) >= len) break;
+          std::vector<int64_t> gram;
+          for (int64_t k = 0; k < n; ++k) gram.push_back(int64_t(row[i + k * (skip + 1)]));
+          if (auto it = column.find(gram); it != column.end()) out[size_t(r * width + it->second)] += 1;
+        }
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const float w = weights.empty() ? 1.0f : weights[i % size_t(width)];
+    if (mode == "IDF") out[i] = out[i] > 0 ? w : 0;
+    else if (mode == "TFIDF") out[i] *= w;
+    else if (mode != "TF") c.fail("mode must be TF, IDF or TFIDF, not '" + mode + "'");
+  }
+  Shape s = x.ndim() == 2 ? Shape{rows, width} : Shape{width};
+  return {Tensor(out, s, x.device())};
+}
+
 }  // namespace
 
 void add_host_ops(OpTable& t) {
+  t["TfIdfVectorizer"] = tfidf;
   t["Unique"] = unique;
   t["NonMaxSuppression"] = non_max_suppression;
   t["Det"] = det;
