@@ -9,7 +9,7 @@ void add_reduce_ops(OpTable& t);       // Reduce*, ArgMax/ArgMin, Softmax family
 void add_shape_ops(OpTable& t);        // Reshape, Transpose, Concat, Slice, Gather, Pad, ...
 void add_generator_ops(OpTable& t);    // Constant, ConstantOfShape, Shape, Size, Range, EyeLike
 void add_nn_ops(OpTable& t);           // Conv, pools, normalizations, MatMul, Gemm, Einsum
-void add_resize_ops(OpTable& t);       // Resize, Upsample
+void add_resize_ops(OpTable& t);       // Resize, Upsample, RoiAlign
 void add_quantize_ops(OpTable& t);     // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void add_signal_ops(OpTable& t);       // window functions
 void add_indexing_ops(OpTable& t);     // ScatterND, GatherND, ReverseSequence, MaxUnpool

@@ -151,7 +151,8 @@ std::vector<Value> tfidf(OpContext& c) {
     const int64_t n = int64_t(k) + 1;
     const int64_t end = k + 1 < counts.size() ? counts[k + 1] : int64_t(pool.size());
     for (int64_t p = counts[k]; p + n <= end; p += n, ++j)
-      column[std::vector<int64_t>(pool.begin() + p, pool.begin() + p + n)] = j < indexes.size() ? indexes[j] : int64_t(j);
+      column[std::vector<int64_t>(pool.begin() + p, pool.begin() + p + n)] =
+          j < indexes.size() ? indexes[j] : int64_t(j);
   }
   int64_t width = 0;
   for (int64_t i : indexes) width = std::max(width, i + 1);
@@ -166,14 +167,18 @@ std::vector<Value> tfidf(OpContext& c) {
           if (i + (n - 1) * (skip + 1) >= len) break;
           std::vector<int64_t> gram;
           for (int64_t k = 0; k < n; ++k) gram.push_back(int64_t(row[i + k * (skip + 1)]));
-          if (auto it = column.find(gram); it != column.end()) out[size_t(r * width + it->second)] += 1;
+          if (auto it = column.find(gram); it != column.end())
+            out[size_t(r * width + it->second)] += 1;
         }
   }
   for (size_t i = 0; i < out.size(); ++i) {
     const float w = weights.empty() ? 1.0f : weights[i % size_t(width)];
-    if (mode == "IDF") out[i] = out[i] > 0 ? w : 0;
-    else if (mode == "TFIDF") out[i] *= w;
-    else if (mode != "TF") c.fail("mode must be TF, IDF or TFIDF, not '" + mode + "'");
+    if (mode == "IDF")
+      out[i] = out[i] > 0 ? w : 0;
+    else if (mode == "TFIDF")
+      out[i] *= w;
+    else if (mode != "TF")
+      c.fail("mode must be TF, IDF or TFIDF, not '" + mode + "'");
   }
   Shape s = x.ndim() == 2 ? Shape{rows, width} : Shape{width};
   return {Tensor(out, s, x.device())};

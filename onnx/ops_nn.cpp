@@ -175,7 +175,8 @@ OpFn pool(bool max) {
     const auto s = spatial_attr(c, "strides", dims, 1), d = spatial_attr(c, "dilations", dims, 1);
     const bool ceil = c.attr_i("ceil_mode", 0) != 0;
     const bool include_pad = c.attr_i("count_include_pad", 0) != 0;
-    if (c.attr_i("storage_order", 0) != 0) c.unsupported("storage_order = 1");
+    const bool column_major = c.attr_i("storage_order", 0) != 0;
+    if (column_major && k.size() != 2) c.unsupported("storage_order = 1 outside 2-d pooling");
     Pads p = spatial_pads(c, x.shape(), k, s, d);
     PoolOptions o{.kernel = k,
                   .stride = s,
@@ -209,7 +210,13 @@ OpFn pool(bool max) {
       ones.insert(ones.end(), dims, 1);
       const Tensor offset =
           (Tensor::arange(0, planes, 1, x.device()).cast(dtypes::int64) * plane).reshape(ones);
-      return {v, idx.cast(dtypes::int64) + offset};
+      Tensor i = idx.cast(dtypes::int64);
+      if (column_major) {  // (h, w) counts as w * H + h
+        const int64_t ih = x.shape()[x.shape().size() - 2], iw = x.shape().back();
+        const Tensor wd = Tensor::full({}, iw, dtypes::int64, x.device());
+        i = i.mod(wd) * ih + i.idiv(wd);
+      }
+      return {v, i + offset};
     }
     if (even) return {x.avg_pool(o)};
     // Uneven padding: the padded sums over the count of what each window covers.

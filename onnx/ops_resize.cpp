@@ -1,8 +1,10 @@
-// Resize and Upsample as separable interpolation: each resized axis gets a host-built weight
-// matrix (output positions x input positions) that the axis is multiplied by, so nearest, linear
-// and cubic, every coordinate_transformation_mode, exclude_outside and tf_crop_and_resize's
-// extrapolation are one rule each. The weights follow ONNX's reference (onnx/reference resize):
-// the n nearest input positions of each output position's source coordinate, clamped to the edge.
+// Resize, Upsample and RoiAlign. Resize and Upsample are separable interpolation: each resized axis
+// gets a host-built weight matrix (output positions x input positions) that the axis is multiplied
+// by, so nearest, linear and cubic, every coordinate_transformation_mode, exclude_outside and
+// tf_crop_and_resize's extrapolation are one rule each. The weights follow ONNX's reference
+// (onnx/reference resize): the n nearest input positions of each output position's source
+// coordinate, clamped to the edge. RoiAlign is one host-built matrix per region (bilinear samples
+// averaged over each bin) applied to the image of the region's batch entry.
 #include <algorithm>
 #include <cmath>
 
@@ -183,9 +185,69 @@ std::vector<Value> upsample(OpContext& c) {
   return {interpolate(c, x, p, scales, sizes, {})};
 }
 
+// RoiAlign (average mode): bin (ph, pw) of region r averages grid_h x grid_w bilinear samples.
+std::vector<Value> roi_align(OpContext& c) {
+  const Tensor x = c.in(0);
+  if (x.ndim() != 4) c.fail("needs an (N, C, H, W) input");
+  const std::string mode = c.attr_s("mode", "avg");
+  if (mode != "avg") c.unsupported("mode '" + mode + "'");
+  const int64_t oh = c.attr_i("output_height", 1), ow = c.attr_i("output_width", 1);
+  const int64_t ratio = c.attr_i("sampling_ratio", 0);
+  const double scale = c.attr_f("spatial_scale", 1.0f);
+  const std::string coord = c.attr_s("coordinate_transformation_mode",
+                                     c.opset() >= 16 ? "half_pixel" : "output_half_pixel");
+  const bool half = coord == "half_pixel";
+  if (!half && coord != "output_half_pixel")
+    c.unsupported("coordinate_transformation_mode '" + coord + "'");
+  const int64_t ch = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  const std::vector<double> rois = host_doubles(c.in(1));
+  const int64_t nr = c.in(1).shape()[0];
+  std::vector<float> wt(size_t(nr * oh * ow * h * w), 0.0f);
+  const double off = half ? 0.5 : 0.0;
+  for (int64_t r = 0; r < nr; ++r) {
+    const double* roi = &rois[size_t(r * 4)];
+    const double sw = roi[0] * scale - off, sh = roi[1] * scale - off;
+    double rw = roi[2] * scale - off - sw, rh = roi[3] * scale - off - sh;
+    if (!half) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+    const double bh = rh / double(oh), bw = rw / double(ow);
+    const int64_t gh = ratio > 0 ? ratio : int64_t(std::ceil(rh / double(oh)));
+    const int64_t gw = ratio > 0 ? ratio : int64_t(std::ceil(rw / double(ow)));
+    const double count = double(std::max<int64_t>(gh * gw, 1));
+    for (int64_t ph = 0; ph < oh; ++ph)
+      for (int64_t pw = 0; pw < ow; ++pw) {
+        float* row = &wt[size_t(((r * oh + ph) * ow + pw) * h * w)];
+        for (int64_t iy = 0; iy < gh; ++iy)
+          for (int64_t ix = 0; ix < gw; ++ix) {
+            double y = sh + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
+            double xx = sw + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
+            if (y < -1 || y > double(h) || xx < -1 || xx > double(w)) continue;
+            y = std::max(y, 0.0), xx = std::max(xx, 0.0);
+            int64_t y0 = int64_t(y), x0 = int64_t(xx), y1, x1;
+            if (y0 >= h - 1)
+              y0 = y1 = h - 1, y = double(y0);
+            else
+              y1 = y0 + 1;
+            if (x0 >= w - 1)
+              x0 = x1 = w - 1, xx = double(x0);
+            else
+              x1 = x0 + 1;
+            const double ly = y - double(y0), lx = xx - double(x0), hy = 1 - ly, hx = 1 - lx;
+            row[y0 * w + x0] += float(hy * hx / count);
+            row[y0 * w + x1] += float(hy * lx / count);
+            row[y1 * w + x0] += float(ly * hx / count);
+            row[y1 * w + x1] += float(ly * lx / count);
+          }
+      }
+  }
+  const Tensor weights = Tensor(wt, Shape{nr, oh * ow, h * w}, x.device()).cast(x.dtype());
+  const Tensor images = x.index_select(0, c.in(2)).reshape(Shape{nr, ch, h * w});
+  return {images.matmul(weights.transpose()).reshape(Shape{nr, ch, oh, ow})};
+}
+
 }  // namespace
 
 void add_resize_ops(OpTable& t) {
+  t["RoiAlign"] = roi_align;
   t["Resize"] = resize;
   t["Upsample"] = upsample;
 }

@@ -26,8 +26,8 @@ OpFn window(double a0, double a1, double a2) {
 }
 
 // The real and imaginary parts' transform along the last axis of length n, to `bins` outputs.
-std::pair<Tensor, Tensor> dft_last(const Tensor& re, const std::optional<Tensor>& im, int64_t n, int64_t bins,
-                                   bool inverse) {
+std::pair<Tensor, Tensor> dft_last(const Tensor& re, const std::optional<Tensor>& im, int64_t n,
+                                   int64_t bins, bool inverse) {
   std::vector<float> cs(size_t(n * bins)), sn(size_t(n * bins));
   for (int64_t t = 0; t < n; ++t)
     for (int64_t k = 0; k < bins; ++k) {
@@ -108,7 +108,8 @@ std::vector<Value> mel_weight_matrix(OpContext& c) {
   const double lo_mel = to_mel(lo), step = (to_mel(hi) - lo_mel) / double(mels + 2);
   std::vector<int64_t> bin(size_t(mels + 2));
   for (int64_t i = 0; i < mels + 2; ++i)
-    bin[size_t(i)] = int64_t(std::floor(to_hz(lo_mel + double(i) * step) * double(dft_len + 1) / double(rate)));
+    bin[size_t(i)] =
+        int64_t(std::floor(to_hz(lo_mel + double(i) * step) * double(dft_len + 1) / double(rate)));
   std::vector<double> w(size_t(bins * mels), 0.0);
   for (int64_t m = 0; m < mels; ++m) {
     const int64_t l = bin[size_t(m)], ctr = bin[size_t(m + 1)], h = bin[size_t(m + 2)];
