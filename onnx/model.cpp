@@ -62,15 +62,16 @@ ValueInfo value_info_of(const ::onnx::ValueInfoProto& v, const char* kind) {
   return info;
 }
 
-// Every node's operator (also in subgraphs) is one the table has, in the default domain.
+// Every node's operator (also in subgraphs) is one the table has.
 void check_graph(const ::onnx::GraphProto& g, const OpTable& table) {
   for (const auto& node : g.node()) {
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      throw Unsupported("onnx: " + node_name(node) + ": operator domain '" + node.domain() +
-                        "' is not supported");
-    if (!table.count(node.op_type()))
+    if (!table.count(op_key(node))) {
+      if (!node.domain().empty() && node.domain() != "ai.onnx")
+        throw Unsupported("onnx: " + node_name(node) + ": operator " + node.op_type() +
+                          " of domain '" + node.domain() + "' is not supported");
       throw Unsupported("onnx: " + node_name(node) + ": operator " + node.op_type() +
                         " is not supported");
+    }
     for (const auto& a : node.attribute())
       if (a.type() == ::onnx::AttributeProto::GRAPH) check_graph(a.g(), table);
   }
@@ -136,7 +137,7 @@ void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset,
                   });
     std::vector<Value> outs;
     try {
-      outs = table.find(node.op_type())->second(ctx);
+      outs = table.find(op_key(node))->second(ctx);
     } catch (const Unsupported&) {
       throw;
     } catch (const Error& e) {
@@ -198,11 +199,10 @@ Model Model::finish_load(std::unique_ptr<Impl> impl, const std::string& base_dir
   for (const auto& op : proto.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") impl->opset = op.version();
   }
-  if (impl->opset == 0) {
-    for (const auto& op : proto.opset_import())  // a model of another domain's operators only
-      throw Unsupported("onnx: operator domain '" + op.domain() + "' is not supported");
-    throw Error("onnx: the model imports no opset of the default ONNX domain");
-  }
+  // A model of another domain's operators only (the training optimizers): its nodes are checked
+  // below, and default-domain rules are those of the newest opset.
+  if (impl->opset == 0 && proto.opset_import_size() > 0) impl->opset = kMaxOpset;
+  if (impl->opset == 0) throw Error("onnx: the model imports no opset of the default ONNX domain");
   if (impl->opset > kMaxOpset)
     throw Unsupported("onnx: opset " + std::to_string(impl->opset) +
                       " is newer than ONNX 1.12's (" + std::to_string(kMaxOpset) +

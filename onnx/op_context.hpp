@@ -102,8 +102,10 @@ class OpContext {
 using OpFn = std::function<std::vector<Value>(OpContext&)>;
 using OpTable = std::map<std::string, OpFn, std::less<>>;
 
-// The table of every operator vkgrad implements (built once).
+// The table of every operator vkgrad implements (built once). Default-domain operators are keyed
+// by name, others by "domain:name".
 const OpTable& op_table();
+std::string op_key(const ::onnx::NodeProto& node);
 
 // Small helpers ops share.
 // An axis counted from the end when negative, checked against rank (an error naming the node).

@@ -20,9 +20,15 @@ const OpTable& op_table() {
     add_grid_sample_ops(t);
     add_control_ops(t);
     add_sequence_ops(t);
+    add_training_ops(t);
     return t;
   }();
   return table;
+}
+
+std::string op_key(const ::onnx::NodeProto& node) {
+  if (node.domain().empty() || node.domain() == "ai.onnx") return node.op_type();
+  return node.domain() + ":" + node.op_type();
 }
 
 }  // namespace vkg::onnx
