@@ -5,7 +5,7 @@
 // skip goes to the report file with its reason, and the run fails when a directory passes fewer
 // tests than its pin (--min node=N): the pins hold the level reached so it cannot slip.
 //
-//   onnx_conformance [--data DIR] [--dirs node,simple] [--report FILE] [--filter SUBSTR]
+//   onnx_conformance [--data DIR] [--dirs node,simple,/abs/dir] [--report FILE] [--filter SUBSTR]
 //                    [--min node=N ...]
 // Outputs compare as ONNX's runner does: the same dtype and shape, and |got - want| <= atol +
 // rtol |want| with rtol 1e-3 and atol 1e-7 (nan equals nan); integers and bools exactly.
@@ -296,7 +296,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> totals;
   const auto start = std::chrono::steady_clock::now();
   for (const std::string& d : dirs) {
-    const fs::path root = fs::path(data) / d;
+    // A directory named by an absolute path is used as it is (tests/onnx/torch_models).
+    const fs::path root = fs::path(d).is_absolute() ? fs::path(d) : fs::path(data) / d;
     if (!fs::is_directory(root)) {
       std::cerr << "no test directory " << root << "\n";
       return 2;
