@@ -316,7 +316,8 @@ int main(int argc, char** argv) {
         if (r.outcome != Outcome::Fail) r = {Outcome::Fail, "Vulkan validation: " + m};
       const double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      const std::string name = d + "/" + t.filename().string();
+      const std::string shown = fs::path(d).is_absolute() ? fs::path(d).filename().string() : d;
+      const std::string name = shown + "/" + t.filename().string();
       const char* tag = r.outcome == Outcome::Pass   ? "PASS"
                         : r.outcome == Outcome::Fail ? "FAIL"
                                                      : "SKIP";
@@ -330,7 +331,8 @@ int main(int argc, char** argv) {
     const int n = int(tests.size());
     char line[256];
     std::snprintf(line, sizeof line, "%-18s %4d of %4d pass (%5.1f%%), %4d fail, %4d skip",
-                  d.c_str(), pass, n, n ? 100.0 * pass / n : 0.0, fail, skip);
+                  (fs::path(d).is_absolute() ? fs::path(d).filename().string() : d).c_str(), pass,
+                  n, n ? 100.0 * pass / n : 0.0, fail, skip);
     std::string total = line;
     if (pins.count(d)) {
       total += " (pinned at least " + std::to_string(pins[d]) + ")";

@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Exports a small CNN and a small transformer from PyTorch (Debian's python3-torch) to ONNX, with
 inputs and PyTorch's outputs in ONNX's test layout (model.onnx, test_data_set_0/input_*.pb and
 output_*.pb), so that onnx_conformance runs them like the backend tests:
 
-    python3 tests/onnx/export_torch_models.py tests/onnx/torch_models
+    /usr/bin/python3 tests/onnx/export_torch_models.py tests/onnx/torch_models
     build/tests/onnx_conformance --dirs $PWD/tests/onnx/torch_models
 
 Not part of CI (it needs torch); the files it writes are small and committed. The .pb files are
