@@ -28,10 +28,49 @@ Tensor legacy_broadcast(OpContext& c, const Tensor& a, const Tensor& b) {
   return b.reshape(s);
 }
 
-OpFn binary(Tensor (*f)(const Tensor&, const Tensor&)) {
-  return [f](OpContext& c) -> std::vector<Value> {
+using HostOp = std::optional<int64_t> (*)(int64_t, int64_t);
+
+// v (of shape `from`) broadcast to `to`, on the host.
+std::vector<int64_t> broadcast_host(const std::vector<int64_t>& v, const Shape& from,
+                                    const Shape& to) {
+  const size_t r = to.size(), off = r - from.size();
+  std::vector<int64_t> out(size_t(vkg::prod(to)));
+  for (size_t i = 0; i < out.size(); ++i) {
+    size_t rest = i, src = 0, stride = 1;
+    for (size_t d = r; d-- > 0;) {
+      const size_t coord = rest % size_t(to[d]);
+      rest /= size_t(to[d]);
+      if (d >= off) {
+        const size_t n = size_t(from[d - off]);
+        src += (n == 1 ? 0 : coord) * stride;
+        stride *= n;
+      }
+    }
+    out[i] = v[src];
+  }
+  return out;
+}
+
+// Binary ops whose operands are known on the host compute their integer result there too, so
+// the shape arithmetic exporters write (Shape -> Gather -> Div -> Slice) never waits for the
+// device.
+OpFn binary(Tensor (*f)(const Tensor&, const Tensor&), HostOp host = nullptr) {
+  return [f, host](OpContext& c) -> std::vector<Value> {
     const Tensor a = c.in(0);
-    return {f(a, legacy_broadcast(c, a, c.in(1)))};
+    const Tensor y = f(a, legacy_broadcast(c, a, c.in(1)));
+    const Value &va = c.value(0), &vb = c.value(1);
+    if (!host || !va.host || !vb.host || !(y.dtype().is_int() || y.dtype().is_bool()) ||
+        y.ndim() > 1)
+      return {y};
+    const auto xa = broadcast_host(*va.host, va.tensor().shape(), y.shape());
+    const auto xb = broadcast_host(*vb.host, vb.tensor().shape(), y.shape());
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < xa.size(); ++i) {
+      const auto r = host(xa[i], xb[i]);
+      if (!r) return {y};  // a division by zero: the device's answer
+      out.push_back(*r);
+    }
+    return {Value(y, out)};
   };
 }
 
@@ -169,7 +208,13 @@ std::vector<Value> hard_swish(OpContext& c) {
 
 void add_elementwise_ops(OpTable& t) {
   t["Abs"] = unary([](const Tensor& x) { return x.abs(); });
-  t["Neg"] = unary([](const Tensor& x) { return -x; });
+  t["Neg"] = [](OpContext& c) -> std::vector<Value> {
+    const Value& v = c.value(0);
+    if (!v.host) return {-v.tensor()};
+    std::vector<int64_t> h = *v.host;
+    for (auto& x : h) x = -x;
+    return {Value(-v.tensor(), h)};
+  };
   t["Exp"] = unary([](const Tensor& x) { return x.exp(); });
   t["Log"] = unary([](const Tensor& x) { return x.log(); });
   t["Sqrt"] = unary([](const Tensor& x) { return x.sqrt(); });
@@ -210,19 +255,26 @@ void add_elementwise_ops(OpTable& t) {
   t["Shrink"] = shrink;
   t["PRelu"] = prelu;
 
-  t["Add"] = binary([](const Tensor& a, const Tensor& b) { return a + b; });
-  t["Sub"] = binary([](const Tensor& a, const Tensor& b) { return a - b; });
-  t["Mul"] = binary([](const Tensor& a, const Tensor& b) { return a * b; });
-  t["Div"] = binary(div);
+  using R = std::optional<int64_t>;
+  t["Add"] = binary([](const Tensor& a, const Tensor& b) { return a + b; },
+                    [](int64_t a, int64_t b) -> R { return a + b; });
+  t["Sub"] = binary([](const Tensor& a, const Tensor& b) { return a - b; },
+                    [](int64_t a, int64_t b) -> R { return a - b; });
+  t["Mul"] = binary([](const Tensor& a, const Tensor& b) { return a * b; },
+                    [](int64_t a, int64_t b) -> R { return a * b; });
+  t["Div"] = binary(div, [](int64_t a, int64_t b) -> R { return b ? R(a / b) : std::nullopt; });
   t["Pow"] = pow;
   t["Mod"] = mod;
   t["Max"] = variadic([](const Tensor& a, const Tensor& b) { return a.maximum(b); });
   t["Min"] = variadic([](const Tensor& a, const Tensor& b) { return a.minimum(b); });
   t["Sum"] = variadic([](const Tensor& a, const Tensor& b) { return a + b; });
   t["Mean"] = variadic([](const Tensor& a, const Tensor& b) { return a + b; }, true);
-  t["Equal"] = binary([](const Tensor& a, const Tensor& b) { return a.eq(b); });
-  t["Greater"] = binary([](const Tensor& a, const Tensor& b) { return a.gt(b); });
-  t["Less"] = binary([](const Tensor& a, const Tensor& b) { return a.lt(b); });
+  t["Equal"] = binary([](const Tensor& a, const Tensor& b) { return a.eq(b); },
+                      [](int64_t a, int64_t b) -> R { return a == b; });
+  t["Greater"] = binary([](const Tensor& a, const Tensor& b) { return a.gt(b); },
+                        [](int64_t a, int64_t b) -> R { return a > b; });
+  t["Less"] = binary([](const Tensor& a, const Tensor& b) { return a.lt(b); },
+                     [](int64_t a, int64_t b) -> R { return a < b; });
   t["GreaterOrEqual"] = binary([](const Tensor& a, const Tensor& b) { return a.ge(b); });
   t["LessOrEqual"] = binary([](const Tensor& a, const Tensor& b) { return a.le(b); });
   t["And"] = binary([](const Tensor& a, const Tensor& b) { return a.logical_and(b); });

@@ -136,6 +136,42 @@ TEST(OnnxModel, ShapeComputationsUseHostValuesAndReshape) {
   EXPECT_EQ(out.at("y").to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
 }
 
+// y = x[:, :Shape(x)[1] / 2], the shape arithmetic exporters write for attention heads. Its values
+// are known on the host, so nothing is read from the device: a Jit capture (where reading is an
+// error) succeeds and replays.
+TEST(OnnxModel, ShapeArithmeticIsFoldedOnTheHostSoItRunsInAJit) {
+  auto m = model_with(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", ::onnx::TensorProto::FLOAT, {2, 4});
+  auto int_init = [&](const std::string& name, std::vector<int64_t> v, bool scalar) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::INT64);
+    if (!scalar) t->add_dims(int64_t(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+  };
+  int_init("one", {1}, true);
+  int_init("two", {2}, true);
+  int_init("zero1", {0}, false);
+  int_init("axis1", {1}, false);
+  add_node(g, "Shape", {"x"}, {"s"});
+  add_node(g, "Gather", {"s", "one"}, {"n"});
+  add_node(g, "Div", {"n", "two"}, {"half"});
+  add_node(g, "Unsqueeze", {"half", "zero1"}, {"end"});
+  add_node(g, "Slice", {"x", "zero1", "end", "axis1"}, {"y"});
+  add_output(g, "y");
+  const auto model = vkg::onnx::Model::from_bytes(bytes_of(m));
+  vkg::Jit step([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{model.run({{"x", in[0]}}).at("y")};
+  });
+  for (float k : {1.0f, 2.0f, 3.0f}) {
+    const auto y = step({Tensor(
+        std::vector<float>{k, 2 * k, 3 * k, 4 * k, 5 * k, 6 * k, 7 * k, 8 * k}, {2, 4})})[0];
+    EXPECT_EQ(y.shape(), (vkg::Shape{2, 2}));
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{k, 2 * k, 5 * k, 6 * k}));
+  }
+}
+
 TEST(OnnxModel, BadFilesAreErrors) {
   EXPECT_NE(error_of([] {
               vkg::onnx::Model::load("/nonexistent/model.onnx");
