@@ -33,7 +33,10 @@ std::string node_name(const ::onnx::NodeProto& node) {
 
 void fill_tensor_type(ValueInfo& info, const ::onnx::TypeProto_Tensor& tt,
                       const std::string& where) {
-  if (tt.elem_type() != 0) info.dtype = dtype_from_onnx(tt.elem_type(), where);
+  if (tt.elem_type() == ::onnx::TensorProto::STRING)
+    info.strings = true;
+  else if (tt.elem_type() != 0)
+    info.dtype = dtype_from_onnx(tt.elem_type(), where);
   if (tt.has_shape()) {
     info.has_shape = true;
     for (const auto& d : tt.shape().dim())
@@ -138,8 +141,11 @@ void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset,
     std::vector<Value> outs;
     try {
       outs = table.find(op_key(node))->second(ctx);
-    } catch (const Unsupported&) {
-      throw;
+    } catch (const Unsupported& e) {
+      const std::string_view m = e.what();
+      if (m.find("node '") != std::string_view::npos) throw;
+      throw Unsupported("onnx: " + ctx.where() + ": " +
+                        std::string(m.substr(m.starts_with("onnx: ") ? 6 : 0)));
     } catch (const Error& e) {
       if (std::string_view(e.what()).starts_with("onnx: ")) throw;
       throw Error("onnx: " + ctx.where() + ": " + e.what());
@@ -251,6 +257,9 @@ std::map<std::string, Data> Model::run_data(const std::map<std::string, Data>& g
       if (t->dtype() == dtypes::bfloat16 && impl_->device != "CPU")
         throw Unsupported("onnx: input '" + name + "': bfloat16 on device " + impl_->device +
                           " is not supported");
+    } else if (std::holds_alternative<Strings>(data)) {
+      if (info && !info->strings)
+        throw Error("onnx: input '" + name + "' must hold numbers, not strings");
     } else if (info && info->kind == ValueInfo::Kind::Tensor) {
       throw Error("onnx: input '" + name + "' must be a tensor");
     }
@@ -321,8 +330,13 @@ Tensor load_tensor(const std::string& path, const std::string& device) {
 Data load_data(const std::string& path, ValueInfo::Kind kind, const std::string& device_name) {
   const std::string device = device_name.empty() ? default_device() : device_name;
   switch (kind) {
-    case ValueInfo::Kind::Tensor:
-      return load_tensor(path, device);
+    case ValueInfo::Kind::Tensor: {
+      auto tp = parse_file<::onnx::TensorProto>(path, "TensorProto");
+      if (tp.data_type() == ::onnx::TensorProto::STRING)
+        return Strings{{tp.dims().begin(), tp.dims().end()},
+                       {tp.string_data().begin(), tp.string_data().end()}};
+      return tensor_from_proto(tp, device, "tensor file '" + path + "'", dir_of(path));
+    }
     case ValueInfo::Kind::Sequence: {
       auto s = parse_file<::onnx::SequenceProto>(path, "SequenceProto");
       return sequence_of(s, device, path);

@@ -27,7 +27,12 @@ namespace vkg::onnx {
 // ONNX's non-tensor values, for models whose inputs or outputs are sequences or optionals.
 using Sequence = std::vector<Tensor>;
 struct None {};  // an optional holding nothing
-using Data = std::variant<Tensor, Sequence, None>;
+// A tensor of ONNX's STRING dtype, row-major, kept on the host (vkgrad computes with numbers).
+struct Strings {
+  std::vector<int64_t> shape;
+  std::vector<std::string> values;
+};
+using Data = std::variant<Tensor, Sequence, None, Strings>;
 
 // An operator, attribute value or dtype the importer does not implement (as opposed to a model
 // that is malformed). The message names the node and what is missing.
@@ -42,7 +47,8 @@ struct ValueInfo {
   std::string name;
   Kind kind =
       Kind::Tensor;  // a sequence's dtype and shape are its elements'; an optional's, its value's
-  std::optional<DType> dtype;  // none when the model leaves it out
+  std::optional<DType> dtype;  // none when the model leaves it out, or for strings
+  bool strings = false;        // ONNX's STRING dtype (see Strings)
   std::vector<int64_t> shape;
   bool has_shape = false;
 };

@@ -6,15 +6,28 @@
 
 namespace vkg::onnx {
 
+namespace {
+std::string kind_of(const Value& v) {
+  return v.is_tensor()     ? "a tensor"
+         : v.is_sequence() ? "a sequence"
+         : v.is_strings()  ? "a string tensor"
+                           : "an empty optional";
+}
+}  // namespace
+
 const Tensor& Value::tensor() const {
   if (const Tensor* t = std::get_if<Tensor>(&data)) return *t;
-  throw Error(std::string("onnx: expected a tensor, got ") +
-              (is_sequence() ? "a sequence" : "an empty optional"));
+  if (is_strings())
+    throw Unsupported("onnx: string tensors reach an operator that computes with numbers");
+  throw Error("onnx: expected a tensor, got " + kind_of(*this));
 }
 const Sequence& Value::sequence() const {
   if (const Sequence* s = std::get_if<Sequence>(&data)) return *s;
-  throw Error(std::string("onnx: expected a sequence, got ") +
-              (is_tensor() ? "a tensor" : "an empty optional"));
+  throw Error("onnx: expected a sequence, got " + kind_of(*this));
+}
+const Strings& Value::strings() const {
+  if (const Strings* s = std::get_if<Strings>(&data)) return *s;
+  throw Error("onnx: expected a string tensor, got " + kind_of(*this));
 }
 
 OpContext::OpContext(const ::onnx::NodeProto& node, int64_t opset, std::vector<const Value*> inputs,

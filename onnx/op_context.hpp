@@ -30,13 +30,16 @@ struct Value {
   Value(Tensor t, std::vector<int64_t> h) : data(std::move(t)), host(std::move(h)) {}
   Value(Sequence s) : data(std::move(s)) {}
   Value(None n) : data(n) {}
+  Value(Strings s) : data(std::move(s)) {}
   Value(Data d) : data(std::move(d)) {}
   bool is_tensor() const { return std::holds_alternative<Tensor>(data); }
   bool is_sequence() const { return std::holds_alternative<Sequence>(data); }
   bool is_none() const { return std::holds_alternative<None>(data); }
+  bool is_strings() const { return std::holds_alternative<Strings>(data); }
   // The tensor; a vkg::Error when this is a sequence or none.
   const Tensor& tensor() const;
   const Sequence& sequence() const;
+  const Strings& strings() const;
 };
 
 class OpContext {

@@ -21,6 +21,7 @@ const OpTable& op_table() {
     add_control_ops(t);
     add_sequence_ops(t);
     add_training_ops(t);
+    add_string_ops(t);
     return t;
   }();
   return table;

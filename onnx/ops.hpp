@@ -19,6 +19,7 @@ void add_grid_sample_ops(OpTable& t);  // GridSample
 void add_control_ops(OpTable& t);      // If, Loop, Scan
 void add_sequence_ops(OpTable& t);     // sequences and optionals
 void add_training_ops(OpTable& t);     // ai.onnx.preview.training: Adagrad, Adam, Momentum
+void add_string_ops(OpTable& t);       // StringNormalizer
 
 // Conv of x by w (and bias b) with the node's Conv attributes: Conv, ConvInteger and QLinearConv.
 std::vector<Value> conv_of(OpContext& c, const Tensor& x, const Tensor& w,

@@ -190,13 +190,13 @@ TEST(OnnxModel, BadFilesAreErrors) {
 
 TEST(OnnxModel, UnsupportedOpsOpsetsAndAttributesNameTheNode) {
   auto m = small_model();
-  add_node(m.mutable_graph(), "StringNormalizer", {"y"}, {"z"}, "my_norm");
+  add_node(m.mutable_graph(), "Bernoulli", {"y"}, {"z"}, "my_coin");
   try {
     vkg::onnx::Model::from_bytes(bytes_of(m));
     FAIL() << "no error";
   } catch (const vkg::onnx::Unsupported& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "node 'my_norm' (StringNormalizer): operator StringNormalizer is not supported"),
+                  "node 'my_coin' (Bernoulli): operator Bernoulli is not supported"),
               std::string::npos)
         << e.what();
   }
@@ -222,11 +222,27 @@ TEST(OnnxModel, UnsupportedOpsOpsetsAndAttributesNameTheNode) {
   }
   auto dtype = small_model();
   dtype.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
-      ::onnx::TensorProto::STRING);
+      ::onnx::TensorProto::COMPLEX64);
   EXPECT_NE(error_of([&] {
               vkg::onnx::Model::from_bytes(bytes_of(dtype));
-            }).find("dtype STRING is not supported"),
+            }).find("dtype COMPLEX64 is not supported"),
             std::string::npos);
+  // Strings load (they live on the host), but an op that computes with numbers rejects them.
+  auto strings = small_model();
+  strings.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      ::onnx::TensorProto::STRING);
+  const auto string_model = vkg::onnx::Model::from_bytes(bytes_of(strings));
+  EXPECT_TRUE(string_model.inputs()[0].strings);
+  try {
+    string_model.run_data({{"x", vkg::onnx::Strings{{2, 3}, {"a", "b", "c", "d", "e", "f"}}}});
+    FAIL() << "no error";
+  } catch (const vkg::onnx::Unsupported& e) {
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "node 'Relu_0' (Relu): string tensors reach an operator that computes with numbers"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(OnnxModel, WrongInputsAreErrors) {

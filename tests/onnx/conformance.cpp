@@ -174,13 +174,23 @@ std::string compare_data(const std::string& name, const vkg::onnx::Data& got,
   using vkg::onnx::None;
   using vkg::onnx::Sequence;
   if (got.index() != want.index())
-    return "output '" + name + "' is of another kind (tensor, sequence, none)";
+    return "output '" + name + "' is of another kind (tensor, sequence, none, strings)";
   if (const Tensor* w = std::get_if<Tensor>(&want)) {
     Tensor expected = *w;
     const Tensor& g = std::get<Tensor>(got);
     if (g.dtype() == vkg::dtypes::bfloat16 && expected.dtype() == vkg::dtypes::uint16)
       expected = expected.bitcast(vkg::dtypes::bfloat16);
     return compare(name, g, expected);
+  }
+  if (const auto* w = std::get_if<vkg::onnx::Strings>(&want)) {
+    const auto& g = std::get<vkg::onnx::Strings>(got);
+    if (g.shape != w->shape)
+      return "output '" + name + "' has shape " + vkg::shape_str(g.shape) + ", want " +
+             vkg::shape_str(w->shape);
+    for (size_t i = 0; i < g.values.size(); ++i)
+      if (g.values[i] != w->values[i])
+        return "output '" + name + "' element " + std::to_string(i) + " is '" + g.values[i] +
+               "', want '" + w->values[i] + "'";
   }
   if (const Sequence* w = std::get_if<Sequence>(&want)) {
     const Sequence& g = std::get<Sequence>(got);
