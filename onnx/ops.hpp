@@ -25,4 +25,8 @@ void add_string_ops(OpTable& t);       // StringNormalizer
 std::vector<Value> conv_of(OpContext& c, const Tensor& x, const Tensor& w,
                            const std::optional<Tensor>& b);
 
+// Cast between string tensors and numbers: to strings (to = nullopt) as numpy prints them
+// (shortest round-trip digits), or from strings parsed as C's strtod does ("NaN", "INF" too).
+Value cast_strings(OpContext& c, const Value& v, std::optional<DType> to);
+
 }  // namespace vkg::onnx

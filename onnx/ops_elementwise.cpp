@@ -105,8 +105,10 @@ std::vector<Value> pow(OpContext& c) { return {as_dtype(c.in(0).pow(c.in(1)), c.
 
 std::vector<Value> cast(OpContext& c) {
   const int64_t to = c.attr_i("to", 0);
-  const DType d = dtype_from_onnx(int32_t(to), c.where());
   const Value& v = c.value(0);
+  if (to == ::onnx::TensorProto::STRING) return {cast_strings(c, v, std::nullopt)};
+  const DType d = dtype_from_onnx(int32_t(to), c.where());
+  if (v.is_strings()) return {cast_strings(c, v, d)};
   check_computable(c, d);
   check_computable(c, v.tensor().dtype());
   Tensor t = as_dtype(v.tensor(), d);
@@ -122,6 +124,8 @@ std::vector<Value> cast(OpContext& c) {
 }
 
 std::vector<Value> cast_like(OpContext& c) {
+  if (c.value(1).is_strings()) return {cast_strings(c, c.value(0), std::nullopt)};
+  if (c.value(0).is_strings()) return {cast_strings(c, c.value(0), c.in(1).dtype())};
   check_computable(c, c.in(0).dtype());
   check_computable(c, c.in(1).dtype());
   return {as_dtype(c.in(0), c.in(1).dtype())};

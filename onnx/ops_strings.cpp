@@ -1,6 +1,10 @@
-// Operators on string tensors, which live on the host (onnx::Strings): StringNormalizer.
+// Operators on string tensors, which live on the host (onnx::Strings): StringNormalizer, and
+// Cast between strings and numbers.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include <vkgrad/onnx/ops.hpp>
@@ -46,7 +50,51 @@ std::vector<Value> string_normalizer(OpContext& c) {
   return {Value(out)};
 }
 
+// numpy's str() of a float: shortest round-trip digits, "1.0" rather than "1", nan and inf.
+template <class F>
+std::string number_string(F v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
 }  // namespace
+
+Value cast_strings(OpContext& c, const Value& v, std::optional<DType> to) {
+  if (!to) {
+    if (v.is_strings()) return v;
+    const Tensor& t = v.tensor();
+    Strings out{t.shape(), {}};
+    const std::vector<double> x = host_doubles(t);
+    for (double e : x) {
+      if (t.dtype() == dtypes::float32 || t.dtype() == dtypes::float16)
+        out.values.push_back(number_string(float(e)));
+      else if (t.dtype().is_float())
+        out.values.push_back(number_string(e));
+      else if (t.dtype().is_bool())
+        out.values.push_back(e != 0 ? "True" : "False");
+      else
+        out.values.push_back(std::to_string(int64_t(e)));
+    }
+    return Value(out);
+  }
+  const Strings& in = v.strings();
+  std::vector<double> x;
+  for (const auto& str : in.values) {
+    char* end = nullptr;
+    const double e = std::strtod(str.c_str(), &end);
+    if (end == str.c_str()) c.fail("cannot read '" + str + "' as a number");
+    x.push_back(e);
+  }
+  if (*to == dtypes::float32)
+    return Value(Tensor(std::vector<float>(x.begin(), x.end()), in.shape, c.device()));
+  check_computable(c, *to);
+  return Value(Tensor(x, in.shape, c.device()).cast(*to));
+}
 
 void add_string_ops(OpTable& t) { t["StringNormalizer"] = string_normalizer; }
 
