@@ -91,7 +91,10 @@ struct Scope {
   }
 };
 
-void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset, const std::string& device);
+// Runs g's nodes [0, end) in scope. `leaves` (names -> tensors) are put back after any node
+// writes them: Gradient's replay keeps its inputs as the leaves it differentiates by.
+void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset, const std::string& device,
+               int end = -1, const std::map<std::string, Tensor>* leaves = nullptr);
 
 std::vector<Value> run_subgraph(const ::onnx::GraphProto& body, const std::vector<Value>& inputs,
                                 const Scope& outer, int64_t opset, const std::string& device) {
@@ -118,10 +121,57 @@ std::vector<Value> run_subgraph(const ::onnx::GraphProto& body, const std::vecto
   return out;
 }
 
-void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset,
-               const std::string& device) {
+// The training domain's Gradient: the graph before this node runs again with the xs as fresh
+// leaves that require grad, and backward from y (seeded with ones) gives d y / d xs.
+std::vector<Value> gradient(const ::onnx::GraphProto& g, int at, Scope& scope, int64_t opset,
+                            const std::string& device) {
+  const auto& node = g.node(at);
+  std::vector<std::string> xs;
+  std::string y;
+  for (const auto& a : node.attribute()) {
+    if (a.name() == "xs")
+      xs.assign(a.strings().begin(), a.strings().end());
+    else if (a.name() == "y")
+      y = a.s();
+    else
+      throw Unsupported("onnx: " + node_name(node) + ": attribute '" + a.name() +
+                        "' is not supported");
+  }
+  Scope replay;
+  replay.outer = scope.outer;
+  replay.values = scope.values;
+  std::map<std::string, Tensor> leaves;
+  for (const auto& x : xs) {
+    const Value* v = scope.find(x);
+    if (!v) throw Error("onnx: " + node_name(node) + ": no value '" + x + "' to differentiate by");
+    Tensor leaf = v->tensor().detach();
+    leaf.requires_grad_();
+    leaves.insert_or_assign(x, leaf);
+    replay.values.insert_or_assign(x, Value(leaf));
+  }
+  run_nodes(g, replay, opset, device, at, &leaves);
+  const Value* out = replay.find(y);
+  if (!out) throw Error("onnx: " + node_name(node) + ": no value '" + y + "' to differentiate");
+  out->tensor().backward(Tensor::ones_like(out->tensor()));
+  std::vector<Value> grads;
+  for (const auto& x : xs) {
+    const Tensor& leaf = leaves.at(x);
+    grads.emplace_back(leaf.grad() ? leaf.grad()->detach() : Tensor::zeros_like(leaf));
+  }
+  return grads;
+}
+
+void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset, const std::string& device,
+               int end, const std::map<std::string, Tensor>* leaves) {
   const OpTable& table = op_table();
-  for (const auto& node : g.node()) {
+  for (int at = 0; at < (end < 0 ? g.node_size() : end); ++at) {
+    const auto& node = g.node(at);
+    if (op_key(node) == "ai.onnx.preview.training:Gradient") {
+      auto grads = gradient(g, at, scope, opset, device);
+      for (int i = 0; i < node.output_size() && size_t(i) < grads.size(); ++i)
+        scope.values.insert_or_assign(node.output(i), grads[size_t(i)]);
+      continue;
+    }
     std::vector<const Value*> ins;
     for (const auto& name : node.input()) {
       if (name.empty()) {
@@ -156,6 +206,8 @@ void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset,
       if (node.output(i).empty()) continue;
       if (size_t(i) >= outs.size()) ctx.unsupported("output " + std::to_string(i));
       scope.values.insert_or_assign(node.output(i), std::move(outs[size_t(i)]));
+      if (leaves && leaves->count(node.output(i)))
+        scope.values.insert_or_assign(node.output(i), Value(leaves->at(node.output(i))));
     }
   }
 }

@@ -82,9 +82,16 @@ std::vector<Value> momentum(OpContext& c) {
   return xs;
 }
 
+// Gradient is run by the graph executor (onnx/model.cpp), which can replay the graph before it;
+// its row here makes the model check accept it.
+std::vector<Value> gradient_row(OpContext& c) {
+  c.fail("Gradient runs only at a graph's top level");
+}
+
 }  // namespace
 
 void add_training_ops(OpTable& t) {
+  t["ai.onnx.preview.training:Gradient"] = gradient_row;
   t["ai.onnx.preview.training:Adagrad"] = adagrad;
   t["ai.onnx.preview.training:Adam"] = adam;
   t["ai.onnx.preview.training:Momentum"] = momentum;
