@@ -16,3 +16,4 @@
 #include <vkgrad/nn/norm_layers.hpp>
 #include <vkgrad/nn/optim.hpp>
 #include <vkgrad/nn/safetensors.hpp>
+#include <vkgrad/onnx/model.hpp>

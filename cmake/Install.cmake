@@ -18,3 +18,4 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/vkgradConfigVersion
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/vkgradConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/vkgradConfigVersion.cmake DESTINATION ${_cfgdir})
+install(FILES onnx/model.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vkgrad/onnx)

@@ -15,6 +15,8 @@ VKG_PACKAGES=(
   nlohmann-json3-dev                        # safetensors headers (nn/safetensors)
   dataset-fashion-mnist                     # the demo trains on it; a test reads it
   libopenmpi-dev openmpi-bin                # vkg::dist across processes (optional: VKG_WITH_MPI)
+  libonnx-dev libprotobuf-dev               # vkg::onnx: ONNX's generated protobuf classes (optional: VKG_WITH_ONNX)
+  libonnx-testdata                          # the ONNX backend conformance tests (tests/onnx/conformance.cpp)
 )
 
 vkg_ensure_packages() {
