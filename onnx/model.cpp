@@ -306,9 +306,6 @@ std::map<std::string, Data> Model::run_data(const std::map<std::string, Data>& g
           throw Error("onnx: input '" + name + "' has shape " + shape_str(t->shape()) +
                       ", the model wants " + shape_str(info->shape) + " (-1: any size)");
       }
-      if (t->dtype() == dtypes::bfloat16 && impl_->device != "CPU")
-        throw Unsupported("onnx: input '" + name + "': bfloat16 on device " + impl_->device +
-                          " is not supported");
     } else if (std::holds_alternative<Strings>(data)) {
       if (info && !info->strings)
         throw Error("onnx: input '" + name + "' must hold numbers, not strings");

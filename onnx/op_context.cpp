@@ -264,11 +264,6 @@ Value host_value(std::vector<int64_t> values, Shape shape, DType d, const std::s
   return Value(std::move(t), std::move(values));
 }
 
-void check_computable(const OpContext& ctx, DType d) {
-  if (d == dtypes::bfloat16 && ctx.device() != "CPU")
-    ctx.unsupported("bfloat16 on device " + ctx.device());
-}
-
 Tensor as_dtype(const Tensor& t, DType d) { return t.dtype() == d ? t : t.cast(d); }
 
 int32_t onnx_from_dtype(DType d) {

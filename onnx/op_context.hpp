@@ -118,9 +118,6 @@ DType dtype_from_onnx(int32_t type, const std::string& where);
 int32_t onnx_from_dtype(DType d);
 // The elements of t as doubles, read on the host (a sync unless t is realized).
 std::vector<double> host_doubles(const Tensor& t);
-// Unsupported when the node's device cannot compute in d (bfloat16 has no GLSL type: only the CPU
-// device computes with it).
-void check_computable(const OpContext& ctx, DType d);
 // A value known on the host: `values` as a tensor of `shape` and dtype `d` (an integer or bool
 // dtype), with the values kept for later shape computations.
 Value host_value(std::vector<int64_t> values, Shape shape, DType d, const std::string& device);
