@@ -628,7 +628,9 @@ const UOp* viewed_realized(const UOp* n, Chain& chain, const Schedule& sched,
       n = n->src[0].get();
     }
     if (n->op == Ops::BUFFER) return n;
-    if (n->sym_shape()) return nullptr;
+    // An assign's buffer is written in place: a later assign to it in this schedule would change
+    // what a view of it reads, so a value read after this assign gets a copy of its own.
+    if (n->sym_shape() || n->op == Ops::ASSIGN) return nullptr;
     if (auto it = sched.realized.find(n); it != sched.realized.end())
       n = it->second.get();
     else if (auto p = analysis.prior.find(n); p != analysis.prior.end())

@@ -93,6 +93,20 @@ TEST_P(Assign, ChainedAssignsInOneRealizeApplyInOrder) {
   EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{5.0f, -2.0f, 8.5f, 3.0f, 0.0f, 10.0f}));
 }
 
+// A copy of the value between two assigns (a reshape and contiguous(), which is no kernel of its
+// own over a buffer) keeps that value: it must not alias the buffer the second assign writes.
+TEST_P(Assign, ACopyBetweenTwoAssignsKeepsTheValueBetween) {
+  Tensor a = start();
+  a.assign(a + 1);
+  Tensor mid = a.reshape({2, 3}).contiguous();
+  a.assign(a * 2);
+  Tensor* all[] = {&mid, &a};
+  realize(all);
+  EXPECT_EQ(mid.to_vector<float>(), (std::vector<float>{2.5f, -1.0f, 4.25f, 1.5f, 0.0f, 5.0f}));
+  EXPECT_EQ(mid.shape(), (Shape{2, 3}));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{5.0f, -2.0f, 8.5f, 3.0f, 0.0f, 10.0f}));
+}
+
 // Hash-consing gives an expression built again the same node; the assign leaves the tensor at a
 // new version of its buffer, so the realized-node cache does not serve the old result.
 TEST_P(Assign, AnExpressionBuiltAgainAfterTheAssignSeesTheNewValue) {
