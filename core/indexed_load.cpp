@@ -103,6 +103,28 @@ Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const
   return Tensor(out);
 }
 
+std::vector<std::optional<Tensor>> extremum_gradient(const Tensor& dest, const Tensor& values,
+                                                     const Tensor& out,
+                                                     std::span<const Tensor> indices,
+                                                     std::span<const int64_t> axes, const Tensor& g,
+                                                     const std::optional<Tensor>& dest_left_out) {
+  auto gathered = [&](const Tensor& t) { return at_indices(t, values.shape(), indices, axes); };
+  const Tensor zero = g.scalar_like(0);
+  // Split evenly among everything equal to the result, as torch: dest's own value included, except
+  // where it takes no part (torch counts an excluded self that equals the result too, and so
+  // gives its values too little; here an excluded dest never shares). A nan result equals
+  // nothing: its share is g / 0 and every input there gets 0 * inf = nan, as torch's.
+  Tensor dest_won = dest.eq(out);
+  if (dest_left_out) dest_won = dest_won.logical_and(dest_left_out->logical_not());
+  const Tensor value_won = values.eq(gathered(out));
+  const Tensor ties = indexed_scatter(dest_won.cast(g.dtype()), value_won.cast(g.dtype()), indices,
+                                      axes, ScatterReduce::Sum);
+  const Tensor share = g / ties;
+  Tensor grad_dest = dest_won.cast(g.dtype()) * share;
+  if (dest_left_out) grad_dest = dest_left_out->where(zero, grad_dest);
+  return {grad_dest, value_won.cast(g.dtype()) * gathered(share)};
+}
+
 std::vector<std::optional<Tensor>> scatter_gradient(const UOp& n, const Tensor& g) {
   const auto& arg = n.arg_as<std::vector<int64_t>>();
   const auto combine = ScatterCombine(arg.at(0));
@@ -122,14 +144,8 @@ std::vector<std::optional<Tensor>> scatter_gradient(const UOp& n, const Tensor& 
     case ScatterCombine::Sum:
       return {g, gathered(g)};
     case ScatterCombine::Max:
-    case ScatterCombine::Min: {
-      // Split evenly among everything equal to the result (dest's own value included), as torch.
-      const Tensor dest_won = dest.eq(out), value_won = values.eq(gathered(out));
-      const Tensor ties =
-          scatter(dest_won.cast(g.dtype()), value_won.cast(g.dtype()), ScatterReduce::Sum);
-      const Tensor share = g / ties.maximum(1);
-      return {dest_won.where(share, zero), value_won.where(gathered(share), zero)};
-    }
+    case ScatterCombine::Min:
+      return extremum_gradient(dest, values, out, idx, axes, g, std::nullopt);
     case ScatterCombine::Prod: {
       // torch's: the product of the others, computed without dividing where a factor is 0.
       const Tensor dest_zero = dest.eq(0), value_zero = values.eq(0);

@@ -54,6 +54,16 @@ Tensor index_as_int32(const Tensor& index, int64_t lo, int64_t hi);
 Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const Tensor> indices,
                        std::span<const int64_t> axes, ScatterReduce combine);
 
+// The gradient of a max or min scatter `out` of values into dest for each of (dest, values):
+// split evenly among the inputs equal to the result. dest_left_out (bool, dest's shape) marks the
+// elements where dest takes no part (scatter_reduce's include_self=false): it neither counts in
+// the ties nor gets a gradient there, even when its value (the combine's identity) equals out.
+std::vector<std::optional<Tensor>> extremum_gradient(const Tensor& dest, const Tensor& values,
+                                                     const Tensor& out,
+                                                     std::span<const Tensor> indices,
+                                                     std::span<const int64_t> axes, const Tensor& g,
+                                                     const std::optional<Tensor>& dest_left_out);
+
 // The gradient of a SCATTER node for each of (dest, values), given the gradient g of its result.
 std::vector<std::optional<Tensor>> scatter_gradient(const UOp& scatter, const Tensor& g);
 
