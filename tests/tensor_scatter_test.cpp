@@ -14,6 +14,7 @@
 #include "support/device_compare.hpp"
 
 #include <vkgrad/codegen/kernel.hpp>
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/schedule.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -372,6 +373,33 @@ TEST(ScatterKernel, MaxAndMinOrderSubnormals) {
     EXPECT_EQ(bits64(got_n[0]), 0x3u);
     EXPECT_EQ(bits64(got_n[1]), 0x8000000000000005u);
     EXPECT_EQ(bits64(got_n[2]), 0x8000000000000001u);
+  }
+}
+
+// Without the device's 64-bit atomics (VKG_NO_INT64_ATOMICS forces that on Lavapipe), a 64-bit
+// scatter sum takes the one-hot form: a reduce, no scatter store, the same numbers. Covers the
+// float64 backward of an indexed read and an int64 scatter_add whose index is narrower than the
+// tensor off the axis and holds an index past the axis (it adds nothing).
+TEST(ScatterKernel, SixtyFourBitSumsWithoutInt64AtomicsAreOneHot) {
+  for (const std::string dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    ScopedSetting off("VKG_NO_INT64_ATOMICS", 1);
+    std::vector<double> rows(10 * 3);
+    for (size_t k = 0; k < rows.size(); ++k) rows[k] = double(k);
+    Tensor w = Tensor(rows, {10, 3}, dev).requires_grad_();
+    const Tensor idx(std::vector<int32_t>{1, 3, 1, 9}, {4}, dev);
+    (idx.embedding(w) * 3.0).sum().backward();
+    const Kernels k = kernels_of(*w.grad());
+    EXPECT_EQ(k.scatters, dev == "VK" ? 0u : 1u);
+    EXPECT_EQ(k.reduces, dev == "VK");
+    std::vector<double> want(30, 0.0);
+    for (int c = 0; c < 3; ++c) want[3 + c] = 6, want[9 + c] = 3, want[27 + c] = 3;
+    EXPECT_EQ(w.grad()->to_vector<double>(), want);
+    const Tensor self = Tensor::zeros({3, 4}, dtypes::int64, dev);
+    const Tensor at(std::vector<int64_t>{0, 3, 3, 7}, {2, 2}, dev);
+    const Tensor src(std::vector<int64_t>{1, 2, 3, 4, 5, 6}, {2, 3}, dev);
+    EXPECT_EQ(self.scatter_add(1, at, src).to_vector<int64_t>(),
+              (std::vector<int64_t>{1, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 0}));
   }
 }
 
