@@ -47,7 +47,8 @@ Tensor index_as_int32(const Tensor& index, int64_t lo, int64_t hi);
 // 754-2019 maximum/minimum, which no order changes: nan wins (propagates, as torch), and +0.0 is
 // the larger zero (max(-0.0, 0.0) is 0.0 and min is -0.0 whatever arrives first).
 //
-// dtypes: 32- and 64-bit ones combine in place (64-bit needs the device's int64 atomics); bool and
+// dtypes: 32- and 64-bit ones combine in place (64-bit needs the device's int64 atomics; without
+// them a sum is a one-hot reduce, Device::atomics_64bit); bool and
 // 8- and 16-bit ones combine in their 32-bit widening and are cast back (a float16 sum so rounds
 // once, not once per value). Differentiable in dest and values (gradient.cpp: max and min split
 // among ties, prod handles zeros as torch does).
