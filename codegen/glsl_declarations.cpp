@@ -80,7 +80,7 @@ std::string declarations(const Program& p, const GlslTarget& t, const ArgLayout&
                                           : fmt::format("{} v", storage_type_name(e));
     h += fmt::format(
         "layout(buffer_reference, std430, buffer_reference_align = {}) buffer {} {{ {}; }};\n",
-        e.base().scalar_size(), pointer_type_name(e), member);
+        packed16(e, t) ? 4 : e.base().scalar_size(), pointer_type_name(e), member);  // uint v[]
   }
   std::string members;
   for (const BufferParam& b : p.buffers)

@@ -423,7 +423,8 @@ class Renderer {
       if (aligned_vector(index_node, d))
         return fmt::format("{}x{}.v[({})>>{}]", b, d.count, index, d.count == 4 ? 2 : 1);
       std::string lanes;
-      for (int k = 0; k < d.count; ++k) lanes += fmt::format("{}{}.v[{}+{}]", k ? ", " : "", b, index, k);
+      for (int k = 0; k < d.count; ++k)
+        lanes += fmt::format("{}{}.v[{}+{}]", k ? ", " : "", b, index, k);
       return fmt::format("{}({})", glsl::storage_type_name(d), lanes);
     }
     if (buffer.op == Ops::DEFINE_LOCAL) {
@@ -449,22 +450,15 @@ class Renderer {
       if (!valid->const_int()) return expr(u.src.at(1));
       valid = nullptr;
     }
+    // LOAD(INDEX, [alt], [BARRIER]): a load of local memory lists the BARRIER it waits for.
+    if (valid && (u.src.size() < 2 || u.src[1]->op == Ops::BARRIER))
+      fail(i, "a masked LOAD needs an alt value");
+    // Clamped, because a compiler may turn the select below into a load on every lane.
+    const std::string at = valid ? fmt::format("({}?{}:0)", name_of(valid), idx) : idx;
     std::string v;
-    if (valid) {
-      // LOAD(INDEX, [alt], [BARRIER]): a load of local memory lists the BARRIER it waits for.
-      if (u.src.size() < 2 || u.src[1]->op == Ops::BARRIER) fail(i, "a masked LOAD needs an alt value");
-      // Clamped, because a compiler may turn the select below into a load on every lane.
-      const std::string& ok = name_of(valid);
-      v = element(buffer, fmt::format("({}?{}:0)", ok, idx), u.dtype, index.src[1].get());
-    } else {
-      v = element(buffer, idx, u.dtype, index.src[1].get());
-    }
-    if (u.dtype.is_bool() && buffer.op == Ops::DEFINE_GLOBAL)
-      v = glsl::bool_from_storage(u.dtype, v);
     if (emulated(u.dtype) && buffer.op == Ops::DEFINE_GLOBAL) {
-      // 16 bits per element, to float32 lane by lane.
-      const std::string at = valid ? fmt::format("({}?{}:0)", name_of(valid), idx) : idx;
-      std::string lanes;
+      // 16 bits per element, to float32 lane by lane (never the vector element: its pointer type
+      // and element_address would be declared for nothing).
       for (int k = 0; k < u.dtype.count; ++k) {
         const std::string at_k = k ? fmt::format("{}+{}", at, k) : at;
         const std::string bits =
@@ -472,9 +466,13 @@ class Renderer {
                 ? fmt::format("(({} >> (uint(({})&1)<<4)) & 0xffffu)",
                               element(buffer, fmt::format("({})>>1", at_k), u.dtype.base()), at_k)
                 : "uint(" + element(buffer, at_k, u.dtype.base()) + ")";
-        lanes += (k ? ", " : "") + glsl::half_value(u.dtype.base(), bits, helpers_);
+        v += (k ? ", " : "") + glsl::half_value(u.dtype.base(), bits, helpers_);
       }
-      v = u.dtype.count == 1 ? lanes : fmt::format("{}({})", glsl::type_name(reg(u.dtype)), lanes);
+      if (u.dtype.count > 1) v = fmt::format("{}({})", glsl::type_name(reg(u.dtype)), v);
+    } else {
+      v = element(buffer, at, u.dtype, index.src[1].get());
+      if (u.dtype.is_bool() && buffer.op == Ops::DEFINE_GLOBAL)
+        v = glsl::bool_from_storage(u.dtype, v);
     }
     if (valid) v = fmt::format("({}?{}:{})", name_of(valid), v, expr(u.src[1]));
     return v;
@@ -519,8 +517,7 @@ class Renderer {
       if (buffer.op == Ops::DEFINE_GLOBAL && d.is_bool()) value = glsl::bool_to_storage(d, value);
       const std::string array = name_of(&buffer) + (buffer.op == Ops::DEFINE_GLOBAL ? ".v" : "");
       for (int k = 0; k < d.count; ++k)
-        line(
-            fmt::format("{}{}[{}+{}] = {}.{};", guard, array, idx, k, value, "xyzw"[k]));
+        line(fmt::format("{}{}[{}+{}] = {}.{};", guard, array, idx, k, value, "xyzw"[k]));
       return;
     }
     if (d.is_bool() && buffer.op == Ops::DEFINE_GLOBAL) value = glsl::bool_to_storage(d, value);
@@ -529,8 +526,8 @@ class Renderer {
 
   // A scatter's store (core/scatter_combine.hpp): integer sums, maxima and minima by the atomic
   // of that name; products and every float combine by a compare-and-swap loop on the element
-  // (a float's on its bits, which also makes max and min IEEE's maximum and minimum exactly: nan
-  // wins, and the zeros' bits AND to +0.0 for max, OR to -0.0 for min).
+  // (a float's on its bits; max and min compare those bits as order-preserving integer keys, which
+  // makes them IEEE's maximum and minimum exactly: nan wins, +0.0 is above -0.0).
   void combining_store(ScatterCombine c, const UOp& buffer, const std::string& idx, DType d,
                        const std::string& value, const std::string& guard) {
     const std::string& b = name_of(&buffer);
@@ -568,13 +565,23 @@ class Renderer {
         line(fmt::format("{} {} = {}({} {} {});", word, n, to_bits, a,
                          c == ScatterCombine::Sum ? '+' : '*', v));
       } else {
+        // In integer space, not float compares: a driver may flush subnormals in a float compare
+        // (nothing declares DenormPreserve), which would make 0x3 and 0x5 equal. nan first (it
+        // wins), then an order-preserving unsigned key (negatives' bits flipped, positives' sign
+        // bit set), which also puts +0.0 above -0.0.
         const std::string abs = wide ? "0x7fffffffffffffffUL" : "0x7fffffffu";
         const std::string inf = wide ? "0x7ff0000000000000UL" : "0x7f800000u";
-        const bool max = c == ScatterCombine::Max;
-        line(
-            fmt::format("{0} {1} = ({2} & {3}) > {4} ? {2} : ({5} & {3}) > {4} ? {5} : {6} {8} {7} "
-                        "? {2} : {7} {8} {6} ? {5} : ({2} {9} {5});",
-                        word, n, o, abs, inf, vb, a, v, max ? '>' : '<', max ? '&' : '|'));
+        const std::string sign = wide ? "0x8000000000000000UL" : "0x80000000u";
+        const std::string zero = wide ? "0UL" : "0u";
+        auto key = [&](const std::string& x) {
+          return fmt::format("(({0} & {1}) != {2} ? ~{0} : ({0} | {1}))", x, sign, zero);
+        };
+        const std::string kb = fresh("key");
+        line(fmt::format("{} {} = {};", word, kb, key(vb)));
+        line(fmt::format(
+            "{0} {1} = ({2} & {3}) > {4} ? {2} : ({5} & {3}) > {4} ? {5} : "
+            "{6} {7} {8} ? {5} : {2};",
+            word, n, o, abs, inf, vb, kb, c == ScatterCombine::Max ? '>' : '<', key(o)));
         line(fmt::format("if ({} == {}) break;", n, o));  // max and min only grow one way
       }
     }

@@ -118,6 +118,11 @@ class Device {
   };
   virtual MemoryCounts memory_counts() const { return {}; }
   virtual void reset_peak_bytes() {}
+
+  // Whether kernels can combine into 64-bit elements atomically (Vulkan's
+  // shaderBufferInt64Atomics): without it a 64-bit scatter sum takes the one-hot form
+  // (core/indexed_load.cpp). Asked while a graph is built, so it may read settings.
+  virtual bool atomics_64bit() const { return true; }
 };
 
 // The device called `name` ("VK", "CPU"; case-insensitive), opened on first use. "VK:n" is the

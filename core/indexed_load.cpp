@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/scatter_combine.hpp>
@@ -78,6 +79,41 @@ Tensor at_indices(const Tensor& t, const Shape& values_shape, std::span<const Te
   return indexed_load(t.shrink(ranges), indices, axes);
 }
 
+// dest plus the values summed where they land, as a one-hot reduce: each value is compared with
+// every position along the indexed axes, O(values x those sizes), with no atomics. For a device
+// that cannot combine into 64-bit elements atomically.
+Tensor one_hot_sum_into(const Tensor& dest, const Tensor& values, std::span<const Tensor> indices,
+                        std::span<const int64_t> axes) {
+  const Shape& o = values.shape();
+  const size_t r = o.size(), k = axes.size();
+  Shape lifted = o;
+  lifted.insert(lifted.end(), k, 1);
+  std::optional<Tensor> hit;
+  for (size_t j = 0; j < k; ++j) {
+    Shape along(r + k, 1);
+    along[r + j] = dest.shape()[size_t(axes[j])];
+    const Tensor positions =
+        Tensor::arange(0, along[r + j], 1, dest.device()).cast(dtypes::int32).reshape(along);
+    // An index outside the axis matches no position: it adds nothing, as the scatter writes
+    // nothing.
+    const Tensor at = indices[j].reshape(lifted).eq(positions);
+    hit = hit ? hit->logical_and(at) : at;
+  }
+  const Tensor spread = hit->where(values.reshape(lifted), values.scalar_like(0));
+  // (o with the indexed axes reduced to 1, then one axis per indexed size): each trailing axis
+  // trades places with the size-1 axis it came from; the axes not indexed pad out to dest's.
+  Tensor sum = spread.sum(Axes(std::vector<int64_t>(axes.begin(), axes.end())), true);
+  std::vector<int64_t> order(r + k);
+  std::iota(order.begin(), order.end(), 0);
+  for (size_t j = 0; j < k; ++j) std::swap(order[size_t(axes[j])], order[r + j]);
+  Shape landed = o;
+  for (int64_t a : axes) landed[size_t(a)] = dest.shape()[size_t(a)];
+  sum = sum.permute(order).reshape(landed);
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  for (size_t d = 0; d < r; ++d) pads.emplace_back(0, dest.shape()[d] - landed[d]);
+  return dest + sum.pad(pads, 0);
+}
+
 }  // namespace
 
 Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const Tensor> indices,
@@ -93,6 +129,16 @@ Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const
     const Tensor r = indexed_scatter(dest.cast(wide), values.cast(wide), indices, axes, combine);
     return d.is_bool() ? r.ne(0) : r.cast(d);
   }
+  // 64-bit combines need the device's 64-bit atomics; without them a sum (the backward of every
+  // indexed read, scatter_add) takes the one-hot form. Prod, max and min have none and fail in
+  // the renderer with an error naming the feature (a float64 one needs a 64-bit compare-and-swap).
+  if (d.scalar_size() == 8 && combine == ScatterReduce::Sum &&
+      !device(dest.device()).atomics_64bit()) {
+    std::vector<Tensor> idx;
+    for (size_t j = 0; j < indices.size(); ++j)
+      idx.push_back(index_as_int32(indices[j], 0, dest.shape()[size_t(axes[j])]));
+    return one_hot_sum_into(dest, values, idx, axes);
+  }
   std::vector<UOpPtr> src{dest.clone().node(), values.node()};
   for (size_t j = 0; j < indices.size(); ++j)
     src.push_back(index_as_int32(indices[j], 0, dest.shape()[size_t(axes[j])]).node());
@@ -101,6 +147,28 @@ Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const
     throw Error("indexed scatter: values " + shape_str(values.shape()) + " do not fit " +
                 shape_str(dest.shape()) + " (internal)");
   return Tensor(out);
+}
+
+std::vector<std::optional<Tensor>> extremum_gradient(const Tensor& dest, const Tensor& values,
+                                                     const Tensor& out,
+                                                     std::span<const Tensor> indices,
+                                                     std::span<const int64_t> axes, const Tensor& g,
+                                                     const std::optional<Tensor>& dest_left_out) {
+  auto gathered = [&](const Tensor& t) { return at_indices(t, values.shape(), indices, axes); };
+  const Tensor zero = g.scalar_like(0);
+  // Split evenly among everything equal to the result, as torch: dest's own value included, except
+  // where it takes no part (torch counts an excluded self that equals the result too, and so
+  // gives its values too little; here an excluded dest never shares). A nan result equals
+  // nothing: its share is g / 0 and every input there gets 0 * inf = nan, as torch's.
+  Tensor dest_won = dest.eq(out);
+  if (dest_left_out) dest_won = dest_won.logical_and(dest_left_out->logical_not());
+  const Tensor value_won = values.eq(gathered(out));
+  const Tensor ties = indexed_scatter(dest_won.cast(g.dtype()), value_won.cast(g.dtype()), indices,
+                                      axes, ScatterReduce::Sum);
+  const Tensor share = g / ties;
+  Tensor grad_dest = dest_won.cast(g.dtype()) * share;
+  if (dest_left_out) grad_dest = dest_left_out->where(zero, grad_dest);
+  return {grad_dest, value_won.cast(g.dtype()) * gathered(share)};
 }
 
 std::vector<std::optional<Tensor>> scatter_gradient(const UOp& n, const Tensor& g) {
@@ -122,14 +190,8 @@ std::vector<std::optional<Tensor>> scatter_gradient(const UOp& n, const Tensor& 
     case ScatterCombine::Sum:
       return {g, gathered(g)};
     case ScatterCombine::Max:
-    case ScatterCombine::Min: {
-      // Split evenly among everything equal to the result (dest's own value included), as torch.
-      const Tensor dest_won = dest.eq(out), value_won = values.eq(gathered(out));
-      const Tensor ties =
-          scatter(dest_won.cast(g.dtype()), value_won.cast(g.dtype()), ScatterReduce::Sum);
-      const Tensor share = g / ties.maximum(1);
-      return {dest_won.where(share, zero), value_won.where(gathered(share), zero)};
-    }
+    case ScatterCombine::Min:
+      return extremum_gradient(dest, values, out, idx, axes, g, std::nullopt);
     case ScatterCombine::Prod: {
       // torch's: the product of the others, computed without dividing where a factor is 0.
       const Tensor dest_zero = dest.eq(0), value_zero = values.eq(0);

@@ -47,12 +47,23 @@ Tensor index_as_int32(const Tensor& index, int64_t lo, int64_t hi);
 // 754-2019 maximum/minimum, which no order changes: nan wins (propagates, as torch), and +0.0 is
 // the larger zero (max(-0.0, 0.0) is 0.0 and min is -0.0 whatever arrives first).
 //
-// dtypes: 32- and 64-bit ones combine in place (64-bit needs the device's int64 atomics); bool and
+// dtypes: 32- and 64-bit ones combine in place (64-bit needs the device's int64 atomics; without
+// them a sum is a one-hot reduce, Device::atomics_64bit); bool and
 // 8- and 16-bit ones combine in their 32-bit widening and are cast back (a float16 sum so rounds
 // once, not once per value). Differentiable in dest and values (gradient.cpp: max and min split
 // among ties, prod handles zeros as torch does).
 Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const Tensor> indices,
                        std::span<const int64_t> axes, ScatterReduce combine);
+
+// The gradient of a max or min scatter `out` of values into dest for each of (dest, values):
+// split evenly among the inputs equal to the result. dest_left_out (bool, dest's shape) marks the
+// elements where dest takes no part (scatter_reduce's include_self=false): it neither counts in
+// the ties nor gets a gradient there, even when its value (the combine's identity) equals out.
+std::vector<std::optional<Tensor>> extremum_gradient(const Tensor& dest, const Tensor& values,
+                                                     const Tensor& out,
+                                                     std::span<const Tensor> indices,
+                                                     std::span<const int64_t> axes, const Tensor& g,
+                                                     const std::optional<Tensor>& dest_left_out);
 
 // The gradient of a SCATTER node for each of (dest, values), given the gradient g of its result.
 std::vector<std::optional<Tensor>> scatter_gradient(const UOp& scatter, const Tensor& g);

@@ -192,7 +192,9 @@ Tensor piece_shifts(int64_t r, int step, DType w, const std::string& device) {
 // Between sizes, in integer arithmetic on the words (no memory aliasing, so it fuses like any
 // elementwise op): a wide word splits into its pieces by shifts and truncating casts; pieces
 // join by shifts into disjoint bit fields and a sum, which is their or. 16-bit words shift in
-// 32 bits, so only 16-bit storage is needed for them.
+// 32 bits, but a 16-bit piece is still a uint16 value on the way (the same-size bitcast and the
+// cast to or from the 32-bit word), so on Vulkan a 16-bit side needs shaderInt16 as well as
+// 16-bit storage, as any uint16 tensor does.
 Tensor Tensor::bitcast(DType d) const {
   if (d.count != 1 || d.is_ptr() || d.scalar == Scalar::Void)
     throw Error("bitcast: cannot reinterpret " + dtype().name() + " as " + d.name());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/index_check.hpp>
 #include <vkgrad/core/indexed_load.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -140,7 +141,19 @@ Tensor Tensor::scatter_reduce(int64_t axis, const Tensor& index, const Tensor& s
       include_self
           ? self
           : landed.where(Tensor::full({}, identity(combine, dtype()), dtype(), device()), self);
-  const Tensor r = scatter_into(start, p, p.values, combine);
+  Tensor r = scatter_into(start, p, p.values, combine);
+  if (!include_self && (reduce == ScatterReduce::Amax || reduce == ScatterReduce::Amin)) {
+    // The identity start takes no part: were it left to the SCATTER's own gradient, it would
+    // count as a tie wherever the values' extremum is that identity (all -inf for amax).
+    const Tensor values = p.values;
+    const std::vector<Tensor> idx{p.index};
+    const std::vector<int64_t> axes{p.axis};
+    r = Tensor(with_custom_gradient(
+        r.node(), {start.node(), values.node()},
+        [start, values, idx, axes, landed, out = r.node()](const Tensor& g) {
+          return extremum_gradient(start, values, Tensor(out), idx, axes, g, landed);
+        }));
+  }
   if (reduce != ScatterReduce::Mean) return r.reshape(shape());
   // An element nothing lands on keeps its value: r is self there, divided by 1.
   const Tensor n = (include_self ? count + 1 : count.maximum(1)).cast(dtype());

@@ -15,6 +15,7 @@
 #include <vkgrad/codegen/glsl_launch.hpp>
 #include <vkgrad/codegen/glsl_renderer.hpp>
 #include <vkgrad/codegen/spirv_compiler.hpp>
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/host_worker.hpp>
@@ -135,6 +136,12 @@ class VkDevice final : public Device {
     std::vector<std::jthread> pool;
     for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
     work();
+  }
+
+  // VKG_NO_INT64_ATOMICS: as on a device without shaderBufferInt64Atomics, so the fallback runs
+  // in CI (Lavapipe has the feature).
+  bool atomics_64bit() const override {
+    return target_.int64_atomics && setting("VKG_NO_INT64_ATOMICS") == 0;
   }
 
   CompileCounts compile_counts() const override { return {compiled_.load(), compiled_in_run_.load()}; }

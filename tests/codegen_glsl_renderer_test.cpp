@@ -133,6 +133,38 @@ TEST(GlslRenderer, SixteenBitFloatsTheDeviceCannotComputeInAreFloat32InRegisters
   }
 }
 
+// E_4_4: out[i] = x[4i] + x[4i+3], x read as one 4-wide load (16-bit floats emulated).
+Program four_wide_half_load(DType d) {
+  ProgramBuilder b("E_4_4");
+  const UOpPtr out = b.global(d, 4, true), x = b.global(d, 16);
+  const UOpPtr i = b.special("gidx0", 4);
+  const UOpPtr v = b.load(x, i * 4, nullptr, nullptr, 4);
+  const UOpPtr first = UOp::make(Ops::GEP, d, {v}, std::vector<int64_t>{0});
+  const UOpPtr last = UOp::make(Ops::GEP, d, {v}, std::vector<int64_t>{3});
+  b.store(out, i, first + last);
+  return b.build({4, 1, 1}, {1, 1, 1});
+}
+
+// An emulated 16-bit vector load reads lane by lane, so it declares no vector pointer type and
+// no element_address; packed two to a uint, the buffer's pointer type is aligned as the uint it
+// holds (4), not as a 16-bit element.
+TEST(GlslRenderer, EmulatedSixteenBitVectorLoadsAreLaneByLane) {
+  GlslTarget no_float16 = GlslTarget::everything();
+  no_float16.float16 = false;
+  no_float16.int16 = false;
+  GlslTarget no_storage = no_float16;
+  no_storage.storage_16bit = false;
+  for (DType d : {dtypes::bfloat16, dtypes::float16}) {
+    const std::string s = render_and_compile(four_wide_half_load(d), no_float16);
+    EXPECT_FALSE(has(s, "element_address")) << s;
+    EXPECT_TRUE(has(s, "buffer_reference_align = 2) buffer")) << s;  // uint16_t v[]
+    const std::string w = render_and_compile(four_wide_half_load(d), no_storage);
+    EXPECT_FALSE(has(w, "element_address")) << w;
+    EXPECT_TRUE(has(w, "buffer_reference_align = 4) buffer")) << w;
+    EXPECT_FALSE(has(w, "buffer_reference_align = 2")) << w;
+  }
+}
+
 TEST(GlslRenderer, IntegerModIsCRemainderNotGlslPercent) {
   const std::string s = render_and_compile(int_div_mod_by(dtypes::int32, 4, 3));
   EXPECT_TRUE(has(s, "int mod_c(int a, int b) {\n  return a - (a / b) * b;\n}")) << s;
@@ -279,7 +311,8 @@ TEST(GlslRenderer, BuffersAreBoundByDescriptorOnlyWhereTheyFitTheLimits) {
     auto out = b.global(dtypes::float32, count, true);
     auto n = b.var("n", 0, 10);
     UOpPtr sum = n->cast(dtypes::float32);
-    for (int k = 0; k < inputs; ++k) sum = sum + b.load(b.global(dtypes::float32, count), ProgramBuilder::i32(0));
+    for (int k = 0; k < inputs; ++k)
+      sum = sum + b.load(b.global(dtypes::float32, count), ProgramBuilder::i32(0));
     b.store(out, ProgramBuilder::i32(0), sum);
     return b.build({1, 1, 1}, {1, 1, 1});
   };
@@ -292,10 +325,12 @@ TEST(GlslRenderer, BuffersAreBoundByDescriptorOnlyWhereTheyFitTheLimits) {
   const std::vector<uint64_t> addresses(4, 0x100);
   EXPECT_EQ(pack_args(fits, bound, addresses, std::vector<int64_t>{7}).size(), 4u);
   const std::string s = render_and_compile(fits, t);
-  EXPECT_TRUE(has(s, "layout(std430, set = 0, binding = 3) readonly buffer Data3 { float v[]; } data3;")) << s;
+  EXPECT_TRUE(
+      has(s, "layout(std430, set = 0, binding = 3) readonly buffer Data3 { float v[]; } data3;"))
+      << s;
   EXPECT_TRUE(has(s, "readonly buffer Args { int n; };")) << s;
   EXPECT_TRUE(has(s, "  int n = args.n;\n")) << s;
-  EXPECT_FALSE(has(s, "Float32Ptr")) << s;  // no buffer by address
+  EXPECT_FALSE(has(s, "Float32Ptr")) << s;            // no buffer by address
   EXPECT_FALSE(arg_layout(program(4, 16), t).bound);  // 5 buffers
   EXPECT_FALSE(arg_layout(program(3, 17), t).bound);  // 68 bytes each
   EXPECT_FALSE(arg_layout(fits, GlslTarget::everything()).bound);
@@ -333,8 +368,7 @@ TEST(GlslRenderer, PackArgsLaysOutAddressesThenVarsAndChecksBounds) {
   EXPECT_EQ(arg_offset_of_var(p, l, 0), 16u);
   EXPECT_EQ(arg_offset_of_var(p, l, 1), 20u);
   const std::string s = render_and_compile(p);
-  EXPECT_TRUE(
-      has(s, "readonly buffer Args { Int32Ptr data0; Int32Ptr data1; int n; int m; };"))
+  EXPECT_TRUE(has(s, "readonly buffer Args { Int32Ptr data0; Int32Ptr data1; int n; int m; };"))
       << s;
   EXPECT_TRUE(has(s, "  int n = args.n;\n  int m = args.m;\n")) << s;
 }
@@ -372,7 +406,8 @@ TEST(GlslRenderer, ShuffleNeedsTheFeatureAndAWorkgroupOfOneSubgroup) {
   EXPECT_TRUE(has(s, "#extension GL_KHR_shader_subgroup_shuffle : require")) << s;
   EXPECT_TRUE(has(s, "subgroupShuffle(val0, 3u)")) << s;
   t.subgroup_size = 32;
-  EXPECT_TRUE(has(error_of(subgroup_shuffle(2), t), "SHUFFLE needs a workgroup of one 32-wide subgroup"));
+  EXPECT_TRUE(
+      has(error_of(subgroup_shuffle(2), t), "SHUFFLE needs a workgroup of one 32-wide subgroup"));
   t.subgroup_size = 8;
   t.subgroup_shuffle = false;
   EXPECT_TRUE(has(error_of(subgroup_shuffle(2), t), "no subgroupShuffle"));

@@ -65,6 +65,18 @@ TEST(GlslScatterStore, EveryCombineAndDtypeCompilesInBothLayouts) {
   EXPECT_TRUE(has(add, "atomicAdd(data0.v[")) << add;
 }
 
+// Float max and min compare the bits as order-preserving integer keys, never as floats: a device
+// may flush subnormals in a float compare (nothing declares DenormPreserve), which would make
+// 0x3 and 0x5 equal. Running subnormal pairs is in tests/tensor_scatter_test.cpp.
+TEST(GlslScatterStore, FloatMaxAndMinCompareBitsAsIntegers) {
+  for (DType d : {dtypes::float32, dtypes::float64})
+    for (ScatterCombine c : {ScatterCombine::Max, ScatterCombine::Min}) {
+      const std::string s = render_and_compile(scatter_program(d, c), GlslTarget::everything());
+      EXPECT_FALSE(has(s, "uintBitsToFloat") || has(s, "uint64BitsToDouble")) << s;
+      EXPECT_TRUE(has(s, d == dtypes::float32 ? "0x80000000u" : "0x8000000000000000UL")) << s;
+    }
+}
+
 TEST(GlslScatterStore, SixtyFourBitsNeedTheDevicesInt64Atomics) {
   GlslTarget t = GlslTarget::everything();
   t.int64_atomics = false;

@@ -14,6 +14,7 @@
 #include "support/device_compare.hpp"
 
 #include <vkgrad/codegen/kernel.hpp>
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/schedule.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -260,6 +261,145 @@ TEST(ScatterKernel, GradientsAtTiesAndZeros) {
     // out = {9, 4, 0}: d/dself = {3, 4, 0}; d/dv = {3, 2, 2, 5 * 4 = 20, 0}.
     EXPECT_EQ(self.grad()->to_vector<float>(), (std::vector<float>{3, 4, 0}));
     EXPECT_EQ(v.grad()->to_vector<float>(), (std::vector<float>{3, 2, 2, 20, 0}));
+  }
+}
+
+// Without self, the start at an element values land on is the identity (-inf for amax); it takes
+// no part in the gradient even when the values' extremum is that identity: two -inf values split
+// g in halves (torch's 0.5 each), not thirds with a phantom self. An excluded self equal to the
+// result does not share either (torch's own formula gives it a share and then drops it, so its
+// values get too little; here the lone maximum gets all of g). A nan result equals nothing:
+// everything landing there gets nan, as torch's g / 0 * 0; an excluded self still gets 0.
+TEST(ScatterKernel, GradientsWithoutSelfAtTheIdentity) {
+  const float inf = INFINITY, nan = std::numeric_limits<float>::quiet_NaN();
+  for (const std::string dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    struct Case {
+      ScatterReduce r;
+      std::vector<float> self, v;
+      std::vector<float> want_self, want_v;
+    };
+    const std::vector<int32_t> to{0, 0, 1, 1};
+    const Case cases[] = {
+        // element 0: two -inf (or +inf for amin) values; element 1: a lone extremum equal to self.
+        {ScatterReduce::Amax, {5, 3}, {-inf, -inf, 3, 1}, {0, 0}, {0.5f, 0.5f, 1, 0}},
+        {ScatterReduce::Amin, {5, 1}, {inf, inf, 1, 3}, {0, 0}, {0.5f, 0.5f, 1, 0}},
+        {ScatterReduce::Amax, {5, 3}, {nan, 1, -inf, -inf}, {0, 0}, {nan, nan, 0.5f, 0.5f}},
+    };
+    for (const Case& c : cases) {
+      Tensor self = Tensor(c.self, {2}, dev).requires_grad_();
+      Tensor v = Tensor(c.v, {4}, dev).requires_grad_();
+      const Tensor i(to, {4}, dev);
+      (self.scatter_reduce(0, i, v, c.r, false) * Tensor(std::vector<float>{2, 4}, {2}, dev))
+          .sum()
+          .backward();
+      const auto gs = self.grad()->to_vector<float>(), gv = v.grad()->to_vector<float>();
+      for (size_t k = 0; k < 2; ++k) EXPECT_EQ(gs[k], c.want_self[k]) << k;
+      for (size_t k = 0; k < 4; ++k) {
+        const float want = c.want_v[k] * (k < 2 ? 2.0f : 4.0f);
+        if (std::isnan(want))
+          EXPECT_TRUE(std::isnan(gv[k])) << k << " " << gv[k];
+        else
+          EXPECT_EQ(gv[k], want) << k;
+      }
+    }
+    // With self, a -inf self ties with -inf values: thirds.
+    Tensor self = Tensor(std::vector<float>{-inf}, {1}, dev).requires_grad_();
+    Tensor v = Tensor(std::vector<float>{-inf, -inf}, {2}, dev).requires_grad_();
+    self.scatter_reduce(0, Tensor(std::vector<int32_t>{0, 0}, {2}, dev), v, ScatterReduce::Amax)
+        .sum()
+        .backward();
+    EXPECT_EQ(self.grad()->to_vector<float>(), std::vector<float>{1.0f / 3});
+    EXPECT_EQ(v.grad()->to_vector<float>(), (std::vector<float>{1.0f / 3, 1.0f / 3}));
+  }
+}
+
+// Max and min of subnormals compare their bits as integers, so a device that flushes subnormals
+// in float compares still orders them: 0x3 < 0x5 and -0x5 < -0x3, and both above -0.0 / below it.
+TEST(ScatterKernel, MaxAndMinOrderSubnormals) {
+  auto f = [](uint32_t bits) {
+    float x;
+    std::memcpy(&x, &bits, 4);
+    return x;
+  };
+  auto d = [](uint64_t bits) {
+    double x;
+    std::memcpy(&x, &bits, 8);
+    return x;
+  };
+  for (const std::string dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    const Tensor i(std::vector<int32_t>{0, 0, 1, 1, 2, 2}, {6}, dev);
+    const std::vector<float> v{f(0x3), f(0x5), f(0x80000005), f(0x80000003), f(0x80000001), 0.0f};
+    const Tensor t(v, {6}, dev);
+    const Tensor z = Tensor::full({3}, -INFINITY, dtypes::float32, dev);
+    const Tensor top = Tensor::full({3}, INFINITY, dtypes::float32, dev);
+    const auto mx = z.scatter_reduce(0, i, t, ScatterReduce::Amax).to_vector<float>();
+    const auto mn = top.scatter_reduce(0, i, t, ScatterReduce::Amin).to_vector<float>();
+    auto bits = [](float x) {
+      uint32_t b;
+      std::memcpy(&b, &x, 4);
+      return b;
+    };
+    EXPECT_EQ(bits(mx[0]), 0x5u);
+    EXPECT_EQ(bits(mx[1]), 0x80000003u);
+    EXPECT_EQ(bits(mx[2]), 0x0u);
+    EXPECT_EQ(bits(mn[0]), 0x3u);
+    EXPECT_EQ(bits(mn[1]), 0x80000005u);
+    EXPECT_EQ(bits(mn[2]), 0x80000001u);
+    // float16 combines in its float32 widening, where its subnormals are normal numbers.
+    const Tensor halves = Tensor(std::vector<float>{f(0x33800000), f(0x34000000), -1, -2, 0, -0.0f},
+                                 {6}, dev)  // 2^-24 and 2^-23: float16's subnormals
+                              .cast(dtypes::float16);
+    const auto h = z.cast(dtypes::float16)
+                       .scatter_reduce(0, i, halves, ScatterReduce::Amax)
+                       .cast(dtypes::float32)
+                       .to_vector<float>();
+    EXPECT_EQ(h, (std::vector<float>{f(0x34000000), -1, 0}));
+    const std::vector<double> w{
+        d(0x3), d(0x5), d(0x8000000000000005), d(0x8000000000000003), d(0x8000000000000001), 0.0};
+    const Tensor tw(w, {6}, dev);
+    const auto wx = z.cast(dtypes::float64).scatter_reduce(0, i, tw, ScatterReduce::Amax);
+    const auto wn = top.cast(dtypes::float64).scatter_reduce(0, i, tw, ScatterReduce::Amin);
+    const std::vector<double> got_x = wx.to_vector<double>(), got_n = wn.to_vector<double>();
+    auto bits64 = [](double x) {
+      uint64_t b;
+      std::memcpy(&b, &x, 8);
+      return b;
+    };
+    EXPECT_EQ(bits64(got_x[0]), 0x5u);
+    EXPECT_EQ(bits64(got_x[1]), 0x8000000000000003u);
+    EXPECT_EQ(bits64(got_x[2]), 0x0u);
+    EXPECT_EQ(bits64(got_n[0]), 0x3u);
+    EXPECT_EQ(bits64(got_n[1]), 0x8000000000000005u);
+    EXPECT_EQ(bits64(got_n[2]), 0x8000000000000001u);
+  }
+}
+
+// Without the device's 64-bit atomics (VKG_NO_INT64_ATOMICS forces that on Lavapipe), a 64-bit
+// scatter sum takes the one-hot form: a reduce, no scatter store, the same numbers. Covers the
+// float64 backward of an indexed read and an int64 scatter_add whose index is narrower than the
+// tensor off the axis and holds an index past the axis (it adds nothing).
+TEST(ScatterKernel, SixtyFourBitSumsWithoutInt64AtomicsAreOneHot) {
+  for (const std::string dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    ScopedSetting off("VKG_NO_INT64_ATOMICS", 1);
+    std::vector<double> rows(10 * 3);
+    for (size_t k = 0; k < rows.size(); ++k) rows[k] = double(k);
+    Tensor w = Tensor(rows, {10, 3}, dev).requires_grad_();
+    const Tensor idx(std::vector<int32_t>{1, 3, 1, 9}, {4}, dev);
+    (idx.embedding(w) * 3.0).sum().backward();
+    const Kernels k = kernels_of(*w.grad());
+    EXPECT_EQ(k.scatters, dev == "VK" ? 0u : 1u);
+    EXPECT_EQ(k.reduces, dev == "VK");
+    std::vector<double> want(30, 0.0);
+    for (int c = 0; c < 3; ++c) want[3 + c] = 6, want[9 + c] = 3, want[27 + c] = 3;
+    EXPECT_EQ(w.grad()->to_vector<double>(), want);
+    const Tensor self = Tensor::zeros({3, 4}, dtypes::int64, dev);
+    const Tensor at(std::vector<int64_t>{0, 3, 3, 7}, {2, 2}, dev);
+    const Tensor src(std::vector<int64_t>{1, 2, 3, 4, 5, 6}, {2, 3}, dev);
+    EXPECT_EQ(self.scatter_add(1, at, src).to_vector<int64_t>(),
+              (std::vector<int64_t>{1, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 0}));
   }
 }
 
