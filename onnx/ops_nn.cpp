@@ -332,7 +332,8 @@ std::vector<Value> dropout(OpContext& c) {
   // The ratio matters only in training (no mask otherwise): not read, so no sync, in inference.
   const double ratio = training && c.has(1) ? c.double_in(1) : 0.5;
   if (training && ratio > 0) c.unsupported("training_mode with a ratio above 0 (random masks)");
-  return {x, Tensor::ones(x.shape(), dtypes::bool_, x.device())};
+  // The mask is bool from opset 10; before, it has the input's dtype.
+  return {x, Tensor::ones(x.shape(), c.opset() >= 10 ? dtypes::bool_ : x.dtype(), x.device())};
 }
 
 std::vector<Value> matmul(OpContext& c) { return {c.in(0).matmul(c.in(1))}; }

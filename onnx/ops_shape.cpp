@@ -3,6 +3,7 @@
 // Shapes, axes and pads come from attributes or (in later opsets) from inputs read on the host;
 // integer values known on the host flow through the ops that shape computations use.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include <vkgrad/onnx/ops.hpp>
@@ -45,7 +46,8 @@ std::vector<Value> transpose(OpContext& c) {
 
 std::vector<Value> concat(OpContext& c) {
   const int64_t rank = c.in(0).ndim();
-  const auto a = c.attr_i("axis");
+  auto a = c.attr_i("axis");
+  if (!a && c.opset() < 4) a = 1;  // optional, 1 by default, before opset 4
   if (!a) c.fail("attribute 'axis' is required");
   const int64_t axis = axis_of(c, *a, rank);
   std::vector<Tensor> parts;
@@ -326,7 +328,10 @@ std::vector<Value> scatter_elements(OpContext& c) {
 
 std::vector<Value> one_hot(OpContext& c) {
   const Tensor idx = c.in(0);
-  const int64_t depth = int64_t(c.double_in(1));
+  const double depth_in = c.double_in(1);
+  if (!(depth_in >= 1 && depth_in <= double(std::numeric_limits<int32_t>::max())))
+    c.fail("depth " + std::to_string(depth_in) + " is not a class count");
+  const int64_t depth = int64_t(depth_in);
   const Tensor values = c.in(2);
   const int64_t rank = idx.ndim() + 1;
   const int64_t axis = axis_of(c, c.attr_i("axis", -1), rank);

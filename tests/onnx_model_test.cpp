@@ -809,4 +809,37 @@ TEST(OnnxModel, FloatScalarOperandsFromInitializersAndConstantsRunInAJit) {
   }
 }
 
+// Concat before opset 4 concatenates along axis 1 when no axis is given; Dropout before opset 10
+// gives its mask in the input's dtype (bool from 10).
+TEST(OnnxModel, OldOpsetDefaultsOfConcatAndDropout) {
+  const std::vector<std::vector<int64_t>> two{{2, 1}, {2, 1}};
+  auto cat = one_node("Concat", two, 3);
+  const auto y = vkg::onnx::Model::from_bytes(bytes_of(cat))
+                     .run({{"x0", Tensor(std::vector<float>{1, 2}, {2, 1})},
+                           {"x1", Tensor(std::vector<float>{3, 4}, {2, 1})}})
+                     .at("y0");
+  EXPECT_EQ(y.shape(), (vkg::Shape{2, 2}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{1, 3, 2, 4}));
+  for (int64_t opset : {9, 10}) {
+    auto drop = one_node("Dropout", {{3}}, opset, 2);
+    const auto out = vkg::onnx::Model::from_bytes(bytes_of(drop))
+                         .run({{"x0", Tensor(std::vector<float>{1, -2, 3}, {3})}});
+    EXPECT_EQ(out.at("y0").to_vector<float>(), (std::vector<float>{1, -2, 3}));
+    EXPECT_EQ(out.at("y1").dtype(), opset < 10 ? vkg::dtypes::float32 : vkg::dtypes::bool_)
+        << "opset " << opset;
+  }
+}
+
+TEST(OnnxMalformed, OneHotDepthThatIsNoCount) {
+  auto m = model_with(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x0", ::onnx::TensorProto::INT64, {2});
+  float_init(g, "depth", {std::numeric_limits<float>::quiet_NaN()}, std::vector<int64_t>{});
+  float_init(g, "values", {0, 1}, std::nullopt);
+  add_node(g, "OneHot", {"x0", "depth", "values"}, {"y"});
+  add_output(g, "y");
+  EXPECT_ERROR_HAS(run_error(m, {{"x0", Tensor(std::vector<int64_t>{0, 1}, {2})}}),
+                   "is not a class count");
+}
+
 }  // namespace
