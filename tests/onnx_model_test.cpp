@@ -14,6 +14,7 @@
 
 #include <vkgrad/core/jit.hpp>
 #include <vkgrad/onnx/model.hpp>
+#include <vkgrad/onnx/tensor_proto.hpp>
 
 namespace {
 
@@ -840,6 +841,25 @@ TEST(OnnxMalformed, OneHotDepthThatIsNoCount) {
   add_output(g, "y");
   EXPECT_ERROR_HAS(run_error(m, {{"x0", Tensor(std::vector<int64_t>{0, 1}, {2})}}),
                    "is not a class count");
+}
+
+// Loading releases an initializer's protobuf storage, not only its contents (clear() keeps the
+// capacity), so no second host copy of the weights stays.
+TEST(OnnxModel, ReleasedInitializerStorageIsFreed) {
+  ::onnx::TensorProto raw;
+  raw.set_data_type(::onnx::TensorProto::FLOAT);
+  raw.add_dims(1 << 16);
+  raw.set_raw_data(std::string(size_t(4) << 16, '\0'));
+  ::onnx::TensorProto typed;
+  typed.set_data_type(::onnx::TensorProto::FLOAT);
+  typed.add_dims(1 << 16);
+  for (int i = 0; i < (1 << 16); ++i) typed.add_float_data(float(i));
+  const Tensor a = vkg::onnx::tensor_from_proto(raw, "CPU", "raw", "", true);
+  const Tensor b = vkg::onnx::tensor_from_proto(typed, "CPU", "typed", "", true);
+  EXPECT_EQ(a.numel(), 1 << 16);
+  EXPECT_EQ(b.to_vector<float>()[12345], 12345.0f);
+  EXPECT_LT(raw.raw_data().capacity(), 64u);
+  EXPECT_EQ(typed.float_data().Capacity(), 0);
 }
 
 }  // namespace
