@@ -89,6 +89,10 @@ std::vector<Value> max_unpool(OpContext& c) {
   const size_t dims = k.size();
   const auto s = c.attr_ints("strides", std::vector<int64_t>(dims, 1));
   const auto p = c.attr_ints("pads", std::vector<int64_t>(2 * dims, 0));
+  if (dims < 1 || s.size() != dims || p.size() != 2 * dims || x.ndim() != int64_t(dims) + 2)
+    c.fail("kernel_shape (" + std::to_string(dims) + " values), strides (" +
+           std::to_string(s.size()) + "), pads (" + std::to_string(p.size()) +
+           ") and the input's rank " + std::to_string(x.ndim()) + " do not agree");
   // The indices count over the default output; a larger output_shape pads it at the ends.
   Shape out(x.shape().begin(), x.shape().end() - int64_t(dims));
   for (size_t i = 0; i < dims; ++i)

@@ -137,6 +137,9 @@ std::vector<Value> conv_transpose(OpContext& c) {
   const std::string mode = c.attr_s("auto_pad", "NOTSET");
   Pads p(dims, {0, 0});
   const auto out_shape = c.attr_ints("output_shape");
+  if (out_shape && out_shape->size() < dims)
+    c.fail("output_shape holds " + std::to_string(out_shape->size()) + " values for " +
+           std::to_string(dims) + " spatial axes");
   for (size_t i = 0; i < dims; ++i) {
     const int64_t n = x.shape()[2 + i];
     const int64_t full = (n - 1) * s[i] + (k[i] - 1) * d[i] + 1 + op[i];

@@ -862,4 +862,21 @@ TEST(OnnxModel, ReleasedInitializerStorageIsFreed) {
   EXPECT_EQ(typed.float_data().Capacity(), 0);
 }
 
+// Attribute lists shorter than the spatial axes they describe.
+TEST(OnnxMalformed, ShortSpatialAttributeLists) {
+  const std::vector<std::vector<int64_t>> ct{{1, 1, 2, 2}, {1, 1, 2, 2}};
+  auto conv_t = one_node("ConvTranspose", ct);
+  set_ints(conv_t.mutable_graph()->mutable_node(0), "output_shape", {3});
+  EXPECT_ERROR_HAS(run_error(conv_t, zeros_for(ct)), "output_shape holds 1 values for 2");
+  auto unpool = model_with(13);
+  auto* g = unpool.mutable_graph();
+  add_input(g, "x0", ::onnx::TensorProto::FLOAT, {1, 1, 2, 2});
+  int_init(g, "i", {0, 1, 2, 3}, std::vector<int64_t>{1, 1, 2, 2});
+  auto* n = add_node(g, "MaxUnpool", {"x0", "i"}, {"y"});
+  set_ints(n, "kernel_shape", {2, 2});
+  set_ints(n, "strides", {2});
+  add_output(g, "y");
+  EXPECT_ERROR_HAS(run_error(unpool, zeros_for({{1, 1, 2, 2}})), "do not agree");
+}
+
 }  // namespace
