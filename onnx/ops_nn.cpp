@@ -19,12 +19,13 @@ std::vector<int64_t> spatial_attr(OpContext& c, const char* name, size_t dims, i
   if (v.size() != dims)
     c.fail(std::string(name) + " holds " + std::to_string(v.size()) + " values for " +
            std::to_string(dims) + " spatial axes");
-  // Strides and dilations divide and multiply output sizes: 0 or less is no window.
+  // Strides and dilations divide and multiply output sizes (SAME padding divides by the
+  // stride): each is 1 or more. output_padding may be 0.
+  const int64_t least = std::string_view(name) == "output_padding" ? 0 : 1;
   for (int64_t x : v)
-    if (x < 1 && std::string_view(name) != "output_padding")
-      c.fail(std::string(name) + " holds " + std::to_string(x) + "; each must be 1 or more");
-    else if (x < 0)
-      c.fail(std::string(name) + " holds " + std::to_string(x));
+    if (x < least)
+      c.fail(std::string(name) + " holds " + std::to_string(x) + "; each must be " +
+             std::to_string(least) + " or more");
   return v;
 }
 
