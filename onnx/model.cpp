@@ -122,11 +122,11 @@ std::vector<Value> run_subgraph(const ::onnx::GraphProto& body, const std::vecto
   Scope inner;
   inner.outer = &outer;
   inner.loaded = outer.loaded;
-  const auto* inits = inner.loaded ? &inner.loaded->initializers : nullptr;
-  auto it = inits ? inits->find(&body) : decltype(inits->find(&body)){};
-  if (!inits || it == inits->end())
+  // Its initializers were converted at load (prepare): every subgraph of the model is there.
+  if (!inner.loaded || !inner.loaded->initializers.count(&body))
     throw Error("onnx: subgraph '" + body.name() + "' was not prepared at load");
-  for (const auto& [name, v] : it->second) inner.values.insert_or_assign(name, v);
+  for (const auto& [name, v] : inner.loaded->initializers.at(&body))
+    inner.values.insert_or_assign(name, v);
   if (int(inputs.size()) > body.input_size())
     throw Error("onnx: subgraph '" + body.name() + "' takes " + std::to_string(body.input_size()) +
                 " inputs, not " + std::to_string(inputs.size()));
