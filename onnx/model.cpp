@@ -80,10 +80,31 @@ void check_graph(const ::onnx::GraphProto& g, const OpTable& table) {
   }
 }
 
+// Float values up to this many elements, known at load (initializers, Constant nodes), keep a host
+// copy: Resize's scales, Pad's constant value and the like are then read without a device sync.
+constexpr int64_t kHostFloatLimit = 64;
+
+// `t` (converted at load) with its host values: the integers given, or its floats when few.
+Value known_value(Tensor t, const std::optional<std::vector<int64_t>>& host) {
+  if (host) return Value(std::move(t), *host);
+  Value v(t);
+  if (t.dtype().is_float() && t.numel() <= kHostFloatLimit) v.real = host_doubles(t);
+  return v;
+}
+
+// What loading converts once rather than on every run: subgraphs' initializers and the values
+// of Constant nodes (also those inside subgraphs, which would otherwise run every iteration).
+struct Loaded {
+  std::unordered_map<const ::onnx::GraphProto*, std::vector<std::pair<std::string, Value>>>
+      initializers;
+  std::unordered_map<const ::onnx::NodeProto*, Value> constants;
+};
+
 // Named values: a graph's own, and (read-only) its enclosing graph's.
 struct Scope {
   std::unordered_map<std::string, Value> values;
   const Scope* outer = nullptr;
+  const Loaded* loaded = nullptr;
   const Value* find(const std::string& name) const {
     auto it = values.find(name);
     if (it != values.end()) return &it->second;
@@ -100,12 +121,12 @@ std::vector<Value> run_subgraph(const ::onnx::GraphProto& body, const std::vecto
                                 const Scope& outer, int64_t opset, const std::string& device) {
   Scope inner;
   inner.outer = &outer;
-  for (const auto& init : body.initializer()) {
-    ::onnx::TensorProto copy = init;
-    auto host = host_ints_of(copy, "", kHostIntLimit);
-    Tensor t = tensor_from_proto(copy, device, "initializer '" + init.name() + "'");
-    inner.values.insert_or_assign(init.name(), host ? Value(t, *host) : Value(t));
-  }
+  inner.loaded = outer.loaded;
+  // Its initializers were converted at load (prepare): every subgraph of the model is there.
+  if (!inner.loaded || !inner.loaded->initializers.count(&body))
+    throw Error("onnx: subgraph '" + body.name() + "' was not prepared at load");
+  for (const auto& [name, v] : inner.loaded->initializers.at(&body))
+    inner.values.insert_or_assign(name, v);
   if (int(inputs.size()) > body.input_size())
     throw Error("onnx: subgraph '" + body.name() + "' takes " + std::to_string(body.input_size()) +
                 " inputs, not " + std::to_string(inputs.size()));
@@ -139,6 +160,7 @@ std::vector<Value> gradient(const ::onnx::GraphProto& g, int at, Scope& scope, i
   }
   Scope replay;
   replay.outer = scope.outer;
+  replay.loaded = scope.loaded;
   replay.values = scope.values;
   std::map<std::string, Tensor> leaves;
   for (const auto& x : xs) {
@@ -172,6 +194,12 @@ void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset, const s
         scope.values.insert_or_assign(node.output(i), grads[size_t(i)]);
       continue;
     }
+    if (scope.loaded) {
+      if (auto c = scope.loaded->constants.find(&node); c != scope.loaded->constants.end()) {
+        scope.values.insert_or_assign(node.output(0), c->second);
+        continue;
+      }
+    }
     std::vector<const Value*> ins;
     for (const auto& name : node.input()) {
       if (name.empty()) {
@@ -199,6 +227,10 @@ void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset, const s
     } catch (const Error& e) {
       if (std::string_view(e.what()).starts_with("onnx: ")) throw;
       throw Error("onnx: " + ctx.where() + ": " + e.what());
+    } catch (const std::logic_error& e) {
+      // A check an op missed (std::out_of_range from .at(), std::length_error): still the node's
+      // error, as vkg::Error.
+      throw Error("onnx: " + ctx.where() + ": " + e.what());
     }
     if (auto unread = ctx.unread_attrs(); !unread.empty())
       ctx.unsupported("attribute '" + unread[0] + "'");
@@ -214,11 +246,50 @@ void run_nodes(const ::onnx::GraphProto& g, Scope& scope, int64_t opset, const s
 
 }  // namespace
 
+// Converts the initializers of g's subgraphs (g's own when not top: the main graph's are the
+// model's) with external data beside the model, and evaluates Constant nodes, once.
+void prepare(::onnx::GraphProto& g, Loaded& loaded, int64_t opset, const std::string& device,
+             const std::string& base_dir, bool top) {
+  if (!top) {
+    auto& inits = loaded.initializers[&g];
+    for (auto& init : *g.mutable_initializer()) {
+      const std::string where = "initializer '" + init.name() + "'";
+      auto host = host_ints_of(init, base_dir, kHostIntLimit);
+      Tensor t = tensor_from_proto(init, device, where, base_dir, /*release=*/true);
+      inits.emplace_back(init.name(), known_value(t, host));
+    }
+  }
+  const OpFn& constant = op_table().at("Constant");
+  for (auto& node : *g.mutable_node()) {
+    if (op_key(node) == "Constant" && node.input_size() == 0 && node.output_size() == 1) {
+      // One that fails here runs (and fails, naming the node) where the graph reaches it.
+      try {
+        OpContext ctx(node, opset, {}, device);
+        std::vector<Value> out = constant(ctx);
+        if (ctx.unread_attrs().empty() && out.size() == 1) {
+          Value v = std::move(out[0]);
+          if (v.is_tensor() && !v.host && v.tensor().dtype().is_float() &&
+              v.tensor().numel() <= kHostFloatLimit)
+            v.real = host_doubles(v.tensor());
+          loaded.constants.insert_or_assign(&node, std::move(v));
+        }
+      } catch (const Error&) {
+      }
+    }
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.type() == ::onnx::AttributeProto::GRAPH)
+        prepare(*a.mutable_g(), loaded, opset, device, base_dir, false);
+      for (auto& sub : *a.mutable_graphs()) prepare(sub, loaded, opset, device, base_dir, false);
+    }
+  }
+}
+
 struct Model::Impl {
   ::onnx::ModelProto proto;
   int64_t opset = 0;
   std::string device;
   std::unordered_map<std::string, Value> initializers;
+  Loaded loaded;
   std::vector<ValueInfo> inputs, outputs;
 };
 
@@ -272,8 +343,9 @@ Model Model::finish_load(std::unique_ptr<Impl> impl, const std::string& base_dir
     const std::string where = "initializer '" + init.name() + "'";
     auto host = host_ints_of(init, base_dir, kHostIntLimit);
     Tensor t = tensor_from_proto(init, impl->device, where, base_dir, /*release=*/true);
-    impl->initializers.insert_or_assign(init.name(), host ? Value(t, *host) : Value(t));
+    impl->initializers.insert_or_assign(init.name(), known_value(t, host));
   }
+  prepare(graph, impl->loaded, impl->opset, impl->device, base_dir, /*top=*/true);
   for (const auto& in : graph.input())
     if (!impl->initializers.count(in.name())) impl->inputs.push_back(value_info_of(in, "input"));
   for (const auto& out : graph.output()) impl->outputs.push_back(value_info_of(out, "output"));
@@ -283,6 +355,7 @@ Model Model::finish_load(std::unique_ptr<Impl> impl, const std::string& base_dir
 std::map<std::string, Data> Model::run_data(const std::map<std::string, Data>& given) const {
   Scope scope;
   scope.values = impl_->initializers;
+  scope.loaded = &impl_->loaded;
   std::vector<std::string> input_names;
   for (const auto& info : impl_->inputs) input_names.push_back(info.name);
   for (const auto& [name, data] : given) {

@@ -87,7 +87,19 @@ std::vector<int64_t> OpContext::ints_in(size_t i) const {
 std::vector<double> OpContext::doubles_in(size_t i) const {
   const Value& v = value(i);
   if (v.host) return {v.host->begin(), v.host->end()};
+  if (v.real) return *v.real;
   return host_doubles(v.tensor());
+}
+
+int64_t OpContext::int_in(size_t i) const {
+  const std::vector<int64_t> v = ints_in(i);
+  if (v.empty()) fail("input " + std::to_string(i) + " is empty where a scalar is expected");
+  return v[0];
+}
+double OpContext::double_in(size_t i) const {
+  const std::vector<double> v = doubles_in(i);
+  if (v.empty()) fail("input " + std::to_string(i) + " is empty where a scalar is expected");
+  return v[0];
 }
 
 // Converted on the host, so devices without float64 read them too.
@@ -216,9 +228,16 @@ std::vector<std::string> OpContext::unread_attrs() const {
 }
 
 int64_t axis_of(const OpContext& ctx, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  // A scalar has no axis: callers index shape()[axis].
+  if (axis < -rank || axis >= rank)
     ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
+}
+
+void require_rank(const OpContext& ctx, const Tensor& t, int64_t min, const std::string& what) {
+  if (t.ndim() < min)
+    ctx.fail(what + " must have rank " + std::to_string(min) + " or more, not shape " +
+             shape_str(t.shape()));
 }
 
 DType dtype_from_onnx(int32_t type, const std::string& where) {
@@ -265,6 +284,40 @@ Value host_value(std::vector<int64_t> values, Shape shape, DType d, const std::s
 }
 
 Tensor as_dtype(const Tensor& t, DType d) { return t.dtype() == d ? t : t.cast(d); }
+
+std::vector<int64_t> host_cast(std::vector<int64_t> v, DType d) {
+  auto wrap = [&]<class T>(T) {
+    for (int64_t& x : v) x = int64_t(T(x));
+  };
+  switch (d.scalar) {
+    case Scalar::Bool:
+      for (int64_t& x : v) x = x != 0;
+      break;
+    case Scalar::UInt8:
+      wrap(uint8_t{});
+      break;
+    case Scalar::Int8:
+      wrap(int8_t{});
+      break;
+    case Scalar::UInt16:
+      wrap(uint16_t{});
+      break;
+    case Scalar::Int16:
+      wrap(int16_t{});
+      break;
+    case Scalar::UInt32:
+      wrap(uint32_t{});
+      break;
+    case Scalar::Int32:
+      wrap(int32_t{});
+      break;
+    case Scalar::Int64:
+      break;
+    default:
+      throw Error("onnx: host values cannot be kept as " + d.name());
+  }
+  return v;
+}
 
 int32_t onnx_from_dtype(DType d) {
   using TP = ::onnx::TensorProto;

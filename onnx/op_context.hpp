@@ -26,6 +26,9 @@ namespace vkg::onnx {
 struct Value {
   Data data;
   std::optional<std::vector<int64_t>> host;
+  // A float tensor's elements when they are known at load (small initializers and constants):
+  // scalar operands such as Resize's scales are read from here without a device sync.
+  std::optional<std::vector<double>> real;
   Value(Tensor t) : data(std::move(t)) {}
   Value(Tensor t, std::vector<int64_t> h) : data(std::move(t)), host(std::move(h)) {}
   Value(Sequence s) : data(std::move(s)) {}
@@ -65,6 +68,9 @@ class OpContext {
   std::vector<int64_t> ints_in(size_t i) const;
   // Input i's elements as doubles (a host read unless known): for scalar operands such as Clip's.
   std::vector<double> doubles_in(size_t i) const;
+  // The first element of input i (a scalar operand); an error naming the node when it is empty.
+  int64_t int_in(size_t i) const;
+  double double_in(size_t i) const;
 
   // Attributes. Each read marks the attribute as understood; the runner rejects a node whose
   // attributes were not all read (an attribute vkgrad ignores would silently change the result).
@@ -112,7 +118,10 @@ std::string op_key(const ::onnx::NodeProto& node);
 
 // Small helpers ops share.
 // An axis counted from the end when negative, checked against rank (an error naming the node).
+// A scalar (rank 0) has no axis.
 int64_t axis_of(const OpContext& ctx, int64_t axis, int64_t rank);
+// An error naming the node unless t has at least `min` axes (`what` names the input).
+void require_rank(const OpContext& ctx, const Tensor& t, int64_t min, const std::string& what);
 // ONNX dtype numbers (TensorProto.DataType) to vkgrad's; Unsupported for strings and complex.
 DType dtype_from_onnx(int32_t type, const std::string& where);
 int32_t onnx_from_dtype(DType d);
@@ -121,7 +130,10 @@ std::vector<double> host_doubles(const Tensor& t);
 // A value known on the host: `values` as a tensor of `shape` and dtype `d` (an integer or bool
 // dtype), with the values kept for later shape computations.
 Value host_value(std::vector<int64_t> values, Shape shape, DType d, const std::string& device);
-// The value of `t` cast to dtype d, and its host values cast alike when it has them.
+// The value of `t` cast to dtype d (a no-op when it has that dtype).
 Tensor as_dtype(const Tensor& t, DType d);
+// Host values converted as a cast to the integer or bool dtype d converts them on the device:
+// wrapped to d's width (-1 as uint8 is 255), nonzero as bool is 1.
+std::vector<int64_t> host_cast(std::vector<int64_t> v, DType d);
 
 }  // namespace vkg::onnx

@@ -10,7 +10,7 @@ namespace vkg::onnx {
 namespace {
 
 std::vector<Value> if_op(OpContext& c) {
-  const bool cond = c.ints_in(0).at(0) != 0;
+  const bool cond = c.int_in(0) != 0;
   const auto& then_g = c.graph_attr("then_branch");
   const auto& else_g = c.graph_attr("else_branch");
   return c.run_subgraph(cond ? then_g : else_g, {});
@@ -24,11 +24,14 @@ Value scalar(int64_t v, DType d, const std::string& device) {
 // stacked along a new first axis.
 std::vector<Value> loop(OpContext& c) {
   const auto& body = c.graph_attr("body");
-  const int64_t trip = c.has(0) ? c.ints_in(0).at(0) : std::numeric_limits<int64_t>::max();
-  bool cond = c.has(1) ? c.ints_in(1).at(0) != 0 : true;
+  const int64_t trip = c.has(0) ? c.int_in(0) : std::numeric_limits<int64_t>::max();
+  bool cond = c.has(1) ? c.int_in(1) != 0 : true;
   std::vector<Value> carried;
   for (size_t i = 2; i < c.num_inputs(); ++i) carried.push_back(c.value(i));
   const size_t n = carried.size();
+  if (size_t(body.output_size()) < 1 + n)
+    c.fail("body has " + std::to_string(body.output_size()) + " outputs for " + std::to_string(n) +
+           " carried values (it needs the condition and each of them)");
   const size_t scans = size_t(body.output_size()) - 1 - n;
   std::vector<std::vector<Tensor>> scanned(scans);
   for (int64_t it = 0; it < trip && cond; ++it) {
@@ -38,10 +41,11 @@ std::vector<Value> loop(OpContext& c) {
     std::vector<Value> out = c.run_subgraph(body, in);
     if (out.size() != 1 + n + scans)
       c.fail("body returns " + std::to_string(out.size()) + " values");
-    if (out[0].host)
-      cond = out[0].host->at(0) != 0;
-    else
-      cond = host_doubles(out[0].tensor()).at(0) != 0;
+    const std::vector<double> cv =
+        out[0].host ? std::vector<double>(out[0].host->begin(), out[0].host->end())
+                    : host_doubles(out[0].tensor());
+    if (cv.empty()) c.fail("body's condition output is empty");
+    cond = cv[0] != 0;
     for (size_t k = 0; k < n; ++k) carried[k] = out[1 + k];
     for (size_t k = 0; k < scans; ++k) scanned[k].push_back(out[1 + n + k].tensor());
   }
@@ -63,6 +67,10 @@ std::vector<Value> scan_once(OpContext& c, const ::onnx::GraphProto& body,
   const size_t n = states.size(), m = inputs.size();
   if (m == 0) c.fail("has no scan inputs");
   const int64_t steps = inputs[0].shape()[size_t(in_axes[0])];
+  for (size_t j = 1; j < m; ++j)
+    if (inputs[j].shape()[size_t(in_axes[j])] != steps)
+      c.fail("scan inputs have " + std::to_string(steps) + " and " +
+             std::to_string(inputs[j].shape()[size_t(in_axes[j])]) + " steps");
   const size_t k_out = size_t(body.output_size()) - n;
   std::vector<std::vector<Tensor>> outs(k_out);
   for (int64_t s = 0; s < steps; ++s) {
@@ -74,13 +82,16 @@ std::vector<Value> scan_once(OpContext& c, const ::onnx::GraphProto& body,
       in.emplace_back(inputs[j][index]);
     }
     std::vector<Value> out = c.run_subgraph(body, in);
+    if (out.size() != n + k_out) c.fail("body returns " + std::to_string(out.size()) + " values");
     for (size_t k = 0; k < n; ++k) states[k] = out[k];
     for (size_t k = 0; k < k_out; ++k) outs[k].push_back(out[n + k].tensor());
   }
   std::vector<Value> result = states;
   for (size_t k = 0; k < k_out; ++k) {
+    if (outs[k].empty()) c.unsupported("a scan output of a scan that ran no step");
     if (out_dirs[k]) std::reverse(outs[k].begin(), outs[k].end());
-    result.emplace_back(Tensor::stack(outs[k], out_axes[k]));
+    const int64_t axis = axis_of(c, out_axes[k], outs[k][0].ndim() + 1);
+    result.emplace_back(Tensor::stack(outs[k], axis));
   }
   return result;
 }
@@ -91,8 +102,14 @@ std::vector<Value> scan(OpContext& c) {
   const bool v8 = c.opset() < 9;
   const size_t first = v8 ? 1 : 0;  // opset 8: sequence_lens first, and a batch axis
   if (v8 && c.has(0)) c.unsupported("sequence_lens");
+  if (m < 1 || c.num_inputs() < first + size_t(m))
+    c.fail("num_scan_inputs " + std::to_string(m) + " does not fit its " +
+           std::to_string(c.num_inputs()) + " inputs");
   const size_t total = c.num_inputs() - first;
   const size_t n = total - size_t(m);
+  if (size_t(body.output_size()) < n)
+    c.fail("body has " + std::to_string(body.output_size()) + " outputs for " + std::to_string(n) +
+           " states");
   const size_t k_out = size_t(body.output_size()) - n;
   auto list = [&](const char* name, size_t count) {
     auto v = c.attr_ints(name, std::vector<int64_t>(count, 0));
@@ -116,8 +133,8 @@ std::vector<Value> scan(OpContext& c) {
     inputs.push_back(t);
   }
   if (!v8) {
-    for (size_t k = 0; k < k_out; ++k)
-      out_axes[k] = out_axes[k] < 0 ? out_axes[k] + 1 : out_axes[k];
+    // An output axis counts against the rank of the stacked output: one step's rank + 1. Each
+    // step's output rank is known only once the body ran, so scan_once normalizes them.
     return scan_once(c, body, states, inputs, in_axes, in_dirs, out_axes, out_dirs);
   }
   // Opset 8: every input has a batch axis first; scan each batch entry and stack the results.

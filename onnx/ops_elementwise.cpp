@@ -101,7 +101,17 @@ std::vector<Value> mod(OpContext& c) {
   return {a - (a / b).trunc() * b};
 }
 
-std::vector<Value> pow(OpContext& c) { return {as_dtype(c.in(0).pow(c.in(1)), c.in(0).dtype())}; }
+// Pow keeps the base's dtype. An integer base to a float exponent goes through vkgrad's float pow
+// (exp2 of a log2: 3^6 comes out as 728.9999), so a whole exponent takes the exact integer power
+// instead; a fractional one truncates as ONNX's reference (numpy's astype) does.
+std::vector<Value> pow(OpContext& c) {
+  const Tensor x = c.in(0), e = c.in(1);
+  if (!(x.dtype().is_int() && e.dtype().is_float())) return {as_dtype(x.pow(e), x.dtype())};
+  const Tensor whole = e.trunc().eq(e);
+  const double lim = double(1 << 30);  // keeps the cast defined; only +-1 and 0 bases reach it
+  const Tensor ie = whole.where(e, e.scalar_like(0.0)).clip(-lim, lim).cast(x.dtype());
+  return {whole.where(x.pow(ie), as_dtype(x.pow(e), x.dtype()))};
+}
 
 std::vector<Value> cast(OpContext& c) {
   const int64_t to = c.attr_i("to", 0);
@@ -117,7 +127,8 @@ std::vector<Value> cast(OpContext& c) {
             .rshift(16)
             .cast(dtypes::uint16)
             .bitcast(d);
-  if (v.host && (d.is_int() || d.is_bool())) return {Value(t, *v.host)};
+  if (v.host && (d.is_int() || d.is_bool()) && d != dtypes::uint64)
+    return {Value(t, host_cast(*v.host, d))};
   return {t};
 }
 

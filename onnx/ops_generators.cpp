@@ -2,6 +2,7 @@
 // integer results are known on the host, so the shape computations that use them never wait for
 // the device.
 #include <cmath>
+#include <limits>
 
 #include <vkgrad/onnx/ops.hpp>
 #include <vkgrad/onnx/tensor_proto.hpp>
@@ -67,18 +68,28 @@ std::vector<Value> range(OpContext& c) {
   const Tensor s = c.in(0);
   const DType d = s.dtype();
   if (d.is_int()) {
-    const int64_t start = c.ints_in(0).at(0), limit = c.ints_in(1).at(0),
-                  delta = c.ints_in(2).at(0);
+    const int64_t start = c.int_in(0), limit = c.int_in(1), delta = c.int_in(2);
     if (delta == 0) c.fail("delta is 0");
-    const int64_t n = std::max<int64_t>(0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+    // In 128 bits: limit - start overflows int64 for far-apart ends.
+    const __int128 span = __int128(limit) - start;
+    const __int128 count =
+        std::max<__int128>(0, (span + delta + (delta > 0 ? -1 : 1)) / __int128(delta));
+    if (count > std::numeric_limits<int32_t>::max())
+      c.fail("makes " + std::to_string(int64_t(count)) + " elements");
+    const int64_t n = int64_t(count);
+    // A short range stays known on the host (shape computations); a long one is made on the device.
+    if (size_t(n) > kHostLimit)
+      return {(Tensor::arange(0, n, 1, c.device()).cast(dtypes::int64) * delta + start).cast(d)};
     std::vector<int64_t> v;
     for (int64_t i = 0; i < n; ++i) v.push_back(start + i * delta);
     return {host_value(v, Shape{n}, d, c.device())};
   }
-  const double start = c.doubles_in(0).at(0), limit = c.doubles_in(1).at(0),
-               delta = c.doubles_in(2).at(0);
+  const double start = c.double_in(0), limit = c.double_in(1), delta = c.double_in(2);
   if (delta == 0) c.fail("delta is 0");
-  const int64_t n = std::max<int64_t>(0, int64_t(std::ceil((limit - start) / delta)));
+  const double steps = std::ceil((limit - start) / delta);
+  if (!(steps <= double(std::numeric_limits<int32_t>::max())))  // NaN, inf or too many
+    c.fail("makes " + std::to_string(steps) + " elements");
+  const int64_t n = std::max<int64_t>(0, int64_t(steps));
   return {(Tensor::arange(0, n, 1, c.device()).cast(d) * delta + start).cast(d)};
 }
 

@@ -56,11 +56,15 @@ std::vector<Value> unique(OpContext& c) {
 // threshold by descending score, each kept unless its IoU with a kept one exceeds the threshold.
 std::vector<Value> non_max_suppression(OpContext& c) {
   const Tensor boxes = c.in(0), scores = c.in(1);
-  const int64_t max_out = c.has(2) ? c.ints_in(2).at(0) : 0;
-  const double iou_th = c.has(3) ? c.doubles_in(3).at(0) : 0.0;
+  const int64_t max_out = c.has(2) ? c.int_in(2) : 0;
+  const double iou_th = c.has(3) ? c.double_in(3) : 0.0;
   const bool has_score_th = c.has(4);
-  const double score_th = has_score_th ? c.doubles_in(4).at(0) : 0.0;
+  const double score_th = has_score_th ? c.double_in(4) : 0.0;
   const bool center = c.attr_i("center_point_box", 0) != 0;
+  if (boxes.ndim() != 3 || boxes.shape()[2] != 4 || scores.ndim() != 3 ||
+      scores.shape()[0] != boxes.shape()[0] || scores.shape()[2] != boxes.shape()[1])
+    c.fail("boxes " + shape_str(boxes.shape()) + " and scores " + shape_str(scores.shape()) +
+           " must be (batches, boxes, 4) and (batches, classes, boxes)");
   const int64_t nb = boxes.shape()[0], n = boxes.shape()[1], nc = scores.shape()[1];
   const std::vector<double> bx = host_doubles(boxes), sc = host_doubles(scores);
   auto corners = [&](int64_t b, int64_t i) {
@@ -145,17 +149,36 @@ std::vector<Value> tfidf(OpContext& c) {
   const auto counts = c.attr_ints("ngram_counts", {}), indexes = c.attr_ints("ngram_indexes", {});
   const auto pool = c.attr_ints("pool_int64s", {});
   const auto weights = c.attr_floats("weights").value_or(std::vector<float>{});
+  if (min_n < 1 || max_n < min_n || max_skip < 0)
+    c.fail("gram lengths " + std::to_string(min_n) + ".." + std::to_string(max_n) +
+           " and max_skip_count " + std::to_string(max_skip) + " are not valid");
   std::map<std::vector<int64_t>, int64_t> column;
   size_t j = 0;
   for (size_t k = 0; k < counts.size(); ++k) {
     const int64_t n = int64_t(k) + 1;
     const int64_t end = k + 1 < counts.size() ? counts[k + 1] : int64_t(pool.size());
+    // The n-grams of length n lie in pool[counts[k], end): ascending offsets inside the pool.
+    if (counts[k] < 0 || counts[k] > end || end > int64_t(pool.size()))
+      c.fail("ngram_counts " + std::to_string(counts[k]) + ".." + std::to_string(end) +
+             " do not lie in a pool of " + std::to_string(pool.size()));
     for (int64_t p = counts[k]; p + n <= end; p += n, ++j)
       column[std::vector<int64_t>(pool.begin() + p, pool.begin() + p + n)] =
           j < indexes.size() ? indexes[j] : int64_t(j);
   }
   int64_t width = 0;
-  for (int64_t i : indexes) width = std::max(width, i + 1);
+  for (int64_t i : indexes) {
+    if (i < 0) c.fail("ngram_indexes holds " + std::to_string(i));
+    width = std::max(width, i + 1);
+  }
+  // A pool entry without an index takes its position j as its column.
+  for (const auto& [gram, col] : column)
+    if (col >= width)
+      c.fail("n-gram column " + std::to_string(col) + " is past the output's " +
+             std::to_string(width) + " columns (ngram_indexes too short)");
+  if (!weights.empty() && int64_t(weights.size()) < width)
+    c.fail("weights holds " + std::to_string(weights.size()) + " values for " +
+           std::to_string(width) + " columns");
+  if (x.ndim() > 2) c.fail("input must have rank 0, 1 or 2, not shape " + shape_str(x.shape()));
   const std::vector<double> v = host_doubles(x);
   const int64_t rows = x.ndim() == 2 ? x.shape()[0] : 1, len = x.ndim() == 0 ? 1 : x.shape().back();
   std::vector<float> out(size_t(rows * width), 0.0f);

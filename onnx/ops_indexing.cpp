@@ -13,6 +13,7 @@ Tensor wrap(const Tensor& idx, int64_t n) {
 std::vector<Value> gather_nd(OpContext& c) {
   const Tensor x = c.in(0), idx = c.in(1);
   const int64_t b = c.attr_i("batch_dims", 0);
+  require_rank(c, idx, 1, "indices");  // its last axis is the index tuple
   const int64_t k = idx.shape().back();
   if (b < 0 || b >= idx.ndim() || b + k > x.ndim())
     c.fail("batch_dims and the index depth do not fit the data");
@@ -36,8 +37,9 @@ std::vector<Value> gather_nd(OpContext& c) {
 
 std::vector<Value> scatter_nd(OpContext& c) {
   const Tensor x = c.in(0), idx = c.in(1), upd = c.in(2);
+  require_rank(c, idx, 1, "indices");  // its last axis is the index tuple
   const int64_t k = idx.shape().back();
-  if (k > x.ndim())
+  if (k < 1 || k > x.ndim())
     c.fail("indices address " + std::to_string(k) + " axes of a rank " + std::to_string(x.ndim()) +
            " tensor");
   int64_t lead = 1, rest = 1;
@@ -87,6 +89,10 @@ std::vector<Value> max_unpool(OpContext& c) {
   const size_t dims = k.size();
   const auto s = c.attr_ints("strides", std::vector<int64_t>(dims, 1));
   const auto p = c.attr_ints("pads", std::vector<int64_t>(2 * dims, 0));
+  if (dims < 1 || s.size() != dims || p.size() != 2 * dims || x.ndim() != int64_t(dims) + 2)
+    c.fail("kernel_shape (" + std::to_string(dims) + " values), strides (" +
+           std::to_string(s.size()) + "), pads (" + std::to_string(p.size()) +
+           ") and the input's rank " + std::to_string(x.ndim()) + " do not agree");
   // The indices count over the default output; a larger output_shape pads it at the ends.
   Shape out(x.shape().begin(), x.shape().end() - int64_t(dims));
   for (size_t i = 0; i < dims; ++i)

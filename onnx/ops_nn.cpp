@@ -19,7 +19,21 @@ std::vector<int64_t> spatial_attr(OpContext& c, const char* name, size_t dims, i
   if (v.size() != dims)
     c.fail(std::string(name) + " holds " + std::to_string(v.size()) + " values for " +
            std::to_string(dims) + " spatial axes");
+  // Strides and dilations divide and multiply output sizes (SAME padding divides by the
+  // stride): each is 1 or more. output_padding may be 0.
+  const int64_t least = std::string_view(name) == "output_padding" ? 0 : 1;
+  for (int64_t x : v)
+    if (x < least)
+      c.fail(std::string(name) + " holds " + std::to_string(x) + "; each must be " +
+             std::to_string(least) + " or more");
   return v;
+}
+
+// x is (N, C, spatial...) and w (M, C/groups, kernel...): both of the same rank, 3 to 5.
+void check_conv_ranks(OpContext& c, const Tensor& x, const Tensor& w) {
+  require_rank(c, x, 3, "input X");
+  if (w.ndim() != x.ndim())
+    c.fail("weight W " + shape_str(w.shape()) + " must have the rank of X " + shape_str(x.shape()));
 }
 
 // The (begin, end) padding of each spatial axis: from pads, or from auto_pad (SAME_* keeps
@@ -76,6 +90,7 @@ Tensor channel_param(const Tensor& p, int64_t rank) {
 std::vector<Value> conv_of(OpContext& c, const Tensor& input, const Tensor& w,
                            const std::optional<Tensor>& b) {
   Tensor x = input;
+  check_conv_ranks(c, x, w);
   const size_t dims = size_t(x.ndim()) - 2;
   if (dims < 1 || dims > 3) c.unsupported(std::to_string(dims) + "-d convolution");
   const std::vector<int64_t> k(w.shape().begin() + 2, w.shape().end());
@@ -112,6 +127,7 @@ std::vector<Value> conv(OpContext& c) { return conv_of(c, c.in(0), c.in(1), c.op
 std::vector<Value> conv_transpose(OpContext& c) {
   const Tensor x = c.in(0), w = c.in(1);
   const auto b = c.opt(2);
+  check_conv_ranks(c, x, w);
   const size_t dims = size_t(x.ndim()) - 2;
   if (dims < 1 || dims > 3) c.unsupported(std::to_string(dims) + "-d transposed convolution");
   const std::vector<int64_t> k(w.shape().begin() + 2, w.shape().end());
@@ -122,6 +138,9 @@ std::vector<Value> conv_transpose(OpContext& c) {
   const std::string mode = c.attr_s("auto_pad", "NOTSET");
   Pads p(dims, {0, 0});
   const auto out_shape = c.attr_ints("output_shape");
+  if (out_shape && out_shape->size() < dims)
+    c.fail("output_shape holds " + std::to_string(out_shape->size()) + " values for " +
+           std::to_string(dims) + " spatial axes");
   for (size_t i = 0; i < dims; ++i) {
     const int64_t n = x.shape()[2 + i];
     const int64_t full = (n - 1) * s[i] + (k[i] - 1) * d[i] + 1 + op[i];
@@ -169,9 +188,16 @@ std::vector<Value> conv_transpose(OpContext& c) {
 OpFn pool(bool max) {
   return [max](OpContext& c) -> std::vector<Value> {
     Tensor x = c.in(0);
-    const auto k = *c.attr_ints("kernel_shape");
+    const auto ks = c.attr_ints("kernel_shape");
+    if (!ks) c.fail("attribute 'kernel_shape' is required");
+    const auto k = *ks;
     const size_t dims = k.size();
     if (dims < 1 || dims > 3) c.unsupported(std::to_string(dims) + "-d pooling");
+    if (x.ndim() != int64_t(dims) + 2)
+      c.fail("input " + shape_str(x.shape()) + " must have rank " + std::to_string(dims + 2) +
+             " for a " + std::to_string(dims) + "-d kernel_shape");
+    for (int64_t v : k)
+      if (v < 1) c.fail("kernel_shape holds " + std::to_string(v));
     const auto s = spatial_attr(c, "strides", dims, 1), d = spatial_attr(c, "dilations", dims, 1);
     const bool ceil = c.attr_i("ceil_mode", 0) != 0;
     const bool include_pad = c.attr_i("count_include_pad", 0) != 0;
@@ -241,6 +267,7 @@ std::vector<Value> batch_norm(OpContext& c) {
   const double eps = c.attr_f("epsilon", 1e-5f);
   const double momentum = c.attr_f("momentum", 0.9f);
   for (const char* old : {"spatial", "is_test", "consumed_inputs"}) c.ignore_attr(old);
+  require_rank(c, x, 2, "input X");  // (N, C, ...): the parameters are per channel
   const int64_t r = x.ndim();
   const bool training = c.attr_i("training_mode", 0) != 0;
   if (!training) {
@@ -279,7 +306,9 @@ std::vector<Value> layer_norm(OpContext& c) {
 // LRN: x / (bias + alpha / size * (sum of squares over `size` neighbouring channels))^beta.
 std::vector<Value> lrn(OpContext& c) {
   const Tensor x = c.in(0);
+  require_rank(c, x, 2, "input X");  // (N, C, ...): the window runs over channels
   const int64_t size = c.attr_i("size", 1);
+  if (size < 1) c.fail("size is " + std::to_string(size) + "; it must be 1 or more");
   const double alpha = c.attr_f("alpha", 1e-4f), beta = c.attr_f("beta", 0.75f),
                bias = c.attr_f("bias", 1.0f);
   const int64_t before = (size - 1) / 2, after = size - 1 - before;
@@ -303,10 +332,12 @@ std::vector<Value> dropout(OpContext& c) {
   c.ignore_attr("seed");
   c.ignore_attr("is_test");
   c.attr_f("ratio", 0.5f);
-  const bool training = c.has(2) && c.ints_in(2).at(0) != 0;
-  double ratio = c.has(1) ? c.doubles_in(1).at(0) : 0.5;
+  const bool training = c.has(2) && c.int_in(2) != 0;
+  // The ratio matters only in training (no mask otherwise): not read, so no sync, in inference.
+  const double ratio = training && c.has(1) ? c.double_in(1) : 0.5;
   if (training && ratio > 0) c.unsupported("training_mode with a ratio above 0 (random masks)");
-  return {x, Tensor::ones(x.shape(), dtypes::bool_, x.device())};
+  // The mask is bool from opset 10; before, it has the input's dtype.
+  return {x, Tensor::ones(x.shape(), c.opset() >= 10 ? dtypes::bool_ : x.dtype(), x.device())};
 }
 
 std::vector<Value> matmul(OpContext& c) { return {c.in(0).matmul(c.in(1))}; }

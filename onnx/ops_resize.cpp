@@ -7,6 +7,7 @@
 // averaged over each bin) applied to the image of the region's batch entry.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <vkgrad/onnx/ops.hpp>
 
@@ -96,9 +97,25 @@ std::pair<std::vector<float>, std::vector<bool>> axis_weights(const Interp& p, i
   return {w, valid};
 }
 
+// Output sizes floor(in * scale): a scale must be a positive finite number (NaN would make the
+// cast to int64 undefined, a negative one a negative size).
+Shape sizes_of(OpContext& c, const Tensor& x, const std::vector<double>& scales) {
+  Shape sizes;
+  for (size_t a = 0; a < scales.size(); ++a) {
+    if (!(scales[a] > 0) || !std::isfinite(scales[a]) ||
+        double(x.shape()[a]) * scales[a] > double(std::numeric_limits<int32_t>::max()))
+      c.fail("scale " + std::to_string(scales[a]) + " of axis " + std::to_string(a) +
+             " is not a positive size factor");
+    sizes.push_back(int64_t(std::floor(double(x.shape()[a]) * scales[a])));
+  }
+  return sizes;
+}
+
 Tensor interpolate(OpContext& c, Tensor x, const Interp& p, const std::vector<double>& scales,
                    const Shape& sizes, const std::vector<double>& roi) {
   const DType d = x.dtype();
+  if (p.coord == "tf_crop_and_resize" && int64_t(roi.size()) != 2 * x.ndim())
+    c.fail("roi holds " + std::to_string(roi.size()) + " values, not 2 per axis");
   Tensor y = d.is_float() ? x : x.cast(dtypes::float32);
   const int64_t r = x.ndim();
   for (int64_t a = 0; a < r; ++a) {
@@ -152,13 +169,14 @@ std::vector<Value> resize(OpContext& c) {
     if (int64_t(sizes.size()) != r)
       c.fail("sizes holds " + std::to_string(sizes.size()) + " values for rank " +
              std::to_string(r));
-    for (int64_t a = 0; a < r; ++a)
+    for (int64_t a = 0; a < r; ++a) {
+      if (sizes[size_t(a)] < 0) c.fail("sizes holds " + std::to_string(sizes[size_t(a)]));
       scales.push_back(double(sizes[size_t(a)]) / double(x.shape()[size_t(a)]));
+    }
   } else {
     if (int64_t(scales.size()) != r)
       c.fail("needs scales or sizes for each of the " + std::to_string(r) + " axes");
-    for (int64_t a = 0; a < r; ++a)
-      sizes.push_back(int64_t(std::floor(double(x.shape()[size_t(a)]) * scales[size_t(a)])));
+    sizes = sizes_of(c, x, scales);
   }
   return {interpolate(c, x, p, scales, sizes, roi)};
 }
@@ -179,10 +197,7 @@ std::vector<Value> upsample(OpContext& c) {
   else
     scales = c.doubles_in(1);
   if (int64_t(scales.size()) != x.ndim()) c.fail("scales holds a value per axis");
-  Shape sizes;
-  for (int64_t a = 0; a < x.ndim(); ++a)
-    sizes.push_back(int64_t(std::floor(double(x.shape()[size_t(a)]) * scales[size_t(a)])));
-  return {interpolate(c, x, p, scales, sizes, {})};
+  return {interpolate(c, x, p, scales, sizes_of(c, x, scales), {})};
 }
 
 // RoiAlign (average mode): bin (ph, pw) of region r averages grid_h x grid_w bilinear samples.

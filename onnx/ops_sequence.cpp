@@ -7,7 +7,7 @@ namespace vkg::onnx {
 namespace {
 
 int64_t position(OpContext& c, size_t input, int64_t size, int64_t fallback, bool insert) {
-  int64_t p = c.has(input) ? c.ints_in(input).at(0) : fallback;
+  int64_t p = c.has(input) ? c.int_in(input) : fallback;
   if (p < 0) p += size;
   if (p < 0 || p > size - (insert ? 0 : 1))
     c.fail("position " + std::to_string(p) + " is outside a sequence of " + std::to_string(size));
@@ -59,7 +59,7 @@ std::vector<Value> split_to_sequence(OpContext& c) {
     if (!keep)
       for (auto& p : parts) p = p.squeeze(axis);
   } else if (c.in(1).ndim() == 0) {
-    parts = x.split(c.ints_in(1).at(0), axis);
+    parts = x.split(c.int_in(1), axis);
   } else {
     parts = x.split(c.ints_in(1), axis);
   }

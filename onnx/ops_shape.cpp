@@ -3,6 +3,7 @@
 // Shapes, axes and pads come from attributes or (in later opsets) from inputs read on the host;
 // integer values known on the host flow through the ops that shape computations use.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include <vkgrad/onnx/ops.hpp>
@@ -45,7 +46,8 @@ std::vector<Value> transpose(OpContext& c) {
 
 std::vector<Value> concat(OpContext& c) {
   const int64_t rank = c.in(0).ndim();
-  const auto a = c.attr_i("axis");
+  auto a = c.attr_i("axis");
+  if (!a && c.opset() < 4) a = 1;  // optional, 1 by default, before opset 4
   if (!a) c.fail("attribute 'axis' is required");
   const int64_t axis = axis_of(c, *a, rank);
   std::vector<Tensor> parts;
@@ -74,6 +76,7 @@ std::vector<Value> split(OpContext& c) {
   }
   if (sizes.empty()) {
     const int64_t parts = c.node().output_size();
+    if (parts < 1) c.fail("has no outputs and no split sizes");
     if (n % parts)
       c.fail("axis of size " + std::to_string(n) + " does not split into " + std::to_string(parts) +
              " equal parts");
@@ -212,6 +215,8 @@ std::vector<Value> unsqueeze(OpContext& c) {
   const int64_t rank = x.ndim() + int64_t(raw.size());
   std::vector<int64_t> axes = axes_list(c, raw, rank);
   std::sort(axes.begin(), axes.end());
+  // A repeated axis would make the output rank larger than its ones: x's shape would run out.
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) c.fail("axes name an axis twice");
   Shape s;
   size_t src = 0;
   for (int64_t d = 0; d < rank; ++d) {
@@ -253,7 +258,7 @@ std::vector<Value> pad(OpContext& c) {
   double value = 0;
   if (c.opset() >= 11) {
     pads = c.ints_in(1);
-    if (c.has(2)) value = c.doubles_in(2).at(0);
+    if (c.has(2)) value = c.double_in(2);
   } else {
     pads = c.attr_ints(c.opset() >= 2 ? "pads" : "paddings", {});
     value = c.attr_f("value", 0.0f);
@@ -304,7 +309,7 @@ std::vector<Value> space_to_depth(OpContext& c) {
 
 std::vector<Value> trilu(OpContext& c) {
   const Tensor x = c.in(0);
-  const int64_t k = c.has(1) ? c.ints_in(1).at(0) : 0;
+  const int64_t k = c.has(1) ? c.int_in(1) : 0;
   return {c.attr_i("upper", 1) ? x.triu(k) : x.tril(k)};
 }
 
@@ -323,7 +328,10 @@ std::vector<Value> scatter_elements(OpContext& c) {
 
 std::vector<Value> one_hot(OpContext& c) {
   const Tensor idx = c.in(0);
-  const int64_t depth = int64_t(c.doubles_in(1).at(0));
+  const double depth_in = c.double_in(1);
+  if (!(depth_in >= 1 && depth_in <= double(std::numeric_limits<int32_t>::max())))
+    c.fail("depth " + std::to_string(depth_in) + " is not a class count");
+  const int64_t depth = int64_t(depth_in);
   const Tensor values = c.in(2);
   const int64_t rank = idx.ndim() + 1;
   const int64_t axis = axis_of(c, c.attr_i("axis", -1), rank);

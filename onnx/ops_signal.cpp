@@ -12,7 +12,7 @@ namespace {
 
 OpFn window(double a0, double a1, double a2) {
   return [=](OpContext& c) -> std::vector<Value> {
-    const int64_t n = c.ints_in(0).at(0);
+    const int64_t n = c.int_in(0);
     const bool periodic = c.attr_i("periodic", 1) != 0;
     const DType d = dtype_from_onnx(int32_t(c.attr_i("output_datatype", 1)), c.where());
     const double period = double(periodic ? n : n - 1);
@@ -68,7 +68,7 @@ std::vector<Value> dft(OpContext& c) {
   Tensor re = x[{ellipsis, 0}].transpose(axis, -1);
   std::optional<Tensor> im;
   if (parts == 2) im = x[{ellipsis, 1}].transpose(axis, -1);
-  const int64_t n = c.has(1) ? c.ints_in(1).at(0) : re.shape().back();
+  const int64_t n = c.has(1) ? c.int_in(1) : re.shape().back();
   re = fit_length(re, n);
   if (im) im = fit_length(*im, n);
   const int64_t bins = onesided ? n / 2 + 1 : n;
@@ -79,9 +79,9 @@ std::vector<Value> dft(OpContext& c) {
 // STFT: frames of frame_length every frame_step along the signal, windowed, each transformed.
 std::vector<Value> stft(OpContext& c) {
   const Tensor x = c.in(0);  // (batch, length, 1 or 2)
-  const int64_t step = c.ints_in(1).at(0);
+  const int64_t step = c.int_in(1);
   const std::optional<Tensor> window = c.opt(2);
-  int64_t len = c.has(3) ? c.ints_in(3).at(0) : (window ? window->shape()[0] : 0);
+  int64_t len = c.has(3) ? c.int_in(3) : (window ? window->shape()[0] : 0);
   if (len <= 0) c.fail("needs a window or a frame_length");
   const bool onesided = c.attr_i("onesided", 1) != 0;
   const int64_t parts = x.shape().back();
@@ -99,8 +99,8 @@ std::vector<Value> stft(OpContext& c) {
 
 // MelWeightMatrix: triangular filters between mel-spaced frequencies, as ONNX's reference.
 std::vector<Value> mel_weight_matrix(OpContext& c) {
-  const int64_t mels = c.ints_in(0).at(0), dft_len = c.ints_in(1).at(0), rate = c.ints_in(2).at(0);
-  const double lo = c.doubles_in(3).at(0), hi = c.doubles_in(4).at(0);
+  const int64_t mels = c.int_in(0), dft_len = c.int_in(1), rate = c.int_in(2);
+  const double lo = c.double_in(3), hi = c.double_in(4);
   const DType d = dtype_from_onnx(int32_t(c.attr_i("output_datatype", 1)), c.where());
   const int64_t bins = dft_len / 2 + 1;
   auto to_mel = [](double hz) { return 2595 * std::log10(1 + hz / 700); };

@@ -21,7 +21,7 @@ std::vector<std::vector<Tensor>> groups_of(OpContext& c, size_t groups) {
 
 std::vector<Value> adagrad(OpContext& c) {
   const Tensor r = c.in(0);
-  const double t = double(c.ints_in(1).at(0));
+  const double t = double(c.int_in(1));
   const double decay = c.attr_f("decay_factor", 0.0f), eps = c.attr_f("epsilon", 0.0f);
   const double norm = c.attr_f("norm_coefficient", 0.0f);
   auto g = groups_of(c, 3);
@@ -39,7 +39,7 @@ std::vector<Value> adagrad(OpContext& c) {
 
 std::vector<Value> adam(OpContext& c) {
   const Tensor r = c.in(0);
-  const double t = double(c.ints_in(1).at(0));
+  const double t = double(c.int_in(1));
   const double alpha = c.attr_f("alpha", 0.9f), beta = c.attr_f("beta", 0.999f),
                eps = c.attr_f("epsilon", 0.0f);
   const double norm = c.attr_f("norm_coefficient", 0.0f),
@@ -63,7 +63,7 @@ std::vector<Value> adam(OpContext& c) {
 
 std::vector<Value> momentum(OpContext& c) {
   const Tensor r = c.in(0);
-  const int64_t t = c.ints_in(1).at(0);
+  const int64_t t = c.int_in(1);
   const double alpha = c.attr_f("alpha", 0.0f), beta = c.attr_f("beta", 0.0f);
   const double norm = c.attr_f("norm_coefficient", 0.0f);
   const std::string mode = c.attr_s("mode", "standard");

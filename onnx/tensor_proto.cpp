@@ -3,6 +3,7 @@
 // device layout already and goes to the tensor as it is.
 #include <vkgrad/onnx/tensor_proto.hpp>
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
 
@@ -25,6 +26,16 @@ std::vector<std::byte> narrow(const Field& field) {
   return out;
 }
 
+// A decimal byte count of external_data, whole and not negative (std::stoll would accept "12abc"
+// and throw std::invalid_argument on "abc").
+int64_t byte_count(const std::string& key, const std::string& value, const std::string& where) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || v < 0)
+    throw Error(where + ": external data " + key + " '" + value + "' is not a byte count");
+  return v;
+}
+
 std::vector<std::byte> read_external(const ::onnx::TensorProto& tp, const std::string& base_dir,
                                      const std::string& where) {
   std::string location;
@@ -33,9 +44,9 @@ std::vector<std::byte> read_external(const ::onnx::TensorProto& tp, const std::s
     if (kv.key() == "location")
       location = kv.value();
     else if (kv.key() == "offset")
-      offset = std::stoll(kv.value());
+      offset = byte_count("offset", kv.value(), where);
     else if (kv.key() == "length")
-      length = std::stoll(kv.value());
+      length = byte_count("length", kv.value(), where);
   }
   if (location.empty() || location.find("..") != std::string::npos || location[0] == '/')
     throw Error(where + ": external data location '" + location +
@@ -45,14 +56,22 @@ std::vector<std::byte> read_external(const ::onnx::TensorProto& tp, const std::s
   if (!f) throw Error(where + ": cannot open external data file " + path);
   f.seekg(0, std::ios::end);
   const int64_t size = f.tellg();
-  if (length < 0) length = size - offset;
-  if (offset < 0 || offset + length > size)
+  // offset and length are not negative here; compared so that offset + length cannot overflow.
+  if (offset > size || (length >= 0 && length > size - offset))
     throw Error(where + ": external data " + path + " holds " + std::to_string(size) +
-                " bytes, not " + std::to_string(offset + length));
+                " bytes, fewer than offset " + std::to_string(offset) + " and length " +
+                (length < 0 ? std::string("(the rest)") : std::to_string(length)) + " ask for");
+  if (length < 0) length = size - offset;
   std::vector<std::byte> out(static_cast<size_t>(length));
   f.seekg(offset);
   f.read(reinterpret_cast<char*>(out.data()), length);
   return out;
+}
+
+// Empties a repeated field and frees its storage (Clear() keeps the capacity).
+template <class Field>
+void free_field(Field* f) {
+  Field().Swap(f);
 }
 
 // The element bytes of a non-raw TensorProto, in the device layout of `d`.
@@ -119,12 +138,14 @@ Tensor tensor_from_proto(::onnx::TensorProto& tp, const std::string& device,
     return make(typed_bytes(tp, d));
   }();
   if (release) {  // the tensor's buffer holds the bytes now (until its upload)
+    // clear_*() keeps the storage's capacity; swapping with empty ones frees it.
+    if (tp.has_raw_data()) std::string().swap(*tp.mutable_raw_data());
     tp.clear_raw_data();
-    tp.clear_float_data();
-    tp.clear_int32_data();
-    tp.clear_int64_data();
-    tp.clear_double_data();
-    tp.clear_uint64_data();
+    free_field(tp.mutable_float_data());
+    free_field(tp.mutable_int32_data());
+    free_field(tp.mutable_int64_data());
+    free_field(tp.mutable_double_data());
+    free_field(tp.mutable_uint64_data());
   }
   return t;
 }
@@ -138,9 +159,18 @@ std::optional<std::vector<int64_t>> host_ints_of(const ::onnx::TensorProto& tp,
     return std::nullopt;
   }
   if (!(d.is_int() || d.is_bool()) || d == dtypes::uint64) return std::nullopt;
-  int64_t count = 1;
-  for (int64_t n : tp.dims()) count *= n;
-  if (count < 0 || size_t(count) > limit) return std::nullopt;
+  // Stops at the limit, so a huge or negative dims list cannot overflow the product.
+  size_t count = 1;
+  for (int64_t n : tp.dims()) {
+    if (n < 0) return std::nullopt;
+    if (n == 0) {
+      count = 0;
+      break;
+    }
+    if (count > limit / size_t(n)) return std::nullopt;
+    count *= size_t(n);
+  }
+  if (count > limit) return std::nullopt;
   std::vector<std::byte> bytes;
   if (tp.data_location() == ::onnx::TensorProto::EXTERNAL)
     bytes = read_external(tp, base_dir, "initializer");
@@ -150,7 +180,7 @@ std::optional<std::vector<int64_t>> host_ints_of(const ::onnx::TensorProto& tp,
         reinterpret_cast<const std::byte*>(tp.raw_data().data()) + tp.raw_data().size());
   else
     bytes = typed_bytes(tp, d);
-  const size_t n = size_t(count);
+  const size_t n = count;
   if (bytes.size() != n * size_t(d.itemsize())) return std::nullopt;
   std::vector<int64_t> out;
   out.reserve(n);
