@@ -11,23 +11,13 @@
 #include <vkgrad/core/error.hpp>
 
 #include "support/linear_programs.hpp"
+#include "support/render_and_compile.hpp"
 
 namespace vkg::test {
 namespace {
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-// Renders for `target` and compiles; returns the source.
-std::string render_and_compile(const Program& p,
-                               const GlslTarget& target = GlslTarget::everything()) {
-  std::string glsl = render_glsl(p, target);
-  SpirvCompileOptions o;
-  o.disk_cache = false;
-  o.name = p.name;
-  EXPECT_NO_THROW(compile_glsl(glsl, o)) << glsl;
-  return glsl;
 }
 
 std::string error_of(const Program& p, const GlslTarget& target) {

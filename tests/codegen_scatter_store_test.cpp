@@ -11,6 +11,7 @@
 #include <vkgrad/core/scatter_combine.hpp>
 
 #include "support/linear_programs.hpp"
+#include "support/render_and_compile.hpp"
 
 namespace vkg::test {
 namespace {
@@ -30,15 +31,6 @@ Program scatter_program(DType d, ScatterCombine c) {
   b.emit(UOp::make(Ops::STORE, dtypes::void_,
                    {ProgramBuilder::index(out, to, valid), b.load(values, i)}, int64_t(c)));
   return b.build({1, 1, 1}, {16, 1, 1});
-}
-
-std::string render_and_compile(const Program& p, const GlslTarget& target) {
-  std::string glsl = render_glsl(p, target);
-  SpirvCompileOptions o;
-  o.disk_cache = false;
-  o.name = p.name;
-  EXPECT_NO_THROW(compile_glsl(glsl, o)) << glsl;
-  return glsl;
 }
 
 TEST(GlslScatterStore, EveryCombineAndDtypeCompilesInBothLayouts) {
