@@ -16,6 +16,10 @@
 #include <vkgrad/onnx/model.hpp>
 #include <vkgrad/onnx/tensor_proto.hpp>
 
+#include "support/error_of.hpp"
+
+using vkg::test::error_of;
+
 namespace {
 
 using vkg::Tensor;
@@ -58,16 +62,6 @@ void add_output(::onnx::GraphProto* g, const std::string& name) { g->add_output(
 }
 
 std::string bytes_of(const ::onnx::ModelProto& m) { return m.SerializeAsString(); }
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const vkg::Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // x (2, 3) float -> Relu(x) + bias (an initializer), then reduced over axis 1.
 ::onnx::ModelProto small_model() {
