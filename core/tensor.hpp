@@ -502,11 +502,12 @@ class Tensor {
   // x (N, Cin, H, W) with weight (Cin, Cout/groups, KH, KW).
   Tensor conv_transpose2d(const Tensor& weight, const std::optional<Tensor>& bias = {},
                           ConvTranspose2dOptions options = {}) const;
-  // Its gradient goes to the first maximum of each window (row-major), as torch's.
+  // Its gradient goes to the first maximum of each window (row-major), as torch's. Both are
+  // max_pool's and avg_pool's on two axes (core/tensor_pool_nd.cpp).
   Tensor max_pool2d(Pool2dOptions options = {}) const;
   Tensor avg_pool2d(Pool2dOptions options = {}) const;  // padding counts as zeros, as torch's default
-  // Convolutions over (N, C, L) and (N, C, D, H, W) with weights as torch's (1-D runs through
-  // conv2d's path; core/tensor_conv_nd.cpp).
+  // Convolutions over (N, C, L) and (N, C, D, H, W) with weights as torch's; every convolution
+  // and transposed one, 1-D to 3-D, is the same N-d code (core/tensor_conv.cpp).
   Tensor conv1d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
   Tensor conv3d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;
   Tensor conv_transpose1d(const Tensor& weight, const std::optional<Tensor>& bias = {}, ConvOptions options = {}) const;

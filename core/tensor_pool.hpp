@@ -1,5 +1,6 @@
 // Sliding windows as a view (tinygrad's _pool), shared by the convolutions and pools
-// (core/tensor_nn.cpp) and Tensor::unfold (core/tensor_layout.cpp).
+// (core/tensor_conv.cpp, core/tensor_pool_nd.cpp) and Tensor::unfold (core/tensor_layout.cpp);
+// defined in core/tensor_pool.cpp.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -20,43 +20,70 @@ using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
 std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
 
-std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t dims, std::string_view what, std::string_view op) {
+std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t dims, std::string_view what,
+                              std::string_view op) {
   if (v.size() != 1 && v.size() != dims)
-    throw Error(std::string(op) + ": " + std::string(what) + " needs 1 or " + std::to_string(dims) + " values, got " +
-                std::to_string(v.size()));
+    throw Error(std::string(op) + ": " + std::string(what) + " needs 1 or " + std::to_string(dims) +
+                " values, got " + std::to_string(v.size()));
   return v.size() == 1 ? std::vector<int64_t>(dims, v[0]) : v;
+}
+
+// (a, b, c): one value per pooled axis, as the errors print them.
+std::string values_str(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + ")";
 }
 
 // The pooled axes' geometry: kernel, stride, dilation, and the pads before and after (the after
 // pad grows by what ceil_mode's last window needs).
 struct Geometry {
   std::vector<int64_t> k, s, d;
-  Pads pads;         // the user's padding, both sides
-  Pads extra;        // pads including ceil_mode's overhang
+  Pads pads;   // the user's padding, both sides
+  Pads extra;  // pads including ceil_mode's overhang
 };
 
 Geometry geometry(const Tensor& x, const PoolOptions& o, std::string_view op) {
   const size_t dims = o.kernel.size();
   if (dims < 1 || dims > 3 || size_t(x.ndim()) < dims + 1)
-    throw Error(std::string(op) + ": needs 1 to 3 kernel sizes and an input with a leading axis before the pooled "
-                "ones, got kernel of " + std::to_string(dims) + " and input " + desc(x));
+    throw Error(std::string(op) +
+                ": needs 1 to 3 kernel sizes and an input with a leading axis before the pooled "
+                "ones, got kernel of " +
+                std::to_string(dims) + " and input " + desc(x));
   Geometry g;
   g.k = o.kernel;
   g.s = o.stride ? per_axis(*o.stride, dims, "stride", op) : o.kernel;
   g.d = per_axis(o.dilation, dims, "dilation", op);
   const std::vector<int64_t> p = per_axis(o.padding, dims, "padding", op);
+  auto check = [&](const std::vector<int64_t>& v, std::string_view what, int64_t low) {
+    for (int64_t e : v)
+      if (e < low)
+        throw Error(std::string(op) + ": " + std::string(what) + " " + values_str(v) +
+                    (low ? " must be positive" : " must not be negative") + " (input " + desc(x) +
+                    ")");
+  };
+  check(g.k, "kernel", 1);
+  check(g.s, "stride", 1);
+  check(g.d, "dilation", 1);
+  check(p, "padding", 0);
   const size_t lead = size_t(x.ndim()) - dims;
+  std::vector<int64_t> padded(dims);
+  for (size_t a = 0; a < dims; ++a) {
+    if (2 * p[a] > g.k[a])
+      throw Error(std::string(op) + ": padding " + values_str(p) +
+                  " must be at most half the kernel " + values_str(g.k) + " (as torch; input " +
+                  desc(x) + ")");
+    padded[a] = x.shape()[lead + a] + 2 * p[a];
+  }
   g.pads.assign(lead, {0, 0});
   g.extra.assign(lead, {0, 0});
   for (size_t a = 0; a < dims; ++a) {
-    if (g.k[a] <= 0 || g.s[a] <= 0 || g.d[a] <= 0 || p[a] < 0)
-      throw Error(std::string(op) + ": kernel, stride and dilation must be positive and padding non-negative");
-    if (2 * p[a] > g.k[a])
-      throw Error(std::string(op) + ": padding " + std::to_string(p[a]) + " must be at most half the kernel " +
-                  std::to_string(g.k[a]) + " (as torch)");
-    const int64_t n = x.shape()[lead + a], span = g.d[a] * (g.k[a] - 1) + 1, room = n + 2 * p[a] - span;
+    const int64_t n = x.shape()[lead + a], span = g.d[a] * (g.k[a] - 1) + 1,
+                  room = n + 2 * p[a] - span;
     if (room < 0)
-      throw Error(std::string(op) + ": the padded input is smaller than the dilated kernel (input " + desc(x) + ")");
+      throw Error(std::string(op) + ": the kernel " + values_str(g.k) + " with dilation " +
+                  values_str(g.d) + " is larger than the padded input " + values_str(padded) +
+                  " (input " + desc(x) + ")");
     int64_t out = (o.ceil_mode ? (room + g.s[a] - 1) / g.s[a] : room / g.s[a]) + 1;
     // torch: the last window must start inside the input or its left padding.
     if (o.ceil_mode && (out - 1) * g.s[a] >= n + p[a]) --out;
@@ -79,77 +106,77 @@ Tensor windows_of(const Tensor& x, const Geometry& g, Scalarish fill) {
 
 // Rows of weights that map `in` positions to `out` along one axis; applied as a product over
 // that axis.
-Tensor apply_along(const Tensor& x, int axis, const std::vector<double>& weights, int64_t out, int64_t in) {
+Tensor apply_along(const Tensor& x, int axis, const std::vector<double>& weights, int64_t out,
+                   int64_t in) {
   const Tensor m = Tensor(weights, {out, in}, x.device()).cast(x.dtype());
   return x.transpose(axis, -1).matmul(m.transpose()).transpose(axis, -1);
 }
 
-}  // namespace
-
-Tensor Tensor::max_pool(PoolOptions o) const { return max_pool_with_indices(o).first; }
-
 // The index of each window's maximum is that of the input position (flattened over the pooled
 // axes, as torch's) where the window first reaches its max: a pooled view of the positions picks
 // it with the same first-maximum mask argmax uses.
-std::pair<Tensor, Tensor> Tensor::max_pool_with_indices(PoolOptions o) const {
-  const Geometry g = geometry(*this, o, "max_pool");
-  const size_t dims = o.kernel.size(), lead = size_t(ndim()) - dims;
-  const double lowest = dtype().is_float() ? -std::numeric_limits<double>::infinity() : dtypes::min_value(dtype());
-  const Tensor windows = windows_of(*this, g, lowest);
+std::pair<Tensor, Tensor> max_pool_of(const Tensor& x, const PoolOptions& o, std::string_view op) {
+  const Geometry g = geometry(x, o, op);
+  const size_t dims = o.kernel.size(), lead = size_t(x.ndim()) - dims;
+  const double lowest = x.dtype().is_float() ? -std::numeric_limits<double>::infinity()
+                                             : dtypes::min_value(x.dtype());
+  const Tensor windows = windows_of(x, g, lowest);
   Shape flat_window(windows.shape().begin(), windows.shape().end() - int64_t(dims));
   int64_t kprod = 1;
   for (int64_t k : g.k) kprod *= k;
   flat_window.push_back(kprod);
   const Tensor w = windows.reshape(flat_window);
   const Tensor first = w.argmax(-1, true);  // first maximum (nan counts as the largest)
-  const Tensor pick = Tensor::arange(0, kprod, 1, device()).eq(first);
-  // torch's gradient, as max_pool2d's: each window's first maximum takes all of it (max's own
+  const Tensor pick = Tensor::arange(0, kprod, 1, x.device()).eq(first);
+  // torch's gradient, each window's first maximum takes all of it (max's own
   // rule would split it among tied maxima).
   Tensor values = w.max(-1);
-  if (dtype().is_float()) {
+  if (x.dtype().is_float()) {
     const UOpPtr pn = pick.node();
     const Shape window = flat_window;
-    values = Tensor(with_custom_gradient(
-        values.node(), {w.node()},
-        [pn, window](const Tensor& g) -> std::vector<std::optional<Tensor>> {
-          Shape one = window;
-          one.back() = 1;
-          return {Tensor(pn).where(g.reshape(one).expand(window), 0)};
-        }));
+    values = Tensor(
+        with_custom_gradient(values.node(), {w.node()},
+                             [pn, window](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+                               Shape one = window;
+                               one.back() = 1;
+                               return {Tensor(pn).where(g.reshape(one).expand(window), 0)};
+                             }));
   }
   // Positions 0..prod(spatial)-1 laid over the pooled axes, padded with -1.
-  Shape spatial(shape().begin() + int64_t(lead), shape().end());
+  Shape spatial(x.shape().begin() + int64_t(lead), x.shape().end());
   int64_t positions = 1;
   for (int64_t n : spatial) positions *= n;
   Shape ones(lead, 1);
   ones.insert(ones.end(), spatial.begin(), spatial.end());
-  const Tensor where_from = Tensor::arange(0, positions, 1, device()).reshape(ones);
+  const Tensor where_from = Tensor::arange(0, positions, 1, x.device()).reshape(ones);
   const Tensor index_windows = pool(where_from.pad(g.extra, -1), g.k, g.s, g.d);
   Shape flat_index(index_windows.shape().begin(), index_windows.shape().end() - int64_t(dims));
   flat_index.push_back(kprod);
-  const Tensor indices = pick.where(index_windows.reshape(flat_index), 0).sum(-1).cast(dtypes::int32);
+  const Tensor indices =
+      pick.where(index_windows.reshape(flat_index), 0).sum(-1).cast(dtypes::int32);
   return {values, indices.expand(values.shape())};
 }
 
 // count_include_pad counts the user's padding (not ceil_mode's overhang) in each window's divisor,
 // as torch; otherwise only the input's elements count.
-Tensor Tensor::avg_pool(PoolOptions o) const {
-  const Geometry g = geometry(*this, o, "avg_pool");
+Tensor avg_pool_of(const Tensor& input, const PoolOptions& o, std::string_view op) {
+  const Geometry g = geometry(input, o, op);
   const size_t dims = o.kernel.size();
-  const Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  const Tensor x = input.dtype().is_float() ? input : input.cast(dtypes::default_float);
   const Tensor sums = windows_of(x, g, 0).sum(last_axes(dims));
   // Every window counts all its k elements when nothing it covers is left out: no ceil_mode
   // overhang, and padding counted or absent. Then the divisor is that constant.
   bool uniform = true;
   for (size_t a = 0; a < g.extra.size(); ++a)
-    uniform &= g.extra[a] == g.pads[a] && (o.count_include_pad || g.pads[a] == std::make_pair<int64_t, int64_t>(0, 0));
+    uniform &= g.extra[a] == g.pads[a] &&
+               (o.count_include_pad || g.pads[a] == std::make_pair<int64_t, int64_t>(0, 0));
   if (uniform) {
     int64_t k = 1;
     for (int64_t v : g.k) k *= v;
     return sums / double(k);
   }
   // Otherwise the divisor: ones over what counts, padded with zeros, pooled the same way.
-  Tensor counted = Tensor::ones(shape(), x.dtype(), device());
+  Tensor counted = Tensor::ones(x.shape(), x.dtype(), x.device());
   Pads rest = g.extra;
   if (o.count_include_pad) {
     counted = counted.pad(g.pads, 1);
@@ -159,20 +186,51 @@ Tensor Tensor::avg_pool(PoolOptions o) const {
   return sums / divisor;
 }
 
+// max_pool2d's and avg_pool2d's options as the N-d pools', for a (C, H, W) or (N, C, H, W) input
+// as torch's.
+PoolOptions options_2d(const Tensor& x, const Pool2dOptions& o, std::string_view op) {
+  if (x.ndim() != 3 && x.ndim() != 4)
+    throw Error(std::string(op) + ": needs a 3-D (C, H, W) or 4-D (N, C, H, W) input, got " +
+                desc(x));
+  const Size2 stride = o.stride.value_or(o.kernel);
+  return {.kernel = {o.kernel.h, o.kernel.w},
+          .stride = std::vector<int64_t>{stride.h, stride.w},
+          .padding = {o.padding.h, o.padding.w},
+          .dilation = {o.dilation.h, o.dilation.w}};
+}
+
+}  // namespace
+
+Tensor Tensor::max_pool(PoolOptions o) const { return max_pool_of(*this, o, "max_pool").first; }
+
+std::pair<Tensor, Tensor> Tensor::max_pool_with_indices(PoolOptions o) const {
+  return max_pool_of(*this, o, "max_pool");
+}
+
+Tensor Tensor::max_pool2d(Pool2dOptions o) const {
+  return max_pool_of(*this, options_2d(*this, o, "max_pool2d"), "max_pool2d").first;
+}
+
+Tensor Tensor::avg_pool(PoolOptions o) const { return avg_pool_of(*this, o, "avg_pool"); }
+
+Tensor Tensor::avg_pool2d(Pool2dOptions o) const {
+  return avg_pool_of(*this, options_2d(*this, o, "avg_pool2d"), "avg_pool2d");
+}
+
 // torch's adaptive_avg_pool: output cell i along an axis of n averages inputs
 // [floor(i n / out), ceil((i + 1) n / out)).
 Tensor Tensor::adaptive_avg_pool(Shape output_size) const {
   const size_t dims = output_size.size();
   if (dims < 1 || size_t(ndim()) < dims + 1)
-    throw Error("adaptive_avg_pool: needs an input with a leading axis before the " + std::to_string(dims) +
-                " pooled ones, got " + desc(*this));
+    throw Error("adaptive_avg_pool: needs an input with a leading axis before the " +
+                std::to_string(dims) + " pooled ones, got " + desc(*this));
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   for (size_t a = 0; a < dims; ++a) {
     const int axis = int(ndim() - int64_t(dims) + int64_t(a));
     const int64_t n = shape()[size_t(axis)], out = output_size[a];
     if (out <= 0 || n <= 0)
-      throw Error("adaptive_avg_pool: output size " + shape_str(output_size) + " and input " + desc(*this) +
-                  " must be positive");
+      throw Error("adaptive_avg_pool: output size " + shape_str(output_size) + " and input " +
+                  desc(*this) + " must be positive");
     std::vector<double> w(size_t(out * n), 0.0);
     for (int64_t i = 0; i < out; ++i) {
       const int64_t begin = i * n / out, end = ((i + 1) * n + out - 1) / out;
@@ -192,18 +250,20 @@ Tensor Tensor::interpolate(Shape size, std::string_view mode, bool align_corners
   const bool linear = (mode == "linear" && dims == 1) || (mode == "bilinear" && dims == 2) ||
                       (mode == "trilinear" && dims == 3);
   if (!nearest && !linear)
-    throw Error("interpolate: mode \"" + std::string(mode) + "\" does not fit " + std::to_string(dims) +
+    throw Error("interpolate: mode \"" + std::string(mode) + "\" does not fit " +
+                std::to_string(dims) +
                 " output sizes (nearest, or linear/bilinear/trilinear for 1/2/3)");
   if (nearest && align_corners) throw Error("interpolate: align_corners needs a linear mode");
   if (dims < 1 || size_t(ndim()) < dims + 1)
-    throw Error("interpolate: needs an input (N, C, ...) with " + std::to_string(dims) + " spatial axes, got " +
-                desc(*this));
+    throw Error("interpolate: needs an input (N, C, ...) with " + std::to_string(dims) +
+                " spatial axes, got " + desc(*this));
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   for (size_t a = 0; a < dims; ++a) {
     const int axis = int(ndim() - int64_t(dims) + int64_t(a));
     const int64_t n = shape()[size_t(axis)], out = size[a];
     if (out <= 0 || n <= 0)
-      throw Error("interpolate: sizes must be positive, got " + shape_str(size) + " for input " + desc(*this));
+      throw Error("interpolate: sizes must be positive, got " + shape_str(size) + " for input " +
+                  desc(*this));
     std::vector<double> w(size_t(out * n), 0.0);
     const double scale = double(n) / double(out);
     for (int64_t i = 0; i < out; ++i) {
@@ -214,7 +274,8 @@ Tensor Tensor::interpolate(Shape size, std::string_view mode, bool align_corners
       }
       double src = align_corners ? (out > 1 ? double(i) * double(n - 1) / double(out - 1) : 0.0)
                                  : std::max(0.0, (double(i) + 0.5) * scale - 0.5);
-      const int64_t i0 = std::min<int64_t>(int64_t(std::floor(src)), n - 1), i1 = std::min<int64_t>(i0 + 1, n - 1);
+      const int64_t i0 = std::min<int64_t>(int64_t(std::floor(src)), n - 1),
+                    i1 = std::min<int64_t>(i0 + 1, n - 1);
       const double t = src - double(i0);
       w[size_t(i * n + i0)] += 1 - t;
       w[size_t(i * n + i1)] += t;
