@@ -617,7 +617,7 @@ void order_around_assigns(Schedule& sched, const std::vector<ItemAccess>& access
 // viewed_buffer through values realized earlier in this schedule (or before it), whose buffer
 // views stand in for them: x.permute(p).contiguous().permute(q).contiguous() with q p the
 // identity is the first copy's buffer in order, and needs no second copy (a convolution's
-// gradient made channels-last once for both its consumers: core/tensor_nn.cpp).
+// gradient made channels-last once for both its consumers: core/tensor_conv.cpp).
 const UOp* viewed_realized(const UOp* n, Chain& chain, const Schedule& sched,
                            const Analysis& analysis) {
   // Realized views are movement ops over a BUFFER: the walk ends at the second step.

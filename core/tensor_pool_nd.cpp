@@ -128,8 +128,8 @@ std::pair<Tensor, Tensor> max_pool_of(const Tensor& x, const PoolOptions& o, std
   const Tensor w = windows.reshape(flat_window);
   const Tensor first = w.argmax(-1, true);  // first maximum (nan counts as the largest)
   const Tensor pick = Tensor::arange(0, kprod, 1, x.device()).eq(first);
-  // torch's gradient, each window's first maximum takes all of it (max's own
-  // rule would split it among tied maxima).
+  // torch's gradient: each window's first maximum takes all of it (max's own rule would split it
+  // among tied maxima).
   Tensor values = w.max(-1);
   if (x.dtype().is_float()) {
     const UOpPtr pn = pick.node();

@@ -140,7 +140,7 @@ TEST(Layers, StateDictNamesNestAndLoadAssigns) {
 // tinygrad's beautiful_mnist model at its batch of 512 (samples/beautiful_mnist_net.hpp): the
 // forward pass, the loss and every parameter's gradient schedule as a pinned number of kernels
 // (scheduled, not run). A change that splits or fuses differently shows up here first. Of the
-// 63, 7 are channels-last copies (core/tensor_nn.cpp's convolve): the weights of the three convs
+// 63, 7 are channels-last copies (core/tensor_conv.cpp's convolve): the weights of the three convs
 // with 32 or 64 input channels twice (as is and flipped) and conv3's input (a max pool's
 // reduce). The other inputs are stored channels-last by the kernel that computes them (a relu,
 // a batchnorm's backward), and so are the output gradients the input gradients read, which the

@@ -170,7 +170,7 @@ TEST(AutogradGradcheck, ComposedOps) {
 }
 
 TEST(AutogradGradcheck, ConvolutionsAndPools) {
-  // conv2d's input gradient is a transposed convolution written by hand (core/tensor_nn.cpp):
+  // conv2d's input gradient is a transposed convolution written by hand (core/tensor_conv.cpp):
   // check it with stride 1, stride 2 with an odd input, dilation, groups, and stride 3 with two
   // input rows past the last window (its output_padding).
   const Input x155{{1, 2, 5, 5}}, x176{{1, 2, 7, 6}}, w2233{{2, 2, 3, 3}}, w4133{{4, 1, 3, 3}};
@@ -310,6 +310,19 @@ TEST(AutogradGradcheck, ScansSortsAndPositionOps) {
   strided.stride = {2}, strided.padding = {1};
   gradcheck("conv1d", [&](V x) { return x[0].conv1d(x[1], {}, strided); }, {x1d, w1d}, 1e-5);
   gradcheck("conv3d", [](V x) { return x[0].conv3d(x[1]); }, {x3d, w3d}, 1e-5);
+  // conv1d and conv3d share conv2d's hand-written input gradient (core/tensor_conv.cpp): groups,
+  // dilation and strides that leave positions past the last window (its output_padding) on
+  // every axis, and a bias.
+  ConvOptions grouped1;
+  grouped1.stride = {3}, grouped1.padding = {2}, grouped1.dilation = {2}, grouped1.groups = 2;
+  gradcheck("conv1d groups dilation stride 3",
+            [&](V x) { return x[0].conv1d(x[1], x[2], grouped1); },
+            {Input{{2, 4, 11}}, Input{{4, 2, 3}}, v4}, 1e-5);
+  ConvOptions grouped3;
+  grouped3.stride = {2, 1, 3}, grouped3.padding = {1, 0, 1}, grouped3.dilation = {1, 2, 1}, grouped3.groups = 2;
+  gradcheck("conv3d groups dilation strides",
+            [&](V x) { return x[0].conv3d(x[1], {}, grouped3); },
+            {Input{{1, 4, 5, 5, 5}}, Input{{2, 2, 2, 2, 2}}}, 1e-5);
   gradcheck("conv_transpose1d", [&](V x) { return x[0].conv_transpose1d(x[1], {}, strided); }, {x1d, w1d}, 1e-5);
   gradcheck("conv_transpose3d", [](V x) { return x[0].conv_transpose3d(x[1]); }, {x3d, w3d}, 1e-5);
   PoolOptions pool3;

@@ -3,11 +3,14 @@
 // from torch's documentation, on Vulkan and the CPU device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
 #include "support/device_compare.hpp"
 #include "support/error_of.hpp"
+
+#include <vkgrad/core/schedule.hpp>
 
 using namespace vkg;
 using namespace vkg::test;
@@ -24,11 +27,16 @@ using A3 = std::array<int64_t, 3>;
 
 // Direct convolution over up to 3 spatial axes (1-D cases use sizes 1 for the first two), plain
 // or transposed, in double: x (N, C, *in), w (Cout, C/g, *k) or, transposed, (C, Cout/g, *k).
-std::vector<double> conv_reference(const std::vector<float>& x, int64_t n, int64_t c, A3 in, const std::vector<float>& w,
-                                   int64_t wo, A3 k, A3 s, A3 p, A3 d, int64_t g, bool transposed, A3 op, A3& out) {
+std::vector<double> conv_reference(const std::vector<float>& x, int64_t n, int64_t c, A3 in,
+                                   const std::vector<float>& w, int64_t wo, A3 k, A3 s, A3 p, A3 d,
+                                   int64_t g, bool transposed, A3 op, A3& out) {
   for (int a = 0; a < 3; ++a)
-    out[size_t(a)] = transposed ? (in[size_t(a)] - 1) * s[size_t(a)] - 2 * p[size_t(a)] + d[size_t(a)] * (k[size_t(a)] - 1) + op[size_t(a)] + 1
-                                : (in[size_t(a)] + 2 * p[size_t(a)] - d[size_t(a)] * (k[size_t(a)] - 1) - 1) / s[size_t(a)] + 1;
+    out[size_t(a)] =
+        transposed ? (in[size_t(a)] - 1) * s[size_t(a)] - 2 * p[size_t(a)] +
+                         d[size_t(a)] * (k[size_t(a)] - 1) + op[size_t(a)] + 1
+                   : (in[size_t(a)] + 2 * p[size_t(a)] - d[size_t(a)] * (k[size_t(a)] - 1) - 1) /
+                             s[size_t(a)] +
+                         1;
   const int64_t cout = transposed ? wo * g : wo, cin_g = c / g, cout_g = cout / g;
   std::vector<double> y(size_t(n * cout * out[0] * out[1] * out[2]), 0.0);
   auto xi = [&](int64_t b, int64_t ch, int64_t i0, int64_t i1, int64_t i2) {
@@ -47,13 +55,20 @@ std::vector<double> conv_reference(const std::vector<float>& x, int64_t n, int64
                 for (int64_t k1 = 0; k1 < k[1]; ++k1)
                   for (int64_t k2 = 0; k2 < k[2]; ++k2) {
                     const int64_t grp = ci / cin_g, co = grp * cout_g + co_g;
-                    const int64_t j0 = transposed ? i0 * s[0] - p[0] + k0 * d[0] : i0 * s[0] - p[0] + k0 * d[0];
-                    const int64_t j1 = transposed ? i1 * s[1] - p[1] + k1 * d[1] : i1 * s[1] - p[1] + k1 * d[1];
-                    const int64_t j2 = transposed ? i2 * s[2] - p[2] + k2 * d[2] : i2 * s[2] - p[2] + k2 * d[2];
+                    const int64_t j0 =
+                        transposed ? i0 * s[0] - p[0] + k0 * d[0] : i0 * s[0] - p[0] + k0 * d[0];
+                    const int64_t j1 =
+                        transposed ? i1 * s[1] - p[1] + k1 * d[1] : i1 * s[1] - p[1] + k1 * d[1];
+                    const int64_t j2 =
+                        transposed ? i2 * s[2] - p[2] + k2 * d[2] : i2 * s[2] - p[2] + k2 * d[2];
                     const A3 lim = transposed ? out : in;
-                    if (j0 < 0 || j1 < 0 || j2 < 0 || j0 >= lim[0] || j1 >= lim[1] || j2 >= lim[2]) continue;
-                    const size_t wi = transposed ? size_t((((ci * cout_g + co_g) * k[0] + k0) * k[1] + k1) * k[2] + k2)
-                                                 : size_t((((co * cin_g + ci % cin_g) * k[0] + k0) * k[1] + k1) * k[2] + k2);
+                    if (j0 < 0 || j1 < 0 || j2 < 0 || j0 >= lim[0] || j1 >= lim[1] || j2 >= lim[2])
+                      continue;
+                    const size_t wi =
+                        transposed
+                            ? size_t((((ci * cout_g + co_g) * k[0] + k0) * k[1] + k1) * k[2] + k2)
+                            : size_t((((co * cin_g + ci % cin_g) * k[0] + k0) * k[1] + k1) * k[2] +
+                                     k2);
                     if (transposed)
                       y[yi(b, co, j0, j1, j2)] += double(x[xi(b, ci, i0, i1, i2)]) * w[wi];
                     else
@@ -62,7 +77,39 @@ std::vector<double> conv_reference(const std::vector<float>& x, int64_t n, int64
   return y;
 }
 
-void expect_near(const Tensor& got, const std::vector<double>& want, double tol, const std::string& what) {
+// The weight gradient of conv_reference's plain convolution for the output gradient gy:
+// dw[co, ci, *k] = sum over batch and outputs of gy[b, co, *o] * x[b, group's ci, *o * s - p + *k *
+// d].
+std::vector<double> conv_weight_gradient(const std::vector<float>& x, int64_t n, int64_t c, A3 in,
+                                         const std::vector<float>& gy, int64_t cout, A3 out, A3 k,
+                                         A3 s, A3 p, A3 d, int64_t g) {
+  const int64_t cin_g = c / g, cout_g = cout / g;
+  std::vector<double> dw(size_t(cout * cin_g * k[0] * k[1] * k[2]), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t co = 0; co < cout; ++co)
+      for (int64_t ci = 0; ci < cin_g; ++ci)
+        for (int64_t o0 = 0; o0 < out[0]; ++o0)
+          for (int64_t o1 = 0; o1 < out[1]; ++o1)
+            for (int64_t o2 = 0; o2 < out[2]; ++o2)
+              for (int64_t k0 = 0; k0 < k[0]; ++k0)
+                for (int64_t k1 = 0; k1 < k[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    const int64_t j0 = o0 * s[0] - p[0] + k0 * d[0],
+                                  j1 = o1 * s[1] - p[1] + k1 * d[1],
+                                  j2 = o2 * s[2] - p[2] + k2 * d[2];
+                    if (j0 < 0 || j1 < 0 || j2 < 0 || j0 >= in[0] || j1 >= in[1] || j2 >= in[2])
+                      continue;
+                    const int64_t xc = co / cout_g * cin_g + ci;
+                    dw[size_t((((co * cin_g + ci) * k[0] + k0) * k[1] + k1) * k[2] + k2)] +=
+                        double(gy[size_t((((b * cout + co) * out[0] + o0) * out[1] + o1) * out[2] +
+                                         o2)]) *
+                        x[size_t((((b * c + xc) * in[0] + j0) * in[1] + j1) * in[2] + j2)];
+                  }
+  return dw;
+}
+
+void expect_near(const Tensor& got, const std::vector<double>& want, double tol,
+                 const std::string& what) {
   const auto g = got.to_vector<float>();
   ASSERT_EQ(g.size(), want.size()) << what;
   for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], want[i], tol) << what << " [" << i << "]";
@@ -75,7 +122,8 @@ TEST_P(ConvPoolNd, Conv1dAnd3dMatchDirectLoops) {
   // conv1d: (2, 4, 9) by (6, 2, 3), stride 2, padding 1, dilation 2, groups 2.
   const auto x1 = wave(2 * 4 * 9, 0.1f), w1 = wave(6 * 2 * 3, 0.7f);
   A3 out{};
-  auto want = conv_reference(x1, 2, 4, {1, 1, 9}, w1, 6, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}, {1, 1, 2}, 2, false, {}, out);
+  auto want = conv_reference(x1, 2, 4, {1, 1, 9}, w1, 6, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}, {1, 1, 2},
+                             2, false, {}, out);
   ConvOptions o1;
   o1.stride = {2}, o1.padding = {1}, o1.dilation = {2}, o1.groups = 2;
   const Tensor y1 = Tensor(x1, {2, 4, 9}, dev).conv1d(Tensor(w1, {6, 2, 3}, dev), {}, o1);
@@ -83,35 +131,118 @@ TEST_P(ConvPoolNd, Conv1dAnd3dMatchDirectLoops) {
   expect_near(y1, want, 1e-5, "conv1d");
   // conv3d: (1, 2, 4, 5, 3) by (3, 2, 2, 3, 2), stride (1, 2, 1), padding (1, 0, 1).
   const auto x3 = wave(2 * 4 * 5 * 3, 0.2f), w3 = wave(3 * 2 * 2 * 3 * 2, 1.1f);
-  want = conv_reference(x3, 1, 2, {4, 5, 3}, w3, 3, {2, 3, 2}, {1, 2, 1}, {1, 0, 1}, {1, 1, 1}, 1, false, {}, out);
+  want = conv_reference(x3, 1, 2, {4, 5, 3}, w3, 3, {2, 3, 2}, {1, 2, 1}, {1, 0, 1}, {1, 1, 1}, 1,
+                        false, {}, out);
   ConvOptions o3;
   o3.stride = {1, 2, 1}, o3.padding = {1, 0, 1};
   const Tensor bias(std::vector<float>{0.5f, -1, 2}, {3}, dev);
-  const Tensor y3 = Tensor(x3, {1, 2, 4, 5, 3}, dev).conv3d(Tensor(w3, {3, 2, 2, 3, 2}, dev), bias, o3);
+  const Tensor y3 =
+      Tensor(x3, {1, 2, 4, 5, 3}, dev).conv3d(Tensor(w3, {3, 2, 2, 3, 2}, dev), bias, o3);
   EXPECT_EQ(y3.shape(), (Shape{1, 3, out[0], out[1], out[2]}));
   const int64_t per = out[0] * out[1] * out[2];
-  for (size_t i = 0; i < want.size(); ++i) want[i] += i / size_t(per) == 0 ? 0.5 : i / size_t(per) == 1 ? -1 : 2;
+  for (size_t i = 0; i < want.size(); ++i)
+    want[i] += i / size_t(per) == 0 ? 0.5 : i / size_t(per) == 1 ? -1 : 2;
   expect_near(y3, want, 1e-5, "conv3d");
+}
+
+// conv3d with groups, dilation, stride and padding on different axes at once.
+TEST_P(ConvPoolNd, Conv3dWithGroupsAndDilationMatchesTheDirectLoop) {
+  const std::string dev = GetParam();
+  const auto x = wave(2 * 6 * 7 * 6 * 8, 0.3f), w = wave(4 * 3 * 2 * 3 * 2, 0.8f);
+  A3 out{};
+  const auto want = conv_reference(x, 2, 6, {7, 6, 8}, w, 4, {2, 3, 2}, {1, 2, 3}, {2, 1, 0},
+                                   {2, 1, 3}, 2, false, {}, out);
+  ConvOptions o;
+  o.stride = {1, 2, 3}, o.padding = {2, 1, 0}, o.dilation = {2, 1, 3}, o.groups = 2;
+  const Tensor y = Tensor(x, {2, 6, 7, 6, 8}, dev).conv3d(Tensor(w, {4, 3, 2, 3, 2}, dev), {}, o);
+  EXPECT_EQ(y.shape(), (Shape{2, 4, out[0], out[1], out[2]}));
+  expect_near(y, want, 1e-5, "conv3d groups dilation");
+}
+
+// conv1d and conv3d with channels in fours and enough work take conv2d's channels-last path
+// (core/tensor_conv.cpp): the forward, and the input gradient as a transposed convolution of a
+// channels-last copy of the output gradient. Both gradients against host loops (the input
+// gradient is conv_reference's transposed convolution of the output gradient), and conv1d has
+// conv2d's kernel counts on the same data viewed (N, C, 1, L).
+TEST_P(ConvPoolNd, ChannelsLastConv1dAnd3dMatchHostLoopsWithTheirGradients) {
+  const std::string dev = GetParam();
+  struct Case {
+    Shape x, w;
+    A3 in, k, p;
+  };
+  const Case cases[] = {{{8, 8, 1024}, {16, 8, 5}, {1, 1, 1024}, {1, 1, 5}, {0, 0, 2}},
+                        {{3, 8, 10, 10, 10}, {8, 8, 3, 3, 3}, {10, 10, 10}, {3, 3, 3}, {1, 1, 1}}};
+  for (const Case& c : cases) {
+    const size_t dims = c.x.size() - 2;
+    const std::string what = dims == 1 ? "conv1d" : "conv3d";
+    const int64_t n = c.x[0], cin = c.x[1], cout = c.w[0];
+    const auto x = wave(size_t(prod(c.x)), 0.1f), w = wave(size_t(prod(c.w)), 0.6f);
+    A3 out{};
+    const auto want =
+        conv_reference(x, n, cin, c.in, w, cout, c.k, {1, 1, 1}, c.p, {1, 1, 1}, 1, false, {}, out);
+    Shape out_shape{n, cout};
+    for (size_t a = 3 - dims; a < 3; ++a) out_shape.push_back(out[a]);
+    const auto gy = wave(size_t(prod(out_shape)), 1.7f);
+    ConvOptions o;
+    o.padding = {c.p[2]};
+    Tensor xt = Tensor(x, c.x, dev).requires_grad_(), wt = Tensor(w, c.w, dev).requires_grad_();
+    const Tensor y = dims == 1 ? xt.conv1d(wt, {}, o) : xt.conv3d(wt, {}, o);
+    ASSERT_EQ(y.shape(), out_shape) << what;
+    EXPECT_EQ(create_schedule({y.node()}).items.size(), 3u)
+        << what;  // the input's copy, the weight's, the convolution
+    expect_near(y, want, 1e-4, what);
+    y.backward(Tensor(gy, out_shape, dev));
+    A3 back{};
+    const auto dx =
+        conv_reference(gy, n, cout, out, w, cin, c.k, {1, 1, 1}, c.p, {1, 1, 1}, 1, true, {}, back);
+    ASSERT_EQ(back, c.in) << what;
+    expect_near(*xt.grad(), dx, 1e-3, what + " input gradient");
+    // Each weight gradient sums batch x positions products (up to ~1e3): float32's relative error.
+    const auto dw =
+        conv_weight_gradient(x, n, cin, c.in, gy, cout, out, c.k, {1, 1, 1}, c.p, {1, 1, 1}, 1);
+    double largest = 0;
+    for (double v : dw) largest = std::max(largest, std::abs(v));
+    expect_near(*wt.grad(), dw, 1e-5 * largest, what + " weight gradient");
+    if (dims != 1) continue;
+    // The same data through conv2d on (N, C, 1, L): the same kernels, forward and backward.
+    auto counts = [&](bool as_2d) {
+      Tensor a = Tensor(x, c.x, dev).requires_grad_(), b = Tensor(w, c.w, dev).requires_grad_();
+      const Tensor z =
+          as_2d
+              ? a.unsqueeze(2).conv2d(b.unsqueeze(2), {}, {.padding = Size2(0, c.p[2])}).squeeze(2)
+              : a.conv1d(b, {}, o);
+      const size_t forward = create_schedule({z.node()}).items.size();
+      z.backward(Tensor(gy, out_shape, dev));
+      return std::pair{forward, create_schedule({a.grad()->node(), b.grad()->node()}).items.size()};
+    };
+    EXPECT_EQ(counts(false), counts(true));
+  }
 }
 
 TEST_P(ConvPoolNd, TransposedConvolutionsMatchDirectScatters) {
   const std::string dev = GetParam();
   const auto x1 = wave(2 * 4 * 5, 0.3f), w1 = wave(4 * 3 * 3, 0.9f);
   A3 out{};
-  auto want = conv_reference(x1, 2, 4, {1, 1, 5}, w1, 3, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}, {1, 1, 1}, 2, true, {0, 0, 1}, out);
+  auto want = conv_reference(x1, 2, 4, {1, 1, 5}, w1, 3, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}, {1, 1, 1},
+                             2, true, {0, 0, 1}, out);
   ConvOptions o;
   o.stride = {2}, o.padding = {1}, o.output_padding = {1}, o.groups = 2;
   const Tensor y1 = Tensor(x1, {2, 4, 5}, dev).conv_transpose1d(Tensor(w1, {4, 3, 3}, dev), {}, o);
   EXPECT_EQ(y1.shape(), (Shape{2, 6, out[2]}));
   expect_near(y1, want, 1e-5, "conv_transpose1d");
   const auto x3 = wave(2 * 3 * 2 * 3, 0.4f), w3 = wave(2 * 2 * 2 * 2 * 3, 1.3f);
-  want = conv_reference(x3, 1, 2, {3, 2, 3}, w3, 2, {2, 2, 3}, {2, 1, 2}, {0, 1, 1}, {1, 2, 1}, 1, true, {1, 0, 0}, out);
+  want = conv_reference(x3, 1, 2, {3, 2, 3}, w3, 2, {2, 2, 3}, {2, 1, 2}, {0, 1, 1}, {1, 2, 1}, 1,
+                        true, {1, 0, 0}, out);
   ConvOptions o3;
-  o3.stride = {2, 1, 2}, o3.padding = {0, 1, 1}, o3.dilation = {1, 2, 1}, o3.output_padding = {1, 0, 0};
-  const Tensor y3 = Tensor(x3, {1, 2, 3, 2, 3}, dev).conv_transpose3d(Tensor(w3, {2, 2, 2, 2, 3}, dev), {}, o3);
+  o3.stride = {2, 1, 2}, o3.padding = {0, 1, 1}, o3.dilation = {1, 2, 1},
+  o3.output_padding = {1, 0, 0};
+  const Tensor y3 =
+      Tensor(x3, {1, 2, 3, 2, 3}, dev).conv_transpose3d(Tensor(w3, {2, 2, 2, 2, 3}, dev), {}, o3);
   EXPECT_EQ(y3.shape(), (Shape{1, 2, out[0], out[1], out[2]}));
   expect_near(y3, want, 1e-5, "conv_transpose3d");
-  EXPECT_NE(error_of([&] { Tensor(x1, {2, 4, 5}, dev).conv3d(Tensor(w1, {4, 3, 3}, dev)); }).find("conv3d: needs a 5-D input"),
+  EXPECT_NE(error_of([&] {
+              Tensor(x1, {2, 4, 5}, dev).conv3d(Tensor(w1, {4, 3, 3}, dev));
+            }).find("conv3d: needs a 5-D input"),
             std::string::npos);
 }
 
@@ -150,7 +281,8 @@ TEST_P(ConvPoolNd, PoolsWithCeilModePaddingAndIndices) {
   PoolOptions three;
   three.kernel = {2, 2, 2};
   EXPECT_EQ(cube.max_pool(three).to_vector<float>(), (std::vector<float>{9}));
-  EXPECT_EQ(cube.max_pool_with_indices(three).second.to_vector<int32_t>(), (std::vector<int32_t>{1}));
+  EXPECT_EQ(cube.max_pool_with_indices(three).second.to_vector<int32_t>(),
+            (std::vector<int32_t>{1}));
   EXPECT_NEAR(cube.avg_pool(three).item<float>(), 43.0 / 8, 1e-6);
 }
 
@@ -163,25 +295,31 @@ TEST_P(ConvPoolNd, AdaptivePoolingAndInterpolation) {
   EXPECT_NEAR(a[1], 3, 1e-6);
   EXPECT_NEAR(a[2], 4.5, 1e-6);
   const Tensor img(wave(2 * 4 * 6, 0.2f), {1, 2, 4, 6}, dev);
-  EXPECT_TRUE(same_elements(dtypes::float32, img.adaptive_avg_pool({2, 3}).bytes(), img.avg_pool2d().bytes(), 2));
+  EXPECT_TRUE(same_elements(dtypes::float32, img.adaptive_avg_pool({2, 3}).bytes(),
+                            img.avg_pool2d().bytes(), 2));
   // torch: interpolate([1, 2, 3, 4], 8, linear) = [1, 1.25, 1.75, 2.25, 2.75, 3.25, 3.75, 4].
   const Tensor r(std::vector<float>{1, 2, 3, 4}, {1, 1, 4}, dev);
   EXPECT_EQ(r.interpolate({8}, "linear").to_vector<float>(),
             (std::vector<float>{1, 1.25f, 1.75f, 2.25f, 2.75f, 3.25f, 3.75f, 4}));
-  EXPECT_EQ(r.interpolate({7}, "linear", true).to_vector<float>(), (std::vector<float>{1, 1.5f, 2, 2.5f, 3, 3.5f, 4}));
+  EXPECT_EQ(r.interpolate({7}, "linear", true).to_vector<float>(),
+            (std::vector<float>{1, 1.5f, 2, 2.5f, 3, 3.5f, 4}));
   EXPECT_EQ(r.interpolate({6}).to_vector<float>(), (std::vector<float>{1, 1, 2, 3, 3, 4}));
   // bilinear is linear along each axis: a (2, 2) ramp to (3, 3) with align_corners.
   const Tensor sq(std::vector<float>{0, 2, 4, 6}, {1, 1, 2, 2}, dev);
   EXPECT_EQ(sq.interpolate({3, 3}, "bilinear", true).to_vector<float>(),
             (std::vector<float>{0, 1, 2, 2, 3, 4, 4, 5, 6}));
-  EXPECT_NE(error_of([&] { r.interpolate({3, 3}, "linear"); }).find("interpolate: mode \"linear\""), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              r.interpolate({3, 3}, "linear");
+            }).find("interpolate: mode \"linear\""),
+            std::string::npos);
 }
 
 // At tied maxima both max pools give a window's gradient to its first maximum, as torch (not
 // split as max's would be): 1-D, 2-D against max_pool2d, and a window of nans.
 TEST_P(ConvPoolNd, MaxPoolGradientGoesToTheFirstTiedMaximum) {
   const std::string dev = GetParam();
-  Tensor x = Tensor(std::vector<float>{2, 2, 1, 3, 3, 3, NAN, NAN}, {1, 1, 8}, dev).requires_grad_();
+  Tensor x =
+      Tensor(std::vector<float>{2, 2, 1, 3, 3, 3, NAN, NAN}, {1, 1, 8}, dev).requires_grad_();
   PoolOptions o;
   o.kernel = {2};
   (x.max_pool(o) * Tensor(std::vector<float>{1, 2, 3, 4}, {1, 1, 4}, dev)).sum().backward();

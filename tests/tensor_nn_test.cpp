@@ -159,7 +159,7 @@ TEST(TensorConv2d, MatchesTheDirectLoopForStridesPaddingDilationGroups) {
   }
 }
 
-// Convolutions with channels in fours and enough work run channels-last (core/tensor_nn.cpp's
+// Convolutions with channels in fours and enough work run channels-last (core/tensor_conv.cpp's
 // convolve): the input and the weight are copied NHWC first, and padded windows read four
 // channels per masked vec4 load; the input gradient convolves a channels-last copy of the output
 // gradient with a flipped channels-last weight. Forward against the direct loop, both gradients
