@@ -112,35 +112,42 @@ Tensor apply_along(const Tensor& x, int axis, const std::vector<double>& weights
   return x.transpose(axis, -1).matmul(m.transpose()).transpose(axis, -1);
 }
 
-// The index of each window's maximum is that of the input position (flattened over the pooled
-// axes, as torch's) where the window first reaches its max: a pooled view of the positions picks
-// it with the same first-maximum mask argmax uses.
+// First maxima: where each window of `flat` (windows flattened to (..., k)) first reaches its
+// max `value` (..., 1); a nan is the maximum where there is one, as max's. A running count of hits
+// finds the first one.
+Tensor first_maxima(const Tensor& flat, const Tensor& value) {
+  Tensor hit = flat.eq(value);
+  if (flat.dtype().is_float()) hit = hit.logical_or(flat.isnan());
+  return hit.logical_and(hit.cast(dtypes::int32).cumsum(-1).eq(1));
+}
+
+// The max over each window, reduced over the window's axes as they are (not flattened: the
+// kernel indexes them without a division). The index of each window's maximum is that of the
+// input position (flattened over the pooled axes, as torch's) where the window first reaches its
+// max: a pooled view of the positions picks it with the first-maximum mask.
 std::pair<Tensor, Tensor> max_pool_of(const Tensor& x, const PoolOptions& o, std::string_view op) {
   const Geometry g = geometry(x, o, op);
   const size_t dims = o.kernel.size(), lead = size_t(x.ndim()) - dims;
   const double lowest = x.dtype().is_float() ? -std::numeric_limits<double>::infinity()
                                              : dtypes::min_value(x.dtype());
   const Tensor windows = windows_of(x, g, lowest);
-  Shape flat_window(windows.shape().begin(), windows.shape().end() - int64_t(dims));
+  Shape flat(windows.shape().begin(), windows.shape().end() - int64_t(dims)), one = flat;
   int64_t kprod = 1;
   for (int64_t k : g.k) kprod *= k;
-  flat_window.push_back(kprod);
-  const Tensor w = windows.reshape(flat_window);
-  const Tensor first = w.argmax(-1, true);  // first maximum (nan counts as the largest)
-  const Tensor pick = Tensor::arange(0, kprod, 1, x.device()).eq(first);
-  // torch's gradient: each window's first maximum takes all of it (max's own rule would split it
-  // among tied maxima).
-  Tensor values = w.max(-1);
+  flat.push_back(kprod);
+  one.push_back(1);
+  const Tensor max = windows.max(last_axes(dims));
+  Tensor values = max;
   if (x.dtype().is_float()) {
-    const UOpPtr pn = pick.node();
-    const Shape window = flat_window;
-    values = Tensor(
-        with_custom_gradient(values.node(), {w.node()},
-                             [pn, window](const Tensor& g) -> std::vector<std::optional<Tensor>> {
-                               Shape one = window;
-                               one.back() = 1;
-                               return {Tensor(pn).where(g.reshape(one).expand(window), 0)};
-                             }));
+    // torch's gradient: each window's first maximum takes all of it (max's own rule would split
+    // it among tied maxima).
+    const UOpPtr wn = windows.node(), mn = max.node();
+    values = Tensor(with_custom_gradient(
+        mn, {wn}, [wn, mn, flat, one](const Tensor& grad) -> std::vector<std::optional<Tensor>> {
+          const Tensor w(wn);
+          const Tensor first = first_maxima(w.reshape(flat), Tensor(mn).reshape(one));
+          return {first.where(grad.reshape(one).expand(flat), 0).reshape(w.shape())};
+        }));
   }
   // Positions 0..prod(spatial)-1 laid over the pooled axes, padded with -1.
   Shape spatial(x.shape().begin() + int64_t(lead), x.shape().end());
@@ -150,11 +157,11 @@ std::pair<Tensor, Tensor> max_pool_of(const Tensor& x, const PoolOptions& o, std
   ones.insert(ones.end(), spatial.begin(), spatial.end());
   const Tensor where_from = Tensor::arange(0, positions, 1, x.device()).reshape(ones);
   const Tensor index_windows = pool(where_from.pad(g.extra, -1), g.k, g.s, g.d);
-  Shape flat_index(index_windows.shape().begin(), index_windows.shape().end() - int64_t(dims));
-  flat_index.push_back(kprod);
-  const Tensor indices =
-      pick.where(index_windows.reshape(flat_index), 0).sum(-1).cast(dtypes::int32);
-  return {values, indices.expand(values.shape())};
+  const Tensor first = first_maxima(windows.reshape(flat), max.reshape(one));
+  const Tensor indices = first.where(index_windows.expand(windows.shape()).reshape(flat), 0)
+                             .sum(-1)
+                             .cast(dtypes::int32);
+  return {values, indices};
 }
 
 // count_include_pad counts the user's padding (not ceil_mode's overhang) in each window's divisor,
