@@ -204,18 +204,27 @@ TEST_P(ConvPoolNd, ChannelsLastConv1dAnd3dMatchHostLoopsWithTheirGradients) {
     for (double v : dw) largest = std::max(largest, std::abs(v));
     expect_near(*wt.grad(), dw, 1e-5 * largest, what + " weight gradient");
     if (dims != 1) continue;
-    // The same data through conv2d on (N, C, 1, L): the same kernels, forward and backward.
-    auto counts = [&](bool as_2d) {
+    // The same data through conv2d on (N, C, 1, L) and conv3d on (N, C, 1, 1, L): the same
+    // kernels, forward and backward (one path, one input gradient, for every N).
+    auto counts = [&](size_t as_dims) {
       Tensor a = Tensor(x, c.x, dev).requires_grad_(), b = Tensor(w, c.w, dev).requires_grad_();
+      ConvOptions o3 = o;
+      o3.padding = {0, 0, c.p[2]};
       const Tensor z =
-          as_2d
+          as_dims == 1 ? a.conv1d(b, {}, o)
+          : as_dims == 2
               ? a.unsqueeze(2).conv2d(b.unsqueeze(2), {}, {.padding = Size2(0, c.p[2])}).squeeze(2)
-              : a.conv1d(b, {}, o);
+              : a.unsqueeze(2)
+                    .unsqueeze(2)
+                    .conv3d(b.unsqueeze(2).unsqueeze(2), {}, o3)
+                    .squeeze(2)
+                    .squeeze(2);
       const size_t forward = create_schedule({z.node()}).items.size();
       z.backward(Tensor(gy, out_shape, dev));
       return std::pair{forward, create_schedule({a.grad()->node(), b.grad()->node()}).items.size()};
     };
-    EXPECT_EQ(counts(false), counts(true));
+    EXPECT_EQ(counts(1), counts(2));
+    EXPECT_EQ(counts(3), counts(2));
   }
 }
 
