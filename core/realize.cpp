@@ -324,11 +324,6 @@ void realize(std::span<Tensor* const> tensors) {
   for (const auto& [to, stat] : copies) print_stats(to->name(), {stat.get()}, options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
-    for (const ScheduleItem& item : sched.items)
-      if (is_copy(item))
-        throw Error("Jit: the captured function copies a tensor between devices (" +
-                    item.buffers[1]->device() + " to " + item.buffers[0]->device() +
-                    "); a capture replays kernels of one device: copy outside the function");
     for (const ScheduleItem& item : sched.items) {
       if (item.buffers[0]->count() > 0)
         capture->items.push_back(item);
