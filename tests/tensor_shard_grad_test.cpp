@@ -143,6 +143,20 @@ TEST(TensorShardGrad, ThroughEmbeddingsWithShardedIndicesOrAShardedTable) {
   expect_same_gradients(in, loss(true, true), loss(false, true));
 }
 
+TEST(TensorShardGrad, AShardedLossRealizedBeforeTheBackwardStillCarriesIt) {
+  const std::vector<float> ws = wave(12, 0.7f, 0.1f);
+  Tensor w(ws, {4, 3});
+  w.requires_grad_();
+  Tensor loss = (w.shard(two, 0).square() * 3).sum();
+  loss.realize();  // a MULTI of buffer views now, standing for its graph
+  EXPECT_NEAR(loss.item<float>(), (Tensor(ws, {4, 3}, "CPU").square() * 3).sum().item<float>(),
+              1e-5f);
+  loss.backward();
+  ASSERT_TRUE(w.grad().has_value());
+  const std::vector<float> g = w.grad()->to_vector<float>();
+  for (size_t i = 0; i < ws.size(); ++i) EXPECT_NEAR(g[i], 6 * ws[i], 1e-6f) << i;
+}
+
 // Data parallelism with the parameters on one device: each step shards them (replicated) and the
 // batch (split), and the gradients reach the parameters, summed over the replicas.
 TEST(TensorShardGrad, DataParallelTrainingWithParametersShardedInsideTheStep) {
