@@ -389,6 +389,21 @@ class Lowering {
 
 Sharded lower_multi(const UOpPtr& node) { return Lowering().lower(node); }
 
+UOpPtr split_like(const Tensor& g, const Sharded& like) {
+  Sharded out{like.devices, {}, like.axis};
+  int64_t at = 0;
+  for (size_t i = 0; i < like.shards.size(); ++i) {
+    if (like.axis == -1) {
+      out.shards.push_back(g.to(like.devices[i]).node());
+      continue;
+    }
+    const int64_t n = (*like.shards[i]->shape())[size_t(like.axis)];
+    out.shards.push_back(cut(g.node(), like.axis, at, at + n).to(like.devices[i]).node());
+    at += n;
+  }
+  return make_multi(out);
+}
+
 std::vector<std::optional<Tensor>> multi_gradient(const UOp& multi, const Tensor& g) {
   const Sharded x = lower_multi(multi.ptr());
   if (g.device() != multi.device_node()->arg_as<std::string>())

@@ -56,6 +56,10 @@ class Tensor;
 // padded with zeros to the whole shape), all of it on the first device where g is replicated.
 std::vector<std::optional<Tensor>> multi_gradient(const UOp& multi, const Tensor& g);
 
+// g (a one-device tensor of `like`'s whole shape) split as `like` is: each shard's slice copied
+// to its device, as a MULTI. What a gather (Tensor::to) sends back as the gradient.
+UOpPtr split_like(const Tensor& g, const Sharded& like);
+
 // The MULTI node of `s`.
 UOpPtr make_multi(const Sharded& s);
 // The per-device graphs computing a node of a sharded tensor (its device is a joined name).

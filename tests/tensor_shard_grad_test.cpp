@@ -157,6 +157,29 @@ TEST(TensorShardGrad, AShardedLossRealizedBeforeTheBackwardStillCarriesIt) {
   for (size_t i = 0; i < ws.size(); ++i) EXPECT_NEAR(g[i], 6 * ws[i], 1e-6f) << i;
 }
 
+TEST(TensorShardGrad, GatheringWithToSendsTheGradientBackSplit) {
+  const std::vector<float> ws = wave(12, 0.7f, 0.1f);
+  // From a realized sharded value back to the unsharded leaf it was computed from.
+  Tensor w(ws, {4, 3});
+  w.requires_grad_();
+  Tensor p = w.shard(two, 0) * 2;
+  p.realize();
+  p.to("VK:1").square().sum().backward();
+  ASSERT_TRUE(w.grad().has_value());
+  std::vector<float> g = w.grad()->to_vector<float>();
+  for (size_t i = 0; i < ws.size(); ++i) EXPECT_NEAR(g[i], 8 * ws[i], 1e-5f) << i;
+  // To a sharded leaf (shard_), whose gradient is sharded alike.
+  Tensor v(ws, {4, 3});
+  v.shard_(two, 0);
+  v.requires_grad_();
+  (v.to("CPU").exp() * v.to("CPU")).sum().backward();
+  ASSERT_TRUE(v.grad().has_value());
+  EXPECT_EQ(v.grad()->device(), "VK,VK:1");
+  g = v.grad()->to("CPU").to_vector<float>();
+  for (size_t i = 0; i < ws.size(); ++i)
+    EXPECT_NEAR(g[i], std::exp(ws[i]) * (1 + ws[i]), 2e-5f * std::exp(ws[i])) << i;
+}
+
 // Data parallelism with the parameters on one device: each step shards them (replicated) and the
 // batch (split), and the gradients reach the parameters, summed over the replicas.
 TEST(TensorShardGrad, DataParallelTrainingWithParametersShardedInsideTheStep) {
