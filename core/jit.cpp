@@ -417,11 +417,14 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
       vkg::device(b->device()).copy_in(ensure_allocated(*b), b->regenerate());
     // The steps in the capture's order; each kernel step waits for its kernels, so a copy after
     // it reads what they wrote.
+    bool first = true;
     for (ReplayStep& step : plan.steps) {
-      if (step.copy)
+      if (step.copy) {
         copy_between(*step.items[0].buffers[0], *step.items[0].buffers[1]);
-      else
-        report_replay(*step.device, step.device->replay(*step.recording, vars));
+        continue;
+      }
+      report_replay(*step.device, step.device->replay(*step.recording, vars), first);
+      first = false;
     }
   }
   // A view of a buffer the replay wrote (or of another size) moves to the buffer's next version.

@@ -230,8 +230,8 @@ bool& reserve_symbolic_max() {
 
 std::mutex& engine_mutex() { return engine_mu; }
 
-void report_replay(const Device& device, std::vector<RunStat> stats) {
-  ++counters.replays;
+void report_replay(const Device& device, std::vector<RunStat> stats, bool first_step) {
+  if (first_step) ++counters.replays;
   counters.kernels += int64_t(stats.size());
   for (RunStat& s : stats) s.name += " (jit)";
   print_stats(device.name(), stats, int(setting("DEBUG")));

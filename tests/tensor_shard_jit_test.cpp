@@ -98,6 +98,10 @@ TEST(TensorShardJit, ShardedInputsAndGatheredOutputsReplay) {
     for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(sums[i], want[i], 1e-5f) << call;
   }
   EXPECT_EQ(bodies, 2);
+  // One more replay counts once, however many recorded steps it runs.
+  const GlobalCounters before = global_counters();
+  f({Tensor(wave(16, 0.5f, 0), {4, 4}).shard(two, 0), Tensor(wave(16, 0.9f, 0), {4, 4}, "VK:1")});
+  EXPECT_EQ(global_counters().replays - before.replays, 1);
   // A replay needs the captured split.
   const std::string e = error_of([&] {
     f({Tensor(wave(16, 0.5f, 0), {4, 4}).shard(two, 1), Tensor(wave(16, 0.9f, 0), {4, 4}, "VK:1")});
