@@ -11,6 +11,7 @@
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/indexed_load.hpp>
+#include <vkgrad/core/multi.hpp>
 #include <vkgrad/core/symbolic.hpp>
 #include <vkgrad/core/symbolic_shape.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -224,7 +225,7 @@ const std::vector<GradRule>& gradient_rules() {
       {Ops::CONTIGUOUS, [](A a) -> Grads { return {a.g}; }},
       {Ops::DETACH, none},  // not reached: the walk never enters a DETACH
       {Ops::COPY, copy_grad},
-      {Ops::MULTI, none},  // gradients stop at a sharded tensor: shard it, then requires_grad_
+      {Ops::MULTI, [](A a) { return multi_gradient(a.n, a.g); }},  // to each shard (multi.hpp)
       {Ops::SCATTER, [](A a) -> Grads { return scatter_gradient(a.n, a.g); }},  // indexed_load.hpp
   };
   // clang-format on
@@ -250,12 +251,14 @@ const CustomGradient* custom_gradient_of(const UOp& n) {
 
 }  // namespace
 
-UOpPtr with_custom_gradient(const UOpPtr& value, std::vector<UOpPtr> inputs,
-                            std::function<std::vector<std::optional<Tensor>>(const Tensor& grad)> fn) {
+UOpPtr with_custom_gradient(
+    const UOpPtr& value, std::vector<UOpPtr> inputs,
+    std::function<std::vector<std::optional<Tensor>>(const Tensor& grad)> fn) {
   auto payload = std::make_shared<CustomGradient>();
   payload->inputs = std::move(inputs);
   payload->fn = std::move(fn);
-  return UOp::make(Ops::DETACH, value->dtype, {value}, std::shared_ptr<const ArgPayload>(std::move(payload)));
+  return UOp::make(Ops::DETACH, value->dtype, {value},
+                   std::shared_ptr<const ArgPayload>(std::move(payload)));
 }
 
 std::span<const UOpPtr> gradient_sources(const UOp& n) {

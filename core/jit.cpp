@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <unordered_set>
 
 #include <vkgrad/core/buffer.hpp>
+#include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/jit_capture.hpp>
@@ -34,6 +36,60 @@ const UOp& buffer_node(const UOp& view) {
 bool holds_whole_buffer(const UOp& n) {
   const UOp& b = buffer_node(n);
   return b.op == Ops::BUFFER && buffer_of(b).count() == prod(*n.shape());
+}
+
+// The buffer views a realized tensor's node stands for: its shards' for a sharded tensor (a
+// MULTI of views, core/multi.hpp), else itself.
+std::vector<UOpPtr> views_of(const UOpPtr& node) {
+  if (node->op == Ops::MULTI) return {node->src.begin() + 1, node->src.end()};
+  return {node};
+}
+
+bool holds_whole_buffers(const UOpPtr& node) {
+  const std::vector<UOpPtr> views = views_of(node);
+  return std::all_of(views.begin(), views.end(),
+                     [](const UOpPtr& v) { return holds_whole_buffer(*v); });
+}
+
+// The axis a realized sharded tensor is split on (-1: replicated), or -2 for one device.
+int64_t sharded_axis(const UOp& node) {
+  return node.op == Ops::MULTI ? std::get<int64_t>(node.arg) : -2;
+}
+
+std::string split_str(int64_t axis) {
+  return axis == -2   ? std::string("on one device")
+         : axis == -1 ? std::string("replicated")
+                      : "sharded on axis " + std::to_string(axis);
+}
+
+// node with each of its views replaced by f(view).
+template <class F>
+UOpPtr map_views(const UOpPtr& node, F f) {
+  if (node->op != Ops::MULTI) return f(*node);
+  std::vector<UOpPtr> src{node->src[0]};
+  for (size_t i = 1; i < node->src.size(); ++i) src.push_back(f(*node->src[i]));
+  return UOp::make(Ops::MULTI, node->dtype, std::move(src), node->arg);
+}
+
+// Runs a captured copy between two devices again, once both have finished what came before it
+// (the replay's steps wait for their kernels; this waits for queued input copies): through the
+// host's view of both memories where it has one, else out to the host and in.
+void copy_between(const Buffer& dst, const Buffer& src) {
+  Device& from = vkg::device(src.device());
+  Device& to = vkg::device(dst.device());
+  from.synchronize();
+  to.synchronize();
+  Allocation& s = ensure_allocated(src);
+  Allocation& d = ensure_allocated(dst);
+  std::byte* const sp = from.host_pointer(s);
+  std::byte* const dp = to.host_pointer(d);
+  if (sp && dp) {
+    std::memcpy(dp, sp, dst.nbytes());
+    return;
+  }
+  std::vector<std::byte> host(dst.nbytes());
+  from.copy_out(s, host);
+  to.copy_in(d, host);
 }
 
 // `view` over the next version of its buffer: after a replay wrote the buffer, graphs built on
@@ -148,13 +204,24 @@ std::string why_not_rebindable(const std::vector<ScheduleItem>& items) {
 
 }  // namespace
 
-struct Jit::Plan {
+// What a replay runs, in the capture's order: a run of kernels of one device, recorded, or one
+// copy between two devices.
+struct ReplayStep {
   Device* device = nullptr;
+  bool copy = false;
+  std::vector<ScheduleItem> items;
+  std::unique_ptr<Recording> recording;  // the kernels' (none for a copy)
+};
+
+struct Jit::Plan {
+  Device* device = nullptr;  // the device of the first kernels
   size_t kernels = 0;
-  std::unique_ptr<Recording> recording;
+  std::vector<ReplayStep> steps;
   // The memory of every buffer the recording uses, kept while the buffers themselves may go.
   std::vector<std::shared_ptr<Allocation>> memory;
-  std::vector<std::shared_ptr<const Buffer>> inputs;  // where the capture read each input
+  // Where the capture read each input (a sharded input: each shard's buffer).
+  std::vector<std::vector<std::shared_ptr<const Buffer>>> inputs;
+  std::vector<int64_t> input_axes;  // a sharded input's axis (-1: replicated), else -2
   std::vector<std::string> signatures;
   std::vector<std::shared_ptr<const Buffer>> regenerated;
   std::vector<UOpPtr> outputs;                        // buffer views
@@ -174,7 +241,9 @@ Jit::~Jit() = default;
 
 size_t Jit::kernels() const { return plan_ ? plan_->kernels : 0; }
 
-Recording* Jit::recording() const { return plan_ ? plan_->recording.get() : nullptr; }
+Recording* Jit::recording() const {
+  return plan_ && plan_->steps.size() == 1 ? plan_->steps[0].recording.get() : nullptr;
+}
 Device* Jit::device() const { return plan_ ? plan_->device : nullptr; }
 
 void Jit::reset() {
@@ -220,17 +289,24 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   }
   auto plan = std::make_unique<Plan>();
   const std::vector<ScheduleItem>& items = captured.items;
-  plan->kernels = items.size();
+  // Kernels of one device in a row make one recorded step; each copy between devices is one.
   for (const ScheduleItem& item : items) {
     Device& dev = vkg::device(item.buffers[0]->device());
-    if (plan->device && plan->device != &dev)
-      throw Error("Jit: the function runs kernels on " + plan->device->name() + " and " +
-                  dev.name() + "; a capture replays on one device");
-    plan->device = &dev;
+    const bool copy = is_copy(item);
+    if (copy || plan->steps.empty() || plan->steps.back().copy || plan->steps.back().device != &dev)
+      plan->steps.push_back(ReplayStep{&dev, copy, {}, nullptr});
+    plan->steps.back().items.push_back(item);
+    if (!copy) {
+      ++plan->kernels;
+      if (!plan->device) plan->device = &dev;
+    }
     plan->written.insert(item.buffers[0]->storage_id());
   }
   for (const Tensor& t : inputs) {
-    plan->inputs.push_back(buffer_ptr(buffer_node(*t.node())));
+    plan->inputs.emplace_back();
+    for (const UOpPtr& v : views_of(t.node()))
+      plan->inputs.back().push_back(buffer_ptr(buffer_node(*v)));
+    plan->input_axes.push_back(sharded_axis(*t.node()));
     plan->signatures.push_back(signature(t));
   }
   plan->vars = input_bindings(inputs);
@@ -240,6 +316,10 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
                             ? "a kernel had no elements under the captured binding (a size of 0), "
                               "so the capture holds nothing that computes it"
                             : why_not_rebindable(items);
+  for (const ScheduleItem& item : items)
+    if (is_copy(item) && item.buffers[0]->max_count() != item.buffers[0]->count())
+      plan->fixed_binding =
+          "it copies a tensor of symbolic size between devices, by the captured size";
   std::unordered_set<int64_t> seen;
   for (const auto& b : captured.regenerated)
     if (seen.insert(b->id()).second) plan->regenerated.push_back(b);
@@ -247,26 +327,33 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   std::unordered_set<const TensorState*> listed;
   for (const auto& weak : captured.realized) {
     const std::shared_ptr<TensorState> s = weak.lock();
-    if (s && listed.insert(s.get()).second && holds_whole_buffer(*s->node) &&
-        plan->written.count(buffer_of(buffer_node(*s->node)).storage_id()))
-      plan->rewritten.push_back(s);
+    if (!s || !listed.insert(s.get()).second || !holds_whole_buffers(s->node)) continue;
+    for (const UOpPtr& v : views_of(s->node))
+      if (plan->written.count(buffer_of(buffer_node(*v)).storage_id())) {
+        plan->rewritten.push_back(s);
+        break;
+      }
   }
-  if (plan->device) {
+  if (!plan->steps.empty()) {
     // The memory is what the capture's run used: intermediates already share it within each of
     // its schedules (core/memory_planner.hpp). Planning again over the whole capture would need
     // memory of its own, as the capture's graphs (its gradients, the loss's graph) keep the
     // originals in the realized-node cache.
     std::lock_guard lock(engine_mutex());
-    std::vector<std::vector<Allocation*>> memory;
     std::unordered_set<const Allocation*> held;
-    for (const ScheduleItem& item : items) {
-      memory.emplace_back();
-      for (const auto& b : item.buffers) {
-        memory.back().push_back(&ensure_allocated(*b));
-        if (held.insert(b->allocation.get()).second) plan->memory.push_back(b->allocation);
+    for (ReplayStep& step : plan->steps) {
+      std::vector<std::vector<Allocation*>> memory;
+      for (const ScheduleItem& item : step.items) {
+        memory.emplace_back();
+        for (const auto& b : item.buffers) {
+          memory.back().push_back(&ensure_allocated(*b));
+          if (held.insert(b->allocation.get()).second) plan->memory.push_back(b->allocation);
+        }
       }
+      if (!step.copy)
+        step.recording =
+            step.device->record(step.items, std::move(memory), RunOptions::from_settings());
     }
-    plan->recording = plan->device->record(items, std::move(memory), RunOptions::from_settings());
   }
   plan_ = std::move(plan);
   return out;
@@ -303,43 +390,67 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
   std::vector<Tensor*> to_realize;
   for (size_t i = 0; i < in.size(); ++i) {
     const UOp& n = *in[i].node();
-    from_host[i] = holds_whole_buffer(n) && buffer_of(buffer_node(n)).initial_data &&
-                   !buffer_of(buffer_node(n)).allocation;
+    from_host[i] = n.op != Ops::MULTI && holds_whole_buffer(n) &&
+                   buffer_of(buffer_node(n)).initial_data && !buffer_of(buffer_node(n)).allocation;
     if (!from_host[i]) to_realize.push_back(&in[i]);
   }
   if (!to_realize.empty()) realize(to_realize);
   {
     std::lock_guard lock(engine_mutex());
     for (size_t i = 0; i < in.size(); ++i) {
-      const Buffer& captured = *plan.inputs[i];
-      const Buffer& given = buffer_of(buffer_node(*in[i].node()));
-      Device& dev = vkg::device(captured.device());
-      if (from_host[i])
-        dev.copy_in(ensure_allocated(captured), *given.initial_data);
-      else if (given.storage_id() != captured.storage_id())
-        dev.copy(ensure_allocated(given), ensure_allocated(captured), given.nbytes());
+      const std::vector<UOpPtr> views = views_of(in[i].node());
+      if (sharded_axis(*in[i].node()) != plan.input_axes[i])
+        throw Error("Jit: input " + std::to_string(i) + " is " +
+                    split_str(sharded_axis(*in[i].node())) + ", the captured call's was " +
+                    split_str(plan.input_axes[i]) + "; a replay needs the same split");
+      for (size_t j = 0; j < views.size(); ++j) {
+        const Buffer& captured = *plan.inputs[i][j];
+        const Buffer& given = buffer_of(buffer_node(*views[j]));
+        Device& dev = vkg::device(captured.device());
+        if (from_host[i])
+          dev.copy_in(ensure_allocated(captured), *given.initial_data);
+        else if (given.storage_id() != captured.storage_id())
+          dev.copy(ensure_allocated(given), ensure_allocated(captured), given.nbytes());
+      }
     }
-    if (plan.device) {
-      for (const auto& b : plan.regenerated)
-        plan.device->copy_in(ensure_allocated(*b), b->regenerate());
-      report_replay(*plan.device, plan.device->replay(*plan.recording, vars));
+    for (const auto& b : plan.regenerated)
+      vkg::device(b->device()).copy_in(ensure_allocated(*b), b->regenerate());
+    // The steps in the capture's order; each kernel step waits for its kernels, so a copy after
+    // it reads what they wrote.
+    bool first = true;
+    for (ReplayStep& step : plan.steps) {
+      if (step.copy) {
+        copy_between(*step.items[0].buffers[0], *step.items[0].buffers[1]);
+        continue;
+      }
+      report_replay(*step.device, step.device->replay(*step.recording, vars), first);
+      first = false;
     }
   }
+  // A view of a buffer the replay wrote (or of another size) moves to the buffer's next version.
+  auto refreshed = [&](const UOp& view) {
+    return plan.written.count(buffer_of(buffer_node(view)).storage_id()) ||
+                   (rebound && view.sym_shape())
+               ? next_version_view(view, vars)
+               : view.ptr();
+  };
   for (const auto& weak : plan.rewritten) {
     const std::shared_ptr<TensorState> s = weak.lock();
-    if (!s || !holds_whole_buffer(*s->node) ||
-        !plan.written.count(buffer_of(buffer_node(*s->node)).storage_id()))
-      continue;  // gone, or pointed elsewhere since
+    if (!s || !holds_whole_buffers(s->node)) continue;  // gone, or pointed elsewhere since
+    const std::vector<UOpPtr> views = views_of(s->node);
+    if (std::none_of(views.begin(), views.end(), [&](const UOpPtr& v) {
+          return plan.written.count(buffer_of(buffer_node(*v)).storage_id()) > 0;
+        }))
+      continue;
     Tensor handle(s->node);
     handle.state_ = s;
-    handle.set_realized(next_version_view(*s->node, vars));
+    handle.set_realized(map_views(s->node, [&](const UOp& v) {
+      return plan.written.count(buffer_of(buffer_node(v)).storage_id()) ? next_version_view(v, vars)
+                                                                        : v.ptr();
+    }));
   }
   std::vector<Tensor> out;
-  for (const UOpPtr& view : plan.outputs)
-    out.emplace_back(plan.written.count(buffer_of(buffer_node(*view)).storage_id()) ||
-                             (rebound && view->sym_shape())
-                         ? next_version_view(*view, vars)
-                         : view);
+  for (const UOpPtr& node : plan.outputs) out.emplace_back(map_views(node, refreshed));
   return out;
 }
 

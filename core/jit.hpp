@@ -40,7 +40,11 @@
 //  - Tensors the function realizes (parameters, optimizer states, running statistics) are
 //    written in place by each replay; a lazy graph over one, built before a replay and realized
 //    after it, reads the new contents.
-//  - Everything runs on one device.
+//  - Several devices: a function that copies between devices (Tensor::to) or runs on sharded
+//    tensors (core/multi.hpp) replays its kernels as one recording per run of kernels of one
+//    device, and its copies between them in between, in the captured order; the host waits for
+//    each recording before the copy after it (an eager realize overlaps them). Sharded inputs
+//    replay with the captured call's split.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -74,8 +78,9 @@ class Jit {
   // Forgets the capture: the next call runs the function as a first call would.
   void reset();
 
-  // The device's recording of the capture and its device (nullptr before it, or when the
-  // function ran no kernel): for benchmarks that time its bare submission against a replay.
+  // The device's recording of the capture and its device (nullptr before it, when the function
+  // ran no kernel, or, for the recording, when it ran on several devices): for benchmarks that
+  // time its bare submission against a replay.
   Recording* recording() const;
   Device* device() const;
 

@@ -33,7 +33,8 @@ bool& reserve_symbolic_max();
 // Serializes realizes and replays: allocation state lives in shared Buffers.
 std::mutex& engine_mutex();
 
-// Counts a replay's kernels and prints them at DEBUG=2, marked "(jit)".
-void report_replay(const Device& device, std::vector<RunStat> stats);
+// Counts a replay's kernels and prints them at DEBUG=2, marked "(jit)". A replay over several
+// devices reports each recorded step; only its first counts as a replay.
+void report_replay(const Device& device, std::vector<RunStat> stats, bool first_step = true);
 
 }  // namespace vkg

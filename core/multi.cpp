@@ -7,7 +7,9 @@
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/scatter_combine.hpp>
 #include <vkgrad/core/symbolic_shape.hpp>
+#include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
 
@@ -41,6 +43,44 @@ int64_t product(const Shape& s, size_t from, size_t to) {
 
 UOpPtr device_node(const std::string& d) { return UOp::make(Ops::DEVICE, dtypes::void_, {}, d); }
 
+// n cut to [lo, hi) along `axis` (n itself where that is all of it).
+Tensor cut(const UOpPtr& n, int64_t axis, int64_t lo, int64_t hi) {
+  std::vector<std::pair<int64_t, int64_t>> keep;
+  for (int64_t s : *n->shape()) keep.emplace_back(0, s);
+  keep[size_t(axis)] = {lo, hi};
+  return Tensor(n).shrink(std::move(keep));
+}
+
+// The elements [lo, hi) along `axis` of the value x shards, on x's device i: the part of each
+// shard that holds some of them, cut on its own device and copied to device i, joined by cat.
+// Only what device i lacks moves: along x's own axis, the shards that overlap the range; along
+// another axis, a slice of every other shard (an all-to-all); a replicated x is cut in place.
+UOpPtr cut_on(const Sharded& x, int64_t axis, int64_t lo, int64_t hi, size_t i) {
+  if (x.axis == -1) return cut(x.shards[i], axis, lo, hi).node();
+  std::vector<Tensor> pieces;
+  int64_t at = 0;
+  for (const UOpPtr& shard : x.shards) {
+    const int64_t n = (*shard->shape())[size_t(x.axis)];
+    if (axis != x.axis)
+      pieces.push_back(cut(shard, axis, lo, hi).to(x.devices[i]));
+    else if (std::max(lo, at) < std::min(hi, at + n))
+      pieces.push_back(
+          cut(shard, axis, std::max(lo, at) - at, std::min(hi, at + n) - at).to(x.devices[i]));
+    at += n;
+  }
+  return pieces.size() == 1 ? pieces[0].node() : Tensor::cat(pieces, x.axis).node();
+}
+
+// x's whole value on each of its devices (an all-gather); x itself where it is replicated.
+Sharded replicate(const Sharded& x) {
+  if (x.axis == -1) return x;
+  Sharded out{x.devices, {}, -1};
+  int64_t n = 0;
+  for (const UOpPtr& shard : x.shards) n += (*shard->shape())[size_t(x.axis)];
+  for (size_t i = 0; i < x.devices.size(); ++i) out.shards.push_back(cut_on(x, x.axis, 0, n, i));
+  return out;
+}
+
 class Lowering {
  public:
   Sharded lower(const UOpPtr& root) {
@@ -71,25 +111,15 @@ class Lowering {
     return out;
   }
 
-  // `v` split as `like` is: a replicated value is cut to each shard's slice.
-  static Sharded align(const Sharded& v, const Sharded& like, const UOp& at) {
+  // `v` split as `like` is: a replicated value is cut to each shard's slice; one sharded on
+  // another axis is resharded (each device gathers its slice from every shard's part of it).
+  static Sharded align(const Sharded& v, const Sharded& like, const UOp&) {
     if (v.axis == like.axis) return v;
-    if (v.axis != -1)
-      throw Error(where(at) + ": its operands are sharded on different axes (" +
-                  std::to_string(v.axis) + " and " + std::to_string(like.axis) +
-                  "); shard them alike, or gather one with to()");
+    if (like.axis == -1) return replicate(v);
     Sharded out = like;
     const auto b = bounds(like);
-    for (size_t i = 0; i < v.shards.size(); ++i) {
-      const Shape& full = *v.shards[i]->shape();
-      std::vector<int64_t> pairs;
-      for (size_t d = 0; d < full.size(); ++d) {
-        const bool cut = int64_t(d) == like.axis;
-        pairs.push_back(cut ? b[i].first : 0);
-        pairs.push_back(cut ? b[i].second : full[d]);
-      }
-      out.shards[i] = UOp::make(Ops::SHRINK, v.shards[i]->dtype, {v.shards[i]}, pairs);
-    }
+    for (size_t i = 0; i < v.shards.size(); ++i)
+      out.shards[i] = cut_on(v, like.axis, b[i].first, b[i].second, i);
     return out;
   }
 
@@ -135,6 +165,11 @@ class Lowering {
     for (const UOpPtr& s : n->src) in.push_back(visit(s));
     if (is_movement(n->op)) return move(*n, *in.at(0));
     if (n->op == Ops::REDUCE_AXIS) return reduce(*n, *in.at(0));
+    if (n->op == Ops::INDEX || n->op == Ops::SCATTER) {
+      for (const auto& s : in)
+        if (!s) throw Error(where(*n) + ": an operand is on one device (internal)");
+      return n->op == Ops::INDEX ? index(*n, in) : scatter(*n, in);
+    }
     if (n->op == Ops::ASSIGN) {
       Sharded target = *in.at(0);
       return per_shard(*n, {target, align(*in.at(1), target, *n)}, target);
@@ -203,9 +238,12 @@ class Lowering {
         const int64_t new_suffix = k ? product(new_full, *k + 1, new_full.size()) : 0;
         for (const auto& [lo, hi] : b)
           if (!k || (lo * old_suffix) % new_suffix || (hi * old_suffix) % new_suffix) k.reset();
-        if (!k)
-          throw Error(where(n) + ": reshaping to " + shape_str(new_full) +
-                      " mixes the sharded axis " + std::to_string(axis) + " with others");
+        // One that mixes the sharded axis with others (flattening a tensor sharded on its
+        // columns) has no per-shard form: every device reshapes the whole value.
+        if (!k) {
+          const Sharded whole = replicate(x);
+          return per_shard(n, {whole}, whole);
+        }
         out.axis = int64_t(*k);
         for (const auto& [lo, hi] : b) {
           std::vector<int64_t> s = new_full;
@@ -215,25 +253,55 @@ class Lowering {
         return per_shard(n, {x}, out, args);
       }
       case Ops::PAD:
-      case Ops::SHRINK: {
-        const bool whole = n.op == Ops::PAD ? a[2 * axis] == 0 && a[2 * axis + 1] == 0
-                                            : a[2 * axis] == 0 && a[2 * axis + 1] == old_full[axis];
-        if (!whole)
-          throw Error(where(n) + ": a " + std::string(op_name(n.op)) + " across the sharded axis " +
-                      std::to_string(axis));
-        for (const auto& [lo, hi] : b) {
-          std::vector<int64_t> s = a;
-          if (n.op == Ops::SHRINK) s[2 * axis + 1] = hi - lo;
-          args.emplace_back(s);
-        }
-        return per_shard(n, {x}, out, args);
+      case Ops::SHRINK:
+        return window(n, x, a);
+      case Ops::FLIP: {
+        if (!a[axis]) return per_shard(n, {x}, out);
+        // Shard i of the result is the mirror of the input's range at the other end.
+        const int64_t len = old_full[axis];
+        for (size_t i = 0; i < b.size(); ++i)
+          out.shards[i] =
+              UOp::make(Ops::FLIP, n.dtype,
+                        {cut_on(x, int64_t(axis), len - b[i].second, len - b[i].first, i)}, n.arg);
+        return out;
       }
-      case Ops::FLIP:
-        if (a[axis]) throw Error(where(n) + ": flipping the sharded axis " + std::to_string(axis));
-        return per_shard(n, {x}, out);
       default:
         throw Error(where(n) + ": not a movement op (internal)");
     }
+  }
+
+  // A pad or shrink: result position o along the sharded axis holds input position o + offset,
+  // or zero outside the input. Every shard of the result gathers the input range it shows
+  // (cut_on: from the shards that hold it) and pads or shrinks that. The result stays sharded,
+  // in equal parts, where its length splits evenly over the devices; otherwise every device
+  // holds all of it (replicated).
+  static Sharded window(const UOp& n, const Sharded& x, const std::vector<int64_t>& a) {
+    const size_t axis = size_t(x.axis);
+    const bool pad = n.op == Ops::PAD;
+    const int64_t len = (*n.src[0]->shape())[axis];
+    const int64_t offset = pad ? -a[2 * axis] : a[2 * axis];
+    const Shape& full = *n.shape();
+    const int64_t out_len = full[axis], k = int64_t(x.shards.size());
+    const bool stays = out_len > 0 && out_len % k == 0;
+    Sharded out{x.devices, {}, stays ? x.axis : -1};
+    for (size_t i = 0; i < x.shards.size(); ++i) {
+      const int64_t lo = stays ? int64_t(i) * out_len / k : 0;
+      const int64_t hi = stays ? (int64_t(i) + 1) * out_len / k : out_len;
+      const int64_t in_lo = std::max<int64_t>(lo + offset, 0);
+      const int64_t in_hi = std::min<int64_t>(hi + offset, len);
+      if (in_lo >= in_hi) {  // all padding: the zeros a pad fills
+        Shape s = full;
+        s[axis] = hi - lo;
+        out.shards.push_back(Tensor::full(s, 0, n.dtype, x.devices[i]).node());
+        continue;
+      }
+      std::vector<int64_t> s = a;  // the other axes pad or shrink as before
+      s[2 * axis] = pad ? in_lo - (lo + offset) : 0;
+      s[2 * axis + 1] = pad ? (hi + offset) - in_hi : in_hi - in_lo;
+      out.shards.push_back(
+          UOp::make(n.op, n.dtype, {cut_on(x, x.axis, in_lo, in_hi, i)}, std::move(s)));
+    }
+    return out;
   }
 
   // Over the sharded axis: each device reduces its shard, then combines the others' partials,
@@ -242,25 +310,136 @@ class Lowering {
     const ReduceArg& r = n.arg_as<ReduceArg>();
     if (x.axis == -1 || std::find(r.axes.begin(), r.axes.end(), x.axis) == r.axes.end())
       return per_shard(n, {x}, x);
-    const Sharded partial = per_shard(n, {x}, x);
-    Sharded out{x.devices, {}, -1};
+    return all_reduce(per_shard(n, {x}, x), r.op, n.dtype);
+  }
+
+  static Sharded all_reduce(const Sharded& partial, Ops op, DType dtype) {
+    Sharded out{partial.devices, {}, -1};
     // Every device combines the partials in device order, so the replicas agree bit for bit.
-    for (size_t d = 0; d < x.devices.size(); ++d) {
+    for (size_t d = 0; d < partial.devices.size(); ++d) {
       UOpPtr acc;
-      for (size_t j = 0; j < x.devices.size(); ++j) {
+      for (size_t j = 0; j < partial.devices.size(); ++j) {
         UOpPtr p = j == d ? partial.shards[j]
-                          : UOp::make(Ops::COPY, n.dtype,
-                                      {partial.shards[j], device_node(x.devices[d])}, x.devices[d]);
-        acc = acc ? UOp::make(r.op, n.dtype, {acc, p}) : p;
+                          : UOp::make(Ops::COPY, dtype,
+                                      {partial.shards[j], device_node(partial.devices[d])},
+                                      partial.devices[d]);
+        acc = acc ? UOp::make(op, dtype, {acc, p}) : p;
       }
       out.shards.push_back(acc);
     }
     return out;
+  }
+
+  // INDEX(src, idx...) (core/indexed_load.hpp): the result has the indices' shape and is split
+  // as they are. A source sharded on an axis not indexed splits the result there (each device
+  // reads its own rows, its indices resharded to them); one sharded on an indexed axis is
+  // gathered to every device first, since any index may point into any shard.
+  static Sharded index(const UOp& n, const std::vector<std::optional<Sharded>>& in) {
+    const std::vector<int64_t>& axes = n.arg_as<std::vector<int64_t>>();
+    auto indexed = [&](int64_t a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); };
+    Sharded src = *in[0];
+    if (src.axis != -1 && indexed(src.axis)) src = replicate(src);
+    Sharded like = src;
+    for (size_t j = 1; j < in.size() && like.axis == -1; ++j)
+      if (in[j]->axis != -1) like = *in[j];
+    std::vector<Sharded> operands;
+    // The source has the result's size on the axes not indexed, so it is cut there as the
+    // result is; along an indexed axis each device keeps all of it.
+    operands.push_back(like.axis == -1 || indexed(like.axis) ? src : align(src, like, n));
+    for (size_t j = 1; j < in.size(); ++j) operands.push_back(align(*in[j], like, n));
+    return per_shard(n, operands, like);
+  }
+
+  // SCATTER(dest, values, idx...) with arg {combine, axes...}: the values and their indices
+  // split alike. Along an axis not indexed each value lands in its own row, so dest splits there
+  // too and the result stays sharded. Along an indexed axis a value may land anywhere: each
+  // device scatters its values into the sum's identity (device 0 into dest), and the partial
+  // results are all-reduced, replicated (sums only: the backward of an indexed load).
+  static Sharded scatter(const UOp& n, const std::vector<std::optional<Sharded>>& in) {
+    const std::vector<int64_t>& arg = n.arg_as<std::vector<int64_t>>();
+    auto indexed = [&](int64_t a) { return std::find(arg.begin() + 1, arg.end(), a) != arg.end(); };
+    Sharded like = *in[1];
+    for (size_t j = 2; j < in.size() && like.axis == -1; ++j)
+      if (in[j]->axis != -1) like = *in[j];
+    std::vector<Sharded> operands{replicate(*in[0])};
+    for (size_t j = 1; j < in.size(); ++j) operands.push_back(align(*in[j], like, n));
+    if (like.axis == -1) return per_shard(n, operands, like);
+    const size_t axis = size_t(like.axis);
+    if (!indexed(like.axis)) {
+      if ((*n.shape())[axis] != (*n.src[1]->shape())[axis])
+        throw Error(where(n) + ": values sharded on axis " + std::to_string(axis) +
+                    " fill only part of it; gather them with to() first");
+      operands[0] = align(*in[0], like, n);
+      return per_shard(n, operands, like);
+    }
+    if (ScatterCombine(arg[0]) != ScatterCombine::Sum)
+      throw Error(where(n) +
+                  ": a scatter other than a sum, of values sharded on an indexed axis (" +
+                  std::to_string(axis) + "); gather them with to() first");
+    for (size_t i = 1; i < operands[0].shards.size(); ++i)
+      operands[0].shards[i] =
+          Tensor::full(*n.shape(), n.dtype.is_float() ? -0.0 : 0.0, n.dtype, like.devices[i])
+              .clone()
+              .node();
+    return all_reduce(per_shard(n, operands, like), Ops::ADD, n.dtype);
   }
 };
 
 }  // namespace
 
 Sharded lower_multi(const UOpPtr& node) { return Lowering().lower(node); }
+
+UOpPtr split_like(const Tensor& g, const Sharded& like) {
+  Sharded out{like.devices, {}, like.axis};
+  int64_t at = 0;
+  for (size_t i = 0; i < like.shards.size(); ++i) {
+    if (like.axis == -1) {
+      out.shards.push_back(g.to(like.devices[i]).node());
+      continue;
+    }
+    const int64_t n = (*like.shards[i]->shape())[size_t(like.axis)];
+    out.shards.push_back(cut(g.node(), like.axis, at, at + n).to(like.devices[i]).node());
+    at += n;
+  }
+  return make_multi(out);
+}
+
+std::vector<std::optional<Tensor>> multi_gradient(const UOp& multi, const Tensor& g) {
+  const Sharded x = lower_multi(multi.ptr());
+  if (g.device() != multi.device_node()->arg_as<std::string>())
+    throw Error("backward: the gradient of a tensor sharded over " +
+                multi.device_node()->arg_as<std::string>() + " is on " + g.device() +
+                " (internal)");
+  const Sharded gs = lower_multi(g.node());
+  std::vector<std::optional<Tensor>> out{std::nullopt};  // the DEVICE source
+  const int64_t axis = x.axis;
+  if (axis != -1) {  // each shard's slice of g, resharded where g is split otherwise
+    int64_t at = 0;
+    for (size_t i = 0; i < x.shards.size(); ++i) {
+      const int64_t n = (*x.shards[i]->shape())[size_t(axis)];
+      out.emplace_back(cut_on(gs, axis, at, at + n, i));
+      at += n;
+    }
+    return out;
+  }
+  if (gs.axis == -1) {  // replicated: the first device's copy is all of it
+    out.emplace_back(gs.shards[0]);
+    for (size_t i = 1; i < x.shards.size(); ++i) out.emplace_back(std::nullopt);
+    return out;
+  }
+  // Each device's part of g, padded to the whole shape with -0.0 (the identity of the sum at
+  // the source, which keeps a -0.0 gradient -0.0).
+  int64_t at = 0;
+  const int64_t len = g.shape()[size_t(gs.axis)];
+  for (size_t i = 0; i < x.shards.size(); ++i) {
+    const Tensor part(gs.shards[i]);
+    const int64_t n = part.shape()[size_t(gs.axis)];
+    std::vector<std::pair<int64_t, int64_t>> pads(size_t(part.ndim()), {0, 0});
+    pads[size_t(gs.axis)] = {at, len - at - n};
+    out.emplace_back(part.pad(pads, part.dtype().is_float() ? -0.0 : 0.0));
+    at += n;
+  }
+  return out;
+}
 
 }  // namespace vkg

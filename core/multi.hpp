@@ -8,14 +8,24 @@
 // the joined name "VK,VK:1", so mixing it with a one-device tensor is the usual device error).
 // At realize, lower_multi rewrites that graph into one graph per device, which the scheduler
 // runs as usual:
-//  - elementwise ops run per shard; a replicated operand is cut to each shard's slice;
-//  - movement ops move each shard (a reshape or permute carries the axis along; a pad, shrink
-//    or flip across the sharded axis is an error);
+//  - elementwise ops run per shard; a replicated operand is cut to each shard's slice, and one
+//    sharded on another axis is resharded (each device fetches its slice from every shard);
+//  - movement ops move each shard (a reshape or permute carries the axis along). A pad, shrink
+//    or flip across the sharded axis moves rows between devices: each shard of the result
+//    fetches the input range it shows from the shards holding it; the result stays sharded in
+//    equal parts where its length splits evenly, else it is replicated. A reshape that mixes
+//    the sharded axis with others gathers the whole value to every device (replicated);
 //  - a reduction over the sharded axis reduces each shard, then every device sums (or maxes)
 //    the partials of the others, copied to it: an all-reduce, whose result is replicated;
+//  - indexed loads (INDEX: gather, embedding, x[int_tensor]) split as their indices, or as a
+//    source sharded on an axis not indexed; a source sharded on an indexed axis is gathered to
+//    every device first. A scatter sum of values sharded on an indexed axis (their backward)
+//    scatters per device and all-reduces;
 //  - constants and host data on the joined device are replicated.
-// Tensor::to(device) gathers the shards (a copy each, joined by cat).
+// Tensor::to(device) gathers the shards (a copy each, joined by cat). Gradients flow back
+// through a MULTI to its shards' sources (multi_gradient).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +46,19 @@ struct Sharded {
   std::vector<UOpPtr> shards;
   int64_t axis = -1;
 };
+
+class Tensor;
+
+// The gradients of a MULTI node's sources (none for its DEVICE, then one per shard, on that
+// shard's device) given the gradient g of its whole value: g's part in each shard's slice. For a
+// replicated MULTI (a weight copied to every device) the shards' gradients add up to g at the
+// source, as data parallelism sums the replicas' gradients: g's shards where g is sharded (each
+// padded with zeros to the whole shape), all of it on the first device where g is replicated.
+std::vector<std::optional<Tensor>> multi_gradient(const UOp& multi, const Tensor& g);
+
+// g (a one-device tensor of `like`'s whole shape) split as `like` is: each shard's slice copied
+// to its device, as a MULTI. What a gather (Tensor::to) sends back as the gradient.
+UOpPtr split_like(const Tensor& g, const Sharded& like);
 
 // The MULTI node of `s`.
 UOpPtr make_multi(const Sharded& s);

@@ -230,8 +230,8 @@ bool& reserve_symbolic_max() {
 
 std::mutex& engine_mutex() { return engine_mu; }
 
-void report_replay(const Device& device, std::vector<RunStat> stats) {
-  ++counters.replays;
+void report_replay(const Device& device, std::vector<RunStat> stats, bool first_step) {
+  if (first_step) ++counters.replays;
   counters.kernels += int64_t(stats.size());
   for (RunStat& s : stats) s.name += " (jit)";
   print_stats(device.name(), stats, int(setting("DEBUG")));
@@ -324,11 +324,6 @@ void realize(std::span<Tensor* const> tensors) {
   for (const auto& [to, stat] : copies) print_stats(to->name(), {stat.get()}, options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
-    for (const ScheduleItem& item : sched.items)
-      if (is_copy(item))
-        throw Error("Jit: the captured function copies a tensor between devices (" +
-                    item.buffers[1]->device() + " to " + item.buffers[0]->device() +
-                    "); a capture replays kernels of one device: copy outside the function");
     for (const ScheduleItem& item : sched.items) {
       if (item.buffers[0]->count() > 0)
         capture->items.push_back(item);

@@ -654,8 +654,9 @@ class Tensor {
   // This tensor split along `axis` over `devices` ("VK", "VK:1"): shard i holds the i-th equal
   // slice, on devices[i]; without an axis every device holds all of it (replicated, as weights
   // in data-parallel training). Ops on the result run per shard (core/multi.hpp says how);
-  // to(device) gathers it. The axis must divide evenly. Gradients stop here: make the sharded
-  // tensor the leaf (shard_, then requires_grad_).
+  // to(device) gathers it. The axis must divide evenly. Gradients flow back to this tensor: each
+  // shard's slice of the gradient, copied home (a replicated tensor's shards' gradients add up,
+  // as data parallelism sums the replicas').
   Tensor shard(const std::vector<std::string>& devices, std::optional<int64_t> axis = std::nullopt) const;
   // Shards this tensor in place (every alias); a leaf that requires grad stays a leaf.
   Tensor& shard_(const std::vector<std::string>& devices, std::optional<int64_t> axis = std::nullopt);

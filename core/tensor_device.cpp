@@ -4,6 +4,7 @@
 
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/multi.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -22,10 +23,19 @@ Tensor Tensor::to(const std::string& target) const {
   vkg::device(dst);                 // a device that does not exist is an error here, not at realize
   if (is_multi_device(device())) {  // gather: each shard copied over, joined along the axis
     const Sharded s = lower_multi(node());
-    if (s.axis == -1) return Tensor(s.shards[0]).to(dst);
-    std::vector<Tensor> pieces;
-    for (const UOpPtr& shard : s.shards) pieces.push_back(Tensor(shard).to(dst));
-    return Tensor::cat(pieces, s.axis);
+    Tensor gathered = Tensor(s.shards[0]).to(dst);
+    if (s.axis != -1) {
+      std::vector<Tensor> pieces;
+      for (const UOpPtr& shard : s.shards) pieces.push_back(Tensor(shard).to(dst));
+      gathered = Tensor::cat(pieces, s.axis);
+    }
+    // The gathered graph is made of the shards' per-device nodes, which a sharded leaf or a
+    // realized sharded value is not: the gradient goes back to this tensor itself, split as it is
+    // (the gathered graph holds the shards anyway).
+    return Tensor(with_custom_gradient(gathered.node(), {node()},
+                                       [s](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+                                         return {Tensor(split_like(g, s))};
+                                       }));
   }
   // A bare constant has no buffer to copy from: it is computed into one first.
   const UOpPtr src =
