@@ -144,6 +144,56 @@ std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes, int64_t 
   return std::nullopt;
 }
 
+// Rows per lane of a shuffle tile: `most`, else the largest number under 2 * most that divides
+// what is left of the shuffled axis, else a smaller one; 0 for none. A first layer's weight
+// gradient shuffles 784 inputs over 8 lanes, 98 each: 7 rows rather than 2 (98 = 2 * 7 * 7)
+// read each row of the other operand (and recompute what is fused into it, a relu's backward)
+// for 3.5x as many outputs: 1.17x faster on Lavapipe (bench/tensor_opts_bench.cpp, mlp_variant).
+int64_t shuffle_rows(const Kernel& k, int axis, int64_t most) {
+  if (divides(k, axis, most)) return most;
+  for (int64_t rows = 2 * most - 1; rows > most; --rows)
+    if (divides(k, axis, rows)) return rows;
+  for (int64_t rows = most - 1; rows > 1; --rows)
+    if (divides(k, axis, rows)) return rows;
+  return 0;
+}
+
+// Ops that a CPU-like device runs as a long software routine (codegen/glsl_helpers.cpp: exact
+// division, exp2, log2, sin, ...), not one instruction.
+bool is_costly(Ops op) {
+  switch (op) {
+    case Ops::FDIV:
+    case Ops::RECIP:
+    case Ops::EXP2:
+    case Ops::LOG2:
+    case Ops::SIN:
+    case Ops::ERF:
+    case Ops::ERFC:
+    case Ops::FMOD:
+    case Ops::REMAINDER:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether the reduce computes a costly op that is the same for every output along `axis` (every
+// load below it has stride 0 there): a softmax's backward fused into the next weight gradient
+// (dlogits[b, c] = exp(..) / sum(..) - onehot, the same for every input o of w2[c, o]).
+bool shares_costly_op(const Kernel& k, int axis) {
+  for (const UOp* u : toposort(k.ast().get())) {
+    if (!is_costly(u->op)) continue;
+    bool varies = false, loads = false;
+    for (const UOp* x : toposort(u))
+      if (x->op == Ops::LOAD) {
+        loads = true;
+        varies = varies || load_stride(k, x, axis) != 0;
+      }
+    if (loads && !varies) return true;
+  }
+  return false;
+}
+
 // Classic shared-memory tiling of a register-tiled matmul (see DeviceTraits::stage_side): local
 // axes on both output axes, the reduce unrolled by 8 and staged. False (and the kernel
 // unchanged) where the shape does not take it.
@@ -192,11 +242,8 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     if (tile->four_columns) k.apply({OptOp::UPCAST, tile->lane, 4});
     k.apply({OptOp::LOCAL, tile->lane, lanes});
     k.apply({OptOp::SHUFFLE, tile->shuffle, lanes});
-    for (int64_t rows = traits.shuffle_rows_per_lane; rows > 1; rows /= 2)
-      if (divides(k, tile->shuffle, rows)) {
-        k.apply({OptOp::UPCAST, tile->shuffle, rows});
-        break;
-      }
+    if (const int64_t rows = shuffle_rows(k, tile->shuffle, traits.shuffle_rows_per_lane))
+      k.apply({OptOp::UPCAST, tile->shuffle, rows});
   } else if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
     // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.
     // Its columns are 4 along the last global axis where some load is reused (a matmul's n,
@@ -222,6 +269,12 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
         accumulators *= size;
       }
     }
+    // A costly op the columns share is computed once per invocation and step of the reduce:
+    // more columns per invocation (16) divide its cost by 4, where enough invocations are left
+    // to fill a workgroup (the MLP's second weight gradient: 10 x 128 outputs).
+    if (n >= 0 && m < 0 && shares_costly_op(k, n) && divides(k, n, 4) &&
+        output_count(k) / 4 >= traits.default_workgroup)
+      k.apply({OptOp::UPCAST, n, 4});
     if (n >= 0 && m >= 0 && stage_tiles(k, n, m, traits)) return;
   } else if (count_axes(k, AxisKind::Global) >= 1) {
     // Many outputs without reuse (the first step of a split sum): 4 outputs per invocation that
