@@ -369,6 +369,30 @@ TEST_F(Opts, LavapipeHeuristicsShareACostlyOpAcrossMoreColumns) {
       << plain.describe;
 }
 
+// A stack along a short axis (Adam's two moments in one tensor): the kernel keeps that axis (a
+// pad cuts it, so it does not merge with the next) and takes it whole into registers after the
+// 4 elements per invocation, so each part's mask is a constant: every invocation computes both
+// parts of 4 elements from unmasked vec4 loads, and loads what they share once.
+TEST_F(Opts, LavapipeHeuristicsTakeAShortStackedAxisWhole) {
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t n = 4096;
+  const std::vector<float> a = ints(n, 7, 11, 5), b = ints(n, 5, 13, 6);
+  std::vector<float> want(size_t(2 * n));
+  for (int64_t i = 0; i < n; ++i) {
+    want[size_t(i)] = a[size_t(i)] * 2 + b[size_t(i)];
+    want[size_t(n + i)] = a[size_t(i)] * b[size_t(i)];
+  }
+  const Tensor ta(a, {n}), tb(b, {n});
+  const Lowered l = lowered(Tensor::stack(std::vector<Tensor>{ta * 2 + tb, ta * tb}, 0), {}, &cpu);
+  EXPECT_NE(l.describe.find("full_shape=(1, 1024, 2, 4)"), std::string::npos) << l.describe;
+  EXPECT_NE(l.describe.find("opts=[UPCAST(axis=1, amount=4), UPCAST(axis=0, amount=2)]"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(agree(l), want);
+  // Every load is unmasked: the masks folded away with each part's constant index.
+  EXPECT_EQ(render_glsl(l.program, target_).find("?data"), std::string::npos);
+}
+
 // A padded convolution on channels-last operands (what conv2d's convolve makes of one with
 // channels in fours): its 5-wide kernel rows take no unroll, so the channels do (UNROLL on an
 // outer reduce axis), and each lane reads four channels of a padded window as one masked vec4

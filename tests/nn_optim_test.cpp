@@ -213,6 +213,29 @@ TEST(Optim, KernelCountOfOneMlpTrainingStepIsPinned) {
   EXPECT_EQ(after.kernels - before.kernels, kMlpStepKernels);
 }
 
+// The same step with Adam: 21 kernels where two moment updates per parameter made it 25 (each
+// parameter's m and v are one tensor, updated by one kernel: nn/optim.hpp).
+TEST(Optim, KernelCountOfOneMlpAdamStepIsPinned) {
+  Tensor::manual_seed(1);
+  nn::Linear l1(8, 16), l2(16, 4);
+  Tensor x = Tensor::randn({32, 8}).realize();
+  Tensor y = Tensor::randint(0, 4, {32}).realize();
+  nn::Adam adam(nn::parameters(l1, l2), 0.01);
+  auto step = [&] {
+    adam.zero_grad();
+    Tensor loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y);
+    loss.backward();
+    adam.step({loss});
+    return loss.item<float>();
+  };
+  step();
+  const GlobalCounters before = global_counters();
+  step();
+  const GlobalCounters after = global_counters();
+  EXPECT_EQ(after.schedules - before.schedules, 1);
+  EXPECT_EQ(after.kernels - before.kernels, 21);
+}
+
 TEST(Optim, ErrorsNameTheOptimizer) {
   const Tensor no_grad = Tensor::ones({2});
   EXPECT_EQ(error_of([&] { nn::SGD({no_grad}, 0.1); }).rfind("SGD:", 0), 0u);
