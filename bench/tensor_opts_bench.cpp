@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 
 #include <vkgrad/codegen/glsl_launch.hpp>
@@ -24,7 +25,6 @@
 
 namespace vkg::bench {
 namespace {
-
 
 // One kernel compiled with the given opts, with its own buffers.
 struct Variant {
@@ -147,6 +147,66 @@ void sum_variant(benchmark::State& state, std::vector<Opt> opts, int64_t workgro
   state.counters["vs_base"] = t_base / t_gen;
 }
 
+// Issue 9's MLP 784-128-10 step at batch 128: its first layer's forward (x[128, 784] times the
+// weight w[128, 784] as stored: kernel (G b, G o, R i)) and its weight gradient (dy[128, 128]^T
+// times x: kernel (G o, G i, R b), the reduce along the batch, neither operand contiguous
+// there). Timed against each other's heuristics in the same run: the ms is what to compare.
+// Process CPU seconds (Lavapipe's worker threads included) `f` takes: less sensitive than wall
+// time to other processes on a shared machine.
+template <class F>
+double cpu_seconds(F&& f) {
+  timespec a{}, b{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+  f();
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+  return double(b.tv_sec - a.tv_sec) + 1e-9 * double(b.tv_nsec - a.tv_nsec);
+}
+
+void mlp_variant(benchmark::State& state, int which, std::vector<Opt> opts, int64_t workgroup) {
+  const std::vector<float> xs(size_t(128 * 784), 0.5f), ws(size_t(128 * 784), 0.25f),
+      dys(size_t(128 * 128), 0.5f);
+  const Tensor x(xs, {128, 784}), w(ws, {128, 784}), dy(dys, {128, 128});
+  // which == 2: the weight gradient with x stored transposed (contiguous along the batch).
+  const Tensor xt(xs, {784, 128});
+  // which == 3: the weight gradient as the step computes it, through the relu's backward of
+  // h + bias (h and the bias in buffers of their own).
+  const Tensor h(dys, {128, 128}), bias(std::vector<float>(128, 0.25f), {128});
+  const Tensor hb = h + bias;
+  const Tensor g = hb.gt(0.0f).logical_or(hb.ne(hb)).where(dy, 0.0f);
+  const Tensor out = which == 0   ? x.matmul(w.transpose())
+                     : which == 1 ? dy.transpose().matmul(x)
+                     : which == 2 ? dy.transpose().matmul(xt.transpose())
+                                  : g.transpose().matmul(x);
+  const Schedule s = create_schedule({out.node()});
+  Variant v(s.items.back(), opts, workgroup);
+  // The heuristics' choice (as DEBUG=3 printed it for Lavapipe) in the same iterations.
+  const std::vector<Opt> base_opts = which == 0 ? std::vector<Opt>{{OptOp::UPCAST, 1, 4},
+                                                                   {OptOp::LOCAL, 1, 8},
+                                                                   {OptOp::SHUFFLE, 0, 8},
+                                                                   {OptOp::UPCAST, 0, 4},
+                                                                   {OptOp::UNROLL, 3, 4}}
+                                                : std::vector<Opt>{{OptOp::UPCAST, 0, 4},
+                                                                   {OptOp::LOCAL, 0, 8},
+                                                                   {OptOp::SHUFFLE, 1, 8},
+                                                                   {OptOp::UPCAST, 1, 2},
+                                                                   {OptOp::UNROLL, 3, 4}};
+  Variant base(s.items.back(), base_opts, 8);
+  v.run();
+  base.run();
+  double t = 0, cpu = 0, cpu_base = 0;
+  for (auto _ : state) {
+    cpu_base += cpu_seconds([&] { base.run(); });
+    double one = 0;
+    cpu += cpu_seconds([&] { one = seconds([&] { v.run(); }); });
+    t += one;
+    state.SetIterationTime(one);
+  }
+  const double n = double(state.iterations());
+  state.counters["GFLOPS"] = 2.0 * 128 * 128 * 784 * n / t * 1e-9;
+  state.counters["cpu_ms"] = cpu / n * 1e3;
+  state.counters["vs_base_cpu"] = cpu_base / cpu;
+}
+
 using O = OptOp;
 #define VARIANT(name, wg, ...)                                               \
   BENCHMARK_CAPTURE(matmul_variant, name, std::vector<Opt>{__VA_ARGS__}, wg) \
@@ -183,6 +243,58 @@ VARIANT(staged_64x64, 256, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 1
         {O::LOCAL, 0, 16}, {O::UNROLL, 4, 8}, {O::STAGE, 5, 8});
 VARIANT(shuffle_16x4_unroll8, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
         {O::UPCAST, 0, 2}, {O::UNROLL, 3, 8});
+
+#define MLP_VARIANT(name, which, wg, ...)                                        \
+  BENCHMARK_CAPTURE(mlp_variant, name, which, std::vector<Opt>{__VA_ARGS__}, wg) \
+      ->UseManualTime()                                                          \
+      ->Unit(benchmark::kMillisecond)
+// The forward: the heuristics' shuffle tile (32 x 4 per lane).
+MLP_VARIANT(fwd_shuffle_32x4, 0, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 4}, {O::UNROLL, 3, 4});
+MLP_VARIANT(fwd_shuffle_16x4, 0, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 2}, {O::UNROLL, 3, 4});
+MLP_VARIANT(fwd_shuffle_32x4_u8, 0, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 4}, {O::UNROLL, 3, 8});
+MLP_VARIANT(fwd_global_8x4, 0, 64, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4});
+// The weight gradient: the heuristics' tile (lanes along o, 2 rows of i per lane: 784 / 8 = 98)
+MLP_VARIANT(dw_shuffle_16x4, 1, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 2}, {O::UNROLL, 3, 4});
+// ... 7 rows per lane (98 = 14 * 7)
+MLP_VARIANT(dw_shuffle_56x4, 1, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 7}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dw_shuffle_56x4_u2, 1, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 7}, {O::UNROLL, 3, 2});
+// Lanes along i (x contiguous there), 2 columns each (784 is no multiple of 8 vec4s), shuffles
+// along o.
+MLP_VARIANT(dw_ilanes_32x2, 1, 8, {O::UPCAST, 1, 2}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 4}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dw_ilanes_32x2_u2, 1, 8, {O::UPCAST, 1, 2}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 4}, {O::UNROLL, 3, 2});
+MLP_VARIANT(dw_shuffle_56x4_u1, 1, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 7});
+MLP_VARIANT(dw_shuffle_16x4_u2, 1, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 2}, {O::UNROLL, 3, 2});
+MLP_VARIANT(dw_shuffle_16x4_u1, 1, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 2});
+MLP_VARIANT(dw_shuffle_112x4_u1, 1, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 14});
+MLP_VARIANT(dwt_shuffle_16x4, 2, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 2}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dwmask_shuffle_16x4, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 2}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dwmask_shuffle_56x4, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 7}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dwmask_shuffle_56x4_u2, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 7}, {O::UNROLL, 3, 2});
+MLP_VARIANT(dwmask_shuffle_112x4_u2, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 14}, {O::UNROLL, 3, 2});
+MLP_VARIANT(dwmask_shuffle_28x4_u2, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
+            {O::UPCAST, 1, 7}, {O::UPCAST, 1, 1}, {O::UNROLL, 3, 2});
+MLP_VARIANT(dw_global_4x4, 1, 64, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 4});
+MLP_VARIANT(dw_global_8x4, 1, 64, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4});
+MLP_VARIANT(dw_global_16x4, 1, 64, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 16}, {O::UNROLL, 2, 4});
+MLP_VARIANT(dw_global_7x4x4, 1, 64, {O::UPCAST, 1, 4}, {O::UPCAST, 1, 7}, {O::UPCAST, 0, 4},
+            {O::UNROLL, 2, 4});
 
 #define SUM_VARIANT(name, wg, ...)                                        \
   BENCHMARK_CAPTURE(sum_variant, name, std::vector<Opt>{__VA_ARGS__}, wg) \

@@ -144,6 +144,67 @@ std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes, int64_t 
   return std::nullopt;
 }
 
+// Whether some view's mask cuts `axis` (a pad: part of a cat or stack along it).
+bool cuts_along(const Kernel& k, int axis) {
+  for (const auto& [node, st] : k.views()) {
+    const View& v = st.views().back();
+    if (v.mask && ((*v.mask)[size_t(axis)].first != 0 ||
+                   (*v.mask)[size_t(axis)].second != v.shape[size_t(axis)]))
+      return true;
+  }
+  return false;
+}
+
+// Rows per lane of a shuffle tile: `most`, else the largest number under 2 * most that divides
+// what is left of the shuffled axis, else a smaller one; 0 for none. A first layer's weight
+// gradient shuffles 784 inputs over 8 lanes, 98 each: 7 rows rather than 2 (98 = 2 * 7 * 7)
+// read each row of the other operand (and recompute what is fused into it, a relu's backward)
+// for 3.5x as many outputs: 1.17x faster on Lavapipe (bench/tensor_opts_bench.cpp, mlp_variant).
+int64_t shuffle_rows(const Kernel& k, int axis, int64_t most) {
+  if (divides(k, axis, most)) return most;
+  for (int64_t rows = 2 * most - 1; rows > most; --rows)
+    if (divides(k, axis, rows)) return rows;
+  for (int64_t rows = most - 1; rows > 1; --rows)
+    if (divides(k, axis, rows)) return rows;
+  return 0;
+}
+
+// Ops that a CPU-like device runs as a long software routine (codegen/glsl_helpers.cpp: exact
+// division, exp2, log2, sin, ...), not one instruction.
+bool is_costly(Ops op) {
+  switch (op) {
+    case Ops::FDIV:
+    case Ops::RECIP:
+    case Ops::EXP2:
+    case Ops::LOG2:
+    case Ops::SIN:
+    case Ops::ERF:
+    case Ops::ERFC:
+    case Ops::FMOD:
+    case Ops::REMAINDER:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether the reduce computes a costly op that is the same for every output along `axis` (every
+// load below it has stride 0 there): a softmax's backward fused into the next weight gradient
+// (dlogits[b, c] = exp(..) / sum(..) - onehot, the same for every input o of w2[c, o]).
+bool shares_costly_op(const Kernel& k, int axis) {
+  for (const UOp* u : toposort(k.ast().get())) {
+    if (!is_costly(u->op)) continue;
+    bool varies = false, loads = false;
+    for (const UOp* x : toposort(u))
+      if (x->op == Ops::LOAD) {
+        loads = true;
+        varies = varies || load_stride(k, x, axis) != 0;
+      }
+    if (loads && !varies) return true;
+  }
+  return false;
+}
+
 // Classic shared-memory tiling of a register-tiled matmul (see DeviceTraits::stage_side): local
 // axes on both output axes, the reduce unrolled by 8 and staged. False (and the kernel
 // unchanged) where the shape does not take it.
@@ -178,6 +239,16 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     const int axis = last_axis_of(k, AxisKind::Global);
     if (divides(k, axis, 4) && output_count(k) >= 4 * traits.elementwise_workgroup)
       k.apply({OptOp::UPCAST, axis, 4});
+    // Then a cat or stack along a short axis (Adam's two moments in one tensor, each updated from
+    // its old value): that axis whole in registers, so that each part's pad mask is a constant per
+    // register (outside the 4 elements, so that those stay one vector). Each invocation then
+    // computes every part once, from unmasked loads, and reads what the parts share (the gradient)
+    // once; else every element computes each part under a mask, its loads masked too (1.1x the time
+    // of two separate kernels on Lavapipe).
+    for (int a = 0; a < int(k.kinds().size()); ++a)
+      if (k.kinds()[size_t(a)] == AxisKind::Global && k.full_shape()[size_t(a)] >= 2 &&
+          k.full_shape()[size_t(a)] <= 4 && cuts_along(k, a))
+        k.apply({OptOp::UPCAST, a, k.full_shape()[size_t(a)]});
     return;
   }
   const std::optional<ShuffleAxes> tile =
@@ -192,11 +263,8 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     if (tile->four_columns) k.apply({OptOp::UPCAST, tile->lane, 4});
     k.apply({OptOp::LOCAL, tile->lane, lanes});
     k.apply({OptOp::SHUFFLE, tile->shuffle, lanes});
-    for (int64_t rows = traits.shuffle_rows_per_lane; rows > 1; rows /= 2)
-      if (divides(k, tile->shuffle, rows)) {
-        k.apply({OptOp::UPCAST, tile->shuffle, rows});
-        break;
-      }
+    if (const int64_t rows = shuffle_rows(k, tile->shuffle, traits.shuffle_rows_per_lane))
+      k.apply({OptOp::UPCAST, tile->shuffle, rows});
   } else if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
     // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.
     // Its columns are 4 along the last global axis where some load is reused (a matmul's n,
@@ -222,6 +290,16 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
         accumulators *= size;
       }
     }
+    // A costly op the columns share is computed once per invocation and step of the reduce:
+    // more columns per invocation (16) divide its cost by 4. Only on small outputs (at most 64
+    // workgroups' worth of invocations), where that op is most of the work, and while enough
+    // invocations are left to fill a workgroup: the MLP's second weight gradient (10 x 128
+    // outputs, 2.0x faster) and beautiful_mnist's last (10 x 576, 6x), not its max-pool backward
+    // (32 x 128 x 10 x 10 outputs, a 2x2 reduce: 1.4x slower with it).
+    if (n >= 0 && m < 0 && shares_costly_op(k, n) && divides(k, n, 4) &&
+        output_count(k) / 4 >= traits.default_workgroup &&
+        output_count(k) <= 64 * traits.default_workgroup)
+      k.apply({OptOp::UPCAST, n, 4});
     if (n >= 0 && m >= 0 && stage_tiles(k, n, m, traits)) return;
   } else if (count_axes(k, AxisKind::Global) >= 1) {
     // Many outputs without reuse (the first step of a split sum): 4 outputs per invocation that

@@ -188,8 +188,18 @@ void Kernel::permute_axes(const std::vector<int64_t>& order) {
 // view: fewer axes mean less index arithmetic (a contiguous 2-D add becomes a 1-D one).
 void Kernel::merge_adjacent() {
   if (symbolic()) return;  // symbolic axes keep one index each: no division by a variable
+  // A short axis that a pad cuts (a stack of 2 to 4 parts: Adam's two moments) stays an axis of
+  // its own, so that the heuristics can take it whole into registers (codegen/heuristics.cpp).
+  auto cut_short = [&](size_t a) {
+    if (full_shape_[a] < 2 || full_shape_[a] > 4) return false;
+    for (const auto& [node, st] : views_) {
+      const View& v = st.views().back();
+      if (v.mask && ((*v.mask)[a].first != 0 || (*v.mask)[a].second != v.shape[a])) return true;
+    }
+    return false;
+  };
   for (int i = int(full_shape_.size()) - 2; i >= 0; --i) {
-    if (kinds_[size_t(i)] != kinds_[size_t(i) + 1]) continue;
+    if (kinds_[size_t(i)] != kinds_[size_t(i) + 1] || cut_short(size_t(i))) continue;
     std::vector<ShapeTracker> merged;
     bool ok = true;
     for (const auto& [node, st] : views_) {

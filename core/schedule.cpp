@@ -117,6 +117,25 @@ bool maps_zero_to_zero(Ops op) { return !alu_info(op).has(alu::Zeroless); }
 
 bool is_elementwise(Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST; }
 
+// Whether a view (in the output's shape) reads, wherever its mask lets it read, the element the
+// output stores there: row-major strides and offset on every axis the mask leaves more than one
+// index of. A part of a cat or stack of the target's own parts (Adam's two moments in one tensor,
+// each assigned from its old value) is such a view.
+bool reads_own_element(const ShapeTracker& st) {
+  if (st.views().size() != 1 || st.symbolic()) return false;
+  const View& v = st.views()[0];
+  const std::vector<int64_t> rows = strides_for_shape(v.shape);
+  int64_t at = v.offset, want = 0;
+  for (size_t a = 0; a < v.shape.size(); ++a) {
+    const int64_t lo = v.mask ? (*v.mask)[a].first : 0;
+    const int64_t hi = v.mask ? (*v.mask)[a].second : v.shape[a];
+    if (hi - lo > 1 && v.strides[a] != rows[a]) return false;
+    at += lo * v.strides[a];
+    want += lo * rows[a];
+  }
+  return at == want;
+}
+
 // The BUFFER a node views through movement ops only (nullptr if it computes anything), and the
 // movement chain from that buffer up to the node.
 const UOp* viewed_buffer(const UOp* n, Chain& chain) {
@@ -205,8 +224,9 @@ class Analysis {
       if (b.storage_id() != storage) return false;
       const ShapeTracker whole = ShapeTracker::from_shape({b.count()});
       if (!reduce)
-        return !std::all_of(chain.begin(), chain.end(),
-                            [](const UOp* m) { return m->op == Ops::RESHAPE; });
+        return !std::all_of(chain.begin(), chain.end(), [](const UOp* m) {
+          return m->op == Ops::RESHAPE;
+        }) && !reads_own_element(apply_chain(whole, chain).simplify());
       const ShapeTracker same = whole.reshape(*reduce->shape()).expand(*reduce->src[0]->shape());
       return apply_chain(whole, chain).simplify() != same.simplify();
     }

@@ -35,8 +35,8 @@ void check_range(double v, double lo, double hi, std::string_view who, std::stri
 // States are clone()s, buffers of their own that assign writes in place: a contiguous() of an
 // equal constant realized while another one's node is alive (another thread's optimizer, made at
 // the same moment) would be that state's buffer.
-Tensor zeros_state(const Tensor& p) {
-  return Tensor::zeros(p.shape(), p.dtype(), p.device()).clone().realize();
+Tensor zeros_state(const Tensor& p, const Shape& shape) {
+  return Tensor::zeros(shape, p.dtype(), p.device()).clone().realize();
 }
 
 // A realized float32 (1, 1) on the parameters' device, a state to multiply in place.
@@ -135,8 +135,9 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
   check_range(eps, 0.0, INFINITY, who, "eps");
   check_range(weight_decay, 0.0, INFINITY, who, "weight_decay");
   for (const Tensor& p : this->params()) {
-    m_.push_back(zeros_state(p));
-    v_.push_back(zeros_state(p));
+    Shape pair = p.shape();
+    pair.insert(pair.begin(), 2);
+    moments_.push_back(zeros_state(p, pair));
   }
 }
 
@@ -160,15 +161,16 @@ Tensor Adam::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {
     else
       g = g + p * weight_decay_;
   }
-  m_[i].assign(m_[i] * beta1_ + g * (1.0 - beta1_));
-  v_[i].assign(v_[i] * beta2_ + g * g * (1.0 - beta2_));
-  states.push_back(m_[i]);
-  states.push_back(v_[i]);
+  Tensor& moments = moments_[i];
+  const Tensor m = moments[0] * beta1_ + g * (1.0 - beta1_);
+  const Tensor v = moments[1] * beta2_ + g * g * (1.0 - beta2_);
+  moments.assign(Tensor::stack(std::vector<Tensor>{m, v}, 0));
+  states.push_back(moments);
   // torch's p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), with sqrt(bc2) moved into the
   // scalars (the paper's own form): one division per element, not two. Lavapipe divides in
   // software to round exactly (codegen/glsl_helpers.cpp), which made the two divisions most of
   // the update's time (a 784x128 weight on a loaded Lavapipe: 0.49 -> 0.42 ms, fastest of a run).
-  return base - *step_size_ * m_[i] / (v_[i].sqrt() + *eps_hat_);
+  return base - *step_size_ * moments[0] / (moments[1].sqrt() + *eps_hat_);
 }
 
 StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma)

@@ -87,7 +87,10 @@ class Adam : public Optimizer {
  private:
   double beta1_, beta2_, eps_, weight_decay_;
   bool decoupled_;
-  std::vector<Tensor> m_, v_;
+  // Each parameter's first and second moments in one tensor of shape (2, *p.shape): m is [0], v
+  // is [1]. One kernel updates both (two assigns were two kernels, each reading the gradient),
+  // and the parameter's update reads each as a contiguous half.
+  std::vector<Tensor> moments_;
   // (beta1^t, beta2^t) on the device, multiplied in place each step (as tinygrad's b1_t, b2_t):
   // one tensor, so that advancing both is one kernel.
   Tensor betas_t_;

@@ -325,6 +325,74 @@ TEST_F(Opts, LavapipeHeuristicsTileASingleChannelWeightGradientByWholeTaps) {
   EXPECT_EQ(agree(bwd), dw);
 }
 
+// A weight gradient dy^T x reduced over the batch whose input axis leaves each lane an odd count
+// of rows (112 / 8 = 14, as a 784-wide first layer leaves 98): the shuffle tile takes 7 rows per
+// lane, not 2, and agrees with the closed form.
+TEST_F(Opts, LavapipeHeuristicsShuffleRowsThatDivideAnAxisOfNoPowerOfTwo) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t batch = 16, outs = 32, ins = 112;
+  const std::vector<float> dy = ints(batch * outs, 7, 11, 5), x = ints(batch * ins, 5, 13, 6);
+  std::vector<float> dyt(dy.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t o = 0; o < outs; ++o) dyt[size_t(o * batch + b)] = dy[size_t(b * outs + o)];
+  const Lowered l =
+      lowered(Tensor(dy, {batch, outs}).transpose().matmul(Tensor(x, {batch, ins})), {}, &cpu);
+  EXPECT_NE(l.describe.find("SHUFFLE(axis=1, amount=8), UPCAST(axis=1, amount=7)"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(agree(l), matmul_closed_form(dyt, x, outs, batch, ins));
+}
+
+// A division fused into a reduce and the same for every output along one axis (a softmax's
+// backward inside the next layer's weight gradient, out[c, o] = sum_b (d[b, c] / s[b]) h[b, o]):
+// 16 outputs per invocation along o share each quotient, where a plain product of the same
+// shape keeps 4. Divisions by powers of two keep the closed form exact.
+TEST_F(Opts, LavapipeHeuristicsShareACostlyOpAcrossMoreColumns) {
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t batch = 8, classes = 10, outs = 128;
+  const std::vector<float> d = ints(batch * classes, 7, 11, 5), h = ints(batch * outs, 5, 13, 6);
+  std::vector<float> s(static_cast<size_t>(batch)), q(static_cast<size_t>(classes * batch));
+  for (int64_t b = 0; b < batch; ++b) s[size_t(b)] = float(1 << (b % 3));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t c = 0; c < classes; ++c)
+      q[size_t(c * batch + b)] = d[size_t(b * classes + c)] / s[size_t(b)];
+  const Tensor dt(d, {batch, classes}), ht(h, {batch, outs});
+  const Lowered shared = lowered((dt / Tensor(s, {batch, 1})).transpose().matmul(ht), {}, &cpu);
+  EXPECT_NE(shared.describe.find("opts=[UPCAST(axis=1, amount=4), UPCAST(axis=1, amount=4), "),
+            std::string::npos)
+      << shared.describe;
+  EXPECT_EQ(agree(shared), matmul_closed_form(q, h, classes, batch, outs));
+  const Lowered plain = lowered(dt.transpose().matmul(ht), {}, &cpu);
+  EXPECT_NE(plain.describe.find("opts=[UPCAST(axis=1, amount=4), UNROLL"), std::string::npos)
+      << plain.describe;
+}
+
+// A stack along a short axis (Adam's two moments in one tensor): the kernel keeps that axis (a
+// pad cuts it, so it does not merge with the next) and takes it whole into registers after the
+// 4 elements per invocation, so each part's mask is a constant: every invocation computes both
+// parts of 4 elements from unmasked vec4 loads, and loads what they share once.
+TEST_F(Opts, LavapipeHeuristicsTakeAShortStackedAxisWhole) {
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t n = 4096;
+  const std::vector<float> a = ints(n, 7, 11, 5), b = ints(n, 5, 13, 6);
+  std::vector<float> want(size_t(2 * n));
+  for (int64_t i = 0; i < n; ++i) {
+    want[size_t(i)] = a[size_t(i)] * 2 + b[size_t(i)];
+    want[size_t(n + i)] = a[size_t(i)] * b[size_t(i)];
+  }
+  const Tensor ta(a, {n}), tb(b, {n});
+  const Lowered l = lowered(Tensor::stack(std::vector<Tensor>{ta * 2 + tb, ta * tb}, 0), {}, &cpu);
+  EXPECT_NE(l.describe.find("full_shape=(1, 1024, 2, 4)"), std::string::npos) << l.describe;
+  EXPECT_NE(l.describe.find("opts=[UPCAST(axis=1, amount=4), UPCAST(axis=0, amount=2)]"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(agree(l), want);
+  // Every load is unmasked: the masks folded away with each part's constant index.
+  EXPECT_EQ(render_glsl(l.program, target_).find("?data"), std::string::npos);
+}
+
 // A padded convolution on channels-last operands (what conv2d's convolve makes of one with
 // channels in fours): its 5-wide kernel rows take no unroll, so the channels do (UNROLL on an
 // outer reduce axis), and each lane reads four channels of a padded window as one masked vec4

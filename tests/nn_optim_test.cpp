@@ -6,6 +6,7 @@
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/counters.hpp>
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/vkgrad.hpp>
 
 #include "support/error_of.hpp"
@@ -211,6 +212,33 @@ TEST(Optim, KernelCountOfOneMlpTrainingStepIsPinned) {
   const GlobalCounters after = global_counters();
   EXPECT_EQ(after.schedules - before.schedules, 1);
   EXPECT_EQ(after.kernels - before.kernels, kMlpStepKernels);
+}
+
+// The same step with Adam: 21 kernels where two moment updates per parameter made it 25 (each
+// parameter's m and v are one tensor, updated by one kernel: nn/optim.hpp).
+TEST(Optim, KernelCountOfOneMlpAdamStepIsPinned) {
+  Tensor::manual_seed(1);
+  nn::Linear l1(8, 16), l2(16, 4);
+  Tensor x = Tensor::randn({32, 8}).realize();
+  Tensor y = Tensor::randint(0, 4, {32}).realize();
+  nn::Adam adam(nn::parameters(l1, l2), 0.01);
+  auto step = [&] {
+    adam.zero_grad();
+    Tensor loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y);
+    loss.backward();
+    adam.step({loss});
+    return loss.item<float>();
+  };
+  step();
+  step();  // the first step's parameters were not yet buffers of their own: other kernels
+  const GlobalCounters before = global_counters();
+  const int64_t compiled = device(default_device()).compile_counts().compiled;
+  step();
+  const GlobalCounters after = global_counters();
+  EXPECT_EQ(after.schedules - before.schedules, 1);
+  EXPECT_EQ(after.kernels - before.kernels, 21);
+  // A step's kernels are the last one's: nothing is lowered or compiled again.
+  EXPECT_EQ(device(default_device()).compile_counts().compiled, compiled);
 }
 
 TEST(Optim, ErrorsNameTheOptimizer) {

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include <vkgrad/core/buffer.hpp>
+#include <vkgrad/core/counters.hpp>
 #include <vkgrad/vkgrad.hpp>
 
 #include "support/error_of.hpp"
@@ -56,6 +57,16 @@ TEST_P(Assign, MatchesTheOutOfPlaceResult) {
       [](const Tensor& a) {
         return a.reshape({2, 3}).sum(0, true).expand({2, 3}).reshape({6}) + a;
       },
+      // A stack of its own parts, each from its old value (read where it is written), and the
+      // same parts swapped (read at the other half).
+      [](const Tensor& a) {
+        const Tensor r = a.reshape({2, 3});
+        return Tensor::stack(std::vector<Tensor>{r[0] * 2 + 1, r[1] * r[1]}, 0).reshape({6});
+      },
+      [](const Tensor& a) {
+        const Tensor r = a.reshape({2, 3});
+        return Tensor::stack(std::vector<Tensor>{r[1], r[0] + 1}, 0).reshape({6});
+      },
   };
   for (size_t i = 0; i < values.size(); ++i) {
     const std::vector<float> want = values[i](Tensor(kStart, {6}, GetParam())).to_vector<float>();
@@ -65,6 +76,19 @@ TEST_P(Assign, MatchesTheOutOfPlaceResult) {
     EXPECT_EQ(a.to_vector<float>(), want) << "value " << i;
     EXPECT_EQ(held(a).storage_id(), storage) << "value " << i;
   }
+}
+
+// Assigning a stack of the tensor's own parts, each computed from its old value at the element
+// it writes (Adam's two moments in one tensor), is one kernel writing in place: no copy.
+TEST_P(Assign, AStackOfItsOwnPartsUpdatedInPlaceIsOneKernel) {
+  Tensor a = Tensor(kStart, {2, 3}, GetParam()).realize();
+  const Tensor g = Tensor(std::vector<float>{1, 2, 3}, {3}, GetParam()).realize();
+  const int64_t storage = held(a).storage_id();
+  const GlobalCounters before = global_counters();
+  a.assign(Tensor::stack(std::vector<Tensor>{a[0] * 0.5f + g, a[1] * 2 + g * g}, 0)).realize();
+  EXPECT_EQ(global_counters().kernels - before.kernels, 1);
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{1.75f, 1.0f, 4.625f, 2.0f, 2.0f, 17.0f}));
+  EXPECT_EQ(held(a).storage_id(), storage);
 }
 
 // The assign's kernel runs after every kernel of the realize that reads the old value, also
