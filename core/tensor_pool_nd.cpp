@@ -9,6 +9,7 @@
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
+#include <vkgrad/core/spatial_options.hpp>
 #include <vkgrad/core/tensor.hpp>
 #include <vkgrad/core/tensor_pool.hpp>
 
@@ -17,23 +18,6 @@ namespace vkg {
 namespace {
 
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
-
-std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
-
-std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t dims, std::string_view what,
-                              std::string_view op) {
-  if (v.size() != 1 && v.size() != dims)
-    throw Error(std::string(op) + ": " + std::string(what) + " needs 1 or " + std::to_string(dims) +
-                " values, got " + std::to_string(v.size()));
-  return v.size() == 1 ? std::vector<int64_t>(dims, v[0]) : v;
-}
-
-// (a, b, c): one value per pooled axis, as the errors print them.
-std::string values_str(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + ")";
-}
 
 // The pooled axes' geometry: kernel, stride, dilation, and the pads before and after (the after
 // pad grows by what ceil_mode's last window needs).
@@ -52,9 +36,9 @@ Geometry geometry(const Tensor& x, const PoolOptions& o, std::string_view op) {
                 std::to_string(dims) + " and input " + desc(x));
   Geometry g;
   g.k = o.kernel;
-  g.s = o.stride ? per_axis(*o.stride, dims, "stride", op) : o.kernel;
-  g.d = per_axis(o.dilation, dims, "dilation", op);
-  const std::vector<int64_t> p = per_axis(o.padding, dims, "padding", op);
+  g.s = o.stride ? per_axis(*o.stride, dims, "stride", op, x) : o.kernel;
+  g.d = per_axis(o.dilation, dims, "dilation", op, x);
+  const std::vector<int64_t> p = per_axis(o.padding, dims, "padding", op, x);
   auto check = [&](const std::vector<int64_t>& v, std::string_view what, int64_t low) {
     for (int64_t e : v)
       if (e < low)
@@ -69,6 +53,9 @@ Geometry geometry(const Tensor& x, const PoolOptions& o, std::string_view op) {
   const size_t lead = size_t(x.ndim()) - dims;
   std::vector<int64_t> padded(dims);
   for (size_t a = 0; a < dims; ++a) {
+    // As torch: a window over an empty axis would hold only padding.
+    if (x.shape()[lead + a] == 0)
+      throw Error(std::string(op) + ": the pooled axes of input " + desc(x) + " must not be empty");
     if (2 * p[a] > g.k[a])
       throw Error(std::string(op) + ": padding " + values_str(p) +
                   " must be at most half the kernel " + values_str(g.k) + " (as torch; input " +

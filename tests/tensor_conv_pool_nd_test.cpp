@@ -400,6 +400,37 @@ TEST_P(ConvPoolNd, MaxPoolPaddingIsNeverTheMaximum) {
   EXPECT_EQ(low.max_pool_with_indices(c).second.to_vector<int32_t>(), (std::vector<int32_t>{0, 2}));
 }
 
+// Errors name the op, the input's shape and dtype: an empty pooled axis (torch: "Expected
+// input's non-batch dimensions to have positive length"), a transposed convolution over an empty
+// axis, and options with the wrong number of values.
+TEST_P(ConvPoolNd, EmptyAxesAndOptionCountsAreErrorsNamingTheInput) {
+  const std::string dev = GetParam();
+  const Tensor empty = Tensor::zeros({1, 1, 0}, dtypes::float32, dev);
+  PoolOptions o;
+  o.kernel = {2}, o.padding = {1};
+  EXPECT_EQ(error_of([&] { empty.max_pool(o); }),
+            "max_pool: the pooled axes of input (1, 1, 0) float32 must not be empty");
+  EXPECT_EQ(error_of([&] { empty.avg_pool(o); }),
+            "avg_pool: the pooled axes of input (1, 1, 0) float32 must not be empty");
+  const Tensor w = Tensor::ones({1, 1, 3}, dtypes::float32, dev);
+  ConvOptions strided;
+  strided.stride = {2};
+  const std::string transposed =
+      error_of([&] { empty.conv_transpose1d(w, std::nullopt, strided); });
+  EXPECT_EQ(transposed,
+            "conv_transpose1d: input (1, 1, 0) float32 has a spatial axis of length 0 "
+            "(weight (1, 1, 3) float32)");
+  const Tensor x = Tensor::ones({1, 1, 5}, dtypes::float32, dev);
+  ConvOptions two;
+  two.stride = {1, 2};
+  EXPECT_EQ(error_of([&] { x.conv1d(w, std::nullopt, two); }),
+            "conv1d: stride needs 1 or 1 values, got 2 (input (1, 1, 5) float32)");
+  PoolOptions pool;
+  pool.kernel = {2}, pool.dilation = {1, 1, 1};
+  EXPECT_EQ(error_of([&] { x.max_pool(pool); }),
+            "max_pool: dilation needs 1 or 1 values, got 3 (input (1, 1, 5) float32)");
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ConvPoolNd, testing::Values("CPU", "VK"));
 
 }  // namespace
