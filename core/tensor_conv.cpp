@@ -6,6 +6,7 @@
 // gradient (with_conv_input_gradient), its weight gradient the one derived through the view.
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
+#include <vkgrad/core/spatial_options.hpp>
 #include <vkgrad/core/tensor.hpp>
 #include <vkgrad/core/tensor_pool.hpp>
 
@@ -16,33 +17,16 @@ namespace {
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 using Values = std::vector<int64_t>;
 
-std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
-
-// (a, b, c): one value per spatial axis, as the errors print them.
-std::string values_str(const Values& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + ")";
-}
-
 // A convolution's options, one value per spatial axis.
 struct ConvGeometry {
   Values stride, padding, dilation, output_padding;  // output_padding: transposed only
   int64_t groups = 1;
 };
 
-// One value per spatial axis: a single value is used for all of them.
-Values per_axis(const Values& v, size_t dims, std::string_view what, std::string_view op) {
-  if (v.size() != 1 && v.size() != dims)
-    throw Error(std::string(op) + ": " + std::string(what) + " needs 1 or " + std::to_string(dims) +
-                " values, got " + std::to_string(v.size()));
-  return v.size() == 1 ? Values(dims, v[0]) : v;
-}
-
-ConvGeometry resolve(const ConvOptions& o, size_t dims, std::string_view op) {
-  return {per_axis(o.stride, dims, "stride", op), per_axis(o.padding, dims, "padding", op),
-          per_axis(o.dilation, dims, "dilation", op),
-          per_axis(o.output_padding, dims, "output_padding", op), o.groups};
+ConvGeometry resolve(const ConvOptions& o, size_t dims, std::string_view op, const Tensor& x) {
+  return {per_axis(o.stride, dims, "stride", op, x), per_axis(o.padding, dims, "padding", op, x),
+          per_axis(o.dilation, dims, "dilation", op, x),
+          per_axis(o.output_padding, dims, "output_padding", op, x), o.groups};
 }
 
 void check_device(const Tensor& a, const Tensor& b, std::string_view op) {
@@ -201,6 +185,24 @@ Tensor convolve_transposed(const Tensor& x, const Tensor& weight, const std::opt
                   " must be smaller than the stride " + values_str(o.stride) + " or the dilation " +
                   values_str(o.dilation) + " (input " + desc(x) + ")");
   check_bias(bias, weight.shape()[1] * g, x, weight, op);
+  // The sizes first: the stride's dilation below assumes every spatial axis has an element.
+  for (size_t d = 0; d < dims; ++d)
+    if (x.shape()[2 + d] == 0)
+      throw Error(std::string(op) + ": input " + desc(x) +
+                  " has a spatial axis of length 0 (weight " + desc(weight) + ")");
+  Pads pads;
+  Values sizes;
+  for (size_t d = 0; d < dims; ++d) {
+    const int64_t e = (weight.shape()[2 + d] - 1) * o.dilation[d];
+    sizes.push_back((x.shape()[2 + d] - 1) * o.stride[d] - 2 * o.padding[d] + e +
+                    o.output_padding[d] + 1);
+    pads.emplace_back(e - o.padding[d], e - o.padding[d] + o.output_padding[d]);
+  }
+  for (int64_t size : sizes)
+    if (size <= 0)
+      throw Error(std::string(op) + ": the output would be " + values_str(sizes) + ": padding " +
+                  values_str(o.padding) + " is too large (input " + desc(x) + ", weight " +
+                  desc(weight) + ")");
   std::vector<int64_t> kernel_axes;
   for (size_t d = 0; d < dims; ++d) kernel_axes.push_back(int64_t(3 + d));
   const Tensor w =
@@ -220,19 +222,6 @@ Tensor convolve_transposed(const Tensor& x, const Tensor& weight, const std::opt
     }
     stuffed = x.reshape(wide).pad(pads).reshape(merged).shrink(keep);
   }
-  Pads pads;
-  Values sizes;
-  for (size_t d = 0; d < dims; ++d) {
-    const int64_t e = (weight.shape()[2 + d] - 1) * o.dilation[d];
-    sizes.push_back((x.shape()[2 + d] - 1) * o.stride[d] - 2 * o.padding[d] + e +
-                    o.output_padding[d] + 1);
-    pads.emplace_back(e - o.padding[d], e - o.padding[d] + o.output_padding[d]);
-  }
-  for (int64_t size : sizes)
-    if (size <= 0)
-      throw Error(std::string(op) + ": the output would be " + values_str(sizes) + ": padding " +
-                  values_str(o.padding) + " is too large (input " + desc(x) + ", weight " +
-                  desc(weight) + ")");
   return convolve(stuffed, w, bias, Values(dims, 1), o.dilation, g, pads, op);
 }
 
@@ -243,7 +232,7 @@ Tensor convolve_transposed(const Tensor& x, const Tensor& weight, const std::opt
 // weight's gradient stays the derived one (a reduce over batch and output positions, already
 // one fused kernel).
 UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor& w,
-                                const ConvGeometry& o) {
+                                const ConvGeometry& o, std::string_view op) {
   const size_t dims = o.stride.size();
   // The input positions past the last window: (padded size - dilated kernel) mod stride, always
   // below the stride, so the transposed convolution takes them as its output_padding.
@@ -258,6 +247,7 @@ UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor
   }
   const UOpPtr value = out.node(), xn = x.node(), wn = w.node();
   const DType x_dtype = x.dtype();
+  const std::string op_name(op);  // the lambda outlives the caller's string_view
   // convolve's choice for the transposed convolution: its input channels are this one's outputs
   // per group, its padded input larger than this one's input by the dilated kernel. Only where
   // that convolution runs (the input wants a gradient): the weight gradient alone reads the
@@ -282,8 +272,7 @@ UOpPtr with_conv_input_gradient(const Tensor& out, const Tensor& x, const Tensor
         const auto dw = compute_gradient(GradientRequest{value, g.node(), {wn.get()}, {}});
         std::optional<Tensor> dx;
         if (x_dtype.is_float())
-          dx = convolve_transposed(g, Tensor(wn), std::nullopt, back, "convolution's gradient")
-                   .cast(x_dtype);
+          dx = convolve_transposed(g, Tensor(wn), std::nullopt, back, op_name).cast(x_dtype);
         auto it = dw.find(wn.get());
         return {dx, it == dw.end() ? std::nullopt : std::optional<Tensor>(Tensor(it->second))};
       });
@@ -304,7 +293,7 @@ Tensor convolution(const Tensor& x, const Tensor& w, const std::optional<Tensor>
   Pads pads;
   for (int64_t p : o.padding) pads.emplace_back(p, p);
   Tensor out = convolve(x, w, std::nullopt, o.stride, o.dilation, o.groups, pads, op);
-  out = Tensor(with_conv_input_gradient(out, x, w, o));
+  out = Tensor(with_conv_input_gradient(out, x, w, o, op));
   if (bias) {
     Shape along(size_t(out.ndim()), 1);
     along[1] = cout;
@@ -326,7 +315,7 @@ ConvGeometry geometry_2d(Size2 stride, Size2 padding, Size2 dilation, Size2 outp
 
 Tensor Tensor::conv1d(const Tensor& weight, const std::optional<Tensor>& bias,
                       ConvOptions o) const {
-  return convolution(*this, weight, bias, resolve(o, 1, "conv1d"), "conv1d");
+  return convolution(*this, weight, bias, resolve(o, 1, "conv1d", *this), "conv1d");
 }
 
 Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias,
@@ -337,12 +326,12 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias,
 
 Tensor Tensor::conv3d(const Tensor& weight, const std::optional<Tensor>& bias,
                       ConvOptions o) const {
-  return convolution(*this, weight, bias, resolve(o, 3, "conv3d"), "conv3d");
+  return convolution(*this, weight, bias, resolve(o, 3, "conv3d", *this), "conv3d");
 }
 
 Tensor Tensor::conv_transpose1d(const Tensor& weight, const std::optional<Tensor>& bias,
                                 ConvOptions o) const {
-  return convolve_transposed(*this, weight, bias, resolve(o, 1, "conv_transpose1d"),
+  return convolve_transposed(*this, weight, bias, resolve(o, 1, "conv_transpose1d", *this),
                              "conv_transpose1d");
 }
 
@@ -355,7 +344,7 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor
 
 Tensor Tensor::conv_transpose3d(const Tensor& weight, const std::optional<Tensor>& bias,
                                 ConvOptions o) const {
-  return convolve_transposed(*this, weight, bias, resolve(o, 3, "conv_transpose3d"),
+  return convolve_transposed(*this, weight, bias, resolve(o, 3, "conv_transpose3d", *this),
                              "conv_transpose3d");
 }
 

@@ -9,6 +9,7 @@
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
+#include <vkgrad/core/spatial_options.hpp>
 #include <vkgrad/core/tensor.hpp>
 #include <vkgrad/core/tensor_pool.hpp>
 
@@ -17,23 +18,6 @@ namespace vkg {
 namespace {
 
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
-
-std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
-
-std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t dims, std::string_view what,
-                              std::string_view op) {
-  if (v.size() != 1 && v.size() != dims)
-    throw Error(std::string(op) + ": " + std::string(what) + " needs 1 or " + std::to_string(dims) +
-                " values, got " + std::to_string(v.size()));
-  return v.size() == 1 ? std::vector<int64_t>(dims, v[0]) : v;
-}
-
-// (a, b, c): one value per pooled axis, as the errors print them.
-std::string values_str(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + ")";
-}
 
 // The pooled axes' geometry: kernel, stride, dilation, and the pads before and after (the after
 // pad grows by what ceil_mode's last window needs).
@@ -52,9 +36,9 @@ Geometry geometry(const Tensor& x, const PoolOptions& o, std::string_view op) {
                 std::to_string(dims) + " and input " + desc(x));
   Geometry g;
   g.k = o.kernel;
-  g.s = o.stride ? per_axis(*o.stride, dims, "stride", op) : o.kernel;
-  g.d = per_axis(o.dilation, dims, "dilation", op);
-  const std::vector<int64_t> p = per_axis(o.padding, dims, "padding", op);
+  g.s = o.stride ? per_axis(*o.stride, dims, "stride", op, x) : o.kernel;
+  g.d = per_axis(o.dilation, dims, "dilation", op, x);
+  const std::vector<int64_t> p = per_axis(o.padding, dims, "padding", op, x);
   auto check = [&](const std::vector<int64_t>& v, std::string_view what, int64_t low) {
     for (int64_t e : v)
       if (e < low)
@@ -69,6 +53,9 @@ Geometry geometry(const Tensor& x, const PoolOptions& o, std::string_view op) {
   const size_t lead = size_t(x.ndim()) - dims;
   std::vector<int64_t> padded(dims);
   for (size_t a = 0; a < dims; ++a) {
+    // As torch: a window over an empty axis would hold only padding.
+    if (x.shape()[lead + a] == 0)
+      throw Error(std::string(op) + ": the pooled axes of input " + desc(x) + " must not be empty");
     if (2 * p[a] > g.k[a])
       throw Error(std::string(op) + ": padding " + values_str(p) +
                   " must be at most half the kernel " + values_str(g.k) + " (as torch; input " +
@@ -112,19 +99,42 @@ Tensor apply_along(const Tensor& x, int axis, const std::vector<double>& weights
   return x.transpose(axis, -1).matmul(m.transpose()).transpose(axis, -1);
 }
 
-// First maxima: where each window of `flat` (windows flattened to (..., k)) first reaches its
-// max `value` (..., 1); a nan is the maximum where there is one, as max's. A running count of hits
-// finds the first one.
-Tensor first_maxima(const Tensor& flat, const Tensor& value) {
+// Where torch's max pools find each window's maximum in `flat` (windows flattened to (..., k)),
+// given the max `value` (..., 1): the first element equal to it, or where the max is a nan, the
+// last nan (torch's kernels move on to an element when `val > max || isnan(val)`). `inside`
+// (..., k), where there is padding, leaves it out: window [pad, -inf] has its max at the -inf.
+Tensor max_positions(const Tensor& flat, const Tensor& value, const std::optional<Tensor>& inside) {
   Tensor hit = flat.eq(value);
-  if (flat.dtype().is_float()) hit = hit.logical_or(flat.isnan());
-  return hit.logical_and(hit.cast(dtypes::int32).cumsum(-1).eq(1));
+  if (inside) hit = hit.logical_and(*inside);
+  // Integers have no nan: the first hit, where the running count of hits is 1.
+  if (!flat.dtype().is_float()) return hit.logical_and(hit.cast(dtypes::int32).cumsum(-1).eq(1));
+  hit = hit.logical_or(flat.isnan());  // a nan max equals nothing; padding is never a nan
+  const int64_t k = flat.shape().back();
+  if (k > 256) {  // a scan in blocks (cumsum's), and the total in a reduce of its own
+    const Tensor hits = hit.cast(dtypes::int32);
+    return hit.logical_and(hits.cumsum(-1).eq(value.isnan().where(hits.sum(-1, true), 1)));
+  }
+  // One reduce with a mask that is the same for every window (as a cumsum's): position i counts
+  // the hits before it times 2^bits (> k) plus those after it. The first hit has none before it
+  // (count < 2^bits), the last none after it (count's low bits 0); a mask of the count's bits
+  // picks which to test, per window.
+  int bits = 1;
+  while ((int64_t(1) << bits) <= k) ++bits;
+  const int64_t high = int64_t(1) << bits;
+  const Tensor i = Tensor::arange(0, k, 1, flat.device()).reshape({k, 1});
+  const Tensor j = Tensor::arange(0, k, 1, flat.device()).reshape({1, k});
+  Shape row = flat.shape();
+  row.insert(row.end() - 1, 1);  // (..., 1, k) against the (k, k) weights
+  const Tensor weight = j.lt(i).where(high, j.gt(i).cast(dtypes::int32));
+  const Tensor counts = hit.reshape(row).where(weight, 0).sum(-1);
+  const Tensor bits_tested = value.isnan().where(high - 1, -high).cast(dtypes::int32);
+  return hit.logical_and(counts.bitwise_and(bits_tested).eq(0));
 }
 
 // The max over each window, reduced over the window's axes as they are (not flattened: the
 // kernel indexes them without a division). The index of each window's maximum is that of the
-// input position (flattened over the pooled axes, as torch's) where the window first reaches its
-// max: a pooled view of the positions picks it with the first-maximum mask.
+// input position (flattened over the pooled axes, as torch's) that max_positions picks: a pooled
+// view of the positions, padded with -1, holds them.
 std::pair<Tensor, Tensor> max_pool_of(const Tensor& x, const PoolOptions& o, std::string_view op) {
   const Geometry g = geometry(x, o, op);
   const size_t dims = o.kernel.size(), lead = size_t(x.ndim()) - dims;
@@ -136,19 +146,6 @@ std::pair<Tensor, Tensor> max_pool_of(const Tensor& x, const PoolOptions& o, std
   for (int64_t k : g.k) kprod *= k;
   flat.push_back(kprod);
   one.push_back(1);
-  const Tensor max = windows.max(last_axes(dims));
-  Tensor values = max;
-  if (x.dtype().is_float()) {
-    // torch's gradient: each window's first maximum takes all of it (max's own rule would split
-    // it among tied maxima).
-    const UOpPtr wn = windows.node(), mn = max.node();
-    values = Tensor(with_custom_gradient(
-        mn, {wn}, [wn, mn, flat, one](const Tensor& grad) -> std::vector<std::optional<Tensor>> {
-          const Tensor w(wn);
-          const Tensor first = first_maxima(w.reshape(flat), Tensor(mn).reshape(one));
-          return {first.where(grad.reshape(one).expand(flat), 0).reshape(w.shape())};
-        }));
-  }
   // Positions 0..prod(spatial)-1 laid over the pooled axes, padded with -1.
   Shape spatial(x.shape().begin() + int64_t(lead), x.shape().end());
   int64_t positions = 1;
@@ -156,11 +153,27 @@ std::pair<Tensor, Tensor> max_pool_of(const Tensor& x, const PoolOptions& o, std
   Shape ones(lead, 1);
   ones.insert(ones.end(), spatial.begin(), spatial.end());
   const Tensor where_from = Tensor::arange(0, positions, 1, x.device()).reshape(ones);
-  const Tensor index_windows = pool(where_from.pad(g.extra, -1), g.k, g.s, g.d);
-  const Tensor first = first_maxima(windows.reshape(flat), max.reshape(one));
-  const Tensor indices = first.where(index_windows.expand(windows.shape()).reshape(flat), 0)
-                             .sum(-1)
-                             .cast(dtypes::int32);
+  const Tensor index_windows =
+      pool(where_from.pad(g.extra, -1), g.k, g.s, g.d).expand(windows.shape()).reshape(flat);
+  std::optional<Tensor> inside;
+  for (const auto& [before, after] : g.extra)
+    if (before || after) inside = index_windows.ge(0);
+  const Tensor max = windows.max(last_axes(dims));
+  Tensor values = max;
+  if (x.dtype().is_float()) {
+    // torch's gradient: each window's maximum as max_positions picks it takes all of it (max's
+    // own rule would split it among tied maxima).
+    const UOpPtr wn = windows.node(), mn = max.node();
+    values = Tensor(with_custom_gradient(
+        mn, {wn},
+        [wn, mn, flat, one, inside](const Tensor& grad) -> std::vector<std::optional<Tensor>> {
+          const Tensor w(wn);
+          const Tensor at = max_positions(w.reshape(flat), Tensor(mn).reshape(one), inside);
+          return {at.where(grad.reshape(one).expand(flat), 0).reshape(w.shape())};
+        }));
+  }
+  const Tensor at = max_positions(windows.reshape(flat), max.reshape(one), inside);
+  const Tensor indices = at.where(index_windows, 0).sum(-1).cast(dtypes::int32);
   return {values, indices};
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "support/device_compare.hpp"
 #include "support/error_of.hpp"
@@ -324,15 +325,37 @@ TEST_P(ConvPoolNd, AdaptivePoolingAndInterpolation) {
 }
 
 // At tied maxima both max pools give a window's gradient to its first maximum, as torch (not
-// split as max's would be): 1-D, 2-D against max_pool2d, and a window of nans.
-TEST_P(ConvPoolNd, MaxPoolGradientGoesToTheFirstTiedMaximum) {
+// split as max's would be): 1-D, 2-D against max_pool2d. A window of nans gives it to its last
+// nan, as torch's kernels (`val > max || isnan(val)` moves on to each later nan); the index too.
+TEST_P(ConvPoolNd, MaxPoolGradientGoesToTheFirstTiedMaximumOrTheLastNan) {
   const std::string dev = GetParam();
   Tensor x =
       Tensor(std::vector<float>{2, 2, 1, 3, 3, 3, NAN, NAN}, {1, 1, 8}, dev).requires_grad_();
   PoolOptions o;
   o.kernel = {2};
   (x.max_pool(o) * Tensor(std::vector<float>{1, 2, 3, 4}, {1, 1, 4}, dev)).sum().backward();
-  EXPECT_EQ(x.grad()->to_vector<float>(), (std::vector<float>{1, 0, 0, 2, 3, 0, 4, 0}));
+  // torch: x.grad = [1, 0, 0, 2, 3, 0, 0, 4], indices [0, 3, 4, 7].
+  EXPECT_EQ(x.grad()->to_vector<float>(), (std::vector<float>{1, 0, 0, 2, 3, 0, 0, 4}));
+  EXPECT_EQ(x.max_pool_with_indices(o).second.to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 3, 4, 7}));
+  // A nan before a larger value and one after it: either way the nan is the max.
+  const Tensor mixed(std::vector<float>{NAN, 5, 1, 7, 5, NAN}, {1, 1, 6}, dev);
+  o.kernel = {3};
+  const auto [mv, mi] = mixed.max_pool_with_indices(o);
+  EXPECT_TRUE(std::isnan(mv.to_vector<float>()[0]) && std::isnan(mv.to_vector<float>()[1]));
+  EXPECT_EQ(mi.to_vector<int32_t>(), (std::vector<int32_t>{0, 5}));
+  // Windows longer than a scan block (256) count their hits another way: ties at 5 and 200 in the
+  // first window of 300, nans at 310 and 550 in the second.
+  std::vector<float> wide(600, 0.0f);
+  wide[5] = wide[200] = 9, wide[310] = wide[550] = NAN, wide[400] = 9;
+  Tensor big = Tensor(wide, {1, 1, 600}, dev).requires_grad_();
+  o.kernel = {300};
+  EXPECT_EQ(big.max_pool_with_indices(o).second.to_vector<int32_t>(),
+            (std::vector<int32_t>{5, 550}));
+  (big.max_pool(o) * Tensor(std::vector<float>{1, 2}, {1, 1, 2}, dev)).sum().backward();
+  std::vector<float> want_big(600, 0.0f);
+  want_big[5] = 1, want_big[550] = 2;
+  EXPECT_EQ(big.grad()->to_vector<float>(), want_big);
   const std::vector<float> img{5, 5, 1, 2,  //
                                5, 0, 2, 2,  //
                                0, 0, 7, 1,  //
@@ -347,6 +370,65 @@ TEST_P(ConvPoolNd, MaxPoolGradientGoesToTheFirstTiedMaximum) {
   const std::vector<float> want{1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 4, 0, 0, 0, 0, 0};
   EXPECT_EQ(a.grad()->to_vector<float>(), want);
   EXPECT_EQ(b.grad()->to_vector<float>(), want);
+}
+
+// The padding is never a window's maximum, even where the max equals its fill (-inf, the
+// integers' lowest): torch's index and gradient go to the input element. Windows of x = [-inf,
+// -inf, 1] with kernel 2, stride 1, padding 1: [pad, -inf], [-inf, -inf], [-inf, 1], [1, pad].
+TEST_P(ConvPoolNd, MaxPoolPaddingIsNeverTheMaximum) {
+  const std::string dev = GetParam();
+  const float inf = std::numeric_limits<float>::infinity();
+  PoolOptions o;
+  o.kernel = {2}, o.stride = std::vector<int64_t>{1}, o.padding = {1};
+  Tensor x = Tensor(std::vector<float>{-inf, -inf, 1}, {1, 1, 3}, dev).requires_grad_();
+  const auto [values, indices] = x.max_pool_with_indices(o);
+  EXPECT_EQ(values.to_vector<float>(), (std::vector<float>{-inf, -inf, 1, 1}));
+  EXPECT_EQ(indices.to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 2, 2}));
+  (x.max_pool(o) * Tensor(std::vector<float>{1, 2, 3, 4}, {1, 1, 4}, dev)).sum().backward();
+  EXPECT_EQ(x.grad()->to_vector<float>(), (std::vector<float>{3, 0, 7}));
+  const int32_t lowest = std::numeric_limits<int32_t>::min();
+  const Tensor ints(std::vector<int32_t>{lowest, lowest, 1}, {1, 1, 3}, dev);
+  EXPECT_EQ(ints.max_pool_with_indices(o).second.to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 0, 2, 2}));
+  const Tensor bytes = Tensor(std::vector<int32_t>{0, 0, 1}, {1, 1, 3}, dev).cast(dtypes::uint8);
+  EXPECT_EQ(bytes.max_pool_with_indices(o).second.to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 0, 2, 2}));
+  // ceil_mode's overhang neither: [-inf, -inf], [-inf, overhang] -> indices 0 and 2.
+  PoolOptions c;
+  c.kernel = {2}, c.ceil_mode = true;
+  const Tensor low(std::vector<float>{-inf, -inf, -inf}, {1, 1, 3}, dev);
+  EXPECT_EQ(low.max_pool_with_indices(c).second.to_vector<int32_t>(), (std::vector<int32_t>{0, 2}));
+}
+
+// Errors name the op, the input's shape and dtype: an empty pooled axis (torch: "Expected
+// input's non-batch dimensions to have positive length"), a transposed convolution over an empty
+// axis, and options with the wrong number of values.
+TEST_P(ConvPoolNd, EmptyAxesAndOptionCountsAreErrorsNamingTheInput) {
+  const std::string dev = GetParam();
+  const Tensor empty = Tensor::zeros({1, 1, 0}, dtypes::float32, dev);
+  PoolOptions o;
+  o.kernel = {2}, o.padding = {1};
+  EXPECT_EQ(error_of([&] { empty.max_pool(o); }),
+            "max_pool: the pooled axes of input (1, 1, 0) float32 must not be empty");
+  EXPECT_EQ(error_of([&] { empty.avg_pool(o); }),
+            "avg_pool: the pooled axes of input (1, 1, 0) float32 must not be empty");
+  const Tensor w = Tensor::ones({1, 1, 3}, dtypes::float32, dev);
+  ConvOptions strided;
+  strided.stride = {2};
+  const std::string transposed =
+      error_of([&] { empty.conv_transpose1d(w, std::nullopt, strided); });
+  EXPECT_EQ(transposed,
+            "conv_transpose1d: input (1, 1, 0) float32 has a spatial axis of length 0 "
+            "(weight (1, 1, 3) float32)");
+  const Tensor x = Tensor::ones({1, 1, 5}, dtypes::float32, dev);
+  ConvOptions two;
+  two.stride = {1, 2};
+  EXPECT_EQ(error_of([&] { x.conv1d(w, std::nullopt, two); }),
+            "conv1d: stride needs 1 or 1 values, got 2 (input (1, 1, 5) float32)");
+  PoolOptions pool;
+  pool.kernel = {2}, pool.dilation = {1, 1, 1};
+  EXPECT_EQ(error_of([&] { x.max_pool(pool); }),
+            "max_pool: dilation needs 1 or 1 values, got 3 (input (1, 1, 5) float32)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ConvPoolNd, testing::Values("CPU", "VK"));

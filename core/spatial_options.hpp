@@ -1,0 +1,34 @@
+// Options given once per spatial axis (stride, padding, dilation, kernel) and how the
+// convolutions' and pools' errors print them and their input (core/tensor_conv.cpp,
+// core/tensor_pool_nd.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg {
+
+// "(1, 1, 8) float32": a tensor as the errors name it.
+inline std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
+
+// "(a, b, c)": one value per spatial axis, as the errors print them.
+inline std::string values_str(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + ")";
+}
+
+// One value per spatial axis of `x`'s op: a single value is used for all of them.
+inline std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t dims,
+                                     std::string_view what, std::string_view op, const Tensor& x) {
+  if (v.size() != 1 && v.size() != dims)
+    throw Error(std::string(op) + ": " + std::string(what) + " needs 1 or " + std::to_string(dims) +
+                " values, got " + std::to_string(v.size()) + " (input " + desc(x) + ")");
+  return v.size() == 1 ? std::vector<int64_t>(dims, v[0]) : v;
+}
+
+}  // namespace vkg
