@@ -70,8 +70,7 @@ class CpuDevice final : public Device {
     for (Allocation* a : memory) buffers.emplace_back(static_cast<HostAllocation*>(a)->bytes);
     const auto t0 = std::chrono::steady_clock::now();
     run_program(*p, buffers, var_values(*p, item));
-    const double ns =
-        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     stats_.push_back(RunStat{p->name, int(buffers.size()), p->bytes, p->flops, ns});
   }
 
@@ -83,8 +82,7 @@ class CpuDevice final : public Device {
   std::vector<RunStat> stats_;
 };
 
-const bool registered = register_device(
-    "CPU", [](const std::string& name) { return std::make_unique<CpuDevice>(name); });
+const bool registered = register_device("CPU", [](const std::string& name) { return std::make_unique<CpuDevice>(name); });
 
 }  // namespace
 

@@ -71,13 +71,14 @@ uint64_t Transfer::submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset
   return slot.point;
 }
 
-void Transfer::upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset) {
+void Transfer::upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset,
+                      bool wait_for_queue) {
   check_range(dst, dst_offset, src.size(), "upload");
   if (src.empty()) return;
   std::lock_guard lock(mutex_);
   if (dst.mapped()) {
     // Kernels submitted earlier may still read this memory: let them finish first.
-    device_.timeline().wait_all();
+    if (wait_for_queue) device_.timeline().wait_all();
     std::memcpy(dst.mapped() + dst_offset, src.data(), src.size());
     return;
   }
@@ -93,7 +94,7 @@ void Transfer::upload(const Buffer& dst, std::span<const std::byte> src, VkDevic
     last = submit_copy(slot, staging_.handle(), staging_.offset() + at, dst.handle(),
                        dst.offset() + dst_offset + done, n);
   }
-  device_.timeline().wait(last);
+  if (wait_for_queue) device_.timeline().wait(last);
   staged_bytes_ += src.size();
 }
 

@@ -30,8 +30,13 @@ class Transfer {
   Transfer(const Transfer&) = delete;
   Transfer& operator=(const Transfer&) = delete;
 
-  // Copies src into dst starting at dst_offset; throws vkg::Error if it does not fit.
-  void upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset = 0);
+  // Copies src into dst starting at dst_offset; throws vkg::Error if it does not fit. With
+  // `wait_for_queue`, it first waits for everything submitted (which may still read dst's old
+  // contents) and returns once the bytes are in place. Without it (dst is fresh memory nothing
+  // submitted uses), the host does not wait for earlier work: a mapped dst is written at once, and
+  // staged chunks are copied by commands that later submissions follow in timeline order.
+  void upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset = 0,
+              bool wait_for_queue = true);
   // Copies src's bytes from src_offset into dst.
   void download(const Buffer& src, std::span<std::byte> dst, VkDeviceSize src_offset = 0);
 
