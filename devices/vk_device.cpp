@@ -105,7 +105,14 @@ class VkDevice final : public Device {
   }
   void copy_in(Allocation& dst, std::span<const std::byte> src) override {
     auto& a = static_cast<VkAllocation&>(dst);
-    rt_.transfer.upload(a.buffer, src, 0, /*wait_for_queue=*/!std::exchange(a.fresh, false));
+    const vk::Transfer::Pending copied =
+        rt_.transfer.upload(a.buffer, src, 0, /*wait_for_queue=*/!std::exchange(a.fresh, false));
+    if (copied.semaphore) {
+      // It ran on the copy engine's queue: kernels from now on start after it, and the point
+      // submitted here (which buffers freed later wait for) too.
+      queue_.wait_before_next(copied.semaphore, copied.value);
+      queue_.submit();
+    }
   }
   void copy_out(Allocation& src, std::span<std::byte> dst) override {
     finish();  // kernels queued earlier, or a copy from another device, may still be writing it
