@@ -44,16 +44,23 @@ struct Registry {
 // A realize returns once its work is submitted (Device::flush), so work may still run when the
 // program ends: exit waits for it first, before the drivers' own statics are torn down under it
 // (registered at the first device's opening, so it runs before the destructors of statics
-// constructed earlier). Errors are dropped: nothing is left to report them to.
+// constructed earlier). Errors are dropped: nothing is left to report them to. DEBUG>=1 says
+// what it waited for (from the environment: settings may be gone by now).
 void wait_for_devices_at_exit() {
   Registry& r = Registry::get();
   std::lock_guard lock(r.mu);
+  const char* debug = std::getenv("DEBUG");
   for (auto& [name, dev] : r.open) {
     try {
+      const Device::QueueCounts q = dev->queue_counts();
+      if (debug && std::atoi(debug) >= 1 && q.completed < q.submitted)
+        std::printf("exit: waiting for %s: %llu submissions in flight\n", name.c_str(),
+                    (unsigned long long)(q.submitted - q.completed));
       dev->synchronize();
     } catch (...) {
     }
   }
+  std::fflush(stdout);
 }
 
 // Totals for the DEBUG=2 summary printed at exit.

@@ -6,8 +6,14 @@
 // this suite under the validation layer's synchronization validation (VKG_VALIDATION=sync).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include <vkgrad/codegen/cpu_interpreter.hpp>
@@ -15,6 +21,8 @@
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/vkgrad.hpp>
+
+#include "support/child_process.hpp"
 
 namespace vkg {
 namespace {
@@ -169,6 +177,30 @@ TEST(AsyncRealize, AnErrorInFlightIsAnErrorAtTheNextRead) {
   }
   // The library is usable after it: new work on the device runs and reads back.
   EXPECT_EQ((x * 3).to_vector<float>(), (std::vector<float>{3, 6, 9}));
+}
+
+// A program that ends with work in flight waits for it at exit, before the driver is torn down
+// under it (which crashed the process): the child realizes a long chain, never reads it, and
+// returns; DEBUG=1 makes the exit wait say what it waited for.
+TEST(AsyncRealize, ExitWaitsForWorkInFlight) {
+  const std::filesystem::path log = std::filesystem::temp_directory_path() /
+                                    ("vkg_async_exit_" + std::to_string(::getpid()) + ".log");
+  const int status =
+      test::run_child("AsyncRealizeChild.*", {"VKG_TEST_ASYNC_EXIT=1", "DEBUG=1"}, log.string());
+  std::stringstream text;
+  text << std::ifstream(log).rdbuf();
+  EXPECT_EQ(status, 0) << text.str();
+  EXPECT_NE(text.str().find("exit: waiting for VK: "), std::string::npos) << text.str();
+  std::filesystem::remove(log);
+}
+
+TEST(AsyncRealizeChild, EndsWithWorkInFlight) {
+  if (!std::getenv("VKG_TEST_ASYNC_EXIT"))
+    GTEST_SKIP() << "runs only as ExitWaitsForWorkInFlight's child";
+  ChainInputs in;
+  Tensor c = chain(in.ones, in.avg, 32).realize();
+  const Device::QueueCounts q = device("VK").queue_counts();
+  EXPECT_LT(q.completed, q.submitted) << "the chain finished before the program ended";
 }
 
 }  // namespace
