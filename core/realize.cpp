@@ -364,7 +364,7 @@ void realize(std::span<Tensor* const> tensors) {
   }
   // The host waits here only for DEBUG=2, which prints each kernel's time; otherwise the work is
   // submitted and runs on while the program goes on (Device::flush).
-  const bool wait = options.debug >= 2;
+  const bool wait = options.debug >= 2 || setting("VKG_SYNC_REALIZE") > 0;
   for (Device* dev : used)
     print_stats(dev->name(), wait ? dev->synchronize() : dev->flush(), options.debug);
   copies_in_flight.insert(copies_in_flight.end(), copies.begin(), copies.end());
