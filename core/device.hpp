@@ -67,6 +67,21 @@ class Device {
                    const RunOptions& options) = 0;
   // Waits for everything queued; returns what ran since the last call.
   virtual std::vector<RunStat> synchronize() = 0;
+  // Submits everything queued and returns at once with what was queued since the last call (or
+  // synchronize), untimed: what a realize ends with, so that the host waits only where it reads
+  // a value (copy_out), reuses memory, or exits. The default, for devices that run each item
+  // before run() returns, is synchronize(). An error met on the device after flush() returns is
+  // thrown by the next call that waits (synchronize, copy_out) as a vkg::Error.
+  virtual std::vector<RunStat> flush() { return synchronize(); }
+  // Submissions to the device's queue so far, how many of them have completed, and how often the
+  // host has blocked waiting for one (0s where the device runs everything before run() returns):
+  // what tests read to see that a realize did not wait.
+  struct QueueCounts {
+    uint64_t submitted = 0;
+    uint64_t completed = 0;
+    uint64_t host_waits = 0;
+  };
+  virtual QueueCounts queue_counts() { return {}; }
 
   // Records `items` (memory[i][j] backs items[i].buffers[j], all allocated) for replay(). The
   // default keeps the list and runs it again item by item; the Vulkan device records one command

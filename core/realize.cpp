@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -38,6 +40,28 @@ struct Registry {
     return *r;
   }
 };
+
+// A realize returns once its work is submitted (Device::flush), so work may still run when the
+// program ends: exit waits for it first, before the drivers' own statics are torn down under it
+// (registered at the first device's opening, so it runs before the destructors of statics
+// constructed earlier). Errors are dropped: nothing is left to report them to. DEBUG>=1 says
+// what it waited for (from the environment: settings may be gone by now).
+void wait_for_devices_at_exit() {
+  Registry& r = Registry::get();
+  std::lock_guard lock(r.mu);
+  const char* debug = std::getenv("DEBUG");
+  for (auto& [name, dev] : r.open) {
+    try {
+      const Device::QueueCounts q = dev->queue_counts();
+      if (debug && std::atoi(debug) >= 1 && q.completed < q.submitted)
+        std::printf("exit: waiting for %s: %llu submissions in flight\n", name.c_str(),
+                    (unsigned long long)(q.submitted - q.completed));
+      dev->synchronize();
+    } catch (...) {
+    }
+  }
+  std::fflush(stdout);
+}
 
 // Totals for the DEBUG=2 summary printed at exit.
 struct Totals {
@@ -77,6 +101,22 @@ std::mutex engine_mu;
 struct {
   std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0}, mem_used{0}, replays{0};
 } counters;
+
+// Copies between devices that a realize started and did not wait for (core/copy_item.hpp),
+// with the device each one writes; under engine_mu. Their DEBUG lines and errors are taken once
+// they are done: at the next read (or a later realize, once done).
+std::vector<std::pair<Device*, std::shared_future<RunStat>>> copies_in_flight;
+
+// Takes the copies in flight that are done (all of them with `wait`), oldest first; a copy that
+// failed throws its error here, once.
+void settle_copies(bool wait, int debug) {
+  while (!copies_in_flight.empty()) {
+    auto [to, stat] = copies_in_flight.front();
+    if (!wait && stat.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    copies_in_flight.erase(copies_in_flight.begin());
+    print_stats(to->name(), {stat.get()}, debug);
+  }
+}
 
 // Compiles every kernel of the schedule before the first is recorded (Device::prepare), each
 // device with the items that run on it.
@@ -134,6 +174,8 @@ Device& device(const std::string& requested) {
     throw Error("no device named '" + requested + "' (known: " + known + ")");
   }
   std::unique_ptr<Device> dev = f->second(name);
+  static const bool waits_at_exit = std::atexit(wait_for_devices_at_exit) == 0;
+  (void)waits_at_exit;
   if (setting("DEBUG") >= 1) std::printf("opened device %s\n", name.c_str());
   std::fflush(stdout);
   return *r.open.emplace(name, std::move(dev)).first->second;
@@ -320,8 +362,13 @@ void realize(std::span<Tensor* const> tensors) {
     for (const auto& c : copies) c.second.wait();  // they read and write this schedule's memory
     throw;
   }
-  for (Device* dev : used) print_stats(dev->name(), dev->synchronize(), options.debug);
-  for (const auto& [to, stat] : copies) print_stats(to->name(), {stat.get()}, options.debug);
+  // The host waits here only for DEBUG=2, which prints each kernel's time; otherwise the work is
+  // submitted and runs on while the program goes on (Device::flush).
+  const bool wait = options.debug >= 2 || setting("VKG_SYNC_REALIZE") > 0;
+  for (Device* dev : used)
+    print_stats(dev->name(), wait ? dev->synchronize() : dev->flush(), options.debug);
+  copies_in_flight.insert(copies_in_flight.end(), copies.begin(), copies.end());
+  settle_copies(wait, options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
     for (const ScheduleItem& item : sched.items) {
@@ -373,6 +420,7 @@ std::vector<std::byte> Tensor::bytes() const {
   // Under the engine's lock: a Buffer's allocation is set once, and another thread may be
   // reading (or realizing from) the same buffer now.
   std::lock_guard lock(engine_mu);
+  settle_copies(true, int(setting("DEBUG")));  // a copy's error surfaces at the read after it
   Allocation& memory = ensure_allocated(b);
   vkg::device(b.device()).copy_out(memory, out);
   return out;

@@ -2,6 +2,10 @@
 // simple and exact: the oracle the tests hold the Vulkan device to.
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
 
 #include <vkgrad/codegen/cpu_interpreter.hpp>
 #include <vkgrad/codegen/get_program.hpp>
@@ -13,8 +17,47 @@ namespace vkg {
 
 namespace {
 
+// Freed blocks of 1 MiB or more, up to 256 MiB in all, kept for the next allocation of the same
+// size: the kernel maps a fresh large block page by page on first touch, which made the result
+// of a 64 MiB vkg::dist all_reduce slower to fault in than MPI was to fill it (bench_dist).
+class HostPool {
+ public:
+  std::unique_ptr<std::byte[]> take(size_t bytes) {
+    if (bytes >= kMin) {
+      std::lock_guard lock(mu_);
+      if (auto it = free_.find(bytes); it != free_.end()) {
+        std::unique_ptr<std::byte[]> block = std::move(it->second);
+        free_.erase(it);
+        cached_ -= bytes;
+        return block;
+      }
+    }
+    return std::unique_ptr<std::byte[]>(new std::byte[bytes]);  // default-initialized: not zeroed
+  }
+  void give(std::unique_ptr<std::byte[]> block, size_t bytes) {
+    if (bytes < kMin) return;
+    std::lock_guard lock(mu_);
+    if (cached_ + bytes > kMaxCached) return;  // freed with `block`
+    free_.emplace(bytes, std::move(block));
+    cached_ += bytes;
+  }
+
+ private:
+  static constexpr size_t kMin = size_t(1) << 20, kMaxCached = size_t(256) << 20;
+  std::mutex mu_;
+  std::multimap<size_t, std::unique_ptr<std::byte[]>> free_;
+  size_t cached_ = 0;
+};
+
+// Uninitialized, as Device::allocate promises: zeroing a buffer that a kernel, an upload or MPI
+// (vkg::dist) overwrites next cost a pass over it (a tenth of a 64 MiB all_reduce).
 struct HostAllocation final : Allocation {
-  std::vector<std::byte> bytes;
+  HostPool* pool = nullptr;  // the device's, which outlives every allocation (devices are immortal)
+  std::unique_ptr<std::byte[]> data;
+  std::span<std::byte> bytes;
+  ~HostAllocation() override {
+    if (pool) pool->give(std::move(data), bytes.size());
+  }
 };
 
 class CpuDevice final : public Device {
@@ -25,7 +68,9 @@ class CpuDevice final : public Device {
   std::shared_ptr<Allocation> allocate(const Buffer& buffer) override {
     auto a = std::make_shared<HostAllocation>();
     try {
-      a->bytes.resize(buffer.capacity_bytes());
+      a->data = pool_.take(buffer.capacity_bytes());
+      a->bytes = {a->data.get(), buffer.capacity_bytes()};
+      a->pool = &pool_;
     } catch (const std::bad_alloc&) {
       throw OutOfMemory("CPU: cannot allocate " + std::to_string(buffer.capacity_bytes()) +
                         " bytes for a " + buffer.dtype().name() + " buffer of " +
@@ -72,6 +117,7 @@ class CpuDevice final : public Device {
 
  private:
   std::string name_;
+  HostPool pool_;
   KernelCache<Program> cache_;
   std::vector<RunStat> stats_;
 };

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <set>
 #include <thread>
 #include <utility>
@@ -32,6 +33,9 @@ namespace {
 
 struct VkAllocation final : Allocation {
   vk::Buffer buffer;
+  // No command or host copy has touched it yet: the allocator hands out memory only once the
+  // work submitted before it was freed has completed, so its first upload need not wait.
+  bool fresh = true;
 };
 
 // "VK:n" is the n-th Vulkan device (vk::physical_device_for_index): the physical device is
@@ -100,10 +104,19 @@ class VkDevice final : public Device {
     return a;
   }
   void copy_in(Allocation& dst, std::span<const std::byte> src) override {
-    rt_.transfer.upload(static_cast<VkAllocation&>(dst).buffer, src);
+    auto& a = static_cast<VkAllocation&>(dst);
+    const vk::Transfer::Pending copied =
+        rt_.transfer.upload(a.buffer, src, 0, /*wait_for_queue=*/!std::exchange(a.fresh, false));
+    if (copied.semaphore) {
+      // It ran on the copy engine's queue: kernels from now on start after it, and the point
+      // submitted here (which buffers freed later wait for) too.
+      queue_.wait_before_next(copied.semaphore, copied.value);
+      queue_.submit();
+    }
   }
   void copy_out(Allocation& src, std::span<std::byte> dst) override {
     finish();  // kernels queued earlier, or a copy from another device, may still be writing it
+    static_cast<VkAllocation&>(src).fresh = false;
     rt_.transfer.download(static_cast<VkAllocation&>(src).buffer, dst);
   }
 
@@ -111,7 +124,7 @@ class VkDevice final : public Device {
   // here, on as many threads as there are cores, so that recording a schedule never stops for it.
   // BEAM times candidates on the device and DEBUG>=3 prints per kernel: both compile in order.
   void prepare(std::span<const ScheduleItem> items, const RunOptions& options) override {
-    cache_.trim();  // the queue is idle: no command being recorded uses a kernel it drops
+    cache_.trim();  // kernels of submissions still running are held by in_flight_kernels_
     std::vector<const ScheduleItem*> todo;
     std::set<std::pair<const UOp*, std::vector<int64_t>>> seen;
     for (const ScheduleItem& item : items) {
@@ -121,6 +134,7 @@ class VkDevice final : public Device {
       if (seen.emplace(item.ast.get(), std::move(counts)).second) todo.push_back(&item);
     }
     const bool in_order = (options.beam > 0 && !options.noopt) || options.debug >= 3;
+    if (in_order && options.beam > 0 && !todo.empty()) finish();  // BEAM times an idle device
     const size_t threads =
         in_order ? 1 : std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
     std::atomic<size_t> next{0};
@@ -211,6 +225,7 @@ class VkDevice final : public Device {
   }
 
   void copy(Allocation& src, Allocation& dst, size_t bytes) override {
+    static_cast<VkAllocation&>(src).fresh = static_cast<VkAllocation&>(dst).fresh = false;
     queue_.copy(static_cast<VkAllocation&>(src).buffer, static_cast<VkAllocation&>(dst).buffer,
                 bytes);
   }
@@ -221,6 +236,7 @@ class VkDevice final : public Device {
   // submission waits on. Device-local memory (a discrete GPU's) is not mapped: those copies go
   // through copy_out and copy_in, with the host waiting.
   std::byte* host_pointer(Allocation& memory) override {
+    static_cast<VkAllocation&>(memory).fresh = false;  // the host may write it from now on
     return static_cast<VkAllocation&>(memory).buffer.mapped();
   }
   std::function<void()> when_queued_done() override {
@@ -235,6 +251,33 @@ class VkDevice final : public Device {
       bridge_.signal(value);  // in order: this worker signals its values one after another
     });
     queue_.wait_before_next(bridge_.semaphore(), value);
+  }
+
+  // Submits and returns: the kernels recorded are kept alive until their submission completes
+  // (a cache trim may drop their entries meanwhile), and the allocator hands their buffers out
+  // again only after it.
+  std::vector<RunStat> flush() override {
+    const uint64_t point = queue_.submit();
+    // A loop that never reads would otherwise run ahead of the device without bound, and every
+    // step's memory stays held until its work is done: at most kRealizesInFlight realizes are
+    // queued, the oldest waited for past that.
+    flushed_.push_back(point);
+    while (flushed_.size() > kRealizesInFlight) {
+      queue_.wait(flushed_.front());
+      flushed_.pop_front();
+    }
+    if (!recorded_kernels_.empty())
+      in_flight_kernels_.emplace_back(point, std::exchange(recorded_kernels_, {}));
+    while (!in_flight_kernels_.empty() &&
+           rt_.device.timeline().done(in_flight_kernels_.front().first))
+      in_flight_kernels_.pop_front();
+    save_pipeline_cache();
+    return std::exchange(pending_, {});
+  }
+
+  QueueCounts queue_counts() override {
+    vk::Timeline& t = rt_.device.timeline();
+    return {t.submitted(), t.completed(), t.host_waits() + bridge_.host_waits()};
   }
 
   std::vector<RunStat> synchronize() override {
@@ -279,13 +322,17 @@ class VkDevice final : public Device {
       ++compiled_in_run_;
       return compile(item, options);
     });
-    if (recording) recording->kernels.push_back(compiled);
+    if (recording)
+      recording->kernels.push_back(compiled);
+    else
+      recorded_kernels_.push_back(compiled);
     const CompiledKernel& k = *compiled;
     // Timed per realize, as its DEBUG asks: timing serializes the kernels, so it is off otherwise.
     queue_.set_timing(options.debug >= 2);
     std::vector<uint64_t> addresses;
     std::vector<vk::BufferUse> uses;
     for (size_t slot = 0; slot < memory.size(); ++slot) {
+      static_cast<VkAllocation*>(memory[slot])->fresh = false;
       const vk::Buffer& b = static_cast<VkAllocation*>(memory[slot])->buffer;
       addresses.push_back(b.address());
       const bool written = slot < k.program.buffers.size() && k.program.buffers[slot].written;
@@ -387,6 +434,8 @@ class VkDevice final : public Device {
   void finish() {
     queue_.finish();
     bridge_.wait(bridge_value_);
+    recorded_kernels_.clear();  // submitted by finish() and done
+    in_flight_kernels_.clear();
   }
 
   std::string name_;
@@ -401,6 +450,11 @@ class VkDevice final : public Device {
   std::string device_key_;
   KernelCache<CompiledKernel> cache_;
   std::vector<RunStat> pending_;
+  static constexpr size_t kRealizesInFlight = 2;
+  std::deque<uint64_t> flushed_;  // the points of the last flushes
+  // Kernels recorded since the last submit, and those of submissions that may still run.
+  std::vector<std::shared_ptr<CompiledKernel>> recorded_kernels_;
+  std::deque<std::pair<uint64_t, std::vector<std::shared_ptr<CompiledKernel>>>> in_flight_kernels_;
   std::atomic<int64_t> compiled_{0}, compiled_in_run_{0};
   // Pipelines created since the pipeline cache was last saved (set by compiling threads).
   std::atomic<bool> pipelines_unsaved_ = false;

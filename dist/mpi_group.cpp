@@ -21,7 +21,7 @@ namespace {
 // until exit, where MPI_Finalize would otherwise wait on it forever.
 struct Abandoned {
   MPI_Request request;
-  std::vector<Bytes> keep;
+  std::vector<std::shared_ptr<const void>> keep;
 };
 std::vector<Abandoned>& abandoned() {
   static auto* list = new std::vector<Abandoned>;  // immortal: the exit hook reads it last
@@ -88,7 +88,8 @@ double timeout_seconds() {
 // collective on only inside MPI calls, so for its first second the loop only yields between
 // tests (sleeping there made a 64 MiB all_reduce 2.4x slower than MPI_Allreduce); after that it
 // naps up to 1 ms, so that waiting for a late rank does not spin a core.
-void wait(MPI_Request request, const std::string& what, std::vector<Bytes> keep) {
+void wait(MPI_Request request, const std::string& what,
+          std::vector<std::shared_ptr<const void>> keep) {
   const double limit = timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration<double>(limit);
@@ -153,6 +154,16 @@ void all_reduce_sum(const Bytes& data, DType dtype, const std::string& what) {
   MPI_Request r;
   check(MPI_Iallreduce(MPI_IN_PLACE, data->data(), n, t, MPI_SUM, MPI_COMM_WORLD, &r), what);
   wait(r, what, {data});
+}
+
+void all_reduce_sum(const std::byte* in, std::byte* out, size_t bytes, DType dtype,
+                    std::vector<std::shared_ptr<const void>> keep, const std::string& what) {
+  start();
+  const MPI_Datatype t = mpi_type(dtype, what);
+  const int n = count_of(bytes / size_t(dtype.itemsize()), what);
+  MPI_Request r;
+  check(MPI_Iallreduce(in, out, n, t, MPI_SUM, MPI_COMM_WORLD, &r), what);
+  wait(r, what, std::move(keep));
 }
 
 void broadcast_bytes(const Bytes& data, int root, const std::string& what) {

@@ -19,6 +19,10 @@ using Bytes = std::shared_ptr<std::vector<std::byte>>;
 
 // The elements of `dtype` in `data`, summed in place over all ranks.
 void all_reduce_sum(const Bytes& data, DType dtype, const std::string& what);
+// The same from `in` into `out` (`bytes` each; they may not overlap), memory the caller maps
+// (core/mapped_memory.hpp): `keep` holds both alive should the collective time out.
+void all_reduce_sum(const std::byte* in, std::byte* out, size_t bytes, DType dtype,
+                    std::vector<std::shared_ptr<const void>> keep, const std::string& what);
 // Rank `root`'s `data` copied into every rank's (equal sizes).
 void broadcast_bytes(const Bytes& data, int root, const std::string& what);
 // Every rank's `in`, in rank order (world_size * in->size() bytes).

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include <vkgrad/core/counters.hpp>
 #include <vkgrad/dist/dist.hpp>
 #include <vkgrad/nn/layers.hpp>
 #include <vkgrad/nn/optim.hpp>
@@ -37,6 +38,27 @@ TEST(Dist, AllReduceSumsAndAveragesOnTheTensorsDevice) {
   Tensor i = Tensor({dist::rank(), 7}).reshape({1, 2});
   EXPECT_EQ(dist::all_reduce(i).to_vector<int>(), (std::vector<int>{1, 14}));
   EXPECT_EQ(dist::all_reduce(i).shape(), (Shape{1, 2}));
+}
+
+// Where the device maps its memory (Lavapipe, the CPU device), MPI reads the input and writes
+// the result's buffer in place: no upload, the input untouched, the result read by later kernels.
+TEST(Dist, AllReduceWritesTheResultInTheDevicesMemory) {
+  const float r = float(dist::rank() + 1);  // 1 and 2
+  for (const char* device : {"VK", "CPU"}) {
+    Tensor t =
+        (Tensor::arange(0, 6, 1, device).reshape({2, 3}).cast(dtypes::float32) * r).permute({1, 0});
+    t.realize();
+    const int64_t uploads = global_counters().uploads;
+    Tensor s = dist::all_reduce(t);
+    EXPECT_EQ(s.shape(), (Shape{3, 2}));
+    EXPECT_EQ(global_counters().uploads, uploads) << device;
+    EXPECT_EQ((s * 2 + 1).to_vector<float>(), (std::vector<float>{1, 19, 7, 25, 13, 31})) << device;
+    EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{0, 3 * r, r, 4 * r, 2 * r, 5 * r}))
+        << device;
+    EXPECT_EQ(dist::all_reduce(t, dist::ReduceOp::Mean).to_vector<float>(),
+              (std::vector<float>{0, 4.5f, 1.5f, 6, 3, 7.5f}))
+        << device;
+  }
 }
 
 TEST(Dist, BroadcastAndAllGather) {

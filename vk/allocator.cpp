@@ -329,6 +329,14 @@ VkResult Allocator::create_block(uint32_t type, VkDeviceSize size, bool dedicate
   info.size = size;
   info.usage = kBlockUsage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  // Copies on the copy engine's queue use the blocks too: shared by both families, so no
+  // ownership transfer is needed between them (the semaphores order the accesses).
+  const std::array<uint32_t, 2> families{device_.queue_family(), device_.transfer_family()};
+  if (device_.transfer_timeline()) {
+    info.sharingMode = VK_SHARING_MODE_CONCURRENT;
+    info.queueFamilyIndexCount = 2;
+    info.pQueueFamilyIndices = families.data();
+  }
   VkBuffer buffer;
   VkResult r = vkCreateBuffer(dev, &info, nullptr, &buffer);
   if (r != VK_SUCCESS) return r;

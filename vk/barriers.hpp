@@ -35,6 +35,16 @@ inline constexpr BarrierKind kSubmissionStart = kMemoryHazard;
 inline constexpr BarrierKind kSubmissionEnd{kWorkStages, kWorkWrites, VK_PIPELINE_STAGE_2_HOST_BIT,
                                             VK_ACCESS_2_HOST_READ_BIT | VK_ACCESS_2_HOST_WRITE_BIT};
 
+// The same for a submission to a copy engine's queue, whose commands are copies only (it
+// supports no compute stage).
+inline constexpr BarrierKind kCopyQueueStart{
+    VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+    VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT,
+    VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT};
+inline constexpr BarrierKind kCopyQueueEnd{
+    VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
+    VK_PIPELINE_STAGE_2_HOST_BIT, VK_ACCESS_2_HOST_READ_BIT | VK_ACCESS_2_HOST_WRITE_BIT};
+
 inline void record_barrier(VkCommandBuffer cmd, const BarrierKind& kind) {
   VkMemoryBarrier2 barrier = structure<VkMemoryBarrier2>(VK_STRUCTURE_TYPE_MEMORY_BARRIER_2);
   barrier.srcStageMask = kind.src_stages;

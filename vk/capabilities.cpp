@@ -6,6 +6,7 @@
 
 #include <vkgrad/vk/check.hpp>
 #include <vkgrad/vk/feature_chain.hpp>
+#include <vkgrad/vk/queue_families.hpp>
 #include <vkgrad/vk/structure.hpp>
 
 namespace vkg::vk {
@@ -146,6 +147,7 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
     caps.compute_family = static_cast<uint32_t>(family);
     l.timestamp_valid_bits = families[family].timestampValidBits;
   }
+  caps.transfer_family = choose_transfer_family(families, family);
 
   FeatureChain supported;
   if (plain.apiVersion >= VK_API_VERSION_1_3) supported.query(physical);

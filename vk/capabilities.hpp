@@ -79,6 +79,7 @@ struct Capabilities {
   std::string driver_name, driver_info;
   std::array<uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};
   uint32_t compute_family = 0;  // the queue family vkgrad submits to
+  int transfer_family = -1;     // a copy-engine family (queue_families.hpp), or -1: none
 
   Limits limits;
   Features features;

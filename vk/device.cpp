@@ -114,6 +114,7 @@ DeviceOptions DeviceOptions::from_env() {
   DeviceOptions o;
   o.select = env_string("VK_DEVICE");
   o.persistent_pipeline_cache = !env_flag("VKG_NO_PIPELINE_CACHE");
+  o.transfer_queue = !env_flag("VKG_NO_TRANSFER_QUEUE");
   return o;
 }
 
@@ -140,11 +141,18 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
   queue.queueFamilyIndex = caps_.compute_family;
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
+  // A second queue on the copy engine, where there is one (queue_families.hpp).
+  if (!options.transfer_queue) caps_.transfer_family = -1;
+  std::vector<VkDeviceQueueCreateInfo> queues{queue};
+  if (caps_.transfer_family >= 0) {
+    queues.push_back(queue);
+    queues.back().queueFamilyIndex = uint32_t(caps_.transfer_family);
+  }
 
   VkDeviceCreateInfo info = structure<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   info.pNext = &enabled.core;
-  info.queueCreateInfoCount = 1;
-  info.pQueueCreateInfos = &queue;
+  info.queueCreateInfoCount = uint32_t(queues.size());
+  info.pQueueCreateInfos = queues.data();
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
   check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice");
@@ -157,9 +165,15 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
     VkQueue q;
     vkGetDeviceQueue(device_, caps_.compute_family, 0, &q);
     timeline_ = std::make_unique<Timeline>(device_, q);
+    if (caps_.transfer_family >= 0) {
+      VkQueue t;
+      vkGetDeviceQueue(device_, uint32_t(caps_.transfer_family), 0, &t);
+      transfer_timeline_ = std::make_unique<Timeline>(device_, t);
+    }
     pipeline_cache_ =
         std::make_unique<PipelineCache>(device_, caps_, options.persistent_pipeline_cache);
   } catch (...) {
+    transfer_timeline_.reset();
     timeline_.reset();
     vkDestroyDevice(device_, nullptr);
     throw;
@@ -170,6 +184,7 @@ Device::~Device() {
   // Nothing may be destroyed while the GPU still uses it; a lost device has nothing to wait for.
   vkDeviceWaitIdle(device_);
   pipeline_cache_.reset();
+  transfer_timeline_.reset();
   timeline_.reset();
   vkDestroyDevice(device_, nullptr);
 }

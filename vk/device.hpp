@@ -42,6 +42,7 @@ std::size_t physical_device_for_index(std::span<const PhysicalDevice> devices,
 struct DeviceOptions {
   std::string select;  // see choose_physical_device
   bool persistent_pipeline_cache = true;
+  bool transfer_queue = true;  // use a copy-engine family where there is one
 
   // select from VK_DEVICE; VKG_NO_PIPELINE_CACHE=1 keeps the pipeline cache off disk.
   static DeviceOptions from_env();
@@ -60,6 +61,10 @@ class Device {
   const Capabilities& caps() const { return caps_; }
   uint32_t queue_family() const { return caps_.compute_family; }
   Timeline& timeline() { return *timeline_; }
+  // The copy engine's queue and its timeline (queue_families.hpp), or null where the device has
+  // none or VKG_NO_TRANSFER_QUEUE=1: copies then share the compute queue and its timeline.
+  Timeline* transfer_timeline() { return transfer_timeline_.get(); }
+  uint32_t transfer_family() const { return uint32_t(caps_.transfer_family); }
   PipelineCache& pipeline_cache() { return *pipeline_cache_; }
   // vkCmdPushDescriptorSetKHR, or null where the device lacks VK_KHR_push_descriptor.
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set() const { return push_descriptor_set_; }
@@ -69,6 +74,7 @@ class Device {
   Capabilities caps_;
   VkDevice device_ = VK_NULL_HANDLE;  // destroyed last, by ~Device
   std::unique_ptr<Timeline> timeline_;
+  std::unique_ptr<Timeline> transfer_timeline_;
   std::unique_ptr<PipelineCache> pipeline_cache_;
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
 };

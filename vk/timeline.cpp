@@ -62,7 +62,8 @@ uint64_t Timeline::completed() {
 }
 
 bool Timeline::wait(uint64_t point, uint64_t timeout_ns) {
-  if (point <= completed_.load(std::memory_order_acquire)) return true;
+  if (point <= completed_.load(std::memory_order_acquire) || point <= completed()) return true;
+  host_waits_.fetch_add(1, std::memory_order_relaxed);
   VkSemaphore s = semaphore_.get();
   VkSemaphoreWaitInfo info = structure<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
   info.semaphoreCount = 1;

@@ -34,6 +34,8 @@ class Timeline {
   // vkg::DeviceLost.
   bool wait(uint64_t point, uint64_t timeout_ns = UINT64_MAX);
   void wait_all() { wait(submitted()); }
+  // How many wait() calls found their point not yet complete and blocked the host.
+  uint64_t host_waits() const { return host_waits_.load(std::memory_order_relaxed); }
   // Signals `value` from the host, for a timeline that a host thread drives (a bridge that tells
   // a queue that data from another device has arrived); values must increase.
   void signal(uint64_t value);
@@ -47,6 +49,7 @@ class Timeline {
   std::mutex submit_mutex_;
   std::atomic<uint64_t> submitted_{0};
   std::atomic<uint64_t> completed_{0};
+  std::atomic<uint64_t> host_waits_{0};
 };
 
 }  // namespace vkg::vk

@@ -11,6 +11,7 @@
 #include <vkgrad/vk/check.hpp>
 #include <vkgrad/vk/device.hpp>
 #include <vkgrad/vk/structure.hpp>
+#include <vkgrad/vk/timeline.hpp>
 
 namespace vkg::vk {
 
@@ -26,13 +27,16 @@ void check_range(const Buffer& b, VkDeviceSize offset, size_t bytes, const char*
 }  // namespace
 
 Transfer::Transfer(Device& device, Allocator& allocator, const TransferOptions& options)
-    : device_(device), allocator_(allocator), options_(options) {
+    : device_(device),
+      timeline_(device.transfer_timeline() ? *device.transfer_timeline() : device.timeline()),
+      allocator_(allocator),
+      options_(options) {
   options_.staging_bytes = std::max<VkDeviceSize>(options_.staging_bytes / 512 * 512, 512);
 }
 
 Transfer::~Transfer() {
   try {
-    for (const Slot& s : slots_) device_.timeline().wait(s.point);
+    for (const Slot& s : slots_) timeline_.wait(s.point);
   } catch (...) {
   }
 }
@@ -42,7 +46,8 @@ void Transfer::ensure_staging() {
   VkCommandPoolCreateInfo info =
       structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  info.queueFamilyIndex = device_.queue_family();
+  info.queueFamilyIndex =
+      device_.transfer_timeline() ? device_.transfer_family() : device_.queue_family();
   VkCommandPool pool;
   check(vkCreateCommandPool(device_.get(), &info, nullptr, &pool), "vkCreateCommandPool");
   pool_ = UniqueCommandPool(device_.get(), pool);
@@ -62,24 +67,35 @@ uint64_t Transfer::submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset
       structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(slot.cmd, &begin), "vkBeginCommandBuffer");
-  record_barrier(slot.cmd, kSubmissionStart);
+  // A copy-engine queue supports transfer stages only; the semaphores order it with kernels.
+  const bool own_queue = &timeline_ != &device_.timeline();
+  record_barrier(slot.cmd, own_queue ? kCopyQueueStart : kSubmissionStart);
   VkBufferCopy region{src_offset, dst_offset, bytes};
   vkCmdCopyBuffer(slot.cmd, src, dst, 1, &region);
-  record_barrier(slot.cmd, kSubmissionEnd);
+  record_barrier(slot.cmd, own_queue ? kCopyQueueEnd : kSubmissionEnd);
   check(vkEndCommandBuffer(slot.cmd), "vkEndCommandBuffer");
-  slot.point = device_.timeline().submit(slot.cmd);
+  // On its own queue, a copy starts after everything submitted to the compute queue so far (what
+  // writes a download's source, or still reads an upload's destination).
+  VkSemaphoreSubmitInfo after =
+      structure<VkSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO);
+  after.semaphore = device_.timeline().semaphore();
+  after.value = device_.timeline().submitted();
+  after.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
+  slot.point = own_queue && after.value > 0 ? timeline_.submit(slot.cmd, {&after, 1})
+                                            : timeline_.submit(slot.cmd);
   return slot.point;
 }
 
-void Transfer::upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset) {
+Transfer::Pending Transfer::upload(const Buffer& dst, std::span<const std::byte> src,
+                                   VkDeviceSize dst_offset, bool wait_for_queue) {
   check_range(dst, dst_offset, src.size(), "upload");
-  if (src.empty()) return;
+  if (src.empty()) return {};
   std::lock_guard lock(mutex_);
   if (dst.mapped()) {
     // Kernels submitted earlier may still read this memory: let them finish first.
-    device_.timeline().wait_all();
+    if (wait_for_queue) device_.timeline().wait_all();
     std::memcpy(dst.mapped() + dst_offset, src.data(), src.size());
-    return;
+    return {};
   }
   ensure_staging();
   const VkDeviceSize half = staging_.size() / 2;
@@ -88,13 +104,18 @@ void Transfer::upload(const Buffer& dst, std::span<const std::byte> src, VkDevic
     Slot& slot = slots_[i % 2];
     const VkDeviceSize n = std::min<VkDeviceSize>(half, src.size() - done);
     const VkDeviceSize at = (i % 2) * half;
-    device_.timeline().wait(slot.point);  // the GPU has finished reading this half
+    timeline_.wait(slot.point);  // the GPU has finished reading this half
     std::memcpy(staging_.mapped() + at, src.data() + done, n);
     last = submit_copy(slot, staging_.handle(), staging_.offset() + at, dst.handle(),
                        dst.offset() + dst_offset + done, n);
   }
-  device_.timeline().wait(last);
   staged_bytes_ += src.size();
+  if (wait_for_queue) {
+    timeline_.wait(last);
+    return {};
+  }
+  if (&timeline_ == &device_.timeline()) return {};  // later kernels follow it on the queue
+  return {timeline_.semaphore(), last};
 }
 
 void Transfer::download(const Buffer& src, std::span<std::byte> dst, VkDeviceSize src_offset) {
@@ -118,7 +139,7 @@ void Transfer::download(const Buffer& src, std::span<std::byte> dst, VkDeviceSiz
   for (VkDeviceSize i = 0; i < std::min<VkDeviceSize>(chunks, 2); ++i) issue(i);
   for (VkDeviceSize i = 0; i < chunks; ++i) {
     const VkDeviceSize n = std::min<VkDeviceSize>(half, dst.size() - i * half);
-    device_.timeline().wait(slots_[i % 2].point);
+    timeline_.wait(slots_[i % 2].point);
     std::memcpy(dst.data() + i * half, staging_.mapped() + (i % 2) * half, n);
     if (i + 2 < chunks) issue(i + 2);
   }

@@ -18,6 +18,7 @@ namespace vkg::vk {
 
 class Allocator;
 class Device;
+class Timeline;
 
 struct TransferOptions {
   VkDeviceSize staging_bytes = 32ull << 20;  // the whole staging area; each half carries a chunk
@@ -30,8 +31,20 @@ class Transfer {
   Transfer(const Transfer&) = delete;
   Transfer& operator=(const Transfer&) = delete;
 
-  // Copies src into dst starting at dst_offset; throws vkg::Error if it does not fit.
-  void upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset = 0);
+  // Copies src into dst starting at dst_offset; throws vkg::Error if it does not fit. With
+  // `wait_for_queue`, it first waits for everything submitted (which may still read dst's old
+  // contents) and returns once the bytes are in place. Without it (dst is fresh memory nothing
+  // submitted uses), the host does not wait for earlier work: a mapped dst is written at once, and
+  // staged chunks are copied by commands that later submissions follow in timeline order.
+  // On a device with a copy engine (queue_families.hpp) the staged copies run on its queue: an
+  // upload that did not wait returns the point of its own timeline that work reading dst must
+  // wait for (Queue::wait_before_next); otherwise {VK_NULL_HANDLE, 0}.
+  struct Pending {
+    VkSemaphore semaphore = VK_NULL_HANDLE;
+    uint64_t value = 0;
+  };
+  Pending upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset = 0,
+                 bool wait_for_queue = true);
   // Copies src's bytes from src_offset into dst.
   void download(const Buffer& src, std::span<std::byte> dst, VkDeviceSize src_offset = 0);
 
@@ -41,7 +54,7 @@ class Transfer {
  private:
   struct Slot {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
-    uint64_t point = 0;  // timeline point of its last copy
+    uint64_t point = 0;  // timeline_ point of its last copy
   };
   void ensure_staging();
   // Records and submits one copy in the slot's command buffer; returns its timeline point.
@@ -49,6 +62,8 @@ class Transfer {
                        VkDeviceSize dst_offset, VkDeviceSize bytes);
 
   Device& device_;
+  // The copy engine's timeline where the device has one, else the compute queue's.
+  Timeline& timeline_;
   Allocator& allocator_;
   TransferOptions options_;
   std::mutex mutex_;

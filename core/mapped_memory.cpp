@@ -1,0 +1,33 @@
+#include <vkgrad/core/mapped_memory.hpp>
+
+#include <mutex>
+
+#include <vkgrad/core/buffer.hpp>
+#include <vkgrad/core/device.hpp>
+#include <vkgrad/core/jit_capture.hpp>
+#include <vkgrad/core/multi.hpp>
+
+namespace vkg {
+
+MappedMemory mapped_memory(Tensor& t) {
+  if (is_multi_device(t.device()) || t.numel() == 0) return {};
+  t.realize();
+  const UOp* n = t.node().get();
+  while (n->op != Ops::BUFFER) {
+    if (n->src.empty()) return {};
+    n = n->src[0].get();
+  }
+  const Buffer& b = buffer_of(*n);
+  const size_t bytes = size_t(t.numel()) * size_t(t.dtype().itemsize());
+  if (b.nbytes() != bytes || b.dtype() != t.dtype()) return {};
+  std::lock_guard lock(engine_mutex());
+  Device& dev = device(b.device());
+  const bool fresh = !b.storage().allocation;  // nothing has used its memory: no need to wait
+  Allocation& memory = ensure_allocated(b);
+  std::byte* data = dev.host_pointer(memory);
+  if (!data) return {};
+  if (!fresh) dev.when_queued_done()();  // what writes it (or reads its old contents) is done
+  return {data, bytes, b.allocation};
+}
+
+}  // namespace vkg
