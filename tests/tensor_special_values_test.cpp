@@ -167,6 +167,44 @@ TEST(SpecialValues, ReluPropagatesNan) {
       {kNan, 0, 2, 0, kInf});
 }
 
+// A float sum starts from -0.0, the exact identity of addition, so a sum of -0.0s is -0.0 (as
+// numpy's np.sum([-0.0])). From +0.0 the CPU gave +0.0 while Lavapipe, folding the first
+// `acc + x` of an unrolled one-trip loop to `x`, gave -0.0 (found by the differential fuzzer:
+// x.mean over a size-1 axis, and a matmul over k = 1). An empty sum is still +0.0.
+TEST(SpecialValues, SumsOfNegativeZerosAreNegativeZero) {
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, 1, -0.0f, 0}, d).reshape({4, 1}).sum(1);
+      },
+      {-0.0f, 1, -0.0f, 0});
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, 1, -0.0f, 0}, d).reshape({4, 1}).mean(1);
+      },
+      {-0.0f, 1, -0.0f, 0});
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, -0.0f, -0.0f, 0}, d).reshape({2, 2}).sum(1);
+      },
+      {-0.0f, 0});
+  // (-1 x 0) + (2 x -0) over k = 2 and (-1 x 0) over k = 1.
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-1, 2}, d).reshape({1, 2}).matmul(floats({0, -0.0f}, d));
+      },
+      {-0.0f});
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-1}, d).reshape({1, 1}).matmul(floats({0}, d));
+      },
+      {-0.0f});
+  expect_on_both(
+      [&](const std::string& d) {
+        return Tensor::zeros({2, 0}, dtypes::float32, d).sum(1);
+      },
+      {0, 0});
+}
+
 TEST(SpecialValues, CumsumPastOneBlockKeepsInfAndNanWhereTheyBegin) {
   // torch: the running sum is finite before the first inf, inf after it; nan after a nan.
   for (const char* dev : {"CPU", "VK"}) {
