@@ -118,8 +118,11 @@ bool nonzero(const UOpPtr& u) {
 // (nan), a negative x (-0) and x = +-0 (+0). Those ops are rendered by helpers that decide the
 // special cases by the bits, so the driver never sees such an operand (x - 0 = x is right).
 bool positive_zero(const UOpPtr& u) {
-  return u->op == Ops::CONST && u->dtype.is_float() && u->const_value() == 0 &&
-         !std::signbit(u->const_value());
+  // Also a cast of a constant +0 (or integer 0): `float16_t(0.0f) * x` is folded to 0 the same.
+  const UOp* c = u.get();
+  while (c->op == Ops::CAST && c->dtype.is_float() && c->src.size() == 1) c = c->src[0].get();
+  return c->op == Ops::CONST && u->dtype.is_float() && c->const_value() == 0 &&
+         !std::signbit(c->const_value());
 }
 
 }  // namespace

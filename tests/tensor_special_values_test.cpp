@@ -119,6 +119,36 @@ TEST(SpecialValues, CompilerRewritesKeepInfNanAndSignedZero) {
       {0, -0.0f});
 }
 
+// A zero that reaches the kernel as a cast of a constant (float16(0.0f), float(0) from an int or
+// bool) is a constant +0 operand too: Lavapipe folded `float16_t(0.0f) * x` to 0 for x = inf and
+// nan. Found by the differential fuzzer: the matmul of an empty float16 sum (its float32 zero
+// cast to float16) with a row holding nan.
+TEST(SpecialValues, ACastConstantZeroOperandKeepsInfNanAndSignedZero) {
+  for (DType zero_from : {dtypes::float32, dtypes::int32, dtypes::bool_})
+    for (DType d : {dtypes::float16, dtypes::bfloat16, dtypes::float32}) {
+      SCOPED_TRACE(zero_from.name() + " zero as " + d.name());
+      expect_on_both(
+          [&](const std::string& dev) {
+            const Tensor zero = Tensor::zeros({3}, zero_from, dev).cast(d);
+            return (zero * floats({kInf, kNan, -6.5f}, dev).cast(d)).cast(dtypes::float32);
+          },
+          {kNan, kNan, -0.0f});
+      expect_on_both(
+          [&](const std::string& dev) {
+            const Tensor zero = Tensor::zeros({3}, zero_from, dev).cast(d);
+            return (zero + floats({-0.0f, kNan, -6.5f}, dev).cast(d)).cast(dtypes::float32);
+          },
+          {0.0f, kNan, -6.5f});
+    }
+  expect_on_both(
+      [&](const std::string& dev) {
+        const Tensor empty_sum = Tensor::zeros({1, 0}, dtypes::float16, dev).sum(1, true);
+        return empty_sum.matmul(floats({kNan, -6.5f}, dev).cast(dtypes::float16).reshape({1, 2}))
+            .cast(dtypes::float32);
+      },
+      {kNan, -0.0f});
+}
+
 TEST(SpecialValues, ElementwiseOpsAgreeWithTheCpuOnSpecialValues) {
   // Every pair of special operands through the common binary ops and unary ops.
   const std::vector<float> s = {0, -0.0f, 1, -1, kInf, -kInf, kNan, 1e-40f, 3e38f};
