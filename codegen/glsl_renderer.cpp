@@ -83,6 +83,8 @@ class Renderer {
       loop_of_[i] = loops.empty() ? -1 : loops.back();
       if (u.op == Ops::RANGE) loops.push_back(int(i));
       if (u.op == Ops::ASSIGN) assigns_[acc_of(u)].push_back(i);
+      if (u.op == Ops::STORE && !u.src.empty() && !u.src[0]->src.empty())
+        stored_.insert(u.src[0]->src[0].get());
       try {
         collect_needs(i);
       } catch (const Error& e) {
@@ -461,11 +463,17 @@ class Renderer {
       // and element_address would be declared for nothing).
       for (int k = 0; k < u.dtype.count; ++k) {
         const std::string at_k = k ? fmt::format("{}+{}", at, k) : at;
-        const std::string bits =
-            glsl::packed16(u.dtype, t_)
-                ? fmt::format("(({} >> (uint(({})&1)<<4)) & 0xffffu)",
-                              element(buffer, fmt::format("({})>>1", at_k), u.dtype.base()), at_k)
-                : "uint(" + element(buffer, at_k, u.dtype.base()) + ")";
+        std::string bits;
+        if (glsl::packed16(u.dtype, t_)) {
+          // A neighbour may atomically store the other half of this word while we read it (an
+          // in-place update): a plain read of it would be a data race under the Vulkan memory
+          // model, so a kernel that also stores into the buffer reads the word atomically.
+          std::string word = element(buffer, fmt::format("({})>>1", at_k), u.dtype.base());
+          if (stored_.count(&buffer)) word = fmt::format("atomicOr({}, 0u)", word);
+          bits = fmt::format("(({} >> (uint(({})&1)<<4)) & 0xffffu)", word, at_k);
+        } else {
+          bits = "uint(" + element(buffer, at_k, u.dtype.base()) + ")";
+        }
         v += (k ? ", " : "") + glsl::half_value(u.dtype.base(), bits, helpers_);
       }
       if (u.dtype.count > 1) v = fmt::format("{}({})", glsl::type_name(reg(u.dtype)), v);
@@ -742,6 +750,7 @@ class Renderer {
   std::map<const UOp*, std::vector<std::size_t>> assigns_;
   std::map<std::size_t, std::vector<std::size_t>> acc_at_range_;  // RANGE -> DEFINE_ACCs it opens
   std::set<const UOp*> forced_;
+  std::set<const UOp*> stored_;  // the buffers the kernel stores into
   std::vector<std::size_t>
       landing_;  // where a node's text ends up: itself, or its user's statement
   std::vector<bool> inline_;
