@@ -387,6 +387,7 @@ class Renderer {
                              lanes);  // expressions come parenthesized or as calls
         }
         default: {
+          if (std::string guarded = zero_guarded(u, args); !guarded.empty()) return guarded;
           const DType operand = u.src.at(u.op == Ops::WHERE ? 1 : 0)->dtype;
           if (!emulated(operand)) return glsl::alu_expr(u.op, u.dtype, u.src, args, helpers_);
           // In float32, then rounded to the 16-bit type where the op makes a new value (MAX,
@@ -440,6 +441,48 @@ class Renderer {
     vector_access_ = true;
     return fmt::format("{}(element_address(uvec2({}), {}, {}u)).v", glsl::pointer_type_name(d), b,
                        index, d.base().scalar_size());
+  }
+
+  // x * m or x + m where m is +0 under a condition (a masked load whose alt is +0, a where with a
+  // +0 side): (cond ? x op m : x op +0), the second through the bit helpers of a +0 operand
+  // (glsl_alu.cpp). Lavapipe unrolls short loops, where a mask becomes a constant, and then folds
+  // x * 0.0 to 0 and x + 0.0 to x whatever the shader asks: a padded row times a column holding
+  // inf lost its nan, and a sum of such products its sign of zero.
+  std::string zero_guarded(const UOp& u, const std::vector<std::string>& args) {
+    if ((u.op != Ops::MUL && u.op != Ops::ADD) || !u.dtype.is_float() || u.dtype.count != 1)
+      return "";
+    const UOpPtr zero = UOp::const_(u.dtype, 0.0);
+    for (int k = 0; k < 2; ++k) {
+      const UOp& m = *u.src[k];
+      std::string when;  // the condition under which m is not the +0
+      if (m.op == Ops::LOAD && m.src.size() >= 2 && m.src[0]->src.size() > 2 &&
+          m.src[0]->src[2]->op != Ops::CONST && m.src[1]->op == Ops::CONST &&
+          m.src[1]->const_value() == 0 && !std::signbit(m.src[1]->const_value()))
+        when = expr(m.src[0]->src[2]);
+      else if (m.op == Ops::WHERE && m.src[0]->op != Ops::CONST) {
+        for (int side = 1; side <= 2; ++side) {
+          const UOp& z = *m.src[side];
+          if (z.op == Ops::CONST && z.const_value() == 0 && !std::signbit(z.const_value()))
+            when = side == 2 ? expr(m.src[0]) : "!" + expr(m.src[0]);
+        }
+      }
+      if (when.empty()) continue;
+      std::vector<UOpPtr> src = u.src;
+      std::vector<std::string> x = args;
+      src[k] = zero;
+      x[k] = "0.0";
+      const std::string both = render_alu(u, u.src, args), with_zero = render_alu(u, src, x);
+      return fmt::format("(({})?{}:{})", when, both, with_zero);
+    }
+    return "";
+  }
+
+  std::string render_alu(const UOp& u, const std::vector<UOpPtr>& src,
+                         const std::vector<std::string>& args) {
+    const DType operand = src.at(0)->dtype;
+    if (!emulated(operand)) return glsl::alu_expr(u.op, u.dtype, src, args, helpers_);
+    return glsl::half_round(
+        u.dtype, glsl::alu_expr(u.op, reg(u.dtype), src, args, helpers_, reg(operand)), helpers_);
   }
 
   std::string load_expr(std::size_t i) {

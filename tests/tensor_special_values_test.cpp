@@ -178,6 +178,41 @@ TEST(SpecialValues, Float16ArithmeticKeepsInfAndNan) {
       {kNan, kNan, kNan, -6.5f, 0});
 }
 
+// A padded (masked) element is +0 in a product or a sum: 0 * inf is nan and -0 + 0 is +0 there
+// too. Lavapipe unrolls a short reduce loop, where the mask of an iteration becomes a constant,
+// and then folded 0.0 * x to 0 and acc + 0.0 to acc: the row of zero padding times a column
+// holding inf came out finite. Found by the differential fuzzer (pad, flip, matmul).
+TEST(SpecialValues, PaddedElementsInProductsAndSumsKeepNanAndSignedZero) {
+  auto padded_rows = [](const std::string& dev) {  // [[0, 0, 2.5, 1.5], [0, 0, 0, 0]]
+    return floats({1.5f, 2.5f}, dev).reshape({1, 2}).pad({{0, 1}, {0, 2}}).flip({1});
+  };
+  expect_on_both(
+      [&](const std::string& dev) {
+        return padded_rows(dev).matmul(floats({kInf, 1, 1, 1}, dev).reshape({4, 1})).reshape({2});
+      },
+      {kNan, kNan});
+  // 0 * 2.9 + 0 * 0.6 + 0 * -1.8 + 0 * -4.5 = +0 (from -0, the sum's start).
+  expect_on_both(
+      [&](const std::string& dev) {
+        return padded_rows(dev)
+            .matmul(floats({2.9f, 0.6f, -1.8f, -4.5f}, dev).reshape({4, 1}))
+            .reshape({2});
+      },
+      {2.5f * -1.8f + 1.5f * -4.5f, 0});
+  // -0 + 0 + 0 = +0.
+  expect_on_both(
+      [&](const std::string& dev) {
+        return floats({-0.0f}, dev).pad({{0, 2}}).sum();
+      },
+      {0});
+  // A padded convolution with an inf weight: the windows over the padding give nan.
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
+    const Tensor x = Tensor::ones({1, 1, 2, 2}, dtypes::float32, dev);
+    const Tensor w = floats({kInf, 1, 1, 1}, dev).reshape({1, 1, 2, 2});
+    return x.conv2d(w, {}, {.padding = 1});
+  }));
+}
+
 TEST(SpecialValues, ElementwiseOpsAgreeWithTheCpuOnSpecialValues) {
   // Every pair of special operands through the common binary ops and unary ops.
   const std::vector<float> s = {0, -0.0f, 1, -1, kInf, -kInf, kNan, 1e-40f, 3e38f};
