@@ -202,6 +202,12 @@ class Renderer {
       if (index.op != Ops::INDEX || index.src.size() < 2) fail(i, "needs an INDEX as its address");
       const bool vector = (u.op == Ops::LOAD ? u.dtype : u.src.at(1)->dtype).count > 1;
       if (index.src.size() > 2) forced_.insert(index.src[2].get());  // valid: masks and clamps
+      // The other operand of a product or sum with a zero-masked load is written twice.
+      if (u.op == Ops::LOAD)
+        for (std::size_t user : users_[i])
+          if (zero_masked_operand(*ops_[user]) == &u)
+            for (const UOpPtr& s : ops_[user]->src)
+              if (s.get() != &u && s->op != Ops::CONST) forced_.insert(s.get());
       if (users_[pos(&index)].size() > 1) forced_.insert(index.src[1].get());
       if (vector && index.src[0]->op == Ops::DEFINE_LOCAL) {
         forced_.insert(index.src[1].get());
@@ -443,38 +449,32 @@ class Renderer {
                        index, d.base().scalar_size());
   }
 
-  // x * m or x + m where m is +0 under a condition (a masked load whose alt is +0, a where with a
-  // +0 side): (cond ? x op m : x op +0), the second through the bit helpers of a +0 operand
-  // (glsl_alu.cpp). Lavapipe unrolls short loops, where a mask becomes a constant, and then folds
-  // x * 0.0 to 0 and x + 0.0 to x whatever the shader asks: a padded row times a column holding
-  // inf lost its nan, and a sum of such products its sign of zero.
-  std::string zero_guarded(const UOp& u, const std::vector<std::string>& args) {
+  // x * m or x + m where m is a masked load whose alt is +0: (valid ? x op m : x op +0), the
+  // second through the bit helpers of a +0 operand (glsl_alu.cpp). Lavapipe unrolls short loops,
+  // where a mask becomes a constant, and then folds x * 0.0 to 0 and x + 0.0 to x whatever the
+  // shader asks: a padded row times a column holding inf lost its nan, and a sum of such
+  // products its sign of zero. x is given a name (force_names), so it is not written twice.
+  static const UOp* zero_masked_operand(const UOp& u) {
     if ((u.op != Ops::MUL && u.op != Ops::ADD) || !u.dtype.is_float() || u.dtype.count != 1)
-      return "";
-    const UOpPtr zero = UOp::const_(u.dtype, 0.0);
-    for (int k = 0; k < 2; ++k) {
-      const UOp& m = *u.src[k];
-      std::string when;  // the condition under which m is not the +0
-      if (m.op == Ops::LOAD && m.src.size() >= 2 && m.src[0]->src.size() > 2 &&
-          m.src[0]->src[2]->op != Ops::CONST && m.src[1]->op == Ops::CONST &&
-          m.src[1]->const_value() == 0 && !std::signbit(m.src[1]->const_value()))
-        when = expr(m.src[0]->src[2]);
-      else if (m.op == Ops::WHERE && m.src[0]->op != Ops::CONST) {
-        for (int side = 1; side <= 2; ++side) {
-          const UOp& z = *m.src[side];
-          if (z.op == Ops::CONST && z.const_value() == 0 && !std::signbit(z.const_value()))
-            when = side == 2 ? expr(m.src[0]) : "!" + expr(m.src[0]);
-        }
-      }
-      if (when.empty()) continue;
-      std::vector<UOpPtr> src = u.src;
-      std::vector<std::string> x = args;
-      src[k] = zero;
-      x[k] = "0.0";
-      const std::string both = render_alu(u, u.src, args), with_zero = render_alu(u, src, x);
-      return fmt::format("(({})?{}:{})", when, both, with_zero);
-    }
-    return "";
+      return nullptr;
+    for (const UOpPtr& m : u.src)
+      if (m->op == Ops::LOAD && m->src.size() >= 2 && m->src[0]->src.size() > 2 &&
+          m->src[0]->src[2]->op != Ops::CONST && m->src[1]->op == Ops::CONST &&
+          m->src[1]->const_value() == 0 && !std::signbit(m->src[1]->const_value()))
+        return m.get();
+    return nullptr;
+  }
+
+  std::string zero_guarded(const UOp& u, const std::vector<std::string>& args) {
+    const UOp* m = zero_masked_operand(u);
+    if (!m) return "";
+    const int k = u.src[0].get() == m ? 0 : 1;
+    std::vector<UOpPtr> src = u.src;
+    std::vector<std::string> x = args;
+    src[k] = UOp::const_(u.dtype, 0.0);
+    x[k] = "0.0";
+    return fmt::format("(({})?{}:{})", name_of(m->src[0]->src[2].get()), render_alu(u, u.src, args),
+                       render_alu(u, src, x));
   }
 
   std::string render_alu(const UOp& u, const std::vector<UOpPtr>& src,
