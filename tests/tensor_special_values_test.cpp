@@ -213,6 +213,27 @@ TEST(SpecialValues, PaddedElementsInProductsAndSumsKeepNanAndSignedZero) {
   }));
 }
 
+// A pad's positions are +0 whatever op it is fused after: min is -max(-x), and a float NEG under
+// a pad turned the pad's +0 into -0 (found by the differential fuzzer: x.min().pad(...), fused
+// -0, realized first +0). A float NEG is now computed before the pad (core/schedule.cpp).
+TEST(SpecialValues, PadsOfANegationAreZeroNotNegativeZero) {
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({3, -2}, d).min({0}, true).pad({{1, 1}});
+      },
+      {0, -2, 0});
+  expect_on_both(
+      [&](const std::string& d) {
+        return (-floats({3, -2}, d)).pad({{1, 0}});
+      },
+      {0, -3, 2});
+  // An integer negation maps 0 to 0 and may still run under the pad.
+  for (const char* d : {"CPU", "VK"})
+    EXPECT_EQ((-Tensor(std::vector<int>{3, -2}, {2}, d)).pad({{1, 0}}).to_vector<int>(),
+              (std::vector<int>{0, -3, 2}))
+        << d;
+}
+
 TEST(SpecialValues, ElementwiseOpsAgreeWithTheCpuOnSpecialValues) {
   // Every pair of special operands through the common binary ops and unary ops.
   const std::vector<float> s = {0, -0.0f, 1, -1, kInf, -kInf, kNan, 1e-40f, 3e38f};
