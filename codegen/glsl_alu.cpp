@@ -118,8 +118,18 @@ bool nonzero(const UOpPtr& u) {
 // (nan), a negative x (-0) and x = +-0 (+0). Those ops are rendered by helpers that decide the
 // special cases by the bits, so the driver never sees such an operand (x - 0 = x is right).
 bool positive_zero(const UOpPtr& u) {
-  return u->op == Ops::CONST && u->dtype.is_float() && u->const_value() == 0 &&
-         !std::signbit(u->const_value());
+  if (!u->dtype.is_float()) return false;
+  // Also whatever the driver sees to be a constant +0: a cast of one (`float16_t(0.0f)`, or of an
+  // integer 0), a load that is never valid (rendered as its alt), a where of two of them.
+  const UOp* c = u.get();
+  while (c->op == Ops::CAST && c->dtype.is_float() && c->src.size() == 1) c = c->src[0].get();
+  if (c->op == Ops::LOAD && c->src.size() >= 2 && c->src[0]->src.size() > 2) {
+    const UOp& valid = *c->src[0]->src[2];
+    return valid.op == Ops::CONST && !valid.const_int() && positive_zero(c->src[1]);
+  }
+  if (c->op == Ops::WHERE && c->src.size() == 3)
+    return positive_zero(c->src[1]) && positive_zero(c->src[2]);
+  return c->op == Ops::CONST && c->const_value() == 0 && !std::signbit(c->const_value());
 }
 
 }  // namespace

@@ -83,6 +83,8 @@ class Renderer {
       loop_of_[i] = loops.empty() ? -1 : loops.back();
       if (u.op == Ops::RANGE) loops.push_back(int(i));
       if (u.op == Ops::ASSIGN) assigns_[acc_of(u)].push_back(i);
+      if (u.op == Ops::STORE && !u.src.empty() && !u.src[0]->src.empty())
+        stored_.insert(u.src[0]->src[0].get());
       try {
         collect_needs(i);
       } catch (const Error& e) {
@@ -200,6 +202,12 @@ class Renderer {
       if (index.op != Ops::INDEX || index.src.size() < 2) fail(i, "needs an INDEX as its address");
       const bool vector = (u.op == Ops::LOAD ? u.dtype : u.src.at(1)->dtype).count > 1;
       if (index.src.size() > 2) forced_.insert(index.src[2].get());  // valid: masks and clamps
+      // The other operand of a product or sum with a zero-masked load is written twice.
+      if (u.op == Ops::LOAD)
+        for (std::size_t user : users_[i])
+          if (zero_masked_operand(*ops_[user]) == &u)
+            for (const UOpPtr& s : ops_[user]->src)
+              if (s.get() != &u && s->op != Ops::CONST) forced_.insert(s.get());
       if (users_[pos(&index)].size() > 1) forced_.insert(index.src[1].get());
       if (vector && index.src[0]->op == Ops::DEFINE_LOCAL) {
         forced_.insert(index.src[1].get());
@@ -385,6 +393,7 @@ class Renderer {
                              lanes);  // expressions come parenthesized or as calls
         }
         default: {
+          if (std::string guarded = zero_guarded(u, args); !guarded.empty()) return guarded;
           const DType operand = u.src.at(u.op == Ops::WHERE ? 1 : 0)->dtype;
           if (!emulated(operand)) return glsl::alu_expr(u.op, u.dtype, u.src, args, helpers_);
           // In float32, then rounded to the 16-bit type where the op makes a new value (MAX,
@@ -440,6 +449,42 @@ class Renderer {
                        index, d.base().scalar_size());
   }
 
+  // x * m or x + m where m is a masked load whose alt is +0: (valid ? x op m : x op +0), the
+  // second through the bit helpers of a +0 operand (glsl_alu.cpp). Lavapipe unrolls short loops,
+  // where a mask becomes a constant, and then folds x * 0.0 to 0 and x + 0.0 to x whatever the
+  // shader asks: a padded row times a column holding inf lost its nan, and a sum of such
+  // products its sign of zero. x is given a name (force_names), so it is not written twice.
+  static const UOp* zero_masked_operand(const UOp& u) {
+    if ((u.op != Ops::MUL && u.op != Ops::ADD) || !u.dtype.is_float() || u.dtype.count != 1)
+      return nullptr;
+    for (const UOpPtr& m : u.src)
+      if (m->op == Ops::LOAD && m->src.size() >= 2 && m->src[0]->src.size() > 2 &&
+          m->src[0]->src[2]->op != Ops::CONST && m->src[1]->op == Ops::CONST &&
+          m->src[1]->const_value() == 0 && !std::signbit(m->src[1]->const_value()))
+        return m.get();
+    return nullptr;
+  }
+
+  std::string zero_guarded(const UOp& u, const std::vector<std::string>& args) {
+    const UOp* m = zero_masked_operand(u);
+    if (!m) return "";
+    const int k = u.src[0].get() == m ? 0 : 1;
+    std::vector<UOpPtr> src = u.src;
+    std::vector<std::string> x = args;
+    src[k] = UOp::const_(u.dtype, 0.0);
+    x[k] = "0.0";
+    return fmt::format("(({})?{}:{})", name_of(m->src[0]->src[2].get()), render_alu(u, u.src, args),
+                       render_alu(u, src, x));
+  }
+
+  std::string render_alu(const UOp& u, const std::vector<UOpPtr>& src,
+                         const std::vector<std::string>& args) {
+    const DType operand = src.at(0)->dtype;
+    if (!emulated(operand)) return glsl::alu_expr(u.op, u.dtype, src, args, helpers_);
+    return glsl::half_round(
+        u.dtype, glsl::alu_expr(u.op, reg(u.dtype), src, args, helpers_, reg(operand)), helpers_);
+  }
+
   std::string load_expr(std::size_t i) {
     const UOp& u = *ops_[i];
     const UOp& index = *u.src[0];
@@ -461,11 +506,17 @@ class Renderer {
       // and element_address would be declared for nothing).
       for (int k = 0; k < u.dtype.count; ++k) {
         const std::string at_k = k ? fmt::format("{}+{}", at, k) : at;
-        const std::string bits =
-            glsl::packed16(u.dtype, t_)
-                ? fmt::format("(({} >> (uint(({})&1)<<4)) & 0xffffu)",
-                              element(buffer, fmt::format("({})>>1", at_k), u.dtype.base()), at_k)
-                : "uint(" + element(buffer, at_k, u.dtype.base()) + ")";
+        std::string bits;
+        if (glsl::packed16(u.dtype, t_)) {
+          // A neighbour may atomically store the other half of this word while we read it (an
+          // in-place update): a plain read of it would be a data race under the Vulkan memory
+          // model, so a kernel that also stores into the buffer reads the word atomically.
+          std::string word = element(buffer, fmt::format("({})>>1", at_k), u.dtype.base());
+          if (stored_.count(&buffer)) word = fmt::format("atomicOr({}, 0u)", word);
+          bits = fmt::format("(({} >> (uint(({})&1)<<4)) & 0xffffu)", word, at_k);
+        } else {
+          bits = "uint(" + element(buffer, at_k, u.dtype.base()) + ")";
+        }
         v += (k ? ", " : "") + glsl::half_value(u.dtype.base(), bits, helpers_);
       }
       if (u.dtype.count > 1) v = fmt::format("{}({})", glsl::type_name(reg(u.dtype)), v);
@@ -742,6 +793,7 @@ class Renderer {
   std::map<const UOp*, std::vector<std::size_t>> assigns_;
   std::map<std::size_t, std::vector<std::size_t>> acc_at_range_;  // RANGE -> DEFINE_ACCs it opens
   std::set<const UOp*> forced_;
+  std::set<const UOp*> stored_;  // the buffers the kernel stores into
   std::vector<std::size_t>
       landing_;  // where a node's text ends up: itself, or its user's statement
   std::vector<bool> inline_;

@@ -19,7 +19,10 @@ namespace lowering {
 Scalarish reduce_identity(Ops op, DType d) {
   switch (op) {
     case Ops::ADD:
-      return int64_t(0);
+      // Floats start from -0.0, the exact identity of IEEE addition: +0.0 + -0.0 is +0.0, so a
+      // sum of -0.0s would come out +0.0, and a device that folds the first `acc + x` to `x`
+      // (Lavapipe does, once a one-trip loop is unrolled) would disagree with one that does not.
+      return d.is_float() ? Scalarish(-0.0) : Scalarish(int64_t(0));
     case Ops::MUL:
       return int64_t(1);
     case Ops::MAX:

@@ -113,7 +113,11 @@ ShapeTracker apply_chain(ShapeTracker st, const Chain& chain) {
 
 // f(0, ..., 0) == 0: such an op may be computed under a pad, whose positions read 0 in every
 // operand and must produce 0.
-bool maps_zero_to_zero(Ops op) { return !alu_info(op).has(alu::Zeroless); }
+bool maps_zero_to_zero(const UOp& n) {
+  // A float negation makes the pad's +0 a -0 (min is -max(-x): x.min().pad() read -0).
+  if (n.op == Ops::NEG && n.dtype.is_float()) return false;
+  return !alu_info(n.op).has(alu::Zeroless);
+}
 
 bool is_elementwise(Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST; }
 
@@ -319,7 +323,7 @@ class Analysis {
       return;
     }
     if (is_elementwise(n->op)) {
-      if (!is_root && padded && !maps_zero_to_zero(n->op)) {
+      if (!is_root && padded && !maps_zero_to_zero(*n)) {
         realize(n);
         return;
       }

@@ -99,7 +99,10 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
     if (rows * split != count) {
       std::vector<std::pair<int64_t, int64_t>> pads(kept.size(), {0, 0});
       pads.emplace_back(0, rows * split - count);
-      flat = flat.pad(pads, reduce_identity(op, dtype()));
+      // Floats sum pads of -0.0 (as the kernels' accumulators start): +0.0 would make a sum of
+      // -0.0s +0.0.
+      const bool neg_zero = op == Ops::ADD && dtype().is_float();
+      flat = flat.pad(pads, neg_zero ? Scalarish(-0.0) : reduce_identity(op, dtype()));
     }
     Shape split_shape = kept;
     split_shape.push_back(rows);

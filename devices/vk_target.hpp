@@ -11,7 +11,13 @@ namespace vkg {
 
 inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   GlslTarget t;
-  t.float16 = caps.features.float16;
+  // float16 is computed natively only where the driver keeps inf, nan and signed zeros in it;
+  // elsewhere in float32, rounded to float16 after every op (codegen/glsl_half.cpp), which gives
+  // the same bits. Lavapipe (Mesa 22.3) reports shaderSignedZeroInfNanPreserveFloat16 but folds
+  // float16 x - x to 0 for x = inf all the same (SpecialValues.Float16ArithmeticKeepsInfAndNan).
+  const bool float16_keeps_specials =
+      caps.limits.preserve_specials_float16 && caps.driver_name != "llvmpipe";
+  t.float16 = caps.features.float16 && float16_keeps_specials;
   t.int8 = caps.features.int8;
   t.int16 = caps.features.int16;
   t.int64 = caps.features.int64;
@@ -26,7 +32,7 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   t.max_bound_buffers =
       std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
   t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;
-  t.preserve_specials_float16 = caps.limits.preserve_specials_float16;
+  t.preserve_specials_float16 = float16_keeps_specials;
   t.preserve_specials_float32 = caps.limits.preserve_specials_float32;
   t.preserve_specials_float64 = caps.limits.preserve_specials_float64;
   return t;

@@ -123,6 +123,28 @@ TEST(GlslRenderer, SixteenBitFloatsTheDeviceCannotComputeInAreFloat32InRegisters
   }
 }
 
+// Packed two to a uint, a half is stored with atomicAnd/atomicOr while the neighbouring
+// invocation may store the other half. A kernel that also reads that buffer (an in-place update,
+// x[i] = x[i] + x[i]) must read the word atomically too: a plain read racing with those atomic
+// writes is a data race under the Vulkan memory model. Buffers only read stay plain reads.
+TEST(GlslRenderer, PackedHalvesOfABufferAlsoStoredAreReadAtomically) {
+  GlslTarget packed = GlslTarget::everything();
+  packed.float16 = packed.int16 = packed.storage_16bit = false;
+  for (DType d : {dtypes::bfloat16, dtypes::float16}) {
+    ProgramBuilder b("E_9");
+    const UOpPtr x = b.global(d, 9, true), y = b.global(d, 9);
+    const UOpPtr i = b.special("idx0", 9);
+    b.store(x, i, b.load(x, i) + b.load(y, i));
+    const std::string s = render_and_compile(b.build({1, 1, 1}, {9, 1, 1}), packed);
+    EXPECT_TRUE(has(s, "(atomicOr(data0.v[(idx0)>>1], 0u) >> (uint((idx0)&1)<<4))")) << s;
+    EXPECT_TRUE(has(s, "((data1.v[(idx0)>>1] >> (uint((idx0)&1)<<4)) & 0xffffu)")) << s;
+    EXPECT_FALSE(has(s, "atomicOr(data1")) << s;
+    // Reading a buffer the kernel does not store into needs nothing atomic.
+    const std::string plain = render_and_compile(elementwise_add(d, 9), packed);
+    EXPECT_FALSE(has(plain, ", 0u)")) << plain;
+  }
+}
+
 // E_4_4: out[i] = x[4i] + x[4i+3], x read as one 4-wide load (16-bit floats emulated).
 Program four_wide_half_load(DType d) {
   ProgramBuilder b("E_4_4");

@@ -119,6 +119,121 @@ TEST(SpecialValues, CompilerRewritesKeepInfNanAndSignedZero) {
       {0, -0.0f});
 }
 
+// A zero that reaches the kernel as a cast of a constant (float16(0.0f), float(0) from an int or
+// bool) is a constant +0 operand too: Lavapipe folded `float16_t(0.0f) * x` to 0 for x = inf and
+// nan. Found by the differential fuzzer: the matmul of an empty float16 sum (its float32 zero
+// cast to float16) with a row holding nan.
+TEST(SpecialValues, ACastConstantZeroOperandKeepsInfNanAndSignedZero) {
+  for (DType zero_from : {dtypes::float32, dtypes::int32, dtypes::bool_})
+    for (DType d : {dtypes::float16, dtypes::bfloat16, dtypes::float32}) {
+      SCOPED_TRACE(zero_from.name() + " zero as " + d.name());
+      expect_on_both(
+          [&](const std::string& dev) {
+            const Tensor zero = Tensor::zeros({3}, zero_from, dev).cast(d);
+            return (zero * floats({kInf, kNan, -6.5f}, dev).cast(d)).cast(dtypes::float32);
+          },
+          {kNan, kNan, -0.0f});
+      expect_on_both(
+          [&](const std::string& dev) {
+            const Tensor zero = Tensor::zeros({3}, zero_from, dev).cast(d);
+            return (zero + floats({-0.0f, kNan, -6.5f}, dev).cast(d)).cast(dtypes::float32);
+          },
+          {0.0f, kNan, -6.5f});
+    }
+  expect_on_both(
+      [&](const std::string& dev) {
+        const Tensor empty_sum = Tensor::zeros({1, 0}, dtypes::float16, dev).sum(1, true);
+        return empty_sum.matmul(floats({kNan, -6.5f}, dev).cast(dtypes::float16).reshape({1, 2}))
+            .cast(dtypes::float32);
+      },
+      {kNan, -0.0f});
+}
+
+// float16 arithmetic keeps inf and nan as float32 does: Lavapipe folded float16 `x - x` and
+// `-x + x` to 0 for x = inf although the kernel declares SignedZeroInfNanPreserve for 16 bits,
+// so there float16 is computed in float32 (devices/vk_target.hpp). Found by the differential
+// fuzzer: cat(-x + x, y) of float16 with inf in x.
+TEST(SpecialValues, Float16ArithmeticKeepsInfAndNan) {
+  auto halves = [](const std::string& dev) {
+    Tensor x = floats({kInf, -kInf, kNan, -6.5f, 0}, dev).cast(dtypes::float16);
+    return x.realize();
+  };
+  expect_on_both(
+      [&](const std::string& dev) {
+        const Tensor x = halves(dev);
+        return (x - x).cast(dtypes::float32);
+      },
+      {kNan, kNan, kNan, 0, 0});
+  expect_on_both(
+      [&](const std::string& dev) {
+        const Tensor x = halves(dev);
+        return (-x + x).cast(dtypes::float32);
+      },
+      {kNan, kNan, kNan, 0, 0});
+  expect_on_both(
+      [&](const std::string& dev) {
+        const Tensor x = halves(dev);
+        return (x * 2 - x).cast(dtypes::float32);
+      },
+      {kNan, kNan, kNan, -6.5f, 0});
+}
+
+// A padded (masked) element is +0 in a product or a sum: 0 * inf is nan and -0 + 0 is +0 there
+// too. Lavapipe unrolls a short reduce loop, where the mask of an iteration becomes a constant,
+// and then folded 0.0 * x to 0 and acc + 0.0 to acc: the row of zero padding times a column
+// holding inf came out finite. Found by the differential fuzzer (pad, flip, matmul).
+TEST(SpecialValues, PaddedElementsInProductsAndSumsKeepNanAndSignedZero) {
+  auto padded_rows = [](const std::string& dev) {  // [[0, 0, 2.5, 1.5], [0, 0, 0, 0]]
+    return floats({1.5f, 2.5f}, dev).reshape({1, 2}).pad({{0, 1}, {0, 2}}).flip({1});
+  };
+  expect_on_both(
+      [&](const std::string& dev) {
+        return padded_rows(dev).matmul(floats({kInf, 1, 1, 1}, dev).reshape({4, 1})).reshape({2});
+      },
+      {kNan, kNan});
+  // 0 * 2.9 + 0 * 0.6 + 0 * -1.8 + 0 * -4.5 = +0 (from -0, the sum's start).
+  expect_on_both(
+      [&](const std::string& dev) {
+        return padded_rows(dev)
+            .matmul(floats({2.9f, 0.6f, -1.8f, -4.5f}, dev).reshape({4, 1}))
+            .reshape({2});
+      },
+      {2.5f * -1.8f + 1.5f * -4.5f, 0});
+  // -0 + 0 + 0 = +0.
+  expect_on_both(
+      [&](const std::string& dev) {
+        return floats({-0.0f}, dev).pad({{0, 2}}).sum();
+      },
+      {0});
+  // A padded convolution with an inf weight: the windows over the padding give nan.
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& dev) {
+    const Tensor x = Tensor::ones({1, 1, 2, 2}, dtypes::float32, dev);
+    const Tensor w = floats({kInf, 1, 1, 1}, dev).reshape({1, 1, 2, 2});
+    return x.conv2d(w, {}, {.padding = 1});
+  }));
+}
+
+// A pad's positions are +0 whatever op it is fused after: min is -max(-x), and a float NEG under
+// a pad turned the pad's +0 into -0 (found by the differential fuzzer: x.min().pad(...), fused
+// -0, realized first +0). A float NEG is now computed before the pad (core/schedule.cpp).
+TEST(SpecialValues, PadsOfANegationAreZeroNotNegativeZero) {
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({3, -2}, d).min({0}, true).pad({{1, 1}});
+      },
+      {0, -2, 0});
+  expect_on_both(
+      [&](const std::string& d) {
+        return (-floats({3, -2}, d)).pad({{1, 0}});
+      },
+      {0, -3, 2});
+  // An integer negation maps 0 to 0 and may still run under the pad.
+  for (const char* d : {"CPU", "VK"})
+    EXPECT_EQ((-Tensor(std::vector<int>{3, -2}, {2}, d)).pad({{1, 0}}).to_vector<int>(),
+              (std::vector<int>{0, -3, 2}))
+        << d;
+}
+
 TEST(SpecialValues, ElementwiseOpsAgreeWithTheCpuOnSpecialValues) {
   // Every pair of special operands through the common binary ops and unary ops.
   const std::vector<float> s = {0, -0.0f, 1, -1, kInf, -kInf, kNan, 1e-40f, 3e38f};
@@ -165,6 +280,44 @@ TEST(SpecialValues, ReluPropagatesNan) {
         return floats({kNan, -1, 2, -kInf, kInf}, d).relu();
       },
       {kNan, 0, 2, 0, kInf});
+}
+
+// A float sum starts from -0.0, the exact identity of addition, so a sum of -0.0s is -0.0 (as
+// numpy's np.sum([-0.0])). From +0.0 the CPU gave +0.0 while Lavapipe, folding the first
+// `acc + x` of an unrolled one-trip loop to `x`, gave -0.0 (found by the differential fuzzer:
+// x.mean over a size-1 axis, and a matmul over k = 1). An empty sum is still +0.0.
+TEST(SpecialValues, SumsOfNegativeZerosAreNegativeZero) {
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, 1, -0.0f, 0}, d).reshape({4, 1}).sum(1);
+      },
+      {-0.0f, 1, -0.0f, 0});
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, 1, -0.0f, 0}, d).reshape({4, 1}).mean(1);
+      },
+      {-0.0f, 1, -0.0f, 0});
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, -0.0f, -0.0f, 0}, d).reshape({2, 2}).sum(1);
+      },
+      {-0.0f, 0});
+  // (-1 x 0) + (2 x -0) over k = 2 and (-1 x 0) over k = 1.
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-1, 2}, d).reshape({1, 2}).matmul(floats({0, -0.0f}, d));
+      },
+      {-0.0f});
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-1}, d).reshape({1, 1}).matmul(floats({0}, d));
+      },
+      {-0.0f});
+  expect_on_both(
+      [&](const std::string& d) {
+        return Tensor::zeros({2, 0}, dtypes::float32, d).sum(1);
+      },
+      {0, 0});
 }
 
 TEST(SpecialValues, CumsumPastOneBlockKeepsInfAndNanWhereTheyBegin) {

@@ -1,0 +1,897 @@
+// Differential fuzzing of whole tensor programs: random lazy programs of a few to ~15 ops over
+// small odd shapes (0-size and 0-d included, broadcasting) mixing elementwise ops, casts,
+// reductions, movement ops, cat, where, cumsum, matmul and assign, on inputs holding the values
+// drivers get wrong (inf, nan, -0, subnormals, INT_MIN, the types' extremes). Each program runs
+//   - fused on the Vulkan device and fused on the CPU device (the reference interpreter of the same
+//     kernels): they must agree bit for bit on integers and bools, within a few ulps on floats
+//     (nan equals nan, the sign of a zero counts);
+//   - step by step on the CPU device, every value realized as it is made (each op its own
+//     kernels): catches a fusion or scheduling bug that both devices share;
+//   - where cheap, against float64 loops on the host, op by op on the realized operands
+//     (elementwise arithmetic, comparisons, where, sum/max/min): catches a lowering bug shared
+//     by every device.
+// A mismatch prints the program as C++ to paste into a unit test.
+//
+// Reproducible: VKG_FUZZ_SEED picks the first seed (default fixed), VKG_FUZZ_PROGRAMS how many
+// programs (default sized for CI, ~tens of seconds on 2 cores).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <vkgrad/vkgrad.hpp>
+
+#include "support/device_compare.hpp"
+
+namespace vkg {
+namespace {
+
+// ---- values on the host, for the float64 reference ----
+
+struct HostArray {
+  Shape shape;
+  std::vector<double> v;
+  DType dtype;
+};
+
+HostArray host_of(const Tensor& t) { return {t.shape(), test::values(t), t.dtype()}; }
+
+// Row-major strides with 0 on broadcast (size-1 or missing) axes of `from` inside `to`.
+std::vector<int64_t> broadcast_strides(const Shape& from, const Shape& to) {
+  std::vector<int64_t> s(to.size(), 0);
+  int64_t step = 1;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const size_t a = from.size() - 1 - i, b = to.size() - 1 - i;
+    s[b] = from[a] == 1 ? 0 : step;
+    step *= from[a];
+  }
+  return s;
+}
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1,
+                  y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    out[out.size() - 1 - i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// out[i] = f(operands at i), broadcasting.
+HostArray host_map(const std::vector<HostArray>& in, DType out_dtype,
+                   const std::function<double(const std::vector<double>&)>& f) {
+  Shape shape = in[0].shape;
+  for (size_t k = 1; k < in.size(); ++k) shape = broadcast_shape(shape, in[k].shape);
+  std::vector<std::vector<int64_t>> strides;
+  for (const auto& a : in) strides.push_back(broadcast_strides(a.shape, shape));
+  const int64_t n = prod(shape);
+  HostArray out{shape, std::vector<double>(size_t(n)), out_dtype};
+  std::vector<double> args(in.size());
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i;
+    std::vector<int64_t> at(in.size(), 0);
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t c = rest % shape[d];
+      rest /= shape[d];
+      for (size_t k = 0; k < in.size(); ++k) at[k] += c * strides[k][d];
+    }
+    for (size_t k = 0; k < in.size(); ++k) args[k] = in[k].v[size_t(at[k])];
+    out.v[size_t(i)] = f(args);
+  }
+  return out;
+}
+
+// A reduce of one axis (keepdim) by `f` from `init`.
+HostArray host_reduce(const HostArray& a, int64_t axis, double init,
+                      const std::function<double(double, double)>& f) {
+  Shape shape = a.shape;
+  const int64_t len = shape[size_t(axis)];
+  shape[size_t(axis)] = 1;
+  int64_t inner = 1;
+  for (size_t d = size_t(axis) + 1; d < a.shape.size(); ++d) inner *= a.shape[d];
+  const int64_t outer = prod(shape) / std::max<int64_t>(inner, 1);
+  HostArray out{shape, std::vector<double>(size_t(prod(shape)), init), a.dtype};
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < len; ++j)
+      for (int64_t i = 0; i < inner; ++i) {
+        double& acc = out.v[size_t(o * inner + i)];
+        acc = f(acc, a.v[size_t((o * len + j) * inner + i)]);
+      }
+  return out;
+}
+
+// ---- a program: steps that make values, replayable on any device ----
+
+using HostFn = std::function<std::optional<HostArray>(const std::vector<HostArray>&)>;
+
+struct Step {
+  std::string text;  // C++ for the reproducer
+  std::vector<size_t> operands;
+  std::function<Tensor(const std::vector<Tensor>&, const std::string& device)> make;
+  HostFn host;  // the float64 reference from the operands, where cheap
+  // How the result may differ from the float64 reference, in ulps of its dtype (0: exact).
+  uint64_t host_ulps = 0;
+  bool host_relative_sum = false;  // a float sum: within n * eps * sum|x|
+};
+
+struct Program {
+  std::vector<Step> steps;
+  std::vector<size_t> outputs;
+
+  std::string cpp() const {
+    std::string s;
+    for (size_t i = 0; i < steps.size(); ++i)
+      s += "  Tensor v" + std::to_string(i) + " = " + steps[i].text + ";\n";
+    s += "  // compared:";
+    for (size_t o : outputs) s += " v" + std::to_string(o);
+    return s + "\n";
+  }
+};
+
+std::string shape_str(const Shape& s) {
+  std::string out = "{";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "}";
+}
+
+std::string dtype_cpp(DType d) {
+  return "dtypes::" + std::string(d == dtypes::bool_ ? "bool_" : d.name());
+}
+
+std::string ints_str(const std::vector<int64_t>& v) {
+  std::string out = "{";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "}";
+}
+
+// Where it is documented that the devices may differ, the generator does not go. Each such rule
+// names the place that documents it.
+class ProgramGen {
+ public:
+  explicit ProgramGen(uint32_t seed) : rng_(seed) {}
+
+  Program next() {
+    prog_ = {};
+    vals_.clear();
+    const int inputs = pick(1, 3);
+    for (int i = 0; i < inputs; ++i) add_input(random_dtype(), random_shape());
+    const int ops = pick(2, 14);
+    for (int tries = 0; int(prog_.steps.size()) < inputs + ops && tries < 200; ++tries) try_op();
+    // Every value no later step reads, realized together (several outputs of one schedule).
+    std::vector<bool> read(vals_.size(), false);
+    for (const Step& s : prog_.steps)
+      for (size_t o : s.operands) read[o] = true;
+    for (size_t i = 0; i < vals_.size(); ++i)
+      if (!read[i] && !prog_.steps[i].operands.empty()) prog_.outputs.push_back(i);
+    if (prog_.outputs.empty()) prog_.outputs.push_back(vals_.size() - 1);
+    return prog_;
+  }
+
+ private:
+  std::mt19937 rng_;
+  Program prog_;
+  std::vector<Tensor> vals_;  // built on the CPU device while generating, lazily: shapes and dtypes
+
+  int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool chance(int percent) { return pick(0, 99) < percent; }
+
+  DType random_dtype() {
+    static const DType common[] = {dtypes::float32,  dtypes::float32, dtypes::float32,
+                                   dtypes::int32,    dtypes::int32,   dtypes::bool_,
+                                   dtypes::int64,    dtypes::uint8,   dtypes::float16,
+                                   dtypes::bfloat16, dtypes::int8,    dtypes::uint32};
+    return common[pick(0, int(std::size(common)) - 1)];
+  }
+  int64_t random_dim() {
+    static const int64_t dims[] = {1, 1, 2, 3, 3, 5, 7, 4, 0};
+    return dims[pick(0, int(std::size(dims)) - (chance(15) ? 1 : 2))];
+  }
+  Shape random_shape() {
+    static const int ranks[] = {0, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 4};
+    Shape s(size_t(ranks[pick(0, int(std::size(ranks)) - 1)]));
+    for (auto& d : s) d = random_dim();
+    return s;
+  }
+
+  size_t some_value() {
+    // Mostly recent values, so that programs are chains rather than forests.
+    const int n = int(vals_.size());
+    return size_t(chance(60) ? n - 1 : pick(0, n - 1));
+  }
+
+  // Runs `make` on the CPU device's values to see that it is a valid op; adds it if so.
+  bool add(std::string text, std::vector<size_t> operands,
+           std::function<Tensor(const std::vector<Tensor>&, const std::string&)> make,
+           HostFn host = {}, uint64_t host_ulps = 0, bool relative_sum = false) {
+    try {
+      vals_.push_back(make(vals_, "CPU"));
+    } catch (const Error&) {
+      return false;  // shapes or dtypes the op refuses: not this program
+    }
+    prog_.steps.push_back({std::move(text), std::move(operands), std::move(make), std::move(host),
+                           host_ulps, relative_sum});
+    return true;
+  }
+
+  void add_input(DType d, Shape s) {
+    const uint32_t seed = uint32_t(rng_());
+    const bool finite = chance(25);
+    add(fmt_input(d, s, seed, finite), {},
+        [d, s, seed, finite](const std::vector<Tensor>&, const std::string& dev) {
+          return test::random_tensor(d, s, dev, seed, finite);
+        });
+  }
+  static std::string fmt_input(DType d, const Shape& s, uint32_t seed, bool finite) {
+    return "test::random_tensor(" + dtype_cpp(d) + ", " + shape_str(s) + ", dev, " +
+           std::to_string(seed) + (finite ? "u, true)" : "u)");
+  }
+
+  // A second operand for a binary op on value a: an existing value whose shape broadcasts with
+  // a's, or a new input of a shape that does (some axes 1, some leading axes dropped).
+  size_t partner(size_t a, std::optional<DType> dtype = {}) {
+    const Shape& sa = vals_[a].shape();
+    std::vector<size_t> fits;
+    for (size_t i = 0; i < vals_.size(); ++i) {
+      if (dtype && vals_[i].dtype() != *dtype) continue;
+      try {
+        (void)broadcast_shape_checked(sa, vals_[i].shape());
+        fits.push_back(i);
+      } catch (const Error&) {
+      }
+    }
+    if (!fits.empty() && chance(60)) return fits[size_t(pick(0, int(fits.size()) - 1))];
+    Shape s = sa;
+    if (!s.empty() && chance(30)) s.erase(s.begin(), s.begin() + pick(0, int(s.size())));
+    for (auto& d : s)
+      if (chance(30)) d = 1;
+    if (chance(10)) s.insert(s.begin(), random_dim() == 0 ? 1 : 2);
+    add_input(dtype ? *dtype : (chance(60) ? vals_[a].dtype() : random_dtype()), s);
+    return vals_.size() - 1;
+  }
+  static Shape broadcast_shape_checked(const Shape& a, const Shape& b) {
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      const int64_t x = a[a.size() - 1 - i], y = b[b.size() - 1 - i];
+      if (x != y && x != 1 && y != 1) throw Error("no broadcast");
+    }
+    return broadcast_shape(a, b);
+  }
+
+  std::string v(size_t i) { return "v" + std::to_string(i); }
+
+  void try_op() {
+    const size_t a = some_value();
+    const Tensor& ta = vals_[a];
+    const DType da = ta.dtype();
+    const int64_t nd = int64_t(ta.shape().size());
+    switch (pick(0, 21)) {
+      case 0:
+      case 1:
+        return unary(a);
+      case 2:
+      case 3:
+      case 4:
+        return binary(a);
+      case 5: {  // where(cond, a, b)
+        const size_t c = partner(a);
+        const size_t b = partner(a);
+        add(v(c) + ".ne(0).where(" + v(a) + ", " + v(b) + ")", {c, a, b},
+            [c, a, b](const auto& x, const auto&) { return x[c].ne(0).where(x[a], x[b]); });
+        return;
+      }
+      case 6: {  // cast
+        const DType to = random_dtype();
+        add(v(a) + ".cast(" + dtype_cpp(to) + ")", {a},
+            [a, to](const auto& x, const auto&) { return x[a].cast(to); });
+        return;
+      }
+      case 7:
+      case 8:
+        return reduce(a);
+      case 9:
+      case 10:
+      case 11:
+        return movement(a);
+      case 12: {  // cat along an axis, with itself or a same-shaped slice
+        if (nd == 0) return;
+        const int64_t axis = pick(0, int(nd) - 1);
+        size_t b = a;
+        if (chance(50)) {
+          Shape s = ta.shape();
+          s[size_t(axis)] = random_dim();
+          add_input(da, s);
+          b = vals_.size() - 1;
+        }
+        add("Tensor::cat(std::vector<Tensor>{" + v(a) + ", " + v(b) + "}, " + std::to_string(axis) +
+                ")",
+            {a, b}, [a, b, axis](const auto& x, const auto&) {
+              return Tensor::cat(std::vector<Tensor>{x[a], x[b]}, axis);
+            });
+        return;
+      }
+      case 13: {  // cumsum
+        if (nd == 0 || da.is_bool()) return;
+        // Float cumsums are sums in a different order than the stepwise run's: only ints.
+        if (da.is_float() && !chance(30)) return;
+        const int64_t axis = pick(0, int(nd) - 1);
+        add(v(a) + ".cumsum(" + std::to_string(axis) + ")", {a},
+            [a, axis](const auto& x, const auto&) { return x[a].cumsum(axis); });
+        return;
+      }
+      case 14: {  // matmul with a new operand
+        if (nd == 0 || da.is_bool()) return;
+        const int64_t k = ta.shape().back();
+        const Shape s = chance(70) ? Shape{k, random_dim()} : Shape{k};
+        add_input(da, s);
+        const size_t b = vals_.size() - 1;
+        add(v(a) + ".matmul(" + v(b) + ")", {a, b},
+            [a, b](const auto& x, const auto&) { return x[a].matmul(x[b]); });
+        return;
+      }
+      case 15:
+        return assign(a);
+      case 16:
+      case 17:
+        return slice(a);
+      case 18:
+        return with_constant(a);
+      default:
+        return binary(a);
+    }
+  }
+
+  // A binary op with a constant operand, on either side: the renderer treats constants (+0 above
+  // all) apart, and the driver folds them.
+  void with_constant(size_t a) {
+    static const double floats[] = {0.0, -0.0, 1.0,      -1.0,      2.0, 0.5,
+                                    3.0, -7.0, INFINITY, -INFINITY, NAN, 1e30};
+    static const int64_t ints[] = {0, 1, -1, 2, 3, 7, -8, 31, 255, 65536};
+    const bool is_float = vals_[a].dtype().is_float();
+    const Scalarish c = is_float ? Scalarish(floats[pick(0, int(std::size(floats)) - 1)])
+                                 : Scalarish(ints[pick(0, int(std::size(ints)) - 1)]);
+    const std::string ct = is_float ? "double(" + fmt_double(std::get<double>(c.v)) + ")"
+                                    : "int64_t(" + std::to_string(std::get<int64_t>(c.v)) + ")";
+    const bool left = chance(35);
+    static const char* names[] = {"+",       "-",   "*",  "/",  "maximum",
+                                  "minimum", "pow", "lt", "eq", "where"};
+    const int op = pick(0, int(std::size(names)) - 1);
+    auto apply = [op, c, left](const Tensor& x) -> Tensor {
+      const Tensor k = Tensor::full_like(x, c);
+      const Tensor& l = left ? k : x;
+      const Tensor& r = left ? x : k;
+      switch (op) {
+        case 0:
+          return l + r;
+        case 1:
+          return l - r;
+        case 2:
+          return l * r;
+        case 3:
+          return l / r;
+        case 4:
+          return l.maximum(r);
+        case 5:
+          return l.minimum(r);
+        case 6:
+          return l.pow(r);
+        case 7:
+          return l.lt(r);
+        case 8:
+          return l.eq(r);
+        default:
+          return x.ne(0).where(x, k);
+      }
+    };
+    const std::string k = "Tensor::full_like(" + v(a) + ", " + ct + ")";
+    const std::string l = left ? k : v(a), r = left ? v(a) : k;
+    std::string text;
+    if (op < 4)
+      text = "(" + l + " " + names[op] + " " + r + ")";
+    else if (op < 9)
+      text = l + "." + names[op] + "(" + r + ")";
+    else
+      text = v(a) + ".ne(0).where(" + v(a) + ", " + k + ")";
+    add(text, {a}, [a, apply](const auto& x, const auto&) { return apply(x[a]); });
+  }
+  static std::string fmt_double(double d) {
+    if (std::isnan(d)) return "NAN";
+    if (std::isinf(d)) return d > 0 ? "INFINITY" : "-INFINITY";
+    if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", d);
+    return buf;
+  }
+
+  void unary(size_t a) {
+    const DType d = vals_[a].dtype();
+    struct U {
+      const char* name;
+      Tensor (Tensor::*f)() const;
+      bool floats_only, ints_only;
+      double (*host)(double);
+    };
+    static const U table[] = {
+        {"operator-", &Tensor::operator-, false, false, [](double x) { return -x; }},
+        {"abs", &Tensor::abs, false, false, [](double x) { return std::fabs(x); }},
+        {"relu", &Tensor::relu, false, false, nullptr},
+        {"sign", &Tensor::sign, false, false, nullptr},
+        {"exp2", &Tensor::exp2, true, false, nullptr},
+        {"log2", &Tensor::log2, true, false, nullptr},
+        {"sqrt", &Tensor::sqrt, true, false, [](double x) { return std::sqrt(x); }},
+        {"reciprocal", &Tensor::reciprocal, true, false, [](double x) { return 1.0 / x; }},
+        {"sin", &Tensor::sin, true, false, nullptr},
+        {"exp", &Tensor::exp, true, false, nullptr},
+        {"log", &Tensor::log, true, false, nullptr},
+        {"sigmoid", &Tensor::sigmoid, true, false, nullptr},
+        {"tanh", &Tensor::tanh, true, false, nullptr},
+        {"trunc", &Tensor::trunc, false, false, [](double x) { return std::trunc(x); }},
+        {"floor", &Tensor::floor, false, false, [](double x) { return std::floor(x); }},
+        {"ceil", &Tensor::ceil, false, false, [](double x) { return std::ceil(x); }},
+        {"round", &Tensor::round, false, false, [](double x) { return std::nearbyint(x); }},
+        {"square", &Tensor::square, false, false, nullptr},
+        {"isnan", &Tensor::isnan, false, false, nullptr},
+        {"isinf", &Tensor::isinf, false, false, nullptr},
+        {"logical_not", &Tensor::logical_not, false, false, nullptr},
+        {"bitwise_not", &Tensor::bitwise_not, false, true, nullptr},
+        {"signbit", &Tensor::signbit, false, false, nullptr},
+    };
+    const U& u = table[size_t(pick(0, int(std::size(table)) - 1))];
+    if (u.ints_only && d.is_float()) return;
+    (void)u.floats_only;  // integers are promoted to float by these: allowed
+    const auto f = u.f;
+    HostFn host;
+    if (u.host && d == dtypes::float32) {
+      host = [h = u.host](const std::vector<HostArray>& in) -> std::optional<HostArray> {
+        return host_map(in, dtypes::float32,
+                        [h](const std::vector<double>& x) { return double(float(h(x[0]))); });
+      };
+    }
+    const std::string name = u.name;
+    if (name == "signbit") {
+      // IEEE 754-2019 6.3 leaves the sign of a nan that arithmetic makes unspecified (x86 makes
+      // it negative, Lavapipe positive): signbit is asked only of values that are not nan.
+      add(v(a) + ".isnan().where(0, " + v(a) + ").signbit()", {a},
+          [a](const auto& x, const auto&) { return x[a].isnan().where(0, x[a]).signbit(); });
+      return;
+    }
+    add(
+        name == "operator-" ? "-" + v(a) : v(a) + "." + name + "()", {a},
+        [a, f](const auto& x, const auto&) { return (x[a].*f)(); }, host);
+  }
+
+  void binary(size_t a) {
+    const DType d = vals_[a].dtype();
+    struct B {
+      const char* name;
+      Tensor (Tensor::*f)(const Tensor&) const;
+      double (*host)(double, double);  // float32 only; nullptr: no host reference
+    };
+    static const B table[] = {
+        {"add", &Tensor::add, [](double x, double y) { return x + y; }},
+        {"sub", &Tensor::sub, [](double x, double y) { return x - y; }},
+        {"mul", &Tensor::mul, [](double x, double y) { return x * y; }},
+        {"div", &Tensor::div, [](double x, double y) { return x / y; }},
+        {"idiv", &Tensor::idiv, nullptr},
+        {"mod", &Tensor::mod, nullptr},
+        {"floordiv", &Tensor::floordiv, nullptr},
+        {"fmod", &Tensor::fmod, [](double x, double y) { return std::fmod(x, y); }},
+        {"remainder", &Tensor::remainder, nullptr},
+        {"maximum", &Tensor::maximum, nullptr},
+        {"minimum", &Tensor::minimum, nullptr},
+        {"pow", &Tensor::pow, nullptr},
+        {"bitwise_and", &Tensor::bitwise_and, nullptr},
+        {"bitwise_or", &Tensor::bitwise_or, nullptr},
+        {"bitwise_xor", &Tensor::bitwise_xor, nullptr},
+        {"lshift", &Tensor::lshift, nullptr},
+        {"rshift", &Tensor::rshift, nullptr},
+        {"lt", &Tensor::lt, [](double x, double y) { return double(x < y); }},
+        {"le", &Tensor::le, [](double x, double y) { return double(x <= y); }},
+        {"eq", &Tensor::eq, [](double x, double y) { return double(x == y); }},
+        {"ne", &Tensor::ne, [](double x, double y) { return double(x != y); }},
+        {"copysign", &Tensor::copysign, nullptr},
+        {"atan2", &Tensor::atan2, nullptr},
+        {"logical_and", &Tensor::logical_and, nullptr},
+        {"logical_xor", &Tensor::logical_xor, nullptr},
+    };
+    const B& b_ = table[size_t(pick(0, int(std::size(table)) - 1))];
+    const size_t b = partner(a, chance(70) ? std::optional<DType>(d) : std::nullopt);
+    const auto f = b_.f;
+    HostFn host;
+    if (b_.host && d == dtypes::float32 && vals_[b].dtype() == dtypes::float32) {
+      const bool cmp = std::string(b_.name).size() == 2;
+      host = [h = b_.host, cmp](const std::vector<HostArray>& in) -> std::optional<HostArray> {
+        return host_map(in, cmp ? dtypes::bool_ : dtypes::float32,
+                        [h](const std::vector<double>& x) { return double(float(h(x[0], x[1]))); });
+      };
+    }
+    if (std::string(b_.name) == "copysign") {
+      // The sign of a nan that arithmetic makes is unspecified (IEEE 754-2019 6.3; see signbit).
+      add(v(a) + ".copysign(" + v(b) + ".isnan().where(1, " + v(b) + "))", {a, b},
+          [a, b](const auto& x, const auto&) {
+            return x[a].copysign(x[b].isnan().where(1, x[b]));
+          });
+      return;
+    }
+    add(
+        v(a) + "." + b_.name + "(" + v(b) + ")", {a, b},
+        [a, b, f](const auto& x, const auto&) { return (x[a].*f)(x[b]); }, host);
+  }
+
+  void reduce(size_t a) {
+    const Tensor& t = vals_[a];
+    const int64_t nd = int64_t(t.shape().size());
+    std::vector<int64_t> axes;
+    for (int64_t i = 0; i < nd; ++i)
+      if (chance(50)) axes.push_back(chance(20) ? i - nd : i);
+    const bool keep = chance(40);
+    const std::string args = "(" + ints_str(axes) + (keep ? ", true)" : ")");
+    const int which = pick(0, 7);
+    // A single-axis keepdim reduce of a float32 value gets the float64 reference.
+    const bool one_axis = axes.size() == 1 && keep && t.dtype() == dtypes::float32;
+    const int64_t ax = axes.empty() ? 0 : (axes[0] + nd) % std::max<int64_t>(nd, 1);
+    switch (which) {
+      case 0:
+      case 1: {
+        HostFn host;
+        if (one_axis)
+          host = [ax](const std::vector<HostArray>& in) -> std::optional<HostArray> {
+            return host_reduce(in[0], ax, 0.0, [](double x, double y) { return x + y; });
+          };
+        add(
+            v(a) + ".sum" + args, {a},
+            [a, axes, keep](const auto& x, const auto&) { return x[a].sum(axes, keep); }, host, 0,
+            true);
+        return;
+      }
+      case 2:
+      case 3: {
+        const bool mx = which == 2;
+        HostFn host;
+        // torch's amax/amin: nan propagates.
+        if (one_axis)
+          host = [ax, mx](const std::vector<HostArray>& in) -> std::optional<HostArray> {
+            return host_reduce(in[0], ax, mx ? -INFINITY : INFINITY, [mx](double x, double y) {
+              if (std::isnan(x) || std::isnan(y)) return double(NAN);
+              return mx ? std::max(x, y) : std::min(x, y);
+            });
+          };
+        add(
+            v(a) + (mx ? ".max" : ".min") + args, {a},
+            [a, axes, keep, mx](const auto& x, const auto&) {
+              return mx ? x[a].max(axes, keep) : x[a].min(axes, keep);
+            },
+            host);
+        return;
+      }
+      case 4:
+        // A float product is a product in a different order than the stepwise run's: ints only.
+        if (t.dtype().is_float()) return;
+        add(v(a) + ".prod" + args, {a},
+            [a, axes, keep](const auto& x, const auto&) { return x[a].prod(axes, keep); });
+        return;
+      case 5:
+        add(v(a) + ".mean" + args, {a},
+            [a, axes, keep](const auto& x, const auto&) { return x[a].mean(axes, keep); });
+        return;
+      case 6: {
+        if (nd == 0) return;
+        const int64_t axis = pick(0, int(nd) - 1);
+        const bool argmin = chance(30);
+        add(v(a) + (argmin ? ".argmin(" : ".argmax(") + std::to_string(axis) +
+                (keep ? ", true)" : ")"),
+            {a}, [a, axis, keep, argmin](const auto& x, const auto&) {
+              return argmin ? x[a].argmin(axis, keep) : x[a].argmax(axis, keep);
+            });
+        return;
+      }
+      default: {
+        const bool any = chance(50);
+        add(v(a) + (any ? ".any" : ".all") + args, {a},
+            [a, axes, keep, any](const auto& x, const auto&) {
+              return any ? x[a].any(axes, keep) : x[a].all(axes, keep);
+            });
+        return;
+      }
+    }
+  }
+
+  void movement(size_t a) {
+    const Shape s = vals_[a].shape();
+    const int64_t nd = int64_t(s.size());
+    switch (pick(0, 6)) {
+      case 0: {  // reshape: the same elements in a random factorization
+        int64_t n = prod(s);
+        Shape out;
+        if (n == 0) {
+          out = chance(50) ? Shape{0} : Shape{1, 0, 3};
+        } else {
+          for (int64_t f : {2, 3, 5, 7})
+            while (n % f == 0) {
+              if (out.empty() || chance(50))
+                out.push_back(f);
+              else
+                out.back() *= f;
+              n /= f;
+            }
+          if (n > 1) out.push_back(n);
+          if (chance(30)) out.insert(out.begin() + pick(0, int(out.size())), 1);
+          std::shuffle(out.begin(), out.end(), rng_);
+        }
+        add(v(a) + ".reshape(" + shape_str(out) + ")", {a},
+            [a, out](const auto& x, const auto&) { return x[a].reshape(out); });
+        return;
+      }
+      case 1: {  // permute
+        std::vector<int64_t> order(static_cast<size_t>(nd));
+        for (int64_t i = 0; i < nd; ++i) order[size_t(i)] = i;
+        std::shuffle(order.begin(), order.end(), rng_);
+        add(v(a) + ".permute(" + ints_str(order) + ")", {a},
+            [a, order](const auto& x, const auto&) { return x[a].permute(order); });
+        return;
+      }
+      case 2: {  // expand size-1 axes (after an unsqueeze sometimes)
+        Shape src = s;
+        std::string text = v(a);
+        const bool unsq = chance(40);
+        const int64_t at = pick(0, int(nd));
+        if (unsq) src.insert(src.begin() + at, 1);
+        Shape out = src;
+        for (auto& d : out)
+          if (d == 1 && chance(70)) d = random_dim();
+        if (unsq) text += ".unsqueeze(" + std::to_string(at) + ")";
+        add(text + ".expand(" + shape_str(out) + ")", {a},
+            [a, out, unsq, at](const auto& x, const auto&) {
+              return (unsq ? x[a].unsqueeze(at) : x[a]).expand(out);
+            });
+        return;
+      }
+      case 3: {  // shrink
+        std::vector<std::pair<int64_t, int64_t>> r;
+        std::string text = "{";
+        for (int64_t d : s) {
+          const int64_t b = pick(0, int(d)), e = pick(int(b), int(d));
+          r.push_back({b, e});
+          text += (r.size() > 1 ? ", {" : "{") + std::to_string(b) + ", " + std::to_string(e) + "}";
+        }
+        add(v(a) + ".shrink(" + text + "})", {a},
+            [a, r](const auto& x, const auto&) { return x[a].shrink(r); });
+        return;
+      }
+      case 4: {  // pad with a constant
+        std::vector<std::pair<int64_t, int64_t>> r;
+        std::string text = "{";
+        for (size_t i = 0; i < s.size(); ++i) {
+          r.push_back({chance(50) ? pick(0, 2) : 0, chance(50) ? pick(0, 2) : 0});
+          text += (i ? ", {" : "{") + std::to_string(r.back().first) + ", " +
+                  std::to_string(r.back().second) + "}";
+        }
+        const int value = chance(70) ? 0 : pick(-3, 3);
+        add(v(a) + ".pad(" + text + "}, " + std::to_string(value) + ")", {a},
+            [a, r, value](const auto& x, const auto&) { return x[a].pad(r, value); });
+        return;
+      }
+      case 5: {  // flip
+        std::vector<int64_t> axes;
+        for (int64_t i = 0; i < nd; ++i)
+          if (chance(50)) axes.push_back(i);
+        add(v(a) + ".flip(" + ints_str(axes) + ")", {a},
+            [a, axes](const auto& x, const auto&) { return x[a].flip(axes); });
+        return;
+      }
+      default: {  // a transpose, then contiguous: a copy kernel in the middle of a chain
+        if (nd < 2) return;
+        add(v(a) + ".transpose().contiguous()", {a},
+            [a](const auto& x, const auto&) { return x[a].transpose().contiguous(); });
+        return;
+      }
+    }
+  }
+
+  // Slicing with steps (negative too), basic indexing.
+  void slice(size_t a) {
+    const Shape s = vals_[a].shape();
+    std::vector<Index> idx;
+    std::string text = "{";
+    for (size_t i = 0; i < s.size(); ++i) {
+      std::optional<int64_t> b, e;
+      if (chance(50)) b = pick(-int(s[i]) - 1, int(s[i]) + 1);
+      if (chance(50)) e = pick(-int(s[i]) - 1, int(s[i]) + 1);
+      int64_t step = pick(1, 3);
+      if (chance(25)) step = -step;
+      auto opt = [](const std::optional<int64_t>& o) {
+        return o ? std::to_string(*o) : std::string("std::nullopt");
+      };
+      if (s[i] > 0 && chance(15)) {
+        const int64_t k = pick(-int(s[i]), int(s[i]) - 1);
+        idx.push_back(k);
+        text += (i ? ", " : "") + std::string("int64_t(") + std::to_string(k) + ")";
+        continue;
+      }
+      idx.push_back(Slice{b, e, step});
+      text += (i ? ", " : "") + std::string("Slice{") + opt(b) + ", " + opt(e) + ", " +
+              std::to_string(step) + "}";
+    }
+    add(v(a) + "[" + text + "}]", {a}, [a, idx](const auto& x, const auto&) { return x[a][idx]; });
+  }
+
+  // An in-place update of a fresh realized buffer by a value that reads it (at the element written,
+  // or flipped, which the scheduler must give a kernel of its own first).
+  void assign(size_t a) {
+    const Shape s = vals_[a].shape();
+    const DType d = vals_[a].dtype();
+    const uint32_t seed = uint32_t(rng_());
+    const bool flip = !s.empty() && chance(40);
+    const int how = pick(0, 2);
+    static const char* ops[] = {"add", "maximum", "sub"};
+    const std::string target = fmt_input(d, s, seed, false);
+    const std::string read = flip ? "t.flip({0})" : "t";
+    add("[&] { Tensor t = " + target + "; t.realize(); return t.assign(" + read + "." + ops[how] +
+            "(" + v(a) + ")); }()",
+        {a}, [a, d, s, seed, flip, how](const auto& x, const std::string& dev) {
+          Tensor t = test::random_tensor(d, s, dev, seed);
+          t.realize();
+          const Tensor r = flip ? t.flip({0}) : t;
+          const Tensor val = how == 0 ? r.add(x[a]) : how == 1 ? r.maximum(x[a]) : r.sub(x[a]);
+          if (val.dtype() != d) throw Error("assign of another dtype");
+          Tensor out = t;
+          out.assign(val);
+          return out;
+        });
+  }
+};
+
+// ---- running and comparing ----
+
+std::vector<Tensor> run(const Program& p, const std::string& dev, bool stepwise) {
+  std::vector<Tensor> vals;
+  for (const Step& s : p.steps) {
+    vals.push_back(s.make(vals, dev));
+    if (stepwise) vals.back().realize();
+  }
+  return vals;
+}
+
+std::vector<Tensor> outputs_of(const Program& p, std::vector<Tensor> vals) {
+  std::vector<Tensor> out;
+  for (size_t o : p.outputs) out.push_back(vals[o]);
+  std::vector<Tensor*> ptrs;
+  for (auto& t : out) ptrs.push_back(&t);
+  realize(ptrs);
+  return out;
+}
+
+// Floats: within max_ulps, or within a small part of the output's largest finite magnitude
+// (cancellation turns an ulp of the inputs into many of the result); nan equals nan; +0 and -0
+// differ.
+std::string compare(const Tensor& want, const Tensor& got, uint64_t max_ulps, double rel) {
+  if (want.dtype() != got.dtype() || want.shape() != got.shape())
+    return "dtype/shape: " + want.dtype().name() + shape_str(want.shape()) + " vs " +
+           got.dtype().name() + shape_str(got.shape());
+  const DType d = want.dtype();
+  const auto a = want.bytes(), b = got.bytes();
+  const size_t size = size_t(d.scalar_size()), n = a.size() / size;
+  double scale = 0;
+  if (d.is_float())
+    for (size_t i = 0; i < n; ++i) {
+      const double x = test::element(d, a.data() + i * size);
+      if (std::isfinite(x)) scale = std::max(scale, std::fabs(x));
+    }
+  std::string bad;
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const std::byte *x = a.data() + i * size, *y = b.data() + i * size;
+    bool ok;
+    if (d.is_float()) {
+      const double fx = test::element(d, x), fy = test::element(d, y);
+      ok = test::ulps(d, x, y) <= max_ulps ||
+           (std::isfinite(fx) && std::isfinite(fy) && std::fabs(fx - fy) <= rel * scale);
+      if (fx == 0 && fy == 0 && std::signbit(fx) != std::signbit(fy)) ok = false;
+    } else if (d.is_bool()) {
+      ok = (x[0] != std::byte{0}) == (y[0] != std::byte{0});
+    } else {
+      ok = std::memcmp(x, y, size) == 0;
+    }
+    if (ok) continue;
+    if (count++ < 6)
+      bad += "\n    [" + std::to_string(i) + "] " + test::element_str(d, x) + " vs " +
+             test::element_str(d, y);
+  }
+  if (!count) return "";
+  return std::to_string(count) + " of " + std::to_string(n) + " " + d.name() +
+         " elements differ:" + bad;
+}
+
+// The float64 reference of each step that has one, from its operands as realized.
+std::string check_host(const Program& p, const std::vector<Tensor>& stepwise) {
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    if (!s.host) continue;
+    std::vector<HostArray> in;
+    for (size_t o : s.operands) in.push_back(host_of(stepwise[o]));
+    const std::optional<HostArray> want = s.host(in);
+    if (!want) continue;
+    const Tensor& got = stepwise[i];
+    const std::vector<double> g = test::values(got);
+    if (got.shape() != want->shape && prod(got.shape()) != prod(want->shape))
+      return "v" + std::to_string(i) + ": shape " + shape_str(got.shape()) + " vs host " +
+             shape_str(want->shape);
+    // A float sum may differ from float64's by n ulps of the sum of |x| of its elements.
+    std::vector<double> abs_sum(g.size(), 0.0);
+    if (s.host_relative_sum) {
+      std::vector<HostArray> abs_in = in;
+      for (double& x : abs_in[0].v) x = std::fabs(x);
+      abs_sum = s.host(abs_in)->v;
+    }
+    for (size_t k = 0; k < g.size(); ++k) {
+      const double w = want->v[k], x = g[k];
+      bool ok = (std::isnan(w) && std::isnan(x)) || w == x;
+      if (w == 0 && x == 0 && !s.host_relative_sum) ok = std::signbit(w) == std::signbit(x);
+      if (!ok && s.host_relative_sum && std::isfinite(w))
+        ok = std::fabs(w - x) <= 1.2e-7 * double(in[0].v.size() + 1) * abs_sum[k];
+      if (!ok && s.host_relative_sum && !std::isfinite(w) && !std::isnan(w))
+        ok = true;  // a float32 sum can overflow where float64's does not, and the reverse
+      if (!ok && s.host_relative_sum && std::isnan(w)) ok = std::isnan(x);
+      if (!ok && s.host_relative_sum && std::isinf(x) && abs_sum[k] >= 3.4e38)
+        ok = true;  // float32 partial sums overflow where float64's stay finite
+      if (!ok)
+        return "v" + std::to_string(i) + "[" + std::to_string(k) + "] = " + std::to_string(x) +
+               ", float64 host " + std::to_string(w) + " (" + s.text + ")";
+    }
+  }
+  return "";
+}
+
+uint32_t env_u32(const char* name, uint32_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? uint32_t(std::strtoul(v, nullptr, 10)) : fallback;
+}
+
+TEST(TensorDifferentialFuzz, RandomProgramsAgreeAcrossDevicesFusionAndHost) {
+  const uint32_t first = env_u32("VKG_FUZZ_SEED", 20261127),
+                 count = env_u32("VKG_FUZZ_PROGRAMS", 300);
+  const auto start = std::chrono::steady_clock::now();
+  int failures = 0, built = 0;
+  size_t steps = 0;
+  for (uint32_t seed = first; seed < first + count && failures < 5; ++seed) {
+    ProgramGen gen(seed);
+    const Program p = gen.next();
+    if (std::getenv("VKG_FUZZ_PRINT")) std::printf("seed %u:\n%s", seed, p.cpp().c_str());
+    steps += p.steps.size();
+    std::string why;
+    try {
+      const auto vk = outputs_of(p, run(p, "VK", false));
+      const auto cpu = outputs_of(p, run(p, "CPU", false));
+      const auto stepwise_vals = run(p, "CPU", true);
+      const auto stepwise = outputs_of(p, stepwise_vals);
+      for (size_t k = 0; k < p.outputs.size() && why.empty(); ++k) {
+        if (std::string e = compare(cpu[k], vk[k], 4, 1e-6); !e.empty())
+          why = "v" + std::to_string(p.outputs[k]) + " CPU vs VK: " + e;
+        else if (std::string e2 = compare(stepwise[k], cpu[k], 4, 1e-6); !e2.empty())
+          why = "v" + std::to_string(p.outputs[k]) + " stepwise CPU vs fused CPU: " + e2;
+      }
+      if (why.empty()) why = check_host(p, stepwise_vals);
+      ++built;
+    } catch (const std::exception& e) {
+      why = std::string("threw: ") + e.what();
+    }
+    if (why.empty()) continue;
+    ++failures;
+    ADD_FAILURE() << "seed " << seed << " (VKG_FUZZ_SEED=" << seed
+                  << " VKG_FUZZ_PROGRAMS=1): " << why << "\n  auto dev = \"VK\";  // and \"CPU\"\n"
+                  << p.cpp();
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("differential fuzz: %d programs (%zu steps) from seed %u in %.1f s\n", built, steps,
+              first, s);
+}
+
+}  // namespace
+}  // namespace vkg
