@@ -192,6 +192,11 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
       return vec ? relational(op, x[0], x[1]) : fmt::format("({}!={})", x[0], x[1]);
     case Ops::MAX:
       if (d.is_float()) return fmt::format("{}({}, {})", helpers.use("max_nan", d), x[0], x[1]);
+      // Mesa 22.3's Lavapipe evaluates an unsigned max() against the constant 0xffffffff as a
+      // signed one (max(0u, 0xffffffffu) gave 0): the SPIR-V has UMax, so the fault is in the
+      // driver. A compare and select in a helper (an operand is not written twice) is right.
+      if (d.is_unsigned())
+        return fmt::format("{}({}, {})", helpers.use("umax_select", d), x[0], x[1]);
       return fmt::format("max({}, {})", x[0], x[1]);
     case Ops::MULACC:
       return fmt::format("(({}*{})+{})", x[0], x[1], x[2]);
@@ -199,10 +204,12 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
     // a divisor that may be 0 goes through a helper that gives the CPU device's answer
     // (core/alu_semantics.hpp). Constant divisors, as in all index math, keep the plain form.
     case Ops::IDIV:
-      if (!nonzero(src[1])) return fmt::format("{}({}, {})", helpers.use("idiv_safe", d), x[0], x[1]);
+      if (!nonzero(src[1]))
+        return fmt::format("{}({}, {})", helpers.use("idiv_safe", d), x[0], x[1]);
       return fmt::format("({}/{})", x[0], x[1]);
     case Ops::MOD:
-      if (!nonzero(src[1])) return fmt::format("{}({}, {})", helpers.use("mod_safe", d), x[0], x[1]);
+      if (!nonzero(src[1]))
+        return fmt::format("{}({}, {})", helpers.use("mod_safe", d), x[0], x[1]);
       if (!d.is_unsigned()) return fmt::format("{}({}, {})", helpers.use("mod_c", d), x[0], x[1]);
       return fmt::format("({}%{})", x[0], x[1]);
     // A shift count outside [0, width) is undefined in Vulkan; the CPU device and Lavapipe take

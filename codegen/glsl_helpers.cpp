@@ -45,6 +45,11 @@ std::string max_nan_body(DType) {
   return "return (a < b || isnan_bits(b)) ? b : a;";
 }
 
+std::string umax_select_body(DType) {
+  // Unsigned max as a compare and select: see Ops::MAX in glsl_alu.cpp for the driver fault.
+  return "return a < b ? b : a;";
+}
+
 std::string mul_zero_body(DType d) {
   // a * +0 as IEEE says, decided by the bits (see positive_zero in glsl_alu.cpp): nan for inf
   // and nan, else a zero with a's sign.
@@ -363,8 +368,8 @@ std::string erf_taylor_poly() {
   std::string poly;
   const int terms = 12;
   for (int k = terms - 1; k >= 0; --k) {
-    const double c = 2 / std::sqrt(std::numbers::pi) * (k % 2 ? -1 : 1) /
-                     (std::tgamma(k + 1.0) * (2 * k + 1));
+    const double c =
+        2 / std::sqrt(std::numbers::pi) * (k % 2 ? -1 : 1) / (std::tgamma(k + 1.0) * (2 * k + 1));
     poly = k == terms - 1 ? fmt::format("{:.9e}f", c) : fmt::format("{:.9e}f + t * ({})", c, poly);
   }
   return poly;
@@ -389,7 +394,8 @@ std::string erf_body(DType d) {
             t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
             t * (-0.82215223f + t * 0.17087277f))))))));
   float erfc = t * exp2_exact((p - x * x) * 1.44269504f);
-  return (b >> 31) != 0u ? erfc - 1.0f : 1.0f - erfc;)", poly);
+  return (b >> 31) != 0u ? erfc - 1.0f : 1.0f - erfc;)",
+                     poly);
 }
 
 std::string erfc_body(DType d) {
@@ -410,7 +416,8 @@ std::string erfc_body(DType d) {
             t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
             t * (-0.82215223f + t * 0.17087277f))))))));
   float erfc = t * exp2_exact((p - x * x) * 1.44269504f);
-  return (b >> 31) != 0u ? 2.0f - erfc : erfc;)", erf_taylor_poly());
+  return (b >> 31) != 0u ? 2.0f - erfc : erfc;)",
+                     erf_taylor_poly());
 }
 
 std::string threefry_body(DType d) {
@@ -577,6 +584,7 @@ std::string float_to_int_body(DType from) {
 constexpr HelperSpec kHelpers[] = {
     {"isnan_bits", 1, Scalar::Bool, isnan_body, true, ""},
     {"max_nan", 2, Scalar::Void, max_nan_body, false, "isnan_bits"},
+    {"umax_select", 2, Scalar::Void, umax_select_body, false, ""},
     {"mod_c", 2, Scalar::Void, mod_body, false, ""},
     {"idiv_safe", 2, Scalar::Void, idiv_safe_body, false, ""},
     {"mod_safe", 2, Scalar::Void, mod_safe_body, false, ""},
