@@ -36,11 +36,11 @@ class Recording {
 
 // One kernel or copy a device ran, for DEBUG=2 lines.
 struct RunStat {
-  std::string name;     // kernel name, or "copy N, VK <- CPU"
-  int buffers = 0;      // arguments
-  int64_t bytes = 0;    // bytes the kernel's buffers hold (or the copy moved)
+  std::string name;   // kernel name, or "copy N, VK <- CPU"
+  int buffers = 0;    // arguments
+  int64_t bytes = 0;  // bytes the kernel's buffers hold (or the copy moved)
   int64_t flops = 0;
-  double ns = 0;        // device time where measured, else host time
+  double ns = 0;  // device time where measured, else host time
 };
 
 class Device {
@@ -145,6 +145,12 @@ class Device {
 // device where there is one physical device); "VK" is "VK:0". Throws vkg::Error naming the known
 // devices if none is, or saying which indices exist.
 Device& device(const std::string& name);
+
+// For a device whose driver may have built new statics (a driver's shader compiler constructs
+// some on its first compiles): registers the exit wait for work in flight again, so that it runs
+// before their destructors (atexit runs handlers in reverse order of registration). Lavapipe's
+// queue thread crashed in LLVM's destructors at exit otherwise. Running the wait twice is harmless.
+void keep_exit_wait_after_driver_statics();
 
 // The name a device is known by: upper case, with ":0" dropped ("vk:0" -> "VK"), so that two
 // spellings of one device compare equal on tensors.

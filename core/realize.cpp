@@ -43,9 +43,10 @@ struct Registry {
 
 // A realize returns once its work is submitted (Device::flush), so work may still run when the
 // program ends: exit waits for it first, before the drivers' own statics are torn down under it
-// (registered at the first device's opening, so it runs before the destructors of statics
-// constructed earlier). Errors are dropped: nothing is left to report them to. DEBUG>=1 says
-// what it waited for (from the environment: settings may be gone by now).
+// (registered at the first device's opening, and again after a driver built new statics, so it
+// runs before the destructors of statics constructed earlier: keep_exit_wait_after_driver_statics).
+// Errors are dropped: nothing is left to report them to. DEBUG>=1 says what it waited for (from the
+// environment: settings may be gone by now).
 void wait_for_devices_at_exit() {
   Registry& r = Registry::get();
   std::lock_guard lock(r.mu);
@@ -63,15 +64,23 @@ void wait_for_devices_at_exit() {
   std::fflush(stdout);
 }
 
+}  // namespace
+
+void keep_exit_wait_after_driver_statics() { std::atexit(wait_for_devices_at_exit); }
+
+namespace {
+
 // Totals for the DEBUG=2 summary printed at exit.
 struct Totals {
   int64_t kernels = 0, flops = 0, bytes = 0;
   double ns = 0;
   ~Totals() {
     if (kernels && setting("DEBUG") >= 2)
-      std::printf("avg: %9.2f GFLOPS %8.2f GB/s           total: %5lld kernels %8.2f GOPS %8.2f GB %8.2f ms\n",
-                  ns > 0 ? double(flops) / ns : 0.0, ns > 0 ? double(bytes) / ns : 0.0, (long long)kernels,
-                  double(flops) * 1e-9, double(bytes) * 1e-9, ns * 1e-6);
+      std::printf(
+          "avg: %9.2f GFLOPS %8.2f GB/s           total: %5lld kernels %8.2f GOPS %8.2f GB %8.2f "
+          "ms\n",
+          ns > 0 ? double(flops) / ns : 0.0, ns > 0 ? double(bytes) / ns : 0.0, (long long)kernels,
+          double(flops) * 1e-9, double(bytes) * 1e-9, ns * 1e-6);
   }
 };
 Totals totals;
@@ -88,9 +97,11 @@ void print_stats(const std::string& device, const std::vector<RunStat>& stats, i
     if (debug < 2) continue;
     const double gflops = s.ns > 0 ? double(s.flops) / s.ns : 0.0;
     const double gbs = s.ns > 0 ? double(s.bytes) / s.ns : 0.0;
-    std::printf("*** %-6s %5lld %-34s arg %2d mem %6.2f GB tm %10.2fus/%10.2fms (%9.2f GFLOPS %7.1f GB/s)\n",
-                device.c_str(), (long long)run_index, s.name.c_str(), s.buffers, double(s.bytes) * 1e-9,
-                s.ns * 1e-3, totals.ns * 1e-6, gflops, gbs);
+    std::printf(
+        "*** %-6s %5lld %-34s arg %2d mem %6.2f GB tm %10.2fus/%10.2fms (%9.2f GFLOPS %7.1f "
+        "GB/s)\n",
+        device.c_str(), (long long)run_index, s.name.c_str(), s.buffers, double(s.bytes) * 1e-9,
+        s.ns * 1e-3, totals.ns * 1e-6, gflops, gbs);
   }
 }
 
@@ -282,12 +293,15 @@ void report_replay(const Device& device, std::vector<RunStat> stats, bool first_
 void realize(std::span<Tensor* const> tensors) {
   // Sharded tensors (core/multi.hpp) realize as their shards, each on its device, in one schedule
   // with the others; the tensor then views the realized shards.
-  if (std::any_of(tensors.begin(), tensors.end(), [](Tensor* t) { return is_multi_device(t->device()); })) {
+  if (std::any_of(tensors.begin(), tensors.end(),
+                  [](Tensor* t) { return is_multi_device(t->device()); })) {
     std::vector<Tensor> plain;
     std::vector<std::optional<Sharded>> lowered;
     for (Tensor* t : tensors) {
-      lowered.push_back(is_multi_device(t->device()) ? std::optional(lower_multi(t->node())) : std::nullopt);
-      if (!lowered.back()) plain.push_back(*t);  // an alias: realizing it realizes t
+      lowered.push_back(is_multi_device(t->device()) ? std::optional(lower_multi(t->node()))
+                                                     : std::nullopt);
+      if (!lowered.back())
+        plain.push_back(*t);  // an alias: realizing it realizes t
       else
         for (const UOpPtr& s : lowered.back()->shards) plain.emplace_back(s);
     }
@@ -382,7 +396,8 @@ void realize(std::span<Tensor* const> tensors) {
     for (Tensor* t : tensors) capture->realized.push_back(t->state_);
   }
   // By the nodes taken before any changes: two of the tensors may be aliases of one state.
-  for (size_t i = 0; i < tensors.size(); ++i) tensors[i]->set_realized(sched.realized.at(nodes[i].get()));
+  for (size_t i = 0; i < tensors.size(); ++i)
+    tensors[i]->set_realized(sched.realized.at(nodes[i].get()));
 }
 
 Tensor& Tensor::realize() {
@@ -393,7 +408,8 @@ Tensor& Tensor::realize() {
 
 void Tensor::check_host_type(DType wanted, std::string_view op) const {
   if (wanted != dtype())
-    throw Error(std::string(op) + ": the tensor holds " + dtype().name() + ", not " + wanted.name());
+    throw Error(std::string(op) + ": the tensor holds " + dtype().name() + ", not " +
+                wanted.name());
 }
 
 std::vector<std::byte> Tensor::bytes() const {

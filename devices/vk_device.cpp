@@ -136,7 +136,8 @@ class VkDevice final : public Device {
     const bool in_order = (options.beam > 0 && !options.noopt) || options.debug >= 3;
     if (in_order && options.beam > 0 && !todo.empty()) finish();  // BEAM times an idle device
     const size_t threads =
-        in_order ? 1 : std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+        in_order ? 1
+                 : std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i; (i = next++) < todo.size();) {
@@ -158,7 +159,9 @@ class VkDevice final : public Device {
     return target_.int64_atomics && setting("VKG_NO_INT64_ATOMICS") == 0;
   }
 
-  CompileCounts compile_counts() const override { return {compiled_.load(), compiled_in_run_.load()}; }
+  CompileCounts compile_counts() const override {
+    return {compiled_.load(), compiled_in_run_.load()};
+  }
   MemoryCounts memory_counts() const override {
     const vk::AllocatorStats s = rt_.allocator.stats();
     return {int64_t(s.live_bytes), int64_t(s.peak_live_bytes)};
@@ -412,6 +415,7 @@ class VkDevice final : public Device {
     auto p = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv,
                                            k.layout.push_constant_bytes, bound);
     p->pipeline();
+    keep_exit_wait_after_driver_statics();  // the compile may have built LLVM's statics
     pipelines_unsaved_ = true;
     return p;
   }
