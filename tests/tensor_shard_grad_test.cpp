@@ -202,6 +202,14 @@ TEST(TensorShardGrad, ANegativeZeroGradientKeepsItsSignThroughShardAndSplit) {
   const Tensor c = Tensor(std::vector<float>{-0.f, -0.f}).shard(two, 0);
   (x.shard(two, 0) * c).sum().backward();
   EXPECT_EQ(signs(x), negative);
+  // The same from the CPU device, whose shard gradients are padded and summed there.
+  const std::vector<std::string> cpu_first{"CPU", "VK"};
+  Tensor w(std::vector<float>{1.f, 2.f}, {2}, "CPU");
+  w.requires_grad_();
+  (w.shard(cpu_first, 0) * Tensor(std::vector<float>{-0.f, -0.f}, {2}, "CPU").shard(cpu_first, 0))
+      .sum()
+      .backward();
+  EXPECT_EQ(signs(w), negative);
   for (const std::string device : {"CPU", "VK"}) {
     Tensor y(std::vector<float>{1.f, 2.f}, {2}, device);
     y.requires_grad_();
