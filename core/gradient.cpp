@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <numbers>
+#include <optional>
 #include <span>
 #include <type_traits>
 
@@ -269,6 +270,77 @@ std::span<const UOpPtr> gradient_sources(const UOp& n) {
   return n.src;
 }
 
+namespace {
+
+// The box a zero-filled PAD of a plain-sized float keeps of its result: [begin, end) per axis;
+// none for anything else.
+std::optional<std::vector<std::pair<int64_t, int64_t>>> padded_box(const UOp& n) {
+  if (n.op != Ops::PAD || !n.dtype.is_float() || symbolic_arg(n) || n.src[0]->sym_shape() ||
+      is_multi_device(Tensor(n.ptr()).device()))
+    return std::nullopt;
+  const std::vector<int64_t>* pads = movement_values(n);
+  if (!pads || !n.shape()) return std::nullopt;
+  const Shape& in = *n.src[0]->shape();
+  std::vector<std::pair<int64_t, int64_t>> box;
+  for (size_t i = 0; i < in.size(); ++i) box.emplace_back((*pads)[2 * i], (*pads)[2 * i] + in[i]);
+  return box;
+}
+
+// The sum of a node's gradient contributions, in order. Where the zero-filled pads among them
+// (the gradients of shrinks: the pieces of a split, the shards of shard()) partition the shape,
+// they are filled with -0.0 instead, the identity of addition, as cat's pieces: each position is
+// then exactly its one piece's gradient, and a -0.0 stays -0.0 (+0.0 + -0.0 is +0.0). Anything
+// short of a partition keeps its +0.0 fill, where a position no piece covers must read +0.0.
+UOpPtr sum_contributions(const std::vector<UOpPtr>& parts) {
+  if (parts.size() == 1) return parts[0];
+  std::vector<size_t> padded;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> boxes;
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (auto box = padded_box(*parts[i])) {
+      padded.push_back(i);
+      boxes.push_back(std::move(*box));
+    }
+  bool partition = padded.size() > 1;
+  if (partition) {
+    const Shape& shape = *parts[padded[0]]->shape();
+    int64_t total = 1, covered = 0;
+    for (int64_t d : shape) total *= d;
+    std::vector<int64_t> volumes;
+    for (size_t i = 0; i < boxes.size() && partition; ++i) {
+      partition = *parts[padded[i]]->shape() == shape;
+      int64_t volume = 1;
+      for (const auto& [b, e] : boxes[i]) volume *= e - b;
+      covered += volume;
+      volumes.push_back(volume);
+      for (size_t j = 0; j < i && partition; ++j) {
+        bool apart = volume == 0 || volumes[j] == 0;  // else disjoint boxes are apart on an axis
+        for (size_t d = 0; d < shape.size() && !apart; ++d)
+          apart =
+              boxes[i][d].second <= boxes[j][d].first || boxes[j][d].second <= boxes[i][d].first;
+        partition = apart;
+      }
+    }
+    partition = partition && covered == total;
+  }
+  std::optional<Tensor> sum;
+  size_t k = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Tensor t(parts[i]);
+    if (partition && k < padded.size() && padded[k] == i) {
+      const UOp& pad = *parts[i];
+      const std::vector<int64_t>& v = *movement_values(pad);
+      std::vector<std::pair<int64_t, int64_t>> pads;
+      for (size_t d = 0; d < v.size() / 2; ++d) pads.emplace_back(v[2 * d], v[2 * d + 1]);
+      t = Tensor(pad.src[0]).pad(pads, -0.0);
+      ++k;
+    }
+    sum = sum ? *sum + t : t;
+  }
+  return sum->node();
+}
+
+}  // namespace
+
 std::unordered_map<const UOp*, UOpPtr> compute_gradient(const GradientRequest& req) {
   // The sources a gradient flows into: an alias's stand-in, else gradient_sources.
   auto sources = [&](const UOp* n) -> std::span<const UOpPtr> {
@@ -296,11 +368,10 @@ std::unordered_map<const UOp*, UOpPtr> compute_gradient(const GradientRequest& r
     stack.pop_back();
   }
 
-  std::unordered_map<const UOp*, UOpPtr> grads{{req.root.get(), req.seed}};
-  auto accumulate = [&](const UOp* s, const Tensor& g) {
-    auto [it, fresh] = grads.emplace(s, g.node());
-    if (!fresh) it->second = (Tensor(it->second) + g).node();
-  };
+  // Each node's gradient contributions, summed in order once all of them are in (its users come
+  // first in the walk).
+  std::unordered_map<const UOp*, std::vector<UOpPtr>> grads{{req.root.get(), {req.seed}}};
+  auto accumulate = [&](const UOp* s, const Tensor& g) { grads[s].push_back(g.node()); };
   const auto& table = rule_table();
   std::unordered_map<const UOp*, UOpPtr> result;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {  // users before their sources
@@ -308,7 +379,7 @@ std::unordered_map<const UOp*, UOpPtr> compute_gradient(const GradientRequest& r
     if (!on_path.at(n)) continue;
     auto g = grads.find(n);
     if (g == grads.end()) continue;  // no gradient flows here (through a comparison, say)
-    const UOpPtr grad = g->second;
+    const UOpPtr grad = sum_contributions(g->second);
     if (!req.targets.count(n))
       grads.erase(g);  // not needed again: frees the graph early
     else

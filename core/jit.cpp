@@ -12,6 +12,7 @@
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/jit_capture.hpp>
+#include <vkgrad/core/multi.hpp>
 #include <vkgrad/core/shape_tracker.hpp>
 #include <vkgrad/core/symbolic.hpp>
 #include <vkgrad/core/symbolic_shape.hpp>
@@ -390,8 +391,11 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
   std::vector<Tensor*> to_realize;
   for (size_t i = 0; i < in.size(); ++i) {
     const UOp& n = *in[i].node();
-    from_host[i] = n.op != Ops::MULTI && holds_whole_buffer(n) &&
-                   buffer_of(buffer_node(n)).initial_data && !buffer_of(buffer_node(n)).allocation;
+    // A replicated tensor made from host data is a BUFFER on the joined device, not yet a MULTI:
+    // realized first, it uploads to every replica (an upload here would fill replica 0 only).
+    from_host[i] = n.op != Ops::MULTI && !is_multi_device(in[i].device()) &&
+                   holds_whole_buffer(n) && buffer_of(buffer_node(n)).initial_data &&
+                   !buffer_of(buffer_node(n)).allocation;
     if (!from_host[i]) to_realize.push_back(&in[i]);
   }
   if (!to_realize.empty()) realize(to_realize);
@@ -426,6 +430,7 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
       report_replay(*step.device, step.device->replay(*step.recording, vars), first);
       first = false;
     }
+    if (first) count_replay();  // a capture of copies only replayed too
   }
   // A view of a buffer the replay wrote (or of another size) moves to the buffer's next version.
   auto refreshed = [&](const UOp& view) {

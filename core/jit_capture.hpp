@@ -36,5 +36,7 @@ std::mutex& engine_mutex();
 // Counts a replay's kernels and prints them at DEBUG=2, marked "(jit)". A replay over several
 // devices reports each recorded step; only its first counts as a replay.
 void report_replay(const Device& device, std::vector<RunStat> stats, bool first_step = true);
+// Counts a replay that ran no kernel (a capture of copies only).
+void count_replay();
 
 }  // namespace vkg

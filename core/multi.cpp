@@ -68,6 +68,8 @@ UOpPtr cut_on(const Sharded& x, int64_t axis, int64_t lo, int64_t hi, size_t i) 
           cut(shard, axis, std::max(lo, at) - at, std::min(hi, at + n) - at).to(x.devices[i]));
     at += n;
   }
+  // An empty range (of an axis of length 0) overlaps no shard: it is device i's own, empty.
+  if (pieces.empty()) return cut(x.shards[i], axis, 0, 0).node();
   return pieces.size() == 1 ? pieces[0].node() : Tensor::cat(pieces, x.axis).node();
 }
 
@@ -236,6 +238,8 @@ class Lowering {
           if (product(new_full, 0, j) == prefix && new_full[j] != 1) k = j;
         const int64_t old_suffix = product(old_full, axis + 1, old_full.size());
         const int64_t new_suffix = k ? product(new_full, *k + 1, new_full.size()) : 0;
+        // (An empty tensor's new rows may have no size: every device reshapes it whole.)
+        if (new_suffix == 0) k.reset();
         for (const auto& [lo, hi] : b)
           if (!k || (lo * old_suffix) % new_suffix || (hi * old_suffix) % new_suffix) k.reset();
         // One that mixes the sharded axis with others (flattening a tensor sharded on its

@@ -290,6 +290,8 @@ void report_replay(const Device& device, std::vector<RunStat> stats, bool first_
   print_stats(device.name(), stats, int(setting("DEBUG")));
 }
 
+void count_replay() { ++counters.replays; }
+
 void realize(std::span<Tensor* const> tensors) {
   // Sharded tensors (core/multi.hpp) realize as their shards, each on its device, in one schedule
   // with the others; the tensor then views the realized shards.

@@ -180,6 +180,52 @@ TEST(TensorShardGrad, GatheringWithToSendsTheGradientBackSplit) {
     EXPECT_NEAR(g[i], std::exp(ws[i]) * (1 + ws[i]), 2e-5f * std::exp(ws[i])) << i;
 }
 
+// The gradients of the shards (and of split's pieces) are joined by pads filled with -0.0, as
+// cat's: a -0.0 gradient stays -0.0, as it is unsharded (+0.0 fills turned it into +0.0). A lone
+// shrink's gradient still reads +0.0 where nothing flows.
+TEST(TensorShardGrad, ANegativeZeroGradientKeepsItsSignThroughShardAndSplit) {
+  auto signs = [](const Tensor& x) {
+    std::vector<bool> out;
+    for (float v : x.grad()->to("CPU").to_vector<float>()) {
+      EXPECT_EQ(v, 0.0f);
+      out.push_back(std::signbit(v));
+    }
+    return out;
+  };
+  const std::vector<bool> negative{true, true}, positive{false, false};
+  Tensor plain(std::vector<float>{1.f, 2.f}, {2}, "CPU");
+  plain.requires_grad_();
+  (plain * Tensor(std::vector<float>{-0.f, -0.f}, {2}, "CPU")).sum().backward();
+  EXPECT_EQ(signs(plain), negative);  // the reference
+  Tensor x(std::vector<float>{1.f, 2.f});
+  x.requires_grad_();
+  const Tensor c = Tensor(std::vector<float>{-0.f, -0.f}).shard(two, 0);
+  (x.shard(two, 0) * c).sum().backward();
+  EXPECT_EQ(signs(x), negative);
+  // The same from the CPU device, whose shard gradients are padded and summed there.
+  const std::vector<std::string> cpu_first{"CPU", "VK"};
+  Tensor w(std::vector<float>{1.f, 2.f}, {2}, "CPU");
+  w.requires_grad_();
+  (w.shard(cpu_first, 0) * Tensor(std::vector<float>{-0.f, -0.f}, {2}, "CPU").shard(cpu_first, 0))
+      .sum()
+      .backward();
+  EXPECT_EQ(signs(w), negative);
+  for (const std::string device : {"CPU", "VK"}) {
+    Tensor y(std::vector<float>{1.f, 2.f}, {2}, device);
+    y.requires_grad_();
+    const std::vector<Tensor> pieces = y.split(1);
+    (pieces[0] * -0.f + pieces[1] * -0.f).sum().backward();
+    EXPECT_EQ(signs(y), negative) << device;
+    // Pieces that do not cover the whole tensor keep the +0.0 fills: the uncovered position's
+    // gradient must read +0.0 (as torch's), and the covered ones then read +0.0 too.
+    Tensor z(std::vector<float>{1.f, 2.f, 3.f}, {3}, device);
+    z.requires_grad_();
+    const std::vector<Tensor> some = z.split(1);
+    (some[0] * -0.f + some[2] * -0.f).sum().backward();
+    EXPECT_EQ(signs(z), std::vector<bool>(3, false)) << device;
+  }
+}
+
 // Data parallelism with the parameters on one device: each step shards them (replicated) and the
 // batch (split), and the gradients reach the parameters, summed over the replicas.
 TEST(TensorShardGrad, DataParallelTrainingWithParametersShardedInsideTheStep) {

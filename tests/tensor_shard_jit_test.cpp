@@ -111,5 +111,43 @@ TEST(TensorShardJit, ShardedInputsAndGatheredOutputsReplay) {
       << e;
 }
 
+// A replicated input made from host data each call is a buffer on the joined device, not yet
+// replicas: every replica gets the call's data (the second half of the result is computed from
+// VK:1's replica, the first from VK's).
+TEST(TensorShardJit, ReplicatedInputsFromHostDataReachEveryReplica) {
+  int bodies = 0;
+  Jit f([&](const std::vector<Tensor>& in) {
+    ++bodies;
+    const Tensor halves = Tensor(std::vector<float>{1, 2, 3, 4}).shard(two, 0);
+    return std::vector<Tensor>{(in[0] * halves + 1).to("VK")};
+  });
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<float> a = wave(4, 0.7f, float(call));
+    const std::vector<Tensor> out = f({Tensor(a, {4}, "VK,VK:1")});
+    const std::vector<float> got = out[0].to_vector<float>();
+    ASSERT_EQ(got.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(got[i], a[i] * float(i + 1) + 1) << call << "," << i;
+  }
+  EXPECT_EQ(bodies, 2);
+}
+
+// A capture made of copies only replays (and counts as a replay) like any other.
+TEST(TensorShardJit, ACaptureOfCopiesOnlyCountsItsReplays) {
+  int bodies = 0;
+  Jit f([&](const std::vector<Tensor>& in) {
+    ++bodies;
+    return std::vector<Tensor>{in[0].to("VK:1")};
+  });
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<float> a = wave(6, 0.3f, float(call));
+    const GlobalCounters before = global_counters();
+    const std::vector<Tensor> out = f({Tensor(a, {6}, "VK")});
+    EXPECT_EQ(global_counters().replays - before.replays, call >= 2 ? 1 : 0) << call;
+    EXPECT_EQ(out[0].device(), "VK:1");
+    EXPECT_EQ(out[0].to_vector<float>(), a) << call;
+  }
+  EXPECT_EQ(bodies, 2);
+}
+
 }  // namespace
 }  // namespace vkg

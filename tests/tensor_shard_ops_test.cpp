@@ -80,6 +80,23 @@ TEST(TensorShardOps, FlipAcrossTheShardedAxis) {
   EXPECT_EQ(on_cpu(x.roll(3, 0)), xc.roll(3, 0).to_vector<float>());
 }
 
+// A sharded axis of length 0: each shard is empty, and flipping, reshaping or padding it across
+// that axis gives the empty (or padded) value the CPU device gives.
+TEST(TensorShardOps, AnEmptyShardedAxis) {
+  const Tensor x = Tensor::zeros({0, 3}).shard(two, 0);
+  Tensor flipped = x.flip({0});
+  flipped.realize();
+  EXPECT_EQ(flipped.shape(), (Shape{0, 3}));
+  EXPECT_EQ(flipped.device(), "VK,VK:1");
+  EXPECT_TRUE(on_cpu(flipped).empty());
+  Tensor reshaped = Tensor::zeros({0, 4}).shard(two, 0).reshape({4, 0});
+  reshaped.realize();
+  EXPECT_EQ(reshaped.shape(), (Shape{4, 0}));
+  EXPECT_TRUE(on_cpu(reshaped).empty());
+  // Padded across it: rows of the pad value only.
+  EXPECT_EQ(on_cpu(x.pad({{1, 1}, {0, 0}}, 2.0)), std::vector<float>(6, 2.0f));
+}
+
 TEST(TensorShardOps, OperandsShardedOnDifferentAxesAreResharded) {
   const std::vector<float> as = iota(24, 1, -5), bs = iota(24, -0.5f, 3);
   const Tensor a = Tensor(as, {4, 6}).shard(two, 0), b = Tensor(bs, {4, 6}).shard(two, 1);
