@@ -296,8 +296,9 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     // invocations are left to fill a workgroup: the MLP's second weight gradient (10 x 128
     // outputs, 2.0x faster) and beautiful_mnist's last (10 x 576, 6x), not its max-pool backward
     // (32 x 128 x 10 x 10 outputs, a 2x2 reduce: 1.4x slower with it). The accumulators stay
-    // within the 128 of the whole rows above.
-    if (n >= 0 && m < 0 && accumulators * 4 <= 128 && shares_costly_op(k, n) && divides(k, n, 4) &&
+    // within the 128 of the whole rows above. Measured on Lavapipe only: a trait of the device.
+    if (traits.share_costly_ops && n >= 0 && m < 0 && accumulators * 4 <= 128 &&
+        shares_costly_op(k, n) && divides(k, n, 4) &&
         output_count(k) / 4 >= traits.default_workgroup &&
         output_count(k) <= 64 * traits.default_workgroup)
       k.apply({OptOp::UPCAST, n, 4});

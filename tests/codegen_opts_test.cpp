@@ -163,6 +163,7 @@ DeviceTraits lavapipe_traits() {
   cpu.group_size = 0;
   cpu.stage_side = 0;
   cpu.reduce_outputs = 16;
+  cpu.share_costly_ops = true;
   return cpu;
 }
 
@@ -347,8 +348,9 @@ TEST_F(Opts, LavapipeHeuristicsShuffleRowsThatDivideAnAxisOfNoPowerOfTwo) {
 
 // A division fused into a reduce and the same for every output along one axis (a softmax's
 // backward inside the next layer's weight gradient, out[c, o] = sum_b (d[b, c] / s[b]) h[b, o]):
-// 16 outputs per invocation along o share each quotient, where a plain product of the same
-// shape keeps 4. Divisions by powers of two keep the closed form exact.
+// on a device with share_costly_ops (Lavapipe), 16 outputs per invocation along o share each
+// quotient, where a plain product of the same shape keeps 4. Divisions by powers of two keep the
+// closed form exact.
 TEST_F(Opts, LavapipeHeuristicsShareACostlyOpAcrossMoreColumns) {
   const DeviceTraits cpu = lavapipe_traits();
   const int64_t batch = 8, classes = 10, outs = 128;
@@ -367,6 +369,16 @@ TEST_F(Opts, LavapipeHeuristicsShareACostlyOpAcrossMoreColumns) {
   const Lowered plain = lowered(dt.transpose().matmul(ht), {}, &cpu);
   EXPECT_NE(plain.describe.find("opts=[UPCAST(axis=1, amount=4), UNROLL"), std::string::npos)
       << plain.describe;
+  // A device without the trait (the GPU defaults; Lavapipe's traits with it off) keeps 4
+  // columns, and the same values.
+  DeviceTraits without = cpu;
+  without.share_costly_ops = false;
+  for (const DeviceTraits& traits : {DeviceTraits{}, without}) {
+    const Lowered four = lowered((dt / Tensor(s, {batch, 1})).transpose().matmul(ht), {}, &traits);
+    EXPECT_NE(four.describe.find("opts=[UPCAST(axis=1, amount=4), UNROLL"), std::string::npos)
+        << four.describe;
+    EXPECT_EQ(agree(four), matmul_closed_form(q, h, classes, batch, outs));
+  }
 }
 
 // The same shared quotient where the register tile's rows are two short axes taken whole
