@@ -22,8 +22,9 @@ namespace vkg {
 namespace {
 
 // Bump when the meaning of a stored choice changes (opt numbering, the search's rules), to
-// orphan old entries.
-constexpr std::string_view kFormat = "vkg-beam-1";
+// orphan old entries. 2: merge_adjacent leaves a short axis cut by a pad unmerged (a stack's),
+// which renumbers the axes that stored opts name.
+constexpr std::string_view kFormat = "vkg-beam-2";
 
 struct Counters {
   std::atomic<uint64_t> searches{0}, memory_hits{0}, disk_hits{0}, rejects{0};

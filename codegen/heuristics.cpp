@@ -276,13 +276,13 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     if (n >= 0) k.apply({OptOp::UPCAST, n, 4});
     const int64_t rows = traits.tile_rows;
     const int m = tile_axis(k, rows, 4 * rows, n);
+    int64_t accumulators = n >= 0 ? 4 : 1;  // outputs per invocation
     if (m >= 0) {
       k.apply({OptOp::UPCAST, m, rows});
     } else if (n >= 0) {
       // No long axis for the rows: short ones taken whole, up to 128 accumulators (a
       // convolution's kernel height and width when its weight gradient has one input channel:
       // beautiful_mnist's first layer, 0.7 -> 9 GFLOPS on Lavapipe with both, 4 with one).
-      int64_t accumulators = 4;
       for (int whole = whole_rows_axis(k, n); whole >= 0; whole = whole_rows_axis(k, n)) {
         const int64_t size = k.full_shape()[size_t(whole)];
         if (accumulators * size > 128) break;
@@ -295,8 +295,10 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     // workgroups' worth of invocations), where that op is most of the work, and while enough
     // invocations are left to fill a workgroup: the MLP's second weight gradient (10 x 128
     // outputs, 2.0x faster) and beautiful_mnist's last (10 x 576, 6x), not its max-pool backward
-    // (32 x 128 x 10 x 10 outputs, a 2x2 reduce: 1.4x slower with it).
-    if (n >= 0 && m < 0 && shares_costly_op(k, n) && divides(k, n, 4) &&
+    // (32 x 128 x 10 x 10 outputs, a 2x2 reduce: 1.4x slower with it). The accumulators stay
+    // within the 128 of the whole rows above. Measured on Lavapipe only: a trait of the device.
+    if (traits.share_costly_ops && n >= 0 && m < 0 && accumulators * 4 <= 128 &&
+        shares_costly_op(k, n) && divides(k, n, 4) &&
         output_count(k) / 4 >= traits.default_workgroup &&
         output_count(k) <= 64 * traits.default_workgroup)
       k.apply({OptOp::UPCAST, n, 4});

@@ -32,6 +32,10 @@ struct DeviceTraits {
   // Rows each lane of a shuffle tile loads at most (the tile is shuffle_lanes * this rows by 4
   // columns; fewer where they do not divide the axis).
   int64_t shuffle_rows_per_lane = 4;
+  // A costly op (an exact division, exp2) that every column of a register tile shares gets 16
+  // columns per invocation instead of 4, a quarter of its cost per output, on small outputs. For
+  // CPU-like devices (tuned on Lavapipe); GPUs, where it is not measured, leave it off.
+  bool share_costly_ops = false;
   // Outputs per invocation of a reduce without reuse across outputs (a split sum's first step),
   // as vec4s: 4 on GPUs; CPU-like devices read longer runs per lane for the same loop (Lavapipe:
   // 16 outputs read 64 contiguous bytes per lane and step, 1.6-2x faster than 4).

@@ -89,6 +89,7 @@ class VkDevice final : public Device {
       traits_.group_size = 0;
       traits_.stage_side = 0;
       traits_.reduce_outputs = 16;
+      traits_.share_costly_ops = true;
     }
     // Identifies the device in the SPIR-V cache: the same source may be specialized by #defines
     // for a device, so entries of different devices are kept apart.

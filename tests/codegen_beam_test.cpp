@@ -395,7 +395,7 @@ TEST(BeamCache, SecondProcessUsesTheDiskCacheAndACorruptEntryIsRewritten) {
   EXPECT_EQ(second.disk_hits, 1u);
 
   // Cut the entry short: it must be ignored, searched again and rewritten whole.
-  std::ofstream(entries[0], std::ios::trunc) << "vkg-beam-1\nUPCAST 0";
+  std::ofstream(entries[0], std::ios::trunc) << "vkg-beam-2\nUPCAST 0";
   const HelperStats third = run_helper(cache.path());
   EXPECT_EQ(third.rejects, 1u);
   EXPECT_EQ(third.searches, 1u);

@@ -163,6 +163,7 @@ DeviceTraits lavapipe_traits() {
   cpu.group_size = 0;
   cpu.stage_side = 0;
   cpu.reduce_outputs = 16;
+  cpu.share_costly_ops = true;
   return cpu;
 }
 
@@ -347,8 +348,9 @@ TEST_F(Opts, LavapipeHeuristicsShuffleRowsThatDivideAnAxisOfNoPowerOfTwo) {
 
 // A division fused into a reduce and the same for every output along one axis (a softmax's
 // backward inside the next layer's weight gradient, out[c, o] = sum_b (d[b, c] / s[b]) h[b, o]):
-// 16 outputs per invocation along o share each quotient, where a plain product of the same
-// shape keeps 4. Divisions by powers of two keep the closed form exact.
+// on a device with share_costly_ops (Lavapipe), 16 outputs per invocation along o share each
+// quotient, where a plain product of the same shape keeps 4. Divisions by powers of two keep the
+// closed form exact.
 TEST_F(Opts, LavapipeHeuristicsShareACostlyOpAcrossMoreColumns) {
   const DeviceTraits cpu = lavapipe_traits();
   const int64_t batch = 8, classes = 10, outs = 128;
@@ -367,6 +369,42 @@ TEST_F(Opts, LavapipeHeuristicsShareACostlyOpAcrossMoreColumns) {
   const Lowered plain = lowered(dt.transpose().matmul(ht), {}, &cpu);
   EXPECT_NE(plain.describe.find("opts=[UPCAST(axis=1, amount=4), UNROLL"), std::string::npos)
       << plain.describe;
+  // A device without the trait (the GPU defaults; Lavapipe's traits with it off) keeps 4
+  // columns, and the same values.
+  DeviceTraits without = cpu;
+  without.share_costly_ops = false;
+  for (const DeviceTraits& traits : {DeviceTraits{}, without}) {
+    const Lowered four = lowered((dt / Tensor(s, {batch, 1})).transpose().matmul(ht), {}, &traits);
+    EXPECT_NE(four.describe.find("opts=[UPCAST(axis=1, amount=4), UNROLL"), std::string::npos)
+        << four.describe;
+    EXPECT_EQ(agree(four), matmul_closed_form(q, h, classes, batch, outs));
+  }
+}
+
+// The same shared quotient where the register tile's rows are two short axes taken whole
+// (out[i, j, o] = sum_b (d[b, i, j] / s[b]) h[b, o], i and j 3 and 5 long, d stored j-major so
+// that they do not merge): 4 columns x 15 rows are 60 accumulators, so the 16 columns (240) are
+// left out: at most 128 per invocation.
+TEST_F(Opts, LavapipeHeuristicsShareACostlyOpOnlyWithinTheAccumulatorLimit) {
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t batch = 8, is = 3, js = 5, outs = 1024;
+  const std::vector<float> d = ints(batch * js * is, 7, 11, 5), h = ints(batch * outs, 5, 13, 6);
+  std::vector<float> s(static_cast<size_t>(batch)), want(size_t(is * js * outs), 0);
+  for (int64_t b = 0; b < batch; ++b) s[size_t(b)] = float(1 << (b % 3));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < is; ++i)
+      for (int64_t j = 0; j < js; ++j)
+        for (int64_t o = 0; o < outs; ++o)
+          want[size_t((i * js + j) * outs + o)] +=
+              d[size_t((b * js + j) * is + i)] / s[size_t(b)] * h[size_t(b * outs + o)];
+  const Tensor q = Tensor(d, {batch, js, is}).transpose(1, 2) / Tensor(s, {batch, 1, 1});
+  const Tensor g = (q.reshape({batch, is, js, 1}) * Tensor(h, {batch, 1, 1, outs})).sum(0);
+  const Lowered l = lowered(g, {}, &cpu);
+  EXPECT_NE(l.describe.find("opts=[UPCAST(axis=2, amount=4), UPCAST(axis=1, amount=5), "
+                            "UPCAST(axis=0, amount=3), UNROLL"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(agree(l), want);
 }
 
 // A stack along a short axis (Adam's two moments in one tensor): the kernel keeps that axis (a

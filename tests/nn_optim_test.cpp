@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/context.hpp>
@@ -98,6 +99,34 @@ TEST(Optim, AdamAndAdamWMatchTorchFormulas) {
   h.backward();
   adamw.step();
   expect_near_all(h.p.to_vector<float>(), {2.0 - lr * 0.1 * 2.0 - lr * g / (g + eps)}, 1e-6);
+}
+
+// A parameter with no elements (shape (0, 5)) stacks into (2, 0, 5) moments: steps run without
+// error on both devices, it keeps its shape, and the other parameter follows the formula.
+// (backward through a sum of no elements leaves no gradient, so its (0, 5) one is set by hand.)
+TEST(Optim, AdamStepsWithAnEmptyParameter) {
+  const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, g = 3.0;
+  double want = 1.0, m = 0, v = 0;
+  for (int t = 1; t <= 2; ++t) {
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g * g;
+    want -= lr / (1 - std::pow(b1, t)) * m / (std::sqrt(v) / std::sqrt(1 - std::pow(b2, t)) + eps);
+  }
+  for (const std::string device : {"CPU", "VK"}) {
+    SCOPED_TRACE(device);
+    Tensor p = Tensor(std::vector<float>{1.0f}, {1}, device).requires_grad_();
+    Tensor empty = Tensor(std::vector<float>{}, {0, 5}, device).requires_grad_();
+    nn::Adam adam({empty, p}, lr);
+    for (int i = 0; i < 2; ++i) {
+      adam.zero_grad();
+      (p * float(g)).sum().backward();
+      empty.set_grad(Tensor(std::vector<float>{}, {0, 5}, device));
+      adam.step();
+    }
+    expect_near_all(p.to_vector<float>(), {want}, 1e-6);
+    EXPECT_EQ(empty.shape(), (Shape{0, 5}));
+    EXPECT_TRUE(empty.to_vector<float>().empty());
+  }
 }
 
 TEST(Optim, ParametersWithoutGradientAreLeftAlone) {

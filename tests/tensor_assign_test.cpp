@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
+#include <utility>
 
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/counters.hpp>
@@ -58,7 +60,8 @@ TEST_P(Assign, MatchesTheOutOfPlaceResult) {
         return a.reshape({2, 3}).sum(0, true).expand({2, 3}).reshape({6}) + a;
       },
       // A stack of its own parts, each from its old value (read where it is written), and the
-      // same parts swapped (read at the other half).
+      // same parts swapped (read at the other half; its kernel count, the copy, is asserted at a
+      // size of many workgroups below).
       [](const Tensor& a) {
         const Tensor r = a.reshape({2, 3});
         return Tensor::stack(std::vector<Tensor>{r[0] * 2 + 1, r[1] * r[1]}, 0).reshape({6});
@@ -89,6 +92,47 @@ TEST_P(Assign, AStackOfItsOwnPartsUpdatedInPlaceIsOneKernel) {
   EXPECT_EQ(global_counters().kernels - before.kernels, 1);
   EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{1.75f, 1.0f, 4.625f, 2.0f, 2.0f, 17.0f}));
   EXPECT_EQ(held(a).storage_id(), storage);
+}
+
+// A stack of the tensor's own parts where some part reads the old value elsewhere than at the
+// element it writes (the halves swapped, the first half written into the second as well, a half
+// flipped) takes a kernel into a buffer of its own and a copy into the tensor's: 2 kernels. At
+// (2, 65536) the halves and the mirrored elements lie in different workgroups, so a kernel that
+// wrote in place would read values already overwritten (the CPU device, which runs the elements
+// in order, always would). Values against the out-of-place result.
+TEST_P(Assign, AStackReadingItsOwnPartsElsewhereGetsItsOwnBufferAndACopy) {
+  const int64_t n = 65536;
+  std::vector<float> start_values(size_t(2 * n));
+  for (size_t i = 0; i < start_values.size(); ++i) start_values[i] = float(i % 37) * 0.25f - 4;
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> values{
+      {"swapped",
+       [](const Tensor& a) {
+         return Tensor::stack(std::vector<Tensor>{a[1], a[0] + 1}, 0);
+       }},
+      {"first half twice",
+       [](const Tensor& a) {
+         return Tensor::stack(std::vector<Tensor>{a[0] * 2, a[0] + 1}, 0);
+       }},
+      {"first half flipped",
+       [](const Tensor& a) {
+         return Tensor::stack(std::vector<Tensor>{a[0].flip({0}) + 1, a[1] * 2}, 0);
+       }},
+      {"second half from the first flipped",
+       [](const Tensor& a) {
+         return Tensor::stack(std::vector<Tensor>{a[0] - 1, a[0].flip({0}) * a[1]}, 0);
+       }},
+  };
+  for (const auto& [name, value] : values) {
+    const std::vector<float> want =
+        value(Tensor(start_values, {2, n}, GetParam())).to_vector<float>();
+    Tensor a = Tensor(start_values, {2, n}, GetParam()).realize();
+    const int64_t storage = held(a).storage_id();
+    const GlobalCounters before = global_counters();
+    a.assign(value(a)).realize();
+    EXPECT_EQ(global_counters().kernels - before.kernels, 2) << name;
+    EXPECT_EQ(a.to_vector<float>(), want) << name;
+    EXPECT_EQ(held(a).storage_id(), storage) << name;
+  }
 }
 
 // The assign's kernel runs after every kernel of the realize that reads the old value, also
