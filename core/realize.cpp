@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/copy_item.hpp>
@@ -42,12 +43,6 @@ struct Registry {
   }
 };
 
-// A realize returns once its work is submitted (Device::flush), so work may still run when the
-// program ends: exit waits for it first, before the drivers' own statics are torn down under it
-// (registered at the first device's opening, and again after a driver built new statics, so it
-// runs before the destructors of statics constructed earlier: keep_exit_wait_after_driver_statics).
-// Errors are dropped: nothing is left to report them to. DEBUG>=1 says what it waited for (from the
-// environment: settings may be gone by now).
 // One realize (or read) at a time, process-wide: allocation state lives in shared Buffers, the
 // devices' queues and the DEBUG totals are shared too (README, Threads).
 std::mutex engine_mu;
@@ -57,8 +52,21 @@ std::mutex engine_mu;
 // stuck in a realize) must not hang the exit forever.
 constexpr auto kExitLockWait = std::chrono::seconds(2);
 
+// A realize returns once its work is submitted (Device::flush), so work may still run when the
+// program ends: exit waits for it first, before the drivers' own statics are torn down under it
+// (registered at the first device's opening, and again after a driver built new statics, so it
+// runs before the destructors of statics constructed earlier: keep_exit_wait_after_driver_statics).
+// Errors are dropped: nothing is left to report them to. DEBUG>=1 says what it waited for (from the
+// environment: settings may be gone by now).
 void wait_for_devices_at_exit() {
   // The engine before the registry, the order realize takes them in (it opens devices).
+  // Registered more than once (keep_exit_wait_after_driver_statics), so it runs once per
+  // registration, latest first: only that first run waits. The earlier registrations run after
+  // the destructors of statics built since (a driver's), and a device touched then crashed
+  // (Lavapipe's timeline, at the end of test_tensor); nor does the exit take the limit below
+  // once per registration.
+  static bool ran = false;
+  if (std::exchange(ran, true)) return;
   std::unique_lock engine(engine_mu, std::defer_lock);
   const auto give_up = std::chrono::steady_clock::now() + kExitLockWait;
   while (!engine.try_lock()) {
@@ -202,7 +210,8 @@ void run_copy_between(const ScheduleItem& item, std::vector<Device*>& used,
       print_stats(dev.name(), dev.synchronize(), debug);
   };
   const std::string what = "copy " + std::to_string(item.buffers[0]->nbytes()) + ", " +
-                           item.buffers[0]->device() + " <- " + item.buffers[1]->device();
+                           device(item.buffers[0]->device()).name() + " <- " +
+                           device(item.buffers[1]->device()).name();
   copies.push_back(
       {&device(item.buffers[0]->device()), run_copy(item, dst, src, settle), what, realizes_begun});
   for (const auto& b : item.buffers) {

@@ -207,7 +207,7 @@ TEST(AsyncRealizeErrors, MappedMemoryRaisesTheErrorOfTheCopyThatFedIt) {
 
 // The exit wait takes the engine, so that it does not use a device's queue while another thread
 // records a realize; a thread that holds the engine at exit (here forever) delays the exit by the
-// wait's limit, and the devices are then left alone (DEBUG=1 says so).
+// wait's limit, once, and the devices are then left alone (DEBUG=1 says so).
 TEST(AsyncRealizeErrors, ExitDoesNotHangOnAHeldEngine) {
   const std::filesystem::path log = std::filesystem::temp_directory_path() /
                                     ("vkg_exit_held_" + std::to_string(::getpid()) + ".log");
@@ -220,7 +220,10 @@ TEST(AsyncRealizeErrors, ExitDoesNotHangOnAHeldEngine) {
   EXPECT_EQ(status, 0) << text.str();
   EXPECT_NE(text.str().find("exit: a realize still holds the engine"), std::string::npos)
       << text.str();
-  EXPECT_LT(s, 60) << text.str();
+  // The wait gives up once, not once per registration (each pipeline compile registers it again,
+  // and the child compiles three): ~2 s and the child's start, not ~8 s.
+  EXPECT_GE(s, 2.0) << text.str();
+  EXPECT_LT(s, 6.0) << text.str();
   std::filesystem::remove(log);
 }
 
@@ -229,6 +232,10 @@ TEST(AsyncRealizeErrorsChild, ExitsWhileAnotherThreadHoldsTheEngine) {
     GTEST_SKIP() << "runs only as ExitDoesNotHangOn...'s child";
   EXPECT_EQ((Tensor(std::vector<float>{1, 2}, {2}, "CPU") * 2).to_vector<float>(),
             (std::vector<float>{2, 4}));  // a device is open: the exit wait is registered
+  Tensor v(std::vector<float>{1, -2, 3}, {3}, "VK");
+  EXPECT_EQ((-v.exp2().relu()).to_vector<float>(), (std::vector<float>{-2, -0.25f, -8}));
+  EXPECT_EQ((v * 3).to_vector<float>(), (std::vector<float>{3, -6, 9}));
+  EXPECT_EQ(v.sum().item<float>(), 2.0f);
   std::promise<void> held;
   std::thread([&held] {
     std::lock_guard lock(engine_mutex());
