@@ -32,6 +32,9 @@ bool& reserve_symbolic_max();
 
 // Serializes realizes and replays: allocation state lives in shared Buffers.
 std::mutex& engine_mutex();
+// Waits for the copies between devices that realizes left in flight, oldest first, and throws
+// the error of one that failed (naming the copy and its realize). Under engine_mutex().
+void settle_copies_in_flight();
 
 // Counts a replay's kernels and prints them at DEBUG=2, marked "(jit)". A replay over several
 // devices reports each recorded step; only its first counts as a replay.

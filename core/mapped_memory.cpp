@@ -21,6 +21,8 @@ MappedMemory mapped_memory(Tensor& t) {
   const size_t bytes = size_t(t.numel()) * size_t(t.dtype().itemsize());
   if (b.nbytes() != bytes || b.dtype() != t.dtype()) return {};
   std::lock_guard lock(engine_mutex());
+  // A copy that fed `t` and failed leaves stale bytes in its memory: its error, not them, goes on.
+  settle_copies_in_flight();
   Device& dev = device(b.device());
   const bool fresh = !b.storage().allocation;  // nothing has used its memory: no need to wait
   Allocation& memory = ensure_allocated(b);

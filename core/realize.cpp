@@ -10,6 +10,8 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <thread>
+#include <utility>
 
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/copy_item.hpp>
@@ -41,6 +43,15 @@ struct Registry {
   }
 };
 
+// One realize (or read) at a time, process-wide: allocation state lives in shared Buffers, the
+// devices' queues and the DEBUG totals are shared too (README, Threads).
+std::mutex engine_mu;
+
+// How long the exit wait waits for a realize that another thread is recording: the devices'
+// queues are not for two threads at once, and a thread that holds the engine at exit (or one
+// stuck in a realize) must not hang the exit forever.
+constexpr auto kExitLockWait = std::chrono::seconds(2);
+
 // A realize returns once its work is submitted (Device::flush), so work may still run when the
 // program ends: exit waits for it first, before the drivers' own statics are torn down under it
 // (registered at the first device's opening, and again after a driver built new statics, so it
@@ -48,6 +59,27 @@ struct Registry {
 // Errors are dropped: nothing is left to report them to. DEBUG>=1 says what it waited for (from the
 // environment: settings may be gone by now).
 void wait_for_devices_at_exit() {
+  // The engine before the registry, the order realize takes them in (it opens devices).
+  // Registered more than once (keep_exit_wait_after_driver_statics), so it runs once per
+  // registration, latest first: only that first run waits. The earlier registrations run after
+  // the destructors of statics built since (a driver's), and a device touched then crashed
+  // (Lavapipe's timeline, at the end of test_tensor); nor does the exit take the limit below
+  // once per registration.
+  static bool ran = false;
+  if (std::exchange(ran, true)) return;
+  std::unique_lock engine(engine_mu, std::defer_lock);
+  const auto give_up = std::chrono::steady_clock::now() + kExitLockWait;
+  while (!engine.try_lock()) {
+    if (std::chrono::steady_clock::now() >= give_up) {
+      // Still recording: leave its queues alone rather than race it (nothing waits here then).
+      const char* debug = std::getenv("DEBUG");
+      if (debug && std::atoi(debug) >= 1)
+        std::printf("exit: a realize still holds the engine: not waiting for the devices\n");
+      std::fflush(stdout);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   Registry& r = Registry::get();
   std::lock_guard lock(r.mu);
   const char* debug = std::getenv("DEBUG");
@@ -105,27 +137,55 @@ void print_stats(const std::string& device, const std::vector<RunStat>& stats, i
   }
 }
 
-// One realize (or read) at a time, process-wide: allocation state lives in shared Buffers, the
-// devices' queues and the DEBUG totals are shared too (README, Threads).
-std::mutex engine_mu;
 // Atomic: uploads also happen outside realize (reading a tensor's bytes allocates it).
 struct {
   std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0}, mem_used{0}, replays{0};
 } counters;
 
-// Copies between devices that a realize started and did not wait for (core/copy_item.hpp),
-// with the device each one writes; under engine_mu. Their DEBUG lines and errors are taken once
-// they are done: at the next read (or a later realize, once done).
-std::vector<std::pair<Device*, std::shared_future<RunStat>>> copies_in_flight;
+// A copy between devices that a realize started (core/copy_item.hpp): the device it writes, what
+// it copies ("copy N, VK:1 <- VK") and the number of the realize that started it, for its error.
+struct CopyInFlight {
+  Device* to;
+  std::shared_future<RunStat> stat;
+  std::string what;
+  int64_t realize_number;
+};
+
+// The copies that realizes started and did not wait for; under engine_mu. Their DEBUG lines and
+// errors are taken once they are done: at the next read (or a later realize, once done).
+std::vector<CopyInFlight> copies_in_flight;
+int64_t realizes_begun = 0;  // numbers the realizes, under engine_mu
+
+// Rethrows the error a copy met with the copy and its realize named, as the same kind of error:
+// a later realize or read surfaces it, and must not be taken for the one that failed.
+[[noreturn]] void rethrow_copy_error(const CopyInFlight& c) {
+  const std::string prefix = c.what + " (started by realize #" + std::to_string(c.realize_number) +
+                             ", now #" + std::to_string(realizes_begun) + ") failed: ";
+  try {
+    throw;
+  } catch (const DeviceLost& e) {
+    throw DeviceLost(prefix + e.what());
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(prefix + e.what());
+  } catch (const std::exception& e) {
+    throw Error(prefix + e.what());
+  }
+}
 
 // Takes the copies in flight that are done (all of them with `wait`), oldest first; a copy that
 // failed throws its error here, once.
 void settle_copies(bool wait, int debug) {
   while (!copies_in_flight.empty()) {
-    auto [to, stat] = copies_in_flight.front();
-    if (!wait && stat.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    const CopyInFlight c = copies_in_flight.front();
+    if (!wait && c.stat.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
     copies_in_flight.erase(copies_in_flight.begin());
-    print_stats(to->name(), {stat.get()}, debug);
+    RunStat stat;
+    try {
+      stat = c.stat.get();
+    } catch (...) {
+      rethrow_copy_error(c);
+    }
+    print_stats(c.to->name(), {stat}, debug);
   }
 }
 
@@ -141,8 +201,7 @@ void prepare_kernels(const std::vector<ScheduleItem>& items, const RunOptions& o
 // Runs a copy item in schedule order (core/copy_item.hpp). Both devices take part in the
 // realize's final wait; the copy's DEBUG=2 line is printed once it is done.
 void run_copy_between(const ScheduleItem& item, std::vector<Device*>& used,
-                      std::vector<std::pair<Device*, std::shared_future<RunStat>>>& copies,
-                      int debug) {
+                      std::vector<CopyInFlight>& copies, int debug) {
   Allocation& dst = ensure_allocated(*item.buffers[0], debug);
   Allocation& src = ensure_allocated(*item.buffers[1], debug);
   if (item.buffers[0]->count() == 0) return;
@@ -150,7 +209,11 @@ void run_copy_between(const ScheduleItem& item, std::vector<Device*>& used,
     if (auto it = std::find(used.begin(), used.end(), &dev); it != used.end())
       print_stats(dev.name(), dev.synchronize(), debug);
   };
-  copies.emplace_back(&device(item.buffers[0]->device()), run_copy(item, dst, src, settle));
+  const std::string what = "copy " + std::to_string(item.buffers[0]->nbytes()) + ", " +
+                           device(item.buffers[0]->device()).name() + " <- " +
+                           device(item.buffers[1]->device()).name();
+  copies.push_back(
+      {&device(item.buffers[0]->device()), run_copy(item, dst, src, settle), what, realizes_begun});
   for (const auto& b : item.buffers) {
     Device& dev = device(b->device());
     if (std::find(used.begin(), used.end(), &dev) == used.end()) used.push_back(&dev);
@@ -283,6 +346,8 @@ bool& reserve_symbolic_max() {
 
 std::mutex& engine_mutex() { return engine_mu; }
 
+void settle_copies_in_flight() { settle_copies(true, int(setting("DEBUG"))); }
+
 void report_replay(const Device& device, std::vector<RunStat> stats, bool first_step) {
   if (first_step) ++counters.replays;
   counters.kernels += int64_t(stats.size());
@@ -322,6 +387,10 @@ void realize(std::span<Tensor* const> tensors) {
     return;
   }
   std::lock_guard lock(engine_mu);
+  ++realizes_begun;
+  // An earlier realize's copy that failed says so before this one does anything: re-running this
+  // realize then runs it whole.
+  settle_copies(false, int(setting("DEBUG")));
   std::vector<UOpPtr> nodes;
   for (Tensor* t : tensors) nodes.push_back(t->node());
   const Schedule sched = create_schedule(nodes);
@@ -343,7 +412,7 @@ void realize(std::span<Tensor* const> tensors) {
   const RunOptions options = RunOptions::from_settings();
   for (const auto& b : sched.uploads) ensure_allocated(*b, options.debug);
   std::vector<Device*> used;
-  std::vector<std::pair<Device*, std::shared_future<RunStat>>> copies;
+  std::vector<CopyInFlight> copies;
   try {
     prepare_kernels(sched.items, options);
     for (const ScheduleItem& item : sched.items) {
@@ -375,16 +444,35 @@ void realize(std::span<Tensor* const> tensors) {
       } catch (...) {
       }
     }
-    for (const auto& c : copies) c.second.wait();  // they read and write this schedule's memory
+    for (const auto& c : copies) c.stat.wait();  // they read and write this schedule's memory
     throw;
   }
   // The host waits here only for DEBUG=2, which prints each kernel's time; otherwise the work is
   // submitted and runs on while the program goes on (Device::flush).
   const bool wait = options.debug >= 2 || setting("VKG_SYNC_REALIZE") > 0;
-  for (Device* dev : used)
-    print_stats(dev->name(), wait ? dev->synchronize() : dev->flush(), options.debug);
+  // Every device is flushed (submitted) even when one fails (a lost device throws from its
+  // throttle wait): an unsubmitted batch would still hold kernels writing this schedule's
+  // buffers, which the allocator hands out again as the error leaves (Allocator::release counts
+  // only what was submitted). Then the rest are waited for, as the catch above does.
+  std::exception_ptr flush_error;
+  for (Device* dev : used) {
+    try {
+      print_stats(dev->name(), wait ? dev->synchronize() : dev->flush(), options.debug);
+    } catch (...) {
+      if (!flush_error) flush_error = std::current_exception();
+    }
+  }
+  if (flush_error) {
+    for (Device* dev : used) {
+      try {
+        dev->synchronize();
+      } catch (...) {
+      }
+    }
+    for (const auto& c : copies) c.stat.wait();
+    std::rethrow_exception(flush_error);
+  }
   copies_in_flight.insert(copies_in_flight.end(), copies.begin(), copies.end());
-  settle_copies(wait, options.debug);
   commit_realized(sched, lent);
   if (Capture* capture = active_capture()) {
     for (const ScheduleItem& item : sched.items) {
@@ -400,6 +488,10 @@ void realize(std::span<Tensor* const> tensors) {
   // By the nodes taken before any changes: two of the tensors may be aliases of one state.
   for (size_t i = 0; i < tensors.size(); ++i)
     tensors[i]->set_realized(sched.realized.at(nodes[i].get()));
+  // After the tensors are realized: an error here is a copy's (this realize's under a waiting
+  // DEBUG, or an earlier one's that ended meanwhile), named by rethrow_copy_error, and leaves
+  // this realize's tensors pointing at the buffers its submitted work writes.
+  settle_copies(wait, options.debug);
 }
 
 Tensor& Tensor::realize() {

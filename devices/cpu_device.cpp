@@ -34,6 +34,15 @@ class HostPool {
     }
     return std::unique_ptr<std::byte[]>(new std::byte[bytes]);  // default-initialized: not zeroed
   }
+  // Frees every cached block: the host is short of memory (CpuDevice::allocate). Returns
+  // whether there was any.
+  bool clear() {
+    std::multimap<size_t, std::unique_ptr<std::byte[]>> freed;
+    std::lock_guard lock(mu_);
+    freed.swap(free_);
+    cached_ = 0;
+    return !freed.empty();
+  }
   void give(std::unique_ptr<std::byte[]> block, size_t bytes) {
     if (bytes < kMin) return;
     std::lock_guard lock(mu_);
@@ -68,7 +77,14 @@ class CpuDevice final : public Device {
   std::shared_ptr<Allocation> allocate(const Buffer& buffer) override {
     auto a = std::make_shared<HostAllocation>();
     try {
-      a->data = pool_.take(buffer.capacity_bytes());
+      // The pool's cached blocks (up to 256 MiB, not in mem_used: they hold no tensor) go back
+      // to the host first when it is short, and the allocation is tried once more.
+      try {
+        a->data = pool_.take(buffer.capacity_bytes());
+      } catch (const std::bad_alloc&) {
+        if (!pool_.clear()) throw;
+        a->data = pool_.take(buffer.capacity_bytes());
+      }
       a->bytes = {a->data.get(), buffer.capacity_bytes()};
       a->pool = &pool_;
     } catch (const std::bad_alloc&) {
@@ -109,7 +125,8 @@ class CpuDevice final : public Device {
     for (Allocation* a : memory) buffers.emplace_back(static_cast<HostAllocation*>(a)->bytes);
     const auto t0 = std::chrono::steady_clock::now();
     run_program(*p, buffers, var_values(*p, item));
-    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    const double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     stats_.push_back(RunStat{p->name, int(buffers.size()), p->bytes, p->flops, ns});
   }
 
@@ -122,7 +139,8 @@ class CpuDevice final : public Device {
   std::vector<RunStat> stats_;
 };
 
-const bool registered = register_device("CPU", [](const std::string& name) { return std::make_unique<CpuDevice>(name); });
+const bool registered = register_device(
+    "CPU", [](const std::string& name) { return std::make_unique<CpuDevice>(name); });
 
 }  // namespace
 

@@ -262,6 +262,11 @@ class VkDevice final : public Device {
   // again only after it.
   std::vector<RunStat> flush() override {
     const uint64_t point = queue_.submit();
+    // Taken before the throttle below, which throws when the device is lost: the kernels are
+    // submitted with `point` either way, and the stats are this flush's, not the next one's.
+    std::vector<RunStat> stats = std::exchange(pending_, {});
+    if (!recorded_kernels_.empty())
+      in_flight_kernels_.emplace_back(point, std::exchange(recorded_kernels_, {}));
     // A loop that never reads would otherwise run ahead of the device without bound, and every
     // step's memory stays held until its work is done: at most kRealizesInFlight realizes are
     // queued, the oldest waited for past that.
@@ -270,13 +275,11 @@ class VkDevice final : public Device {
       queue_.wait(flushed_.front());
       flushed_.pop_front();
     }
-    if (!recorded_kernels_.empty())
-      in_flight_kernels_.emplace_back(point, std::exchange(recorded_kernels_, {}));
     while (!in_flight_kernels_.empty() &&
            rt_.device.timeline().done(in_flight_kernels_.front().first))
       in_flight_kernels_.pop_front();
     save_pipeline_cache();
-    return std::exchange(pending_, {});
+    return stats;
   }
 
   QueueCounts queue_counts() override {

@@ -109,6 +109,11 @@ TEST(AsyncRealize, ALoopThatNeverReadsRunsAheadByAtMostTwoRealizes) {
   Tensor w = Tensor::zeros({512, 512}).contiguous().realize();
   EXPECT_EQ(w.sum().item<float>(), 0.0f);
   EXPECT_EQ((w + chain(in.ones, in.avg, 8)).max().item<float>(), 2.0f);  // compiles the kernels
+  // As above: the throttle blocks only where a chain takes longer than a realize to record
+  // (Lavapipe); a GPU may finish each before the next, and then it never has to wait.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ((w + chain(in.ones, in.avg, 8, 9)).max().item<float>(), 10.0f);
+  const bool observable = ms_since(t0) > 50;
   Device& vk = device("VK");
   const Device::QueueCounts start = vk.queue_counts();
   for (int step = 1; step <= 6; ++step) {
@@ -117,7 +122,8 @@ TEST(AsyncRealize, ALoopThatNeverReadsRunsAheadByAtMostTwoRealizes) {
     EXPECT_EQ(now.submitted - start.submitted, uint64_t(step));
     EXPECT_LE(now.submitted - now.completed, 2u) << "step " << step;
   }
-  EXPECT_GT(vk.queue_counts().host_waits, start.host_waits) << "it never had to wait";
+  if (observable)
+    EXPECT_GT(vk.queue_counts().host_waits, start.host_waits) << "it never had to wait";
   EXPECT_EQ(w.to_vector<float>(), std::vector<float>(512 * 512, 27.0f));  // sum of step + 1
 }
 

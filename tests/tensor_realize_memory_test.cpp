@@ -101,3 +101,25 @@ TEST(RealizeMemory, RefillAfterOutOfMemoryFitsAsManyAsTheFirstFill) {
   ASSERT_LT(first, 64u) << "the device never ran out of memory";
   EXPECT_EQ(fill(), first);
 }
+
+// The CPU device's allocation that the host cannot satisfy, with a freed 1 MiB block in its pool
+// (devices/cpu_device.cpp): the pool is emptied and the allocation tried again, which fails too,
+// as a clear OutOfMemory; the device then computes as before. (No hook shows the pool emptied:
+// this pins the retry path's error and that the device stays usable.)
+TEST(RealizeMemory, CpuOutOfMemoryAfterEmptyingItsPoolIsAClearError) {
+  const int64_t mib = 1 << 18;  // 1 MiB of float32: pooled when freed
+  {
+    Tensor freed = (Tensor::full({mib}, 2.0f, dtypes::float32, "CPU") + 1).realize();
+    EXPECT_EQ(freed.max().item<float>(), 3.0f);
+  }
+  try {
+    (Tensor::full({int64_t(1) << 50}, 1.0f, dtypes::float32, "CPU") + 1).realize();
+    ADD_FAILURE() << "4 PiB were allocated";
+  } catch (const OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("CPU: cannot allocate 4503599627370496 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(((Tensor::full({mib}, 3.0f, dtypes::float32, "CPU") + 1) * 2).max().item<float>(),
+            8.0f);
+}

@@ -54,6 +54,19 @@ TEST(VkQueueFamilies, TransferOnlyIsPreferredOverComputeLessGraphics) {
   EXPECT_EQ(choose_transfer_family(families({{C | T, 1}, {G | T, 1}}), 0), 1);
 }
 
+TEST(VkQueueFamilies, VideoFamiliesAreNeverTheCopyEngine) {
+  constexpr VkQueueFlags Decode = 0x20, Encode = 0x40;  // VK_QUEUE_VIDEO_{DECODE,ENCODE}_BIT_KHR
+  // NVIDIA with video: graphics, copy engine, compute, then decode and encode families that also
+  // report transfer. The copy engine is chosen, wherever the video families are listed.
+  EXPECT_EQ(choose_transfer_family(
+                families({{G | C | T | S, 16}, {T | Decode, 1}, {T | S, 2}, {T | Encode, 1}}), 0),
+            2);
+  // Only video families besides compute: no copy engine.
+  EXPECT_EQ(choose_transfer_family(families({{C | T, 1}, {T | Decode, 1}, {T | Encode, 1}}), 0),
+            -1);
+  EXPECT_EQ(choose_transfer_family(families({{C | T, 1}, {T | S | Decode | Encode, 2}}), 0), -1);
+}
+
 TEST(VkQueueFamilies, FamiliesWithoutQueuesOrTransferAreSkipped) {
   EXPECT_EQ(choose_transfer_family(families({{C | T, 1}, {T, 0}}), 0), -1);
   EXPECT_EQ(choose_transfer_family(families({{C | T, 1}, {S, 1}}), 0), -1);
