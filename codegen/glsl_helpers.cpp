@@ -22,6 +22,8 @@ struct HelperSpec {
   std::string (*body)(DType scalar);
   bool f16_via_f32;
   const char* calls;  // a helper the scalar definition calls on the same type, or ""
+  // The float32 definition where the device computes in double (shaderFloat64), if cheaper.
+  std::string (*body_float64)() = nullptr;
 };
 
 [[noreturn]] void no_helper(const char* name, DType d) {
@@ -283,6 +285,33 @@ std::string fdiv_body(DType d) {
                      t, classify, split, pow2, max_exp + 1, max_exp, 1 - max_exp, min_normal,
                      remainder(0), dbl ? "2.220446049250313e-16lf" : "1.1920929e-07f",
                      dbl ? "1.1102230246251565e-16lf" : "5.9604645e-08f", remainder(1));
+}
+
+std::string fdiv_via_double_body() {
+  // Correctly rounded float32 division in double, where the device has shaderFloat64: about a
+  // fifth of fdiv_body's work. With a = A 2^i, b = B 2^j for 24-bit integers A, B, the exact
+  // quotient is never a midpoint between two floats (nor between two subnormals), and its
+  // distance from one is a nonzero integer over B 2^24 ulps of the quotient's binade: at least
+  // 2^-49 of the quotient. The double quotient is within 2^-52 of it even where the driver
+  // computes da * (1 / db) (two roundings of 2^-53), so it lies on the same side of every midpoint
+  // and rounding it to float rounds the exact quotient. Zeros, infinities and nan are decided by
+  // the bits as in fdiv_body. Subnormal operands enter the double from their integer bits and
+  // subnormal quotients leave as integer bits (q 2^149 rounded: never half an integer away), so
+  // neither depends on whether the device flushes float subnormals; overflow is decided against
+  // the midpoint between the largest float and 2^128, which no quotient equals.
+  return R"(uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+  uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, sign = (ua ^ ub) & 0x80000000u;
+  if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == 0u && xb == 0u) ||
+      (xa == 0x7f800000u && xb == 0x7f800000u))
+    return uintBitsToFloat(0x7fc00000u);
+  if (xa == 0x7f800000u || xb == 0u) return uintBitsToFloat(sign | 0x7f800000u);
+  if (xa == 0u || xb == 0x7f800000u) return uintBitsToFloat(sign);
+  double da = xa < 0x00800000u ? double(xa) * 1.401298464324817e-45lf : double(uintBitsToFloat(xa));
+  double db = xb < 0x00800000u ? double(xb) * 1.401298464324817e-45lf : double(uintBitsToFloat(xb));
+  double q = da / db;
+  if (q >= 3.4028235677973366e38lf) return uintBitsToFloat(sign | 0x7f800000u);
+  if (q >= 1.1754943508222875e-38lf) return uintBitsToFloat(sign | floatBitsToUint(float(q)));
+  return uintBitsToFloat(sign | uint(floor(q * 7.1362384635298e44lf + 0.5lf)));)";
 }
 
 std::string sin_body(DType d) {
@@ -593,7 +622,7 @@ constexpr HelperSpec kHelpers[] = {
     {"zero_sub", 1, Scalar::Void, zero_sub_body, true, ""},
     {"log2_exact", 1, Scalar::Void, log2_body, true, ""},
     {"exp2_exact", 1, Scalar::Void, exp2_body, true, ""},
-    {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, ""},
+    {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, "", fdiv_via_double_body},
     {"sin_exact", 1, Scalar::Void, sin_body, true, ""},
     {"erf_exact", 1, Scalar::Void, erf_body, true, "exp2_exact"},
     {"erfc_exact", 1, Scalar::Void, erfc_body, true, "exp2_exact"},
@@ -624,7 +653,8 @@ const HelperSpec& spec(const std::string& name) {
 
 bool via_f32(const HelperSpec& s, DType d) { return s.f16_via_f32 && d.scalar == Scalar::Float16; }
 
-std::string scalar_body(const HelperSpec& s, DType d) {
+std::string scalar_body(const HelperSpec& s, DType d, bool float64) {
+  if (float64 && s.body_float64 && d.scalar == Scalar::Float32) return s.body_float64();
   if (!via_f32(s, d)) return s.body(d);
   const char* args = s.arity == 1 ? "float(a)" : "float(a), float(b)";
   return s.result != Scalar::Void ? fmt::format("return {}({});", s.name, args)
@@ -640,10 +670,16 @@ std::string Helpers::use(const std::string& name, DType d) {
   if (d.count > 1) use(name, d.base());  // the vector form calls the scalar one per lane
   if (via_f32(s, d)) use(name, dtypes::float32);
   if (*s.calls) use(s.calls, d.base());
-  if (d.count == 1) scalar_body(s, d);  // throws now, at the op, for a type it has no form for
+  if (d.count == 1) scalar_body(s, d, float64_);  // throws now, at the op, for a type it has no form for
   seen_.insert(key);
   order_.push_back({name, d});
   return name;
+}
+
+bool Helpers::uses_float64() const {
+  for (const auto& [name, d] : order_)
+    if (float64_ && spec(name).body_float64 && d.scalar == Scalar::Float32) return true;
+  return false;
 }
 
 std::string Helpers::definitions() const {
@@ -656,7 +692,7 @@ std::string Helpers::definitions() const {
         s.arity == 1 ? fmt::format("{} a", t) : fmt::format("{} a, {} b", t, t);
     std::string body;
     if (d.count == 1) {
-      body = scalar_body(s, d);
+      body = scalar_body(s, d, float64_);
     } else {
       std::string lanes;
       for (int k = 0; k < d.count; ++k) {

@@ -769,6 +769,7 @@ class Renderer {
   std::string header() {
     glsl::Declarations d;
     d.needs = needs_;
+    d.needs.float64 = d.needs.float64 || helpers_.uses_float64();
     d.pointer_types = pointer_types_;
     d.bound_vectors = bound_vectors_;
     d.bound_bits = bound_bits_;
@@ -801,7 +802,7 @@ class Renderer {
   std::set<std::pair<Scalar, int>> pointer_types_;
   std::set<std::pair<int64_t, int>> bound_vectors_;  // (slot, width) of vector accesses
   std::set<int64_t> bound_bits_;  // slots a float scatter reaches as bits (need_combine)
-  glsl::Helpers helpers_;
+  glsl::Helpers helpers_{t_.float64};
   bool vector_access_ = false;
   bool shuffles_ = false;
   std::unordered_map<const UOp*, std::string> names_;
