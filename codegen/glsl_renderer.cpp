@@ -769,7 +769,6 @@ class Renderer {
   std::string header() {
     glsl::Declarations d;
     d.needs = needs_;
-    d.needs.float64 = d.needs.float64 || helpers_.uses_float64();
     d.pointer_types = pointer_types_;
     d.bound_vectors = bound_vectors_;
     d.bound_bits = bound_bits_;

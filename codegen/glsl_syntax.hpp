@@ -59,8 +59,6 @@ class Helpers {
  public:
   // float64: the device computes in double (shaderFloat64); some float32 helpers are cheaper so.
   explicit Helpers(bool float64 = false) : float64_(float64) {}
-  // Whether a definition computes in double (the kernel then needs shaderFloat64).
-  bool uses_float64() const;
   // Returns the name to call; records the helper (and those it uses) for definitions().
   std::string use(const std::string& name, DType d);
   bool empty() const { return order_.empty(); }

@@ -290,6 +290,9 @@ TEST(GlslRenderer, Float32DivisionComputesInDoubleWhereTheDeviceHasFloat64) {
   const std::string fast = render_and_compile(p);
   EXPECT_TRUE(has(fast, "double q = da / db;")) << fast;
   EXPECT_FALSE(has(fast, "precise float r1")) << fast;
+  // glslang keeps only the last SignedZeroInfNanPreserve mode: a 64-bit one would drop float32's.
+  EXPECT_TRUE(has(fast, "4461, 32);")) << fast;
+  EXPECT_FALSE(has(fast, "4461, 64);")) << fast;
   const std::string plain = render_and_compile(p, GlslTarget{});
   EXPECT_FALSE(has(plain, "double")) << plain;
   EXPECT_TRUE(has(plain, "precise float r1")) << plain;
