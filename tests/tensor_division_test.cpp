@@ -143,6 +143,7 @@ TEST(Division, RandomAndHardFloat32PairsMatchTheHostBitForBit) {
   const size_t n = env ? size_t(std::stoull(env)) : size_t(1) << 16;
   const auto [a, b] = wide_operands(n, 7);
   const int64_t len = int64_t(a.size());
+  RecordProperty("pairs", std::to_string(a.size()));
   const auto vk = (Tensor(a, {len}, "VK") / Tensor(b, {len}, "VK")).to_vector<float>();
   const auto recip = Tensor(b, {len}, "VK").reciprocal().to_vector<float>();
   size_t bad = 0, bad_recip = 0;
