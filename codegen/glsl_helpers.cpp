@@ -289,7 +289,7 @@ std::string fdiv_body(DType d) {
 
 std::string fdiv_via_double_body() {
   // Correctly rounded float32 division in double, where the device has shaderFloat64: its cost
-  // over a multiply is a third of fdiv_body's on Lavapipe (bench_tensor's Divide_4Mi). With
+  // over a multiply is half of fdiv_body's on Lavapipe (bench_tensor's Divide_4Mi). With
   // a = A 2^i, b = B 2^j for 24-bit integers A, B, the exact quotient is never a midpoint between
   // two floats (nor between two subnormals), and its distance from one is a nonzero integer over
   // B 2^24 ulps of the quotient's binade: more than 2^-49 of the quotient. The double quotient
