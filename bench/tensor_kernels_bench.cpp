@@ -2,12 +2,13 @@
 // chain and a sum over 16 Mi floats in GB/s as ratios to the vec4 add, and a 1024 x 1024 matmul
 // through Tensor::matmul in GFLOPS as a ratio to the subgroup-shuffle matmul, with the heuristics'
 // opts and with BEAM=2's. Each iteration runs the reference and then the generated kernel, so
-// the ratio counters (vs_*) compare runs seconds apart on a shared, noisy machine. Inputs are realized before timing and every program is
-// compiled in a warm-up run; the timed part is Tensor::realize() of the output (schedule, dispatch,
-// submit, wait) by wall clock.
+// the ratio counters (vs_*) compare runs seconds apart on a shared, noisy machine. Inputs are
+// realized before timing and every program is compiled in a warm-up run; the timed part is
+// Tensor::realize() of the output (schedule, dispatch, submit, wait) by wall clock.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <random>
 #include <vector>
 
 #include <vkgrad/core/context.hpp>
@@ -203,6 +204,33 @@ BENCHMARK(BM_Tensor_Matmul_1024)
     ->Arg(2)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+
+// a / b over 4 Mi random floats against a * b on the same inputs, alternating each iteration:
+// correctly rounded division is a helper function (codegen/glsl_helpers.cpp), the product one
+// instruction, so vs_mul is the division's cost in multiplies' time (both are mostly memory).
+void BM_Tensor_Divide_4Mi(benchmark::State& state) {
+  constexpr int64_t n = int64_t(4) << 20;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(0.5f, 4.0f);
+  std::vector<float> ha(n), hb(n);
+  for (int64_t i = 0; i < n; ++i) ha[size_t(i)] = u(rng), hb[size_t(i)] = u(rng);
+  Tensor a(ha, {n}), b(hb, {n});
+  a.realize();
+  b.realize();
+  (a / b).realize();  // compiles
+  (a * b).realize();
+  double t_div = 0, t_mul = 0;
+  for (auto _ : state) {
+    t_mul += seconds([&] { (a * b).realize(); });
+    const double t = seconds([&] { (a / b).realize(); });
+    t_div += t;
+    state.SetIterationTime(t);
+  }
+  const double it = double(state.iterations());
+  state.counters["mul_ms"] = t_mul / it * 1e3;
+  state.counters["vs_mul"] = t_div / t_mul;
+}
+BENCHMARK(BM_Tensor_Divide_4Mi)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace vkg::bench

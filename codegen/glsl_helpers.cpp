@@ -22,6 +22,8 @@ struct HelperSpec {
   std::string (*body)(DType scalar);
   bool f16_via_f32;
   const char* calls;  // a helper the scalar definition calls on the same type, or ""
+  // The float32 definition where the device computes in double (shaderFloat64), if cheaper.
+  std::string (*body_float64)() = nullptr;
 };
 
 [[noreturn]] void no_helper(const char* name, DType d) {
@@ -283,6 +285,45 @@ std::string fdiv_body(DType d) {
                      t, classify, split, pow2, max_exp + 1, max_exp, 1 - max_exp, min_normal,
                      remainder(0), dbl ? "2.220446049250313e-16lf" : "1.1920929e-07f",
                      dbl ? "1.1102230246251565e-16lf" : "5.9604645e-08f", remainder(1));
+}
+
+std::string fdiv_via_double_body() {
+  // Correctly rounded float32 division in double, where the device has shaderFloat64: its cost
+  // over a multiply is half of fdiv_body's on Lavapipe (bench_tensor's Divide_4Mi). With
+  // a = A 2^i, b = B 2^j for 24-bit integers A, B, the exact quotient is never a midpoint between
+  // two floats (nor between two subnormals), and its distance from one is a nonzero integer over
+  // B 2^24 ulps of the quotient's binade: more than 2^-49 of the quotient. The double quotient
+  // is within 2^-52 of it where the driver computes da * (1 / db) with each step rounded, and
+  // within 2^-50.6 with the 2.5 ulp Vulkan allows, so it lies on the same side of every
+  // midpoint, and rounding it to float rounds the exact quotient. That rounding is done on the
+  // bits (the first dropped bit decides: no ties), not by float(q), whose rounding mode Vulkan
+  // leaves to the driver. Zeros, infinities and nan are decided by the bits as in fdiv_body.
+  // Subnormal operands enter the double from their integer bits and subnormal quotients leave
+  // as integer bits (q 2^149 rounded: never half an integer away), so neither depends on
+  // whether the device flushes float subnormals; overflow is decided against the midpoint
+  // between the largest float and 2^128, which no quotient equals.
+  // The kernel's Needs do not record float64 for this: glslang keeps one SignedZeroInfNanPreserve
+  // execution mode per shader, the last declared, so the 64-bit one would drop float32's (the
+  // fuzz test's 1 / (x * -0.0) gave +inf). The double operands here are finite and nonzero and
+  // need none; glslang adds the Float64 capability, and the device enables shaderFloat64 where it
+  // has it, the only place this form is chosen.
+  return R"(uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+  uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, sign = (ua ^ ub) & 0x80000000u;
+  if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == 0u && xb == 0u) ||
+      (xa == 0x7f800000u && xb == 0x7f800000u))
+    return uintBitsToFloat(0x7fc00000u);
+  if (xa == 0x7f800000u || xb == 0u) return uintBitsToFloat(sign | 0x7f800000u);
+  if (xa == 0u || xb == 0x7f800000u) return uintBitsToFloat(sign);
+  double da = xa < 0x00800000u ? double(xa) * 1.401298464324817e-45lf : double(uintBitsToFloat(xa));
+  double db = xb < 0x00800000u ? double(xb) * 1.401298464324817e-45lf : double(uintBitsToFloat(xb));
+  double q = da / db;
+  if (q >= 3.4028235677973366e38lf) return uintBitsToFloat(sign | 0x7f800000u);
+  if (q < 1.1754943508222875e-38lf)
+    return uintBitsToFloat(sign | uint(floor(q * 7.1362384635298e44lf + 0.5lf)));
+  // float exponent = double exponent - (1023 - 127); 23 bits of significand, then round.
+  uvec2 w = unpackDouble2x32(q);
+  uint f = ((((w.y >> 20) - 896u) << 23) | ((w.y & 0xfffffu) << 3) | (w.x >> 29)) + ((w.x >> 28) & 1u);
+  return uintBitsToFloat(sign | f);)";
 }
 
 std::string sin_body(DType d) {
@@ -593,7 +634,7 @@ constexpr HelperSpec kHelpers[] = {
     {"zero_sub", 1, Scalar::Void, zero_sub_body, true, ""},
     {"log2_exact", 1, Scalar::Void, log2_body, true, ""},
     {"exp2_exact", 1, Scalar::Void, exp2_body, true, ""},
-    {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, ""},
+    {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, "", fdiv_via_double_body},
     {"sin_exact", 1, Scalar::Void, sin_body, true, ""},
     {"erf_exact", 1, Scalar::Void, erf_body, true, "exp2_exact"},
     {"erfc_exact", 1, Scalar::Void, erfc_body, true, "exp2_exact"},
@@ -624,7 +665,8 @@ const HelperSpec& spec(const std::string& name) {
 
 bool via_f32(const HelperSpec& s, DType d) { return s.f16_via_f32 && d.scalar == Scalar::Float16; }
 
-std::string scalar_body(const HelperSpec& s, DType d) {
+std::string scalar_body(const HelperSpec& s, DType d, bool float64) {
+  if (float64 && s.body_float64 && d.scalar == Scalar::Float32) return s.body_float64();
   if (!via_f32(s, d)) return s.body(d);
   const char* args = s.arity == 1 ? "float(a)" : "float(a), float(b)";
   return s.result != Scalar::Void ? fmt::format("return {}({});", s.name, args)
@@ -640,7 +682,8 @@ std::string Helpers::use(const std::string& name, DType d) {
   if (d.count > 1) use(name, d.base());  // the vector form calls the scalar one per lane
   if (via_f32(s, d)) use(name, dtypes::float32);
   if (*s.calls) use(s.calls, d.base());
-  if (d.count == 1) scalar_body(s, d);  // throws now, at the op, for a type it has no form for
+  if (d.count == 1)
+    scalar_body(s, d, float64_);  // throws now, at the op, for a type it has no form for
   seen_.insert(key);
   order_.push_back({name, d});
   return name;
@@ -656,7 +699,7 @@ std::string Helpers::definitions() const {
         s.arity == 1 ? fmt::format("{} a", t) : fmt::format("{} a, {} b", t, t);
     std::string body;
     if (d.count == 1) {
-      body = scalar_body(s, d);
+      body = scalar_body(s, d, float64_);
     } else {
       std::string lanes;
       for (int k = 0; k < d.count; ++k) {

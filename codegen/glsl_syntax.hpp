@@ -35,8 +35,8 @@ struct Needs {
   bool float16 = false, int8 = false, int16 = false, int64 = false, float64 = false;
   bool storage_8bit = false, storage_16bit = false;
   bool int64_atomics = false;  // a scatter combines into a 64-bit buffer
-  void value(DType d);   // computes in d
-  void buffer(DType d);  // loads and stores elements of d in a storage buffer
+  void value(DType d);         // computes in d
+  void buffer(DType d);        // loads and stores elements of d in a storage buffer
 };
 // Throws vkg::Error naming the dtype, the missing device feature and the kernel.
 void check_target(const Needs& needs, const GlslTarget& target, const std::string& kernel);
@@ -57,6 +57,8 @@ DType register_dtype(DType d, const GlslTarget& t);
 // defined (a helper is defined after those it calls).
 class Helpers {
  public:
+  // float64: the device computes in double (shaderFloat64); some float32 helpers are cheaper so.
+  explicit Helpers(bool float64 = false) : float64_(float64) {}
   // Returns the name to call; records the helper (and those it uses) for definitions().
   std::string use(const std::string& name, DType d);
   bool empty() const { return order_.empty(); }
@@ -65,6 +67,7 @@ class Helpers {
  private:
   std::vector<std::pair<std::string, DType>> order_;
   std::set<std::pair<std::string, int>> seen_;
+  bool float64_ = false;
 };
 
 // Expressions. Arguments are already rendered expressions; results are parenthesized or calls.

@@ -283,6 +283,27 @@ TEST(GlslRenderer, EverySampleProgramCompiles) {
   }
 }
 
+TEST(GlslRenderer, Float32DivisionComputesInDoubleWhereTheDeviceHasFloat64) {
+  // The double quotient rounds correctly to float (glsl_helpers.cpp, fdiv_via_double_body);
+  // without shaderFloat64 the float-only helper with its remainder corrections stays.
+  const Program p = binary_op(Ops::FDIV, dtypes::float32, 3);
+  const std::string fast = render_and_compile(p);
+  EXPECT_TRUE(has(fast, "double q = da / db;")) << fast;
+  EXPECT_FALSE(has(fast, "precise float r1")) << fast;
+  // glslang keeps only the last SignedZeroInfNanPreserve mode: a 64-bit one would drop float32's.
+  EXPECT_TRUE(has(fast, "4461, 32);")) << fast;
+  EXPECT_FALSE(has(fast, "4461, 64);")) << fast;
+  const std::string plain = render_and_compile(p, GlslTarget{});
+  EXPECT_FALSE(has(plain, "double")) << plain;
+  EXPECT_TRUE(has(plain, "precise float r1")) << plain;
+  // float64 itself keeps the remainder corrections; float16 goes through the float32 form.
+  const std::string f64 = render_and_compile(binary_op(Ops::FDIV, dtypes::float64, 3));
+  EXPECT_TRUE(has(f64, "precise double r1")) << f64;
+  EXPECT_FALSE(has(f64, "double q = da / db;")) << f64;
+  const std::string f16 = render_and_compile(unary_op(Ops::RECIP, dtypes::float16, 3));
+  EXPECT_TRUE(has(f16, "double q = da / db;")) << f16;
+}
+
 TEST(GlslRenderer, ArgumentsSpillToABufferWhenPushConstantsOverflow) {
   ProgramBuilder b("E_many");
   std::vector<UOpPtr> in;

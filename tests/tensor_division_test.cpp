@@ -1,12 +1,14 @@
 // Float division is correctly rounded on Vulkan, as on the CPU device, also where it is hardest:
 // quotients a hair away from the midpoint between two floats, where one correction step of an
 // approximate quotient rounds the wrong way. The pairs are built the way libm test suites build
-// them (Kahan's hard cases): for an odd divisor B, a dividend A with A * 2^s = M * B + d and d = +-1
-// makes A / B = (M + d / B) / 2^s, within 1/B of M / 2^s, a midpoint when M is odd and an exact
+// them (Kahan's hard cases): for an odd divisor B, a dividend A with A * 2^s = M * B + d and d =
+// +-1 makes A / B = (M + d / B) / 2^s, within 1/B of M / 2^s, a midpoint when M is odd and an exact
 // float when M is even.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "support/device_compare.hpp"
@@ -108,4 +110,57 @@ TEST(Division, QuotientsNextToMidpointsAgreeWithTheCpuBitForBit) {
   EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) {
     return Tensor(a, {int64_t(n)}, dev) / Tensor(b, {int64_t(n)}, dev);
   }));
+}
+
+namespace {
+
+// Pairs for the wide check: `n` of each kind, deterministic in seed. Random bits (all exponents:
+// overflow, subnormal quotients and operands, zeros, infinities and nan all occur), random
+// significands with nearby exponents (normal quotients), and the hard pairs above.
+std::pair<std::vector<float>, std::vector<float>> wide_operands(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> a, b;
+  for (size_t i = 0; i < n; ++i) {
+    a.push_back(std::bit_cast<float>(uint32_t(rng())));
+    b.push_back(std::bit_cast<float>(uint32_t(rng())));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const auto near = [&] { return (rng() & 0x807fffffu) | ((100u + rng() % 56u) << 23); };
+    a.push_back(std::bit_cast<float>(uint32_t(near())));
+    b.push_back(std::bit_cast<float>(uint32_t(near())));
+  }
+  const auto [ha, hb] = hard_operands<float>(n, seed + 1);
+  a.insert(a.end(), ha.begin(), ha.end());
+  b.insert(b.end(), hb.begin(), hb.end());
+  return {a, b};
+}
+
+}  // namespace
+
+TEST(Division, RandomAndHardFloat32PairsMatchTheHostBitForBit) {
+  // VKG_DIVISION_PAIRS scales the check (pairs of each kind; the suite runs 2^16).
+  const char* env = std::getenv("VKG_DIVISION_PAIRS");
+  const size_t n = env ? size_t(std::stoull(env)) : size_t(1) << 16;
+  const auto [a, b] = wide_operands(n, 7);
+  const int64_t len = int64_t(a.size());
+  RecordProperty("pairs", std::to_string(a.size()));
+  const auto vk = (Tensor(a, {len}, "VK") / Tensor(b, {len}, "VK")).to_vector<float>();
+  const auto recip = Tensor(b, {len}, "VK").reciprocal().to_vector<float>();
+  size_t bad = 0, bad_recip = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto same = [](float x, float y) {
+      return std::isnan(x) ? std::isnan(y)
+                           : std::bit_cast<uint32_t>(x) == std::bit_cast<uint32_t>(y);
+    };
+    if (!same(a[i] / b[i], vk[i]) && bad++ < 8)
+      ADD_FAILURE() << std::hexfloat << a[i] << " / " << b[i] << ": host " << a[i] / b[i] << ", VK "
+                    << vk[i];
+    if (!same(1.0f / b[i], recip[i]) && bad_recip++ < 8)
+      ADD_FAILURE() << std::hexfloat << "1 / " << b[i] << ": host " << 1.0f / b[i] << ", VK "
+                    << recip[i];
+  }
+  EXPECT_EQ(bad, 0u) << "of " << a.size();
+  EXPECT_EQ(bad_recip, 0u) << "of " << a.size();
+  EXPECT_TRUE(cpu_vk_agree(
+      [&](const std::string& dev) { return Tensor(a, {len}, dev) / Tensor(b, {len}, dev); }));
 }
