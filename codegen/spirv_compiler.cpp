@@ -18,6 +18,7 @@
 #include <thread>
 
 #include <vkgrad/codegen/fnv1a.hpp>
+#include <vkgrad/codegen/spirv_execution_modes.hpp>
 #include <vkgrad/core/cache_dir.hpp>
 #include <vkgrad/core/error.hpp>
 
@@ -29,7 +30,7 @@ constexpr uint32_t kSpirvMagic = 0x07230203;
 constexpr size_t kSpirvHeaderWords = 5;
 
 // Bump when compile_glsl() changes how it turns source into SPIR-V, to orphan old cache entries.
-constexpr std::string_view kCacheFormat = "vkg-spirv-2";
+constexpr std::string_view kCacheFormat = "vkg-spirv-3";  // 3: every declared execution mode
 
 // A cache entry's header (spirv_compiler.hpp describes it); the module follows.
 constexpr uint32_t kEntryMagic = 0x53474B56;  // "VKGS" read as bytes
@@ -37,16 +38,17 @@ constexpr uint32_t kEntryVersion = 1;
 constexpr size_t kEntryHeaderWords = 6;
 
 struct Counters {
-  std::atomic<uint64_t> shaderc_compiles{0}, cache_hits{0}, cache_rejects{0}, unoptimized_retries{0};
+  std::atomic<uint64_t> shaderc_compiles{0}, cache_hits{0}, cache_rejects{0},
+      unoptimized_retries{0};
 };
 Counters counters;
 
 // Everything besides the source and options that decides the output bytes: a new glslang or
 // spirv-opt may emit different code for the same source.
 const std::string& compiler_identity() {
-  static const std::string id = fmt::format("{} glslang {}.{}.{}{} {}", kCacheFormat, GLSLANG_VERSION_MAJOR,
-                                            GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH,
-                                            GLSLANG_VERSION_FLAVOR, spvSoftwareVersionDetailsString());
+  static const std::string id = fmt::format(
+      "{} glslang {}.{}.{}{} {}", kCacheFormat, GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR,
+      GLSLANG_VERSION_PATCH, GLSLANG_VERSION_FLAVOR, spvSoftwareVersionDetailsString());
   return id;
 }
 
@@ -126,7 +128,8 @@ void write_entry(const std::filesystem::path& file, uint64_t key,
                      std::hash<std::thread::id>{}(std::this_thread::get_id()), serial++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(words.data()), static_cast<std::streamsize>(words.size() * 4));
+    out.write(reinterpret_cast<const char*>(words.data()),
+              static_cast<std::streamsize>(words.size() * 4));
     out.close();
     if (out) {
       std::filesystem::rename(tmp, file, ec);
@@ -148,13 +151,16 @@ std::string numbered(std::string_view src) {
   return out;
 }
 
-shaderc::SpvCompilationResult run_shaderc(std::string_view glsl, const SpirvCompileOptions& o, bool optimize) {
+shaderc::SpvCompilationResult run_shaderc(std::string_view glsl, const SpirvCompileOptions& o,
+                                          bool optimize) {
   shaderc::CompileOptions opts;
   opts.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_3);
   opts.SetTargetSpirv(shaderc_spirv_version_1_6);
-  opts.SetOptimizationLevel(optimize ? shaderc_optimization_level_performance : shaderc_optimization_level_zero);
+  opts.SetOptimizationLevel(optimize ? shaderc_optimization_level_performance
+                                     : shaderc_optimization_level_zero);
   counters.shaderc_compiles++;
-  return compiler().CompileGlslToSpv(glsl.data(), glsl.size(), shaderc_compute_shader, o.name.c_str(), "main", opts);
+  return compiler().CompileGlslToSpv(glsl.data(), glsl.size(), shaderc_compute_shader,
+                                     o.name.c_str(), "main", opts);
 }
 
 std::vector<uint32_t> compile_with_shaderc(std::string_view glsl, const SpirvCompileOptions& o) {
@@ -167,10 +173,10 @@ std::vector<uint32_t> compile_with_shaderc(std::string_view glsl, const SpirvCom
     result = run_shaderc(glsl, o, /*optimize=*/false);
   }
   if (result.GetCompilationStatus() != shaderc_compilation_status_success) {
-    throw CompileError(fmt::format("GLSL compile of {} failed:\n{}\n{}", o.name, result.GetErrorMessage(),
-                                   numbered(glsl)));
+    throw CompileError(fmt::format("GLSL compile of {} failed:\n{}\n{}", o.name,
+                                   result.GetErrorMessage(), numbered(glsl)));
   }
-  return {result.cbegin(), result.cend()};
+  return with_declared_execution_modes({result.cbegin(), result.cend()}, glsl);
 }
 
 }  // namespace
@@ -198,8 +204,8 @@ std::vector<uint32_t> compile_glsl(std::string_view glsl, const SpirvCompileOpti
 }
 
 SpirvCompilerStats spirv_compiler_stats() {
-  return {counters.shaderc_compiles.load(), counters.cache_hits.load(), counters.cache_rejects.load(),
-          counters.unoptimized_retries.load()};
+  return {counters.shaderc_compiles.load(), counters.cache_hits.load(),
+          counters.cache_rejects.load(), counters.unoptimized_retries.load()};
 }
 
 }  // namespace vkg

@@ -3,6 +3,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -34,7 +35,9 @@ constexpr const char* kChildReportEnv = "VKG_TEST_SPIRV_CHILD_REPORT";
 // makes each test's source, and so its cache entry, its own.
 std::string add_kernel(const std::string& tag) {
   return "#version 460\n"
-         "// " + tag + "\n"
+         "// " +
+         tag +
+         "\n"
          "#extension GL_EXT_buffer_reference : require\n"
          "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
          "layout(local_size_x = 64) in;\n"
@@ -83,8 +86,10 @@ class SpirvCompiler : public testing::Test {
     setenv("VKG_CACHE_DIR", dir_.c_str(), 1);
   }
   void TearDown() override {
-    if (saved_) setenv("VKG_CACHE_DIR", saved_->c_str(), 1);
-    else unsetenv("VKG_CACHE_DIR");
+    if (saved_)
+      setenv("VKG_CACHE_DIR", saved_->c_str(), 1);
+    else
+      unsetenv("VKG_CACHE_DIR");
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
@@ -113,7 +118,7 @@ TEST_F(SpirvCompiler, SyntaxErrorNamesTheLineAndShowsNumberedSource) {
     FAIL() << "a syntax error compiled";
   } catch (const vkg::CompileError& e) {
     std::string msg = e.what();
-    EXPECT_NE(msg.find("add_kernel:6:"), std::string::npos) << msg;              // shaderc's line
+    EXPECT_NE(msg.find("add_kernel:6:"), std::string::npos) << msg;  // shaderc's line
     EXPECT_NE(msg.find("   6|   float y = x +* 2.0;\n"), std::string::npos) << msg;  // the source
     EXPECT_NE(msg.find("   1| #version 460\n"), std::string::npos) << msg;
   }
@@ -159,13 +164,15 @@ TEST_F(SpirvCompiler, SecondProcessReadsTheCacheWithoutCompiling) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's compile failed";
-  EXPECT_EQ(read_bytes(report), "shaderc_compiles=0") << "the child compiled instead of reading the cache";
+  EXPECT_EQ(read_bytes(report), "shaderc_compiles=0")
+      << "the child compiled instead of reading the cache";
 }
 
 // The child half of SecondProcessReadsTheCacheWithoutCompiling; skips itself when run on its own.
 TEST(SpirvCompilerChild, CompilesFromTheInheritedCache) {
   const char* report = std::getenv(kChildReportEnv);
-  if (!report) GTEST_SKIP() << "runs only as the child of SecondProcessReadsTheCacheWithoutCompiling";
+  if (!report)
+    GTEST_SKIP() << "runs only as the child of SecondProcessReadsTheCacheWithoutCompiling";
   auto words = compile_glsl(add_kernel("second process"));
   expect_spirv_16(words);
   write_bytes(report, "shaderc_compiles=" + std::to_string(shaderc_calls()));
@@ -179,8 +186,9 @@ TEST_F(SpirvCompiler, CorruptCacheFileIsIgnoredAndRewritten) {
   ASSERT_EQ(good_bytes.size(), vkg::test::kSpirvEntryHeaderBytes + good.size() * 4);
 
   // Garbage, a size that is no whole number of words, a module cut after a whole instruction.
-  for (std::string bad : {std::string("not spir-v at all"), good_bytes.substr(0, good_bytes.size() - 2),
-                          good_bytes.substr(0, good_bytes.size() - 4), std::string()}) {
+  for (std::string bad :
+       {std::string("not spir-v at all"), good_bytes.substr(0, good_bytes.size() - 2),
+        good_bytes.substr(0, good_bytes.size() - 4), std::string()}) {
     write_bytes(file, bad);
     uint64_t before = shaderc_calls(), rejects = vkg::spirv_compiler_stats().cache_rejects;
     EXPECT_EQ(compile_glsl(src), good);
@@ -311,7 +319,29 @@ TEST_F(SpirvCompiler, ConcurrentCompilesAgree) {
     EXPECT_EQ(read_bytes(file).size(), vkg::test::kSpirvEntryHeaderBytes + own[t].size() * 4);
   }
   // Every rename landed; no temp file is left behind.
-  for (auto& entry : fs::directory_iterator(dir_ / "spirv")) EXPECT_EQ(entry.path().extension(), ".spv");
+  for (auto& entry : fs::directory_iterator(dir_ / "spirv"))
+    EXPECT_EQ(entry.path().extension(), ".spv");
 }
 
 }  // namespace
+
+// glslang keeps only the last spirv_execution_mode of one mode id; the compiled module still has
+// SignedZeroInfNanPreserve (4461) for every width the source declares, each exactly once.
+TEST_F(SpirvCompiler, EveryDeclaredExecutionModeIsInTheModule) {
+  const std::string src =
+      "#version 460\n#extension GL_EXT_spirv_intrinsics : require\n"
+      "spirv_execution_mode(capabilities = [4466], 4461, 32);\n"
+      "spirv_execution_mode(capabilities = [4466], 4461, 64);\n"
+      "layout(local_size_x = 1) in;\n"
+      "layout(std430, binding = 0) buffer B { float f[]; double d[]; } b;\n"
+      "void main() { b.f[0] = 1.0 / b.f[1]; b.d[0] = 1.0lf / b.d[1]; }\n";
+  const std::vector<uint32_t> words = compile_glsl(src);
+  std::vector<uint32_t> widths;
+  for (size_t i = 5; i < words.size(); i += words[i] >> 16) {
+    ASSERT_NE(words[i] >> 16, 0u);
+    if ((words[i] & 0xffffu) == 16 && (words[i] >> 16) == 4 && words[i + 2] == 4461)
+      widths.push_back(words[i + 3]);
+  }
+  std::sort(widths.begin(), widths.end());
+  EXPECT_EQ(widths, (std::vector<uint32_t>{32, 64}));
+}

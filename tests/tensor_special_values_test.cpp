@@ -373,3 +373,22 @@ TEST(SpecialValues, FloatToIntCastSaturatesAndMapsNanToZero) {
     return (random_tensor(dtypes::float32, {4096}, d, 8) * 100.0f).cast(dtypes::int16);
   }));
 }
+
+// glslang kept only the last SignedZeroInfNanPreserve a kernel declared, so a kernel computing
+// in float32 that also holds a float64 value (here the cast) lost it for float32, and Lavapipe
+// folded (x * -0.0).reciprocal() to +inf. codegen/spirv_execution_modes.cpp puts it back.
+TEST(SpecialValues, Float32MathInAKernelThatAlsoUsesFloat64KeepsSignedZero) {
+  for (const std::string dev : {"CPU", "VK"}) {
+    const Tensor x(std::vector<float>{2.f, -3.f, 0.f}, {3}, dev);
+    const std::vector<double> got =
+        (x * -0.0f).reciprocal().cast(dtypes::float64).to_vector<double>();
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[0], -std::numeric_limits<double>::infinity()) << dev;
+    EXPECT_EQ(got[1], std::numeric_limits<double>::infinity()) << dev;
+    EXPECT_TRUE(std::isnan(got[2]) || std::isinf(got[2])) << dev;
+  }
+  EXPECT_TRUE(cpu_vk_agree([](const std::string& d) {
+    const Tensor x(std::vector<float>{2.f, -3.f, 0.f, 1e-30f, -1e30f}, {5}, d);
+    return ((x * -0.0f).reciprocal() + (x * 1e30f) * 1e10f).cast(dtypes::float64) + 0.5;
+  }));
+}
