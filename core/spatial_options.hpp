@@ -1,8 +1,10 @@
 // Options given once per spatial axis (stride, padding, dilation, kernel) and how the
 // convolutions' and pools' errors print them and their input (core/tensor_conv.cpp,
-// core/tensor_pool_nd.cpp).
+// core/tensor_pool_nd.cpp); the device and bias checks the convolutions share with linear
+// (core/tensor_nn.cpp).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +31,22 @@ inline std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t dims,
     throw Error(std::string(op) + ": " + std::string(what) + " needs 1 or " + std::to_string(dims) +
                 " values, got " + std::to_string(v.size()) + " (input " + desc(x) + ")");
   return v.size() == 1 ? std::vector<int64_t>(dims, v[0]) : v;
+}
+
+inline void check_device(const Tensor& a, const Tensor& b, std::string_view op) {
+  if (a.device() != b.device())
+    throw Error(std::string(op) + ": tensors are on different devices (" + a.device() + " and " +
+                b.device() + ")");
+}
+
+// A bias, where there is one, is on x's device and holds one value per output channel.
+inline void check_bias(const std::optional<Tensor>& bias, int64_t channels, const Tensor& x,
+                       const Tensor& w, std::string_view op) {
+  if (!bias) return;
+  check_device(x, *bias, op);
+  if (bias->shape() != Shape{channels})
+    throw Error(std::string(op) + ": bias " + desc(*bias) + " must have shape (" +
+                std::to_string(channels) + ",) (input " + desc(x) + ", weight " + desc(w) + ")");
 }
 
 }  // namespace vkg

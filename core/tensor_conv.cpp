@@ -29,21 +29,6 @@ ConvGeometry resolve(const ConvOptions& o, size_t dims, std::string_view op, con
           per_axis(o.output_padding, dims, "output_padding", op, x), o.groups};
 }
 
-void check_device(const Tensor& a, const Tensor& b, std::string_view op) {
-  if (a.device() != b.device())
-    throw Error(std::string(op) + ": tensors are on different devices (" + a.device() + " and " +
-                b.device() + ")");
-}
-
-void check_bias(const std::optional<Tensor>& bias, int64_t channels, const Tensor& x,
-                const Tensor& w, std::string_view op) {
-  if (!bias) return;
-  check_device(x, *bias, op);
-  if (bias->shape() != Shape{channels})
-    throw Error(std::string(op) + ": bias " + desc(*bias) + " must have shape (" +
-                std::to_string(channels) + ",) (input " + desc(x) + ", weight " + desc(w) + ")");
-}
-
 // The checks every convolution shares: devices, ranks, and the options' signs.
 void check_conv_args(const Tensor& x, const Tensor& w, const ConvGeometry& o, std::string_view op) {
   check_device(x, w, op);

@@ -1,30 +1,10 @@
 // nn functional ops that are not convolutions or pools (core/tensor_conv.cpp,
 // core/tensor_pool_nd.cpp): linear, layernorm, batchnorm.
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/spatial_options.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
-
-namespace {
-
-std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
-
-void check_device(const Tensor& a, const Tensor& b, std::string_view op) {
-  if (a.device() != b.device())
-    throw Error(std::string(op) + ": tensors are on different devices (" + a.device() + " and " +
-                b.device() + ")");
-}
-
-void check_bias(const std::optional<Tensor>& bias, int64_t channels, const Tensor& x,
-                const Tensor& w, std::string_view op) {
-  if (!bias) return;
-  check_device(x, *bias, op);
-  if (bias->shape() != Shape{channels})
-    throw Error(std::string(op) + ": bias " + desc(*bias) + " must have shape (" +
-                std::to_string(channels) + ",) (input " + desc(x) + ", weight " + desc(w) + ")");
-}
-
-}  // namespace
 
 Tensor Tensor::linear(const Tensor& weight, const std::optional<Tensor>& bias) const {
   check_device(*this, weight, "linear");
