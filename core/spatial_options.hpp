@@ -33,6 +33,17 @@ inline std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t dims,
   return v.size() == 1 ? std::vector<int64_t>(dims, v[0]) : v;
 }
 
+// Every value of `v` (one per spatial axis) at least `low`: 1 for kernel, stride and dilation
+// ("must be positive"), 0 for paddings ("must not be negative").
+inline void check_at_least(const std::vector<int64_t>& v, int64_t low, std::string_view what,
+                           std::string_view op, const Tensor& x) {
+  for (int64_t e : v)
+    if (e < low)
+      throw Error(std::string(op) + ": " + std::string(what) + " " + values_str(v) +
+                  (low ? " must be positive" : " must not be negative") + " (input " + desc(x) +
+                  ")");
+}
+
 inline void check_device(const Tensor& a, const Tensor& b, std::string_view op) {
   if (a.device() != b.device())
     throw Error(std::string(op) + ": tensors are on different devices (" + a.device() + " and " +

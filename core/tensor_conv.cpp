@@ -41,17 +41,10 @@ void check_conv_args(const Tensor& x, const Tensor& w, const ConvGeometry& o, st
   if (o.groups <= 0)
     throw Error(std::string(op) + ": groups must be positive, got " + std::to_string(o.groups) +
                 " (input " + desc(x) + ", weight " + desc(w) + ")");
-  auto check = [&](const Values& v, std::string_view what, int64_t low) {
-    for (int64_t e : v)
-      if (e < low)
-        throw Error(std::string(op) + ": " + std::string(what) + " " + values_str(v) +
-                    (low ? " must be positive" : " must not be negative") + " (input " + desc(x) +
-                    ")");
-  };
-  check(o.stride, "stride", 1);
-  check(o.dilation, "dilation", 1);
-  check(o.padding, "padding", 0);
-  check(o.output_padding, "output_padding", 0);
+  check_at_least(o.stride, 1, "stride", op, x);
+  check_at_least(o.dilation, 1, "dilation", op, x);
+  check_at_least(o.padding, 0, "padding", op, x);
+  check_at_least(o.output_padding, 0, "output_padding", op, x);
 }
 
 // Pads (positive) or trims (negative) each dimension: a convolution transpose's implicit padding

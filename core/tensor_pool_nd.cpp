@@ -39,17 +39,10 @@ Geometry geometry(const Tensor& x, const PoolOptions& o, std::string_view op) {
   g.s = o.stride ? per_axis(*o.stride, dims, "stride", op, x) : o.kernel;
   g.d = per_axis(o.dilation, dims, "dilation", op, x);
   const std::vector<int64_t> p = per_axis(o.padding, dims, "padding", op, x);
-  auto check = [&](const std::vector<int64_t>& v, std::string_view what, int64_t low) {
-    for (int64_t e : v)
-      if (e < low)
-        throw Error(std::string(op) + ": " + std::string(what) + " " + values_str(v) +
-                    (low ? " must be positive" : " must not be negative") + " (input " + desc(x) +
-                    ")");
-  };
-  check(g.k, "kernel", 1);
-  check(g.s, "stride", 1);
-  check(g.d, "dilation", 1);
-  check(p, "padding", 0);
+  check_at_least(g.k, 1, "kernel", op, x);
+  check_at_least(g.s, 1, "stride", op, x);
+  check_at_least(g.d, 1, "dilation", op, x);
+  check_at_least(p, 0, "padding", op, x);
   const size_t lead = size_t(x.ndim()) - dims;
   std::vector<int64_t> padded(dims);
   for (size_t a = 0; a < dims; ++a) {
