@@ -1,6 +1,7 @@
-// vkg::dist's collectives on tensors: each goes device -> host (bytes()), through MPI in host
-// memory (mpi_group.hpp), and back to the tensor's device as a new tensor; all_reduce hands MPI
-// the mapped device memory itself where there is some (core/mapped_memory.hpp).
+// vkg::dist's collectives on tensors. Where the device maps its memory into the host (Lavapipe,
+// unified memory, the CPU device: core/mapped_memory.hpp), MPI (mpi_group.hpp) reads the input
+// tensor's memory and writes the result's fresh buffer in place; elsewhere each goes device ->
+// host (bytes()), through MPI in host memory, and back to the tensor's device as a new tensor.
 #include <vkgrad/dist/dist.hpp>
 
 #include <cstring>
@@ -75,7 +76,25 @@ Tensor broadcast(const Tensor& t, int root) {
   const std::string what = described("broadcast from rank " + std::to_string(root), t);
   if (root < 0 || root >= world_size())
     throw Error("dist: " + what + ": there are " + std::to_string(world_size()) + " ranks");
-  Bytes data = host_bytes(t);
+  // The root sends its tensor's memory (a host copy of a view that is not its whole buffer); the
+  // result, on every rank, is a fresh buffer that MPI writes in place where the device maps it
+  // (the root copies into its own while it sends). The other ranks never read their t.
+  const bool sending = rank() == root;
+  const size_t bytes = size_t(t.numel()) * size_t(t.dtype().itemsize());
+  Tensor in = t;
+  const MappedMemory src = sending ? mapped_memory(in) : MappedMemory{};
+  const Bytes staged = sending && !src ? host_bytes(in) : nullptr;
+  const std::byte* from = src ? src.data : staged ? staged->data() : nullptr;
+  const std::shared_ptr<const void> keep_in =
+      src ? std::shared_ptr<const void>(src.keep) : std::shared_ptr<const void>(staged);
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  if (MappedMemory dst = mapped_memory(out)) {
+    detail::broadcast_bytes(from, dst.data, bytes, root, {keep_in, dst.keep}, what);
+    return out;
+  }
+  Bytes data = !sending ? std::make_shared<std::vector<std::byte>>(bytes)
+               : staged ? staged
+                        : host_bytes(in);
   detail::broadcast_bytes(data, root, what);
   return from_bytes(*data, t.dtype(), t.shape(), t.device());
 }
@@ -83,10 +102,26 @@ Tensor broadcast(const Tensor& t, int root) {
 Tensor all_gather(const Tensor& t) {
   const std::string what = described("all_gather", t);
   if (t.ndim() == 0) throw Error("dist: " + what + ": a 0-d tensor has no axis 0 to join along");
-  const Bytes out = detail::all_gather_bytes(host_bytes(t), what);
   Shape shape = t.shape();
   shape[0] *= world_size();
-  return from_bytes(*out, t.dtype(), shape, t.device());
+  // MPI reads t's memory and writes the result's where the device maps them (a view that is not
+  // its whole buffer goes through a host copy; so does all of it on a device the host does not
+  // map).
+  Tensor in = t;
+  const MappedMemory src = mapped_memory(in);
+  const Bytes staged = src ? nullptr : host_bytes(in);
+  const std::byte* from = src ? src.data : staged->data();
+  const size_t bytes = src ? src.size : staged->size();
+  const std::shared_ptr<const void> keep_in =
+      src ? std::shared_ptr<const void>(src.keep) : std::shared_ptr<const void>(staged);
+  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+  if (MappedMemory dst = mapped_memory(out)) {
+    detail::all_gather_bytes(from, bytes, dst.data, {keep_in, dst.keep}, what);
+    return out;
+  }
+  auto gathered = std::make_shared<std::vector<std::byte>>(bytes * size_t(world_size()));
+  detail::all_gather_bytes(from, bytes, gathered->data(), {keep_in, gathered}, what);
+  return from_bytes(*gathered, t.dtype(), shape, t.device());
 }
 
 void all_reduce_gradients(std::span<Tensor> params, ReduceOp op, size_t bucket_bytes) {

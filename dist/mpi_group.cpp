@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -87,9 +88,11 @@ double timeout_seconds() {
 // Polls `request` until it completes or the deadline passes. Open MPI moves a non-blocking
 // collective on only inside MPI calls, so for its first second the loop only yields between
 // tests (sleeping there made a 64 MiB all_reduce 2.4x slower than MPI_Allreduce); after that it
-// naps up to 1 ms, so that waiting for a late rank does not spin a core.
+// naps up to 1 ms, so that waiting for a late rank does not spin a core. `work`, while it returns
+// true, runs a slice of the caller's own work between tests instead.
 void wait(MPI_Request request, const std::string& what,
-          std::vector<std::shared_ptr<const void>> keep) {
+          std::vector<std::shared_ptr<const void>> keep,
+          const std::function<bool()>& work = nullptr) {
   const double limit = timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration<double>(limit);
@@ -106,6 +109,7 @@ void wait(MPI_Request request, const std::string& what,
                   " s (VKG_DIST_TIMEOUT) for the other ranks: one has died or is not calling it; "
                   "the group may be out of step now");
     }
+    if (work && work()) continue;
     if (std::chrono::steady_clock::now() < spin_until) {
       std::this_thread::yield();
       continue;
@@ -174,15 +178,43 @@ void broadcast_bytes(const Bytes& data, int root, const std::string& what) {
   wait(r, what, {data});
 }
 
-Bytes all_gather_bytes(const Bytes& in, const std::string& what) {
+void broadcast_bytes(const std::byte* in, std::byte* out, size_t bytes, int root,
+                     std::vector<std::shared_ptr<const void>> keep, const std::string& what) {
   start();
-  auto out = std::make_shared<std::vector<std::byte>>(in->size() * size_t(mpi_world_size()));
-  const int n = count_of(in->size(), what);
+  const bool sending = mpi_rank() == root;
   MPI_Request r;
-  check(MPI_Iallgather(in->data(), n, MPI_BYTE, out->data(), n, MPI_BYTE, MPI_COMM_WORLD, &r),
+  // MPI_Ibcast only reads the root's buffer (its signature predates const).
+  check(MPI_Ibcast(sending ? const_cast<std::byte*>(in) : out, count_of(bytes, what), MPI_BYTE,
+                   root, MPI_COMM_WORLD, &r),
         what);
-  wait(r, what, {in, out});
+  // The root's own copy, a slice at a time between tests, so that the send moves on meanwhile.
+  constexpr size_t kSlice = size_t(1) << 20;
+  size_t copied = sending ? 0 : bytes;
+  auto copy_slice = [&] {
+    if (copied == bytes) return false;
+    const size_t n = std::min(kSlice, bytes - copied);
+    std::memcpy(out + copied, in + copied, n);
+    copied += n;
+    return true;
+  };
+  wait(r, what, std::move(keep), copy_slice);
+  while (copy_slice()) {
+  }
+}
+
+Bytes all_gather_bytes(const Bytes& in, const std::string& what) {
+  auto out = std::make_shared<std::vector<std::byte>>(in->size() * size_t(mpi_world_size()));
+  all_gather_bytes(in->data(), in->size(), out->data(), {in, out}, what);
   return out;
+}
+
+void all_gather_bytes(const std::byte* in, size_t bytes, std::byte* out,
+                      std::vector<std::shared_ptr<const void>> keep, const std::string& what) {
+  start();
+  const int n = count_of(bytes, what);
+  MPI_Request r;
+  check(MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, MPI_COMM_WORLD, &r), what);
+  wait(r, what, std::move(keep));
 }
 
 }  // namespace vkg::dist::detail
