@@ -76,9 +76,9 @@ Tensor broadcast(const Tensor& t, int root) {
   const std::string what = described("broadcast from rank " + std::to_string(root), t);
   if (root < 0 || root >= world_size())
     throw Error("dist: " + what + ": there are " + std::to_string(world_size()) + " ranks");
-  // The root sends its tensor's memory (a host copy of a view that is not its whole buffer); the
-  // result, on every rank, is a fresh buffer that MPI writes in place where the device maps it
-  // (the root copies into its own while it sends). The other ranks never read their t.
+  // The root sends its tensor's memory, and the result on every rank is a fresh buffer that MPI
+  // writes in place (the root copies into its own while it sends), where the device maps them;
+  // else through host copies. The other ranks never read their t.
   const bool sending = rank() == root;
   const size_t bytes = size_t(t.numel()) * size_t(t.dtype().itemsize());
   Tensor in = t;
@@ -104,9 +104,7 @@ Tensor all_gather(const Tensor& t) {
   if (t.ndim() == 0) throw Error("dist: " + what + ": a 0-d tensor has no axis 0 to join along");
   Shape shape = t.shape();
   shape[0] *= world_size();
-  // MPI reads t's memory and writes the result's where the device maps them (a view that is not
-  // its whole buffer goes through a host copy; so does all of it on a device the host does not
-  // map).
+  // MPI reads t's memory and writes the result's where the device maps them, else host copies.
   Tensor in = t;
   const MappedMemory src = mapped_memory(in);
   const Bytes staged = src ? nullptr : host_bytes(in);

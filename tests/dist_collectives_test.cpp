@@ -129,6 +129,19 @@ TEST(Dist, BroadcastAndAllGatherWriteInTheDevicesMemory) {
   }
 }
 
+// An input that views part of another tensor's buffer: realized first, it gets a buffer of its
+// own, read in place like any other (no host copy), and the results are its values.
+TEST(Dist, BroadcastAndAllGatherOfAView) {
+  const float r = float(dist::rank());
+  for (const char* device : {"VK", "CPU"}) {
+    SCOPED_TRACE(device);
+    Tensor whole = (Tensor::arange(0, 6, 1, device).cast(dtypes::float32) + 10 * r).realize();
+    Tensor part = whole.shrink({{2, 5}});
+    EXPECT_EQ(dist::broadcast(part, 1).to_vector<float>(), (std::vector<float>{12, 13, 14}));
+    EXPECT_EQ(dist::all_gather(part).to_vector<float>(), (std::vector<float>{2, 3, 4, 12, 13, 14}));
+  }
+}
+
 // A large broadcast and all_gather (int64, 3 MiB a rank) arrive whole, in rank order.
 TEST(Dist, LargeBroadcastAndAllGatherArriveWhole) {
   const int64_t n = 3 << 17;  // 393216 int64s
