@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/mapped_memory.hpp>
 #include <vkgrad/dist/mpi_group.hpp>
@@ -40,6 +41,13 @@ void divide(std::byte* data, size_t count, DType dtype, int n) {
   }
 }
 
+// The tensor's mapped memory for MPI to use in place; none with VKG_DIST_STAGED=1, which takes
+// the host copies a discrete GPU takes (so that path runs in tests on Lavapipe too).
+MappedMemory in_place(Tensor& t) {
+  if (setting("VKG_DIST_STAGED")) return {};
+  return mapped_memory(t);
+}
+
 void check_mean(ReduceOp op, DType dtype, const std::string& what) {
   if (op == ReduceOp::Mean && dtype != dtypes::float32 && dtype != dtypes::float64)
     throw Error("dist: " + what + ": the mean needs float32 or float64");
@@ -58,9 +66,9 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   // tensor and writes the result's fresh buffer in place: no host copy, no upload, no zero-fill
   // (bench_dist: the copies made it 0.2x MPI_Allreduce of a host buffer).
   Tensor in = t;
-  if (MappedMemory src = mapped_memory(in)) {
+  if (MappedMemory src = in_place(in)) {
     Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-    if (MappedMemory dst = mapped_memory(out)) {
+    if (MappedMemory dst = in_place(out)) {
       detail::all_reduce_sum(src.data, dst.data, src.size, t.dtype(), {src.keep, dst.keep}, what);
       if (op == ReduceOp::Mean) divide(dst.data, size_t(t.numel()), t.dtype(), world_size());
       return out;
@@ -82,13 +90,13 @@ Tensor broadcast(const Tensor& t, int root) {
   const bool sending = rank() == root;
   const size_t bytes = size_t(t.numel()) * size_t(t.dtype().itemsize());
   Tensor in = t;
-  const MappedMemory src = sending ? mapped_memory(in) : MappedMemory{};
+  const MappedMemory src = sending ? in_place(in) : MappedMemory{};
   const Bytes staged = sending && !src ? host_bytes(in) : nullptr;
   const std::byte* from = src ? src.data : staged ? staged->data() : nullptr;
   const std::shared_ptr<const void> keep_in =
       src ? std::shared_ptr<const void>(src.keep) : std::shared_ptr<const void>(staged);
   Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  if (MappedMemory dst = mapped_memory(out)) {
+  if (MappedMemory dst = in_place(out)) {
     detail::broadcast_bytes(from, dst.data, bytes, root, {keep_in, dst.keep}, what);
     return out;
   }
@@ -106,14 +114,14 @@ Tensor all_gather(const Tensor& t) {
   shape[0] *= world_size();
   // MPI reads t's memory and writes the result's where the device maps them, else host copies.
   Tensor in = t;
-  const MappedMemory src = mapped_memory(in);
+  const MappedMemory src = in_place(in);
   const Bytes staged = src ? nullptr : host_bytes(in);
   const std::byte* from = src ? src.data : staged->data();
   const size_t bytes = src ? src.size : staged->size();
   const std::shared_ptr<const void> keep_in =
       src ? std::shared_ptr<const void>(src.keep) : std::shared_ptr<const void>(staged);
   Tensor out = Tensor::empty(shape, t.dtype(), t.device());
-  if (MappedMemory dst = mapped_memory(out)) {
+  if (MappedMemory dst = in_place(out)) {
     detail::all_gather_bytes(from, bytes, dst.data, {keep_in, dst.keep}, what);
     return out;
   }

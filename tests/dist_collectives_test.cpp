@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/mapped_memory.hpp>
 #include <vkgrad/dist/dist.hpp>
@@ -156,6 +157,26 @@ TEST(Dist, LargeBroadcastAndAllGatherArriveWhole) {
     for (int64_t i = 0; i < n; ++i)
       bad += (b[size_t(i)] != 2 * i) + (g[size_t(i)] != i) + (g[size_t(n + i)] != 2 * i);
     EXPECT_EQ(bad, 0);
+  }
+}
+
+// The path a device whose memory the host does not map takes (VKG_DIST_STAGED=1 forces it):
+// device -> host -> MPI -> host -> device, one upload per result, the same values.
+TEST(Dist, CollectivesThroughHostCopiesGiveTheSameValues) {
+  ScopedSetting staged("VKG_DIST_STAGED", 1);
+  const float r = float(dist::rank() + 1);  // 1 and 2
+  for (const char* device : {"VK", "CPU"}) {
+    SCOPED_TRACE(device);
+    Tensor t = (Tensor::arange(0, 4, 1, device).cast(dtypes::float32) * r).reshape({2, 2});
+    t.realize();
+    const int64_t uploads = global_counters().uploads;
+    EXPECT_EQ(dist::all_reduce(t).to_vector<float>(), (std::vector<float>{0, 3, 6, 9}));
+    EXPECT_EQ(dist::broadcast(t, 1).to_vector<float>(), (std::vector<float>{0, 2, 4, 6}));
+    EXPECT_EQ(dist::broadcast(t, 0).to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
+    const Tensor g = dist::all_gather(t);
+    EXPECT_EQ(g.shape(), (Shape{4, 2}));
+    EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 0, 2, 4, 6}));
+    EXPECT_EQ(global_counters().uploads, uploads + 4);
   }
 }
 
