@@ -3,9 +3,8 @@
 // results combine with the reduce itself. Every reduce mode, with and without self, in every dtype
 // the one-device op takes, against that op on one Vulkan device and on the CPU device, bit for bit
 // (nan equal to nan), also along an inner axis and with only the indices sharded; IEEE max and
-// min at nan and signed zeros across devices; indices spread
-// unevenly (a device whose values all land on one element, elements no device reaches); and
-// gradients against the one-device ones.
+// min at nan and signed zeros across devices; indices spread unevenly (a device whose values all
+// land on one element, elements no device reaches); and gradients against the one-device ones.
 #include <gtest/gtest.h>
 
 #include <cmath>
