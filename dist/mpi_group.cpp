@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -88,11 +87,9 @@ double timeout_seconds() {
 // Polls `request` until it completes or the deadline passes. Open MPI moves a non-blocking
 // collective on only inside MPI calls, so for its first second the loop only yields between
 // tests (sleeping there made a 64 MiB all_reduce 2.4x slower than MPI_Allreduce); after that it
-// naps up to 1 ms, so that waiting for a late rank does not spin a core. `work`, while it returns
-// true, runs a slice of the caller's own work between tests instead.
+// naps up to 1 ms, so that waiting for a late rank does not spin a core.
 void wait(MPI_Request request, const std::string& what,
-          std::vector<std::shared_ptr<const void>> keep,
-          const std::function<bool()>& work = nullptr) {
+          std::vector<std::shared_ptr<const void>> keep) {
   const double limit = timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration<double>(limit);
@@ -109,7 +106,6 @@ void wait(MPI_Request request, const std::string& what,
                   " s (VKG_DIST_TIMEOUT) for the other ranks: one has died or is not calling it; "
                   "the group may be out of step now");
     }
-    if (work && work()) continue;
     if (std::chrono::steady_clock::now() < spin_until) {
       std::this_thread::yield();
       continue;
@@ -187,19 +183,15 @@ void broadcast_bytes(const std::byte* in, std::byte* out, size_t bytes, int root
   check(MPI_Ibcast(sending ? const_cast<std::byte*>(in) : out, count_of(bytes, what), MPI_BYTE,
                    root, MPI_COMM_WORLD, &r),
         what);
-  // The root's own copy, a slice at a time between tests, so that the send moves on meanwhile.
-  constexpr size_t kSlice = size_t(1) << 20;
-  size_t copied = sending ? 0 : bytes;
-  auto copy_slice = [&] {
-    if (copied == bytes) return false;
-    const size_t n = std::min(kSlice, bytes - copied);
-    std::memcpy(out + copied, in + copied, n);
-    copied += n;
-    return true;
-  };
-  wait(r, what, std::move(keep), copy_slice);
-  while (copy_slice()) {
-  }
+  // The root's own copy runs on a thread of its own while MPI sends (it only reads `in` too); a
+  // small one runs here. The jthread joins before an error leaves.
+  constexpr size_t kThreadFrom = size_t(1) << 20;
+  std::jthread copier;
+  if (sending && bytes >= kThreadFrom)
+    copier = std::jthread([=] { std::memcpy(out, in, bytes); });
+  else if (sending)
+    std::memcpy(out, in, bytes);
+  wait(r, what, std::move(keep));
 }
 
 Bytes all_gather_bytes(const Bytes& in, const std::string& what) {
