@@ -2,12 +2,14 @@
 
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <optional>
 
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
+#include <vkgrad/core/multi.hpp>
 #include <vkgrad/core/scatter_combine.hpp>
 
 namespace vkg {
@@ -114,6 +116,13 @@ Tensor one_hot_sum_into(const Tensor& dest, const Tensor& values, std::span<cons
   return dest + sum.pad(pads, 0);
 }
 
+// Whether the device, or every device of a sharded tensor, has 64-bit atomics.
+bool atomics_64bit_on(const std::string& devices) {
+  for (const std::string& d : split_devices(devices))
+    if (!device(d).atomics_64bit()) return false;
+  return true;
+}
+
 }  // namespace
 
 Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const Tensor> indices,
@@ -132,8 +141,7 @@ Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const
   // 64-bit combines need the device's 64-bit atomics; without them a sum (the backward of every
   // indexed read, scatter_add) takes the one-hot form. Prod, max and min have none and fail in
   // the renderer with an error naming the feature (a float64 one needs a 64-bit compare-and-swap).
-  if (d.scalar_size() == 8 && combine == ScatterReduce::Sum &&
-      !device(dest.device()).atomics_64bit()) {
+  if (d.scalar_size() == 8 && combine == ScatterReduce::Sum && !atomics_64bit_on(dest.device())) {
     std::vector<Tensor> idx;
     for (size_t j = 0; j < indices.size(); ++j)
       idx.push_back(index_as_int32(indices[j], 0, dest.shape()[size_t(axes[j])]));
@@ -147,6 +155,51 @@ Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const
     throw Error("indexed scatter: values " + shape_str(values.shape()) + " do not fit " +
                 shape_str(dest.shape()) + " (internal)");
   return Tensor(out);
+}
+
+Scalarish scatter_identity(ScatterCombine combine, DType d) {
+  const int bits = 8 * d.scalar_size();
+  // The integer range in int64 (uint64's highest, 2^64 - 1, wraps to -1 and back).
+  const int64_t lowest = d.is_unsigned() ? 0 : bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
+  const int64_t highest = d.is_unsigned() ? (bits == 64 ? -1 : (int64_t(1) << bits) - 1)
+                          : bits == 64    ? INT64_MAX
+                                          : (int64_t(1) << (bits - 1)) - 1;
+  switch (combine) {
+    case ScatterCombine::Sum:
+      return d.is_float() ? Scalarish(-0.0) : Scalarish(0);  // -0.0 + -0.0 stays -0.0
+    case ScatterCombine::Prod:
+      return d.is_float() ? Scalarish(1.0) : Scalarish(1);
+    case ScatterCombine::Max:
+      return d.is_float() ? Scalarish(-INFINITY) : Scalarish(lowest);
+    case ScatterCombine::Min:
+      return d.is_float() ? Scalarish(INFINITY) : Scalarish(highest);
+    case ScatterCombine::Assign:
+      break;
+  }
+  throw Error("scatter: an assigning scatter has no identity (internal)");
+}
+
+Tensor scatter_combined(const Tensor& a, const Tensor& b, ScatterCombine combine) {
+  switch (combine) {
+    case ScatterCombine::Sum:
+      return a + b;
+    case ScatterCombine::Prod:
+      return a * b;
+    case ScatterCombine::Max:
+    case ScatterCombine::Min: {
+      if (!a.dtype().is_float())
+        return combine == ScatterCombine::Max ? a.maximum(b) : a.minimum(b);
+      // MAX keeps its first operand of two equal ones; two zeros of either sign combine by
+      // adding instead (+0.0 unless both are -0.0), negated around it for the minimum.
+      const Tensor x = combine == ScatterCombine::Max ? a : -a;
+      const Tensor y = combine == ScatterCombine::Max ? b : -b;
+      const Tensor m = x.eq(0).logical_and(y.eq(0)).where(x + y, x.maximum(y));
+      return combine == ScatterCombine::Max ? m : -m;
+    }
+    case ScatterCombine::Assign:
+      break;
+  }
+  throw Error("scatter: assigning scatters do not combine (internal)");
 }
 
 std::vector<std::optional<Tensor>> extremum_gradient(const Tensor& dest, const Tensor& values,

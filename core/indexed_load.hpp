@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include <vkgrad/core/scatter_combine.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -54,6 +55,15 @@ Tensor index_as_int32(const Tensor& index, int64_t lo, int64_t hi);
 // among ties, prod handles zeros as torch does).
 Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const Tensor> indices,
                        std::span<const int64_t> axes, ScatterReduce combine);
+
+// The value a SCATTER's combine leaves every element as it is: -0.0 (0 for integers) for Sum, 1
+// for Prod, -inf or the dtype's lowest for Max, +inf or its highest for Min. What a device that
+// holds none of dest scatters its values into, before the partial results combine.
+Scalarish scatter_identity(ScatterCombine combine, DType dtype);
+// a and b (one shape and dtype) combined elementwise as a SCATTER combines a value into an
+// element (scatter_combine.hpp): for floats, max and min are IEEE 754-2019's (nan wins, +0.0 is
+// the larger zero), so partial results combine to what one scatter of all the values gives.
+Tensor scatter_combined(const Tensor& a, const Tensor& b, ScatterCombine combine);
 
 // The gradient of a max or min scatter `out` of values into dest for each of (dest, values):
 // split evenly among the inputs equal to the result. dest_left_out (bool, dest's shape) marks the

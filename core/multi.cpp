@@ -1,5 +1,6 @@
 #include <vkgrad/core/multi.hpp>
 
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <unordered_map>
@@ -7,6 +8,7 @@
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/indexed_load.hpp>
 #include <vkgrad/core/scatter_combine.hpp>
 #include <vkgrad/core/symbolic_shape.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -318,6 +320,15 @@ class Lowering {
   }
 
   static Sharded all_reduce(const Sharded& partial, Ops op, DType dtype) {
+    return all_reduce(partial, [op, dtype](const UOpPtr& a, const UOpPtr& b) {
+      return UOp::make(op, dtype, {a, b});
+    });
+  }
+
+  // The same with `combine` joining two partials on one device.
+  static Sharded all_reduce(const Sharded& partial,
+                            const std::function<UOpPtr(const UOpPtr&, const UOpPtr&)>& combine) {
+    const DType dtype = partial.shards.at(0)->dtype;
     Sharded out{partial.devices, {}, -1};
     // Every device combines the partials in device order, so the replicas agree bit for bit.
     for (size_t d = 0; d < partial.devices.size(); ++d) {
@@ -327,7 +338,7 @@ class Lowering {
                           : UOp::make(Ops::COPY, dtype,
                                       {partial.shards[j], device_node(partial.devices[d])},
                                       partial.devices[d]);
-        acc = acc ? UOp::make(op, dtype, {acc, p}) : p;
+        acc = acc ? combine(acc, p) : p;
       }
       out.shards.push_back(acc);
     }
@@ -357,8 +368,9 @@ class Lowering {
   // SCATTER(dest, values, idx...) with arg {combine, axes...}: the values and their indices
   // split alike. Along an axis not indexed each value lands in its own row, so dest splits there
   // too and the result stays sharded. Along an indexed axis a value may land anywhere: each
-  // device scatters its values into the sum's identity (device 0 into dest), and the partial
-  // results are all-reduced, replicated (sums only: the backward of an indexed load).
+  // device scatters its values into the combine's identity (device 0 into dest), and the partial
+  // results are all-reduced with the combine itself, replicated: sum (the backward of an indexed
+  // load), prod, and max and min as IEEE's, so the result is the one-device scatter's.
   static Sharded scatter(const UOp& n, const std::vector<std::optional<Sharded>>& in) {
     const std::vector<int64_t>& arg = n.arg_as<std::vector<int64_t>>();
     auto indexed = [&](int64_t a) { return std::find(arg.begin() + 1, arg.end(), a) != arg.end(); };
@@ -376,16 +388,18 @@ class Lowering {
       operands[0] = align(*in[0], like, n);
       return per_shard(n, operands, like);
     }
-    if (ScatterCombine(arg[0]) != ScatterCombine::Sum)
-      throw Error(where(n) +
-                  ": a scatter other than a sum, of values sharded on an indexed axis (" +
-                  std::to_string(axis) + "); gather them with to() first");
+    const auto combine = ScatterCombine(arg[0]);
+    if (combine == ScatterCombine::Assign)
+      throw Error(where(n) + ": an assigning scatter of values sharded on an indexed axis (" +
+                  std::to_string(axis) + ") has no order to keep; gather them with to() first");
     for (size_t i = 1; i < operands[0].shards.size(); ++i)
       operands[0].shards[i] =
-          Tensor::full(*n.shape(), n.dtype.is_float() ? -0.0 : 0.0, n.dtype, like.devices[i])
+          Tensor::full(*n.shape(), scatter_identity(combine, n.dtype), n.dtype, like.devices[i])
               .clone()
               .node();
-    return all_reduce(per_shard(n, operands, like), Ops::ADD, n.dtype);
+    return all_reduce(per_shard(n, operands, like), [combine](const UOpPtr& a, const UOpPtr& b) {
+      return scatter_combined(Tensor(a), Tensor(b), combine).node();
+    });
   }
 };
 

@@ -19,8 +19,9 @@
 //    the partials of the others, copied to it: an all-reduce, whose result is replicated;
 //  - indexed loads (INDEX: gather, embedding, x[int_tensor]) split as their indices, or as a
 //    source sharded on an axis not indexed; a source sharded on an indexed axis is gathered to
-//    every device first. A scatter sum of values sharded on an indexed axis (their backward)
-//    scatters per device and all-reduces;
+//    every device first. A scatter (sum, prod, max or min) of values sharded on an indexed axis
+//    (a sum is their backward) scatters per device into the combine's identity and all-reduces
+//    the partial results with the combine;
 //  - constants and host data on the joined device are replicated.
 // Tensor::to(device) gathers the shards (a copy each, joined by cat). Gradients flow back
 // through a MULTI to its shards' sources (multi_gradient).

@@ -792,7 +792,7 @@ void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& l
     if (!lent.empty() && view.get() != n) {
       const UOp* b = view.get();
       while (b->op != Ops::BUFFER) b = b->src[0].get();  // a realized value views a whole buffer
-      if (lent.count(buffer_of(*b).id())) continue;      // its memory holds something else now
+      if (lent.count(buffer_of(*b).storage_id())) continue;  // its memory holds something else
     }
     RealizedValues::remember(n, view);
   }

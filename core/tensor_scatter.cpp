@@ -73,19 +73,16 @@ Tensor landings(const Placed& p) {
                       ScatterReduce::Sum);
 }
 
-// The value that changes nothing when combined with `reduce` (not Mean).
+// Where values land without self: 0 for a sum (torch's start: +0.0), else the combine's identity.
 Scalarish identity(ScatterReduce reduce, DType d) {
   switch (reduce) {
-    case ScatterReduce::Sum:
-      return 0;
     case ScatterReduce::Prod:
-      return 1;
+      return scatter_identity(ScatterCombine::Prod, d);
     case ScatterReduce::Amax:
-      return d.is_float() ? Scalarish(-INFINITY) : Scalarish(int64_t(dtypes::min_value(d)));
+      return scatter_identity(ScatterCombine::Max, d);
     case ScatterReduce::Amin:
-      if (d.is_float()) return INFINITY;
-      return d == dtypes::uint64 ? Scalarish(int64_t(-1))  // wraps to the largest uint64
-                                 : Scalarish(int64_t(dtypes::max_value(d)));
+      return scatter_identity(ScatterCombine::Min, d);
+    case ScatterReduce::Sum:
     case ScatterReduce::Mean:
       break;
   }

@@ -1,11 +1,13 @@
-// vkg::dist's collectives on tensors: each goes device -> host (bytes()), through MPI in host
-// memory (mpi_group.hpp), and back to the tensor's device as a new tensor; all_reduce hands MPI
-// the mapped device memory itself where there is some (core/mapped_memory.hpp).
+// vkg::dist's collectives on tensors. Where the device maps its memory into the host (Lavapipe,
+// unified memory, the CPU device: core/mapped_memory.hpp), MPI (mpi_group.hpp) reads the input
+// tensor's memory and writes the result's fresh buffer in place; elsewhere each goes device ->
+// host (bytes()), through MPI in host memory, and back to the tensor's device as a new tensor.
 #include <vkgrad/dist/dist.hpp>
 
 #include <cstring>
 #include <map>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/mapped_memory.hpp>
 #include <vkgrad/dist/mpi_group.hpp>
@@ -39,6 +41,13 @@ void divide(std::byte* data, size_t count, DType dtype, int n) {
   }
 }
 
+// The tensor's mapped memory for MPI to use in place; none with VKG_DIST_STAGED=1, which takes
+// the host copies a discrete GPU takes (so that path runs in tests on Lavapipe too).
+MappedMemory in_place(Tensor& t) {
+  if (setting("VKG_DIST_STAGED")) return {};
+  return mapped_memory(t);
+}
+
 void check_mean(ReduceOp op, DType dtype, const std::string& what) {
   if (op == ReduceOp::Mean && dtype != dtypes::float32 && dtype != dtypes::float64)
     throw Error("dist: " + what + ": the mean needs float32 or float64");
@@ -57,9 +66,9 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   // tensor and writes the result's fresh buffer in place: no host copy, no upload, no zero-fill
   // (bench_dist: the copies made it 0.2x MPI_Allreduce of a host buffer).
   Tensor in = t;
-  if (MappedMemory src = mapped_memory(in)) {
+  if (MappedMemory src = in_place(in)) {
     Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-    if (MappedMemory dst = mapped_memory(out)) {
+    if (MappedMemory dst = in_place(out)) {
       detail::all_reduce_sum(src.data, dst.data, src.size, t.dtype(), {src.keep, dst.keep}, what);
       if (op == ReduceOp::Mean) divide(dst.data, size_t(t.numel()), t.dtype(), world_size());
       return out;
@@ -75,7 +84,25 @@ Tensor broadcast(const Tensor& t, int root) {
   const std::string what = described("broadcast from rank " + std::to_string(root), t);
   if (root < 0 || root >= world_size())
     throw Error("dist: " + what + ": there are " + std::to_string(world_size()) + " ranks");
-  Bytes data = host_bytes(t);
+  // The root sends its tensor's memory, and the result on every rank is a fresh buffer that MPI
+  // writes in place (the root copies into its own while it sends), where the device maps them;
+  // else through host copies. The other ranks never read their t.
+  const bool sending = rank() == root;
+  const size_t bytes = size_t(t.numel()) * size_t(t.dtype().itemsize());
+  Tensor in = t;
+  const MappedMemory src = sending ? in_place(in) : MappedMemory{};
+  const Bytes staged = sending && !src ? host_bytes(in) : nullptr;
+  const std::byte* from = src ? src.data : staged ? staged->data() : nullptr;
+  const std::shared_ptr<const void> keep_in =
+      src ? std::shared_ptr<const void>(src.keep) : std::shared_ptr<const void>(staged);
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  if (MappedMemory dst = in_place(out)) {
+    detail::broadcast_bytes(from, dst.data, bytes, root, {keep_in, dst.keep}, what);
+    return out;
+  }
+  Bytes data = !sending ? std::make_shared<std::vector<std::byte>>(bytes)
+               : staged ? staged
+                        : host_bytes(in);
   detail::broadcast_bytes(data, root, what);
   return from_bytes(*data, t.dtype(), t.shape(), t.device());
 }
@@ -83,10 +110,24 @@ Tensor broadcast(const Tensor& t, int root) {
 Tensor all_gather(const Tensor& t) {
   const std::string what = described("all_gather", t);
   if (t.ndim() == 0) throw Error("dist: " + what + ": a 0-d tensor has no axis 0 to join along");
-  const Bytes out = detail::all_gather_bytes(host_bytes(t), what);
   Shape shape = t.shape();
   shape[0] *= world_size();
-  return from_bytes(*out, t.dtype(), shape, t.device());
+  // MPI reads t's memory and writes the result's where the device maps them, else host copies.
+  Tensor in = t;
+  const MappedMemory src = in_place(in);
+  const Bytes staged = src ? nullptr : host_bytes(in);
+  const std::byte* from = src ? src.data : staged->data();
+  const size_t bytes = src ? src.size : staged->size();
+  const std::shared_ptr<const void> keep_in =
+      src ? std::shared_ptr<const void>(src.keep) : std::shared_ptr<const void>(staged);
+  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+  if (MappedMemory dst = in_place(out)) {
+    detail::all_gather_bytes(from, bytes, dst.data, {keep_in, dst.keep}, what);
+    return out;
+  }
+  auto gathered = std::make_shared<std::vector<std::byte>>(bytes * size_t(world_size()));
+  detail::all_gather_bytes(from, bytes, gathered->data(), {keep_in, gathered}, what);
+  return from_bytes(*gathered, t.dtype(), shape, t.device());
 }
 
 void all_reduce_gradients(std::span<Tensor> params, ReduceOp op, size_t bucket_bytes) {

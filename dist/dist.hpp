@@ -1,7 +1,9 @@
 // vkg::dist: data parallelism across processes and machines, on MPI (Open MPI from Debian). A
 // program started by `mpirun -np N ./app` is N ranks; each holds its own devices and tensors, and
-// these collectives move tensors between ranks through host memory (device -> host -> MPI ->
-// host -> device). vkgrad is built with it where CMake finds MPI (VKG_WITH_MPI, on by default);
+// these collectives move tensors between ranks: MPI reads and writes the tensors' memory in place
+// where the device maps it into the host (Lavapipe, unified memory, the CPU device), else through
+// host copies (device -> host -> MPI -> host -> device). Each result is a new tensor with a buffer
+// of its own. vkgrad is built with it where CMake finds MPI (VKG_WITH_MPI, on by default);
 // without it, available() is false and the collectives throw vkg::Error.
 //
 //   loss.backward();
@@ -31,7 +33,8 @@ enum class ReduceOp { Sum, Mean };
 // The elementwise sum (or mean) of `t` over all ranks, on t's device. Every rank passes a tensor
 // of the same shape and dtype (float32, float64, int32 or int64; Mean needs a float).
 Tensor all_reduce(const Tensor& t, ReduceOp op = ReduceOp::Sum);
-// Rank `root`'s value of `t` on every rank (same shape and dtype everywhere).
+// Rank `root`'s value of `t` on every rank (same shape and dtype everywhere; the other ranks'
+// values are not read, nor computed).
 Tensor broadcast(const Tensor& t, int root = 0);
 // Every rank's `t`, concatenated along axis 0 in rank order (same shape and dtype everywhere).
 Tensor all_gather(const Tensor& t);

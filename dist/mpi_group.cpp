@@ -174,15 +174,39 @@ void broadcast_bytes(const Bytes& data, int root, const std::string& what) {
   wait(r, what, {data});
 }
 
-Bytes all_gather_bytes(const Bytes& in, const std::string& what) {
+void broadcast_bytes(const std::byte* in, std::byte* out, size_t bytes, int root,
+                     std::vector<std::shared_ptr<const void>> keep, const std::string& what) {
   start();
-  auto out = std::make_shared<std::vector<std::byte>>(in->size() * size_t(mpi_world_size()));
-  const int n = count_of(in->size(), what);
+  const bool sending = mpi_rank() == root;
   MPI_Request r;
-  check(MPI_Iallgather(in->data(), n, MPI_BYTE, out->data(), n, MPI_BYTE, MPI_COMM_WORLD, &r),
+  // MPI_Ibcast only reads the root's buffer (its signature predates const).
+  check(MPI_Ibcast(sending ? const_cast<std::byte*>(in) : out, count_of(bytes, what), MPI_BYTE,
+                   root, MPI_COMM_WORLD, &r),
         what);
-  wait(r, what, {in, out});
+  // The root's own copy runs on a thread of its own while MPI sends (it only reads `in` too); a
+  // small one runs here. The jthread joins before an error leaves.
+  constexpr size_t kThreadFrom = size_t(1) << 20;
+  std::jthread copier;
+  if (sending && bytes >= kThreadFrom)
+    copier = std::jthread([=] { std::memcpy(out, in, bytes); });
+  else if (sending)
+    std::memcpy(out, in, bytes);
+  wait(r, what, std::move(keep));
+}
+
+Bytes all_gather_bytes(const Bytes& in, const std::string& what) {
+  auto out = std::make_shared<std::vector<std::byte>>(in->size() * size_t(mpi_world_size()));
+  all_gather_bytes(in->data(), in->size(), out->data(), {in, out}, what);
   return out;
+}
+
+void all_gather_bytes(const std::byte* in, size_t bytes, std::byte* out,
+                      std::vector<std::shared_ptr<const void>> keep, const std::string& what) {
+  start();
+  const int n = count_of(bytes, what);
+  MPI_Request r;
+  check(MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, MPI_COMM_WORLD, &r), what);
+  wait(r, what, std::move(keep));
 }
 
 }  // namespace vkg::dist::detail

@@ -25,7 +25,16 @@ void all_reduce_sum(const std::byte* in, std::byte* out, size_t bytes, DType dty
                     std::vector<std::shared_ptr<const void>> keep, const std::string& what);
 // Rank `root`'s `data` copied into every rank's (equal sizes).
 void broadcast_bytes(const Bytes& data, int root, const std::string& what);
+// The same out of place, on memory the caller maps: the root sends `bytes` at `in` and copies them
+// into its `out` meanwhile; every other rank receives them into `out` (`in` unused). `keep` holds
+// the memory alive should the collective time out.
+void broadcast_bytes(const std::byte* in, std::byte* out, size_t bytes, int root,
+                     std::vector<std::shared_ptr<const void>> keep, const std::string& what);
 // Every rank's `in`, in rank order (world_size * in->size() bytes).
 Bytes all_gather_bytes(const Bytes& in, const std::string& what);
+// The same from `bytes` at `in` into world_size * `bytes` at `out` (no overlap), memory the
+// caller maps; `keep` holds both alive should the collective time out.
+void all_gather_bytes(const std::byte* in, size_t bytes, std::byte* out,
+                      std::vector<std::shared_ptr<const void>> keep, const std::string& what);
 
 }  // namespace vkg::dist::detail

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/mapped_memory.hpp>
 #include <vkgrad/dist/dist.hpp>
@@ -55,7 +56,9 @@ TEST(Dist, AllReduceWritesTheResultInTheDevicesMemory) {
     const int64_t uploads = global_counters().uploads;
     Tensor s = dist::all_reduce(t);
     EXPECT_EQ(s.shape(), (Shape{3, 2}));
-    if (mapped) EXPECT_EQ(global_counters().uploads, uploads) << device;
+    if (mapped) {
+      EXPECT_EQ(global_counters().uploads, uploads) << device;
+    }
     EXPECT_EQ((s * 2 + 1).to_vector<float>(), (std::vector<float>{1, 19, 7, 25, 13, 31})) << device;
     EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{0, 3 * r, r, 4 * r, 2 * r, 5 * r}))
         << device;
@@ -72,6 +75,109 @@ TEST(Dist, BroadcastAndAllGather) {
   Tensor g = dist::all_gather(t);
   EXPECT_EQ(g.shape(), (Shape{2, 2}));
   EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{0, 0.5f, 1, 1.5f}));
+}
+
+// Where the device maps its memory, MPI reads the root's (or each rank's) tensor and writes the
+// result's fresh buffer in place: no upload; the input untouched; the result read by later
+// kernels, and its own buffer on the root too (an assign to the input leaves it alone).
+TEST(Dist, BroadcastAndAllGatherWriteInTheDevicesMemory) {
+  const int r = dist::rank();
+  auto value = [](int rank) {  // rank r's t (3 x 2, a transpose): row j is {j, j + 3} * (r + 1)
+    std::vector<float> v;
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 2; ++k) v.push_back(float((j + 3 * k) * (rank + 1) + 10 * rank));
+    return v;
+  };
+  for (const char* device : {"VK", "CPU"}) {
+    SCOPED_TRACE(device);
+    Tensor t =
+        (Tensor::arange(0, 6, 1, device).reshape({2, 3}).cast(dtypes::float32) * float(r + 1) +
+         float(10 * r))
+            .permute({1, 0});
+    t.realize();
+    Tensor probe = t.contiguous();
+    const bool mapped = mapped_memory(probe).data != nullptr;
+    Tensor in = t;  // realized, the transpose is a buffer of its own, read in place
+    EXPECT_EQ(mapped_memory(in).data != nullptr, mapped);
+    for (int root : {0, 1}) {
+      const int64_t uploads = global_counters().uploads;
+      Tensor b = dist::broadcast(t, root);
+      EXPECT_EQ(b.shape(), (Shape{3, 2}));
+      EXPECT_EQ(b.device(), device);
+      if (mapped) {
+        EXPECT_EQ(global_counters().uploads, uploads) << "root " << root;
+      }
+      std::vector<float> want = value(root);
+      for (float& x : want) x = x * 2 + 1;
+      EXPECT_EQ((b * 2 + 1).to_vector<float>(), want) << "root " << root;
+      EXPECT_EQ(t.to_vector<float>(), value(r));
+    }
+    const int64_t uploads = global_counters().uploads;
+    Tensor g = dist::all_gather(t);
+    EXPECT_EQ(g.shape(), (Shape{6, 2}));
+    if (mapped) {
+      EXPECT_EQ(global_counters().uploads, uploads);
+    }
+    std::vector<float> want = value(0), second = value(1);
+    want.insert(want.end(), second.begin(), second.end());
+    EXPECT_EQ((g + 0).to_vector<float>(), want);
+    // The root's result is a buffer of its own: writing its input in place leaves it as it was.
+    Tensor own = t.contiguous().realize();
+    Tensor b = dist::broadcast(own, 0);
+    b.realize();
+    own.assign(own * 0).realize();
+    EXPECT_EQ(b.to_vector<float>(), value(0));
+  }
+}
+
+// An input that views part of another tensor's buffer: realized first, it gets a buffer of its
+// own, read in place like any other (no host copy), and the results are its values.
+TEST(Dist, BroadcastAndAllGatherOfAView) {
+  const float r = float(dist::rank());
+  for (const char* device : {"VK", "CPU"}) {
+    SCOPED_TRACE(device);
+    Tensor whole = (Tensor::arange(0, 6, 1, device).cast(dtypes::float32) + 10 * r).realize();
+    Tensor part = whole.shrink({{2, 5}});
+    EXPECT_EQ(dist::broadcast(part, 1).to_vector<float>(), (std::vector<float>{12, 13, 14}));
+    EXPECT_EQ(dist::all_gather(part).to_vector<float>(), (std::vector<float>{2, 3, 4, 12, 13, 14}));
+  }
+}
+
+// A large broadcast and all_gather (int64, 3 MiB a rank) arrive whole, in rank order.
+TEST(Dist, LargeBroadcastAndAllGatherArriveWhole) {
+  const int64_t n = 3 << 17;  // 393216 int64s
+  for (const char* device : {"VK", "CPU"}) {
+    SCOPED_TRACE(device);
+    const Tensor t = Tensor::arange(0, n, 1, device).cast(dtypes::int64) * (dist::rank() + 1);
+    const std::vector<int64_t> b = dist::broadcast(t, 1).to_vector<int64_t>();
+    ASSERT_EQ(b.size(), size_t(n));
+    const std::vector<int64_t> g = dist::all_gather(t.reshape({n / 3, 3})).to_vector<int64_t>();
+    ASSERT_EQ(g.size(), size_t(2 * n));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i)
+      bad += (b[size_t(i)] != 2 * i) + (g[size_t(i)] != i) + (g[size_t(n + i)] != 2 * i);
+    EXPECT_EQ(bad, 0);
+  }
+}
+
+// The path a device whose memory the host does not map takes (VKG_DIST_STAGED=1 forces it):
+// device -> host -> MPI -> host -> device, one upload per result, the same values.
+TEST(Dist, CollectivesThroughHostCopiesGiveTheSameValues) {
+  ScopedSetting staged("VKG_DIST_STAGED", 1);
+  const float r = float(dist::rank() + 1);  // 1 and 2
+  for (const char* device : {"VK", "CPU"}) {
+    SCOPED_TRACE(device);
+    Tensor t = (Tensor::arange(0, 4, 1, device).cast(dtypes::float32) * r).reshape({2, 2});
+    t.realize();
+    const int64_t uploads = global_counters().uploads;
+    EXPECT_EQ(dist::all_reduce(t).to_vector<float>(), (std::vector<float>{0, 3, 6, 9}));
+    EXPECT_EQ(dist::broadcast(t, 1).to_vector<float>(), (std::vector<float>{0, 2, 4, 6}));
+    EXPECT_EQ(dist::broadcast(t, 0).to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
+    const Tensor g = dist::all_gather(t);
+    EXPECT_EQ(g.shape(), (Shape{4, 2}));
+    EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 0, 2, 4, 6}));
+    EXPECT_EQ(global_counters().uploads, uploads + 4);
+  }
 }
 
 TEST(Dist, BadInputIsAClearError) {
@@ -135,6 +241,33 @@ TEST(Dist, DataParallelStepsMatchTheFullBatch) {
   for (size_t i = 0; i < one.size(); ++i)
     for (size_t j = 0; j < one[i].size(); ++j)
       EXPECT_NEAR(dp[i][j], one[i][j], 1e-5f) << i << "," << j;
+}
+
+// Rank 1 comes 3 s late to a broadcast it sends and an all_gather; rank 0 waits 1 s for each and
+// gets the errors. Both collectives still complete when rank 1 arrives (rank 0's next collective
+// moves them on), and rank 1 receives the memory rank 0 kept for the abandoned all_gather.
+TEST(Dist, ALateRankIsATimeoutErrorForBroadcastAndAllGather) {
+  Tensor t(std::vector<float>{float(dist::rank() + 1), 5}, {1, 2});
+  t.realize();
+  if (dist::rank() == 0) {
+    setenv("VKG_DIST_TIMEOUT", "1", 1);
+    const std::string eb = test::error_of([&] { dist::broadcast(t, 1); });
+    const std::string eg = test::error_of([&] { dist::all_gather(t); });
+    unsetenv("VKG_DIST_TIMEOUT");
+    EXPECT_NE(eb.find("broadcast from rank 1 of a tensor of shape (1, 2) (float32) on rank 0 of 2 "
+                      "waited 1 s (VKG_DIST_TIMEOUT)"),
+              std::string::npos)
+        << eb;
+    EXPECT_NE(eg.find("all_gather of a tensor of shape (1, 2) (float32) on rank 0 of 2 waited 1 s"),
+              std::string::npos)
+        << eg;
+    EXPECT_EQ((t * 2).to_vector<float>(), (std::vector<float>{2, 10}));  // local work goes on
+  } else {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    EXPECT_EQ(dist::broadcast(t, 1).to_vector<float>(), (std::vector<float>{2, 5}));
+    EXPECT_EQ(dist::all_gather(t).to_vector<float>(), (std::vector<float>{1, 5, 2, 5}));
+  }
+  EXPECT_EQ(dist::all_reduce(t).to_vector<float>(), (std::vector<float>{3, 10}));
 }
 
 // Last: rank 1 comes 3 s late to an all_reduce that rank 0 waits 1 s for. Rank 0 gets the error;

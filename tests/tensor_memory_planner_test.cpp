@@ -67,6 +67,24 @@ TEST(MemoryPlanner, ValuesAreThoseWithoutItAndThePeakIsLower) {
   EXPECT_GE(without - with, 3 * kN * 4) << "with " << with << " without " << without;
 }
 
+// A scatter's result is its target copy's storage under a new version id. When the planner lends
+// that storage to a later intermediate, the realized-node cache must forget the scatter too: a
+// second graph reading it then computes it again, not the later intermediate's bytes.
+TEST(MemoryPlanner, AScatterWhoseMemoryWasLentIsComputedAgain) {
+  for (const std::string dev : {"VK", "CPU"}) {
+    SCOPED_TRACE(dev);
+    std::vector<int32_t> to(static_cast<size_t>(kN));
+    for (size_t i = 0; i < to.size(); ++i) to[i] = int32_t((i * 7) % size_t(kN));
+    const Tensor y =
+        Tensor::zeros({kN}, dtypes::float32, dev)
+            .scatter_add(0, Tensor(to, {kN}, dev), Tensor::full({kN}, 2.0f, dtypes::float32, dev));
+    // y's memory goes to the third intermediate, once the second has read y.
+    Tensor first = (((y + 1).contiguous() * 3).contiguous() - 5).contiguous().sum();
+    EXPECT_EQ(first.item<float>(), float(kN * 4));
+    EXPECT_EQ((y * 10).sum().item<float>(), float(kN * 20));
+  }
+}
+
 // Nothing keeps memory it no longer needs: a tensor made from host data drops its host copy once
 // the device has it.
 TEST(HostData, IsDroppedOnceUploaded) {

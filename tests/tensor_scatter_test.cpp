@@ -420,3 +420,24 @@ TEST(ScatterKernel, BuffersPastTheDescriptorRangeCombineByAddress) {
   EXPECT_EQ(pick(twos.scatter_reduce(0, index, values, ScatterReduce::Prod)),
             (std::vector<float>{2, 2, 2, -75}));
 }
+
+// Without self, an element values land on starts from the reduce's identity: for int64's min
+// that is 2^63 - 1, which a double (max_value) cannot hold: it must not round to 2^63 and wrap.
+TEST(ScatterKernel, Int64MinAndMaxWithoutSelfStartAtTheDtypesExtremes) {
+  for (const std::string dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    const Tensor idx(std::vector<int32_t>{0, 0, 1}, {3}, dev);
+    const Tensor self = Tensor::full({3}, 7, dtypes::int64, dev);
+    const Tensor big =
+        Tensor(std::vector<int64_t>{INT64_MAX - 2, INT64_MAX - 1, INT64_MIN + 1}, {3}, dev);
+    EXPECT_EQ(self.scatter_reduce(0, idx, big, ScatterReduce::Amin, false).to_vector<int64_t>(),
+              (std::vector<int64_t>{INT64_MAX - 2, INT64_MIN + 1, 7}));
+    EXPECT_EQ(self.scatter_reduce(0, idx, big, ScatterReduce::Amax, false).to_vector<int64_t>(),
+              (std::vector<int64_t>{INT64_MAX - 1, INT64_MIN + 1, 7}));
+    const Tensor u = self.cast(dtypes::uint64);
+    const Tensor ubig = Tensor(std::vector<int64_t>{-3, -2, INT64_MIN + 1}, {3}, dev)
+                            .cast(dtypes::uint64);  // 2^64 - 3, 2^64 - 2, 2^63 + 1
+    EXPECT_EQ(u.scatter_reduce(0, idx, ubig, ScatterReduce::Amin, false).to_vector<uint64_t>(),
+              (std::vector<uint64_t>{UINT64_MAX - 2, (uint64_t(1) << 63) + 1, 7}));
+  }
+}
