@@ -196,17 +196,22 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ign
   // counted sample is -sum_c w_c logp_c, whose gradient is (sum_c w_c) softmax - w, and sum_c w_c
   // is 1 where the target is a class (eps where it is out of range, which only CHECK_INDICES
   // rejects). The derived gradient summed log_softmax's gradient over the classes to find that
-  // sum: a reduce, one kernel more per training step (issue 9's MLP step: 18 -> 17).
+  // sum: a reduce, one kernel more per training step (issue 9's MLP step: 18 -> 17). softmax is
+  // exp(x - max) times a per-sample factor, from log_softmax's own max and sum of exps (the same
+  // nodes, so the same buffers): a log per sample inside the weight gradient's reduce cost more.
   Tensor in_range = target.dtype().is_unsigned() ? target.eq(target) : target.ge(0);
   if (double(classes) <= dtypes::max_value(target.dtype()))
     in_range = in_range.logical_and(target.lt(classes));
   const Tensor x = *this;
   return Tensor(with_custom_gradient(
       loss->node(), {x.node()}, [=](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+        const Tensor xf = as_float(x);
+        const Tensor s = xf - xf.max(-1, true).detach();  // log_softmax's (core/tensor_softmax.cpp)
         const Tensor weights_sum = in_range.where(1.0, eps).cast(logp.dtype()).unsqueeze(-1);
         const Tensor w =
             mask.where(1.0 - eps + eps / double(classes), eps / double(classes)).cast(logp.dtype());
-        const Tensor unit = counted.unsqueeze(-1).where(logp.exp() * weights_sum - w, zero);
+        const Tensor unit =
+            counted.unsqueeze(-1).where(s.exp() * (weights_sum / s.exp().sum(-1, true)) - w, zero);
         const Tensor scale = reduction == Reduction::None   ? g.unsqueeze(-1)
                              : reduction == Reduction::Mean ? g / *count
                                                             : g;
