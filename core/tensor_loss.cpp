@@ -4,6 +4,7 @@
 // one-hot mask (never 0 * -inf), and the logits form of binary cross-entropy never takes exp of a
 // positive number.
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/index_check.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -60,8 +61,9 @@ Tensor class_mask(const Tensor& target, int64_t classes, int axis) {
 // torch's weighted negative log-likelihood of log-probabilities `logp` (classes along `axis`),
 // smoothed by eps: per sample -(1 - eps) w[t] logp[t] - eps/C sum over classes of w logp, zero
 // where the target is ignore_index; the mean divides by the counted targets' weights.
-Tensor index_loss(const Tensor& logp, const Tensor& target, int axis, const std::optional<Tensor>& weight,
-                  int64_t ignore_index, double eps, Reduction reduction, std::string_view op) {
+Tensor index_loss(const Tensor& logp, const Tensor& target, int axis,
+                  const std::optional<Tensor>& weight, int64_t ignore_index, double eps,
+                  Reduction reduction, std::string_view op) {
   const int64_t classes = logp.shape()[size_t(axis)];
   check_index_values(target, classes, op, std::to_string(classes) + " classes", ignore_index);
   Shape along(size_t(logp.ndim()), 1);
@@ -125,26 +127,30 @@ Tensor Tensor::cross_entropy(const Tensor& target, Reduction reduction, double l
                          : "class probabilities need the input's shape, got input " + desc(*this) +
                                " and target " + desc(target)));
   if (indices)
-    return index_loss(logp, target, axis, weight, ignore_index, label_smoothing, reduction, "cross_entropy");
+    return index_loss(logp, target, axis, weight, ignore_index, label_smoothing, reduction,
+                      "cross_entropy");
   if (weight)
-    throw Error("cross_entropy: class weights take integer class indices, got target " + desc(target));
+    throw Error("cross_entropy: class weights take integer class indices, got target " +
+                desc(target));
   return reduce_loss(probability_loss(logp, target, classes, axis, label_smoothing), reduction);
 }
 
 // torch's nll_loss: log-probabilities with classes along axis 1 (axis 0 for a 1-D input) and
 // integer class indices of the input's shape without that axis.
-Tensor Tensor::nll_loss(const Tensor& target, const std::optional<Tensor>& weight, int64_t ignore_index,
-                        Reduction reduction) const {
+Tensor Tensor::nll_loss(const Tensor& target, const std::optional<Tensor>& weight,
+                        int64_t ignore_index, Reduction reduction) const {
   if (target.device() != device())
-    throw Error("nll_loss: tensors are on different devices (" + device() + " and " + target.device() + ")");
+    throw Error("nll_loss: tensors are on different devices (" + device() + " and " +
+                target.device() + ")");
   if (ndim() < 1 || !dtype().is_float())
-    throw Error("nll_loss: needs float log-probabilities with a class axis, got input " + desc(*this));
+    throw Error("nll_loss: needs float log-probabilities with a class axis, got input " +
+                desc(*this));
   const int axis = ndim() == 1 ? 0 : 1;
   Shape want = shape();
   want.erase(want.begin() + axis);
   if (!target.dtype().is_int() || target.shape() != want)
-    throw Error("nll_loss: needs integer class indices of shape " + shape_str(want) + " for input " +
-                desc(*this) + ", got target " + desc(target));
+    throw Error("nll_loss: needs integer class indices of shape " + shape_str(want) +
+                " for input " + desc(*this) + ", got target " + desc(target));
   return index_loss(*this, target, axis, weight, ignore_index, 0.0, reduction, "nll_loss");
 }
 
@@ -170,18 +176,47 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ign
   const Tensor zero = zero_like(logp);
   const double eps = label_smoothing;
   const Tensor mask = class_mask(target, classes, ndim() - 1);
+  std::optional<Tensor> loss, count;
   if (reduction != Reduction::None) {
     // Summed over the batch, the loss is one reduce over every logit, as tinygrad's: a sum over
     // the classes per sample, then over the samples, would be two kernels.
     Tensor term = mask.where(logp, zero) * (1 - eps);
     if (eps > 0) term = term + logp * (eps / double(classes));
-    const Tensor total = -counted.unsqueeze(-1).where(term, zero).sum();
-    if (reduction == Reduction::Sum) return total;
-    return total / counted.sum().cast(total.dtype());
+    loss = -counted.unsqueeze(-1).where(term, zero).sum();
+    if (reduction == Reduction::Mean) {
+      count = counted.sum().cast(loss->dtype());
+      loss = *loss / *count;
+    }
+  } else {
+    Tensor per = mask.where(logp, zero).sum(-1) * (1 - eps);
+    if (eps > 0) per = per + logp.mean(-1) * eps;
+    loss = -counted.where(per, zero);
   }
-  Tensor per = mask.where(logp, zero).sum(-1) * (1 - eps);
-  if (eps > 0) per = per + logp.mean(-1) * eps;
-  return -counted.where(per, zero);
+  // The logits' gradient, written out. With weights w = (1 - eps) onehot + eps / C the loss of a
+  // counted sample is -sum_c w_c logp_c, whose gradient is (sum_c w_c) softmax - w, and sum_c w_c
+  // is 1 where the target is a class (eps where it is out of range, which only CHECK_INDICES
+  // rejects). The derived gradient summed log_softmax's gradient over the classes to find that
+  // sum: a reduce, one kernel more per training step (issue 9's MLP step: 18 -> 17). softmax is
+  // exp(x - max) times a per-sample factor, from log_softmax's own max and sum of exps (the same
+  // nodes, so the same buffers): a log per sample inside the weight gradient's reduce cost more.
+  Tensor in_range = target.dtype().is_unsigned() ? target.eq(target) : target.ge(0);
+  if (double(classes) <= dtypes::max_value(target.dtype()))
+    in_range = in_range.logical_and(target.lt(classes));
+  const Tensor x = *this;
+  return Tensor(with_custom_gradient(
+      loss->node(), {x.node()}, [=](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+        const Tensor xf = as_float(x);
+        const Tensor s = xf - xf.max(-1, true).detach();  // log_softmax's (core/tensor_softmax.cpp)
+        const Tensor weights_sum = in_range.where(1.0, eps).cast(logp.dtype()).unsqueeze(-1);
+        const Tensor w =
+            mask.where(1.0 - eps + eps / double(classes), eps / double(classes)).cast(logp.dtype());
+        const Tensor unit =
+            counted.unsqueeze(-1).where(s.exp() * (weights_sum / s.exp().sum(-1, true)) - w, zero);
+        const Tensor scale = reduction == Reduction::None   ? g.unsqueeze(-1)
+                             : reduction == Reduction::Mean ? g / *count
+                                                            : g;
+        return {(unit * scale).cast(x.dtype())};
+      }));
 }
 
 // -(y log p + (1 - y) log(1 - p)), each log clamped to >= -100 as torch, so that p = 0 or 1 gives

@@ -2,8 +2,12 @@
 // label smoothing, ignored targets, the stable logits forms at extreme values, and misuse errors.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "support/device_compare.hpp"
 #include "support/error_of.hpp"
@@ -132,6 +136,79 @@ TEST(TensorLoss, SparseCategoricalCrossentropyIgnoresTargets) {
                       "indices of shape (3,), "
                       "got logits (3, 3) float32 and target (3,) float32"),
             std::string::npos);
+}
+
+namespace {
+
+// sparse_categorical_crossentropy composed of its parts, as it was before its logits' gradient
+// was written out: autograd derives that gradient through log_softmax, the one-hot where and the
+// sums (ignore_index -1).
+Tensor composed_sparse_loss(const Tensor& x, const Tensor& t, double eps, Reduction r) {
+  const int64_t classes = x.shape().back();
+  const Tensor logp = x.log_softmax(-1);
+  const Tensor zero = Tensor::full({}, 0, x.dtype(), x.device());
+  const Tensor counted = t.ne(Tensor::full({}, -1, t.dtype(), t.device()));
+  const Tensor mask =
+      t.unsqueeze(-1).eq(Tensor::arange(0, classes, 1, t.device()).reshape({1, classes}));
+  if (r == Reduction::None)
+    return -counted.where(mask.where(logp, zero).sum(-1) * (1 - eps) + logp.mean(-1) * eps, zero);
+  const Tensor term = mask.where(logp, zero) * (1 - eps) + logp * (eps / double(classes));
+  const Tensor total = -counted.unsqueeze(-1).where(term, zero).sum();
+  return r == Reduction::Sum ? total : total / counted.sum().cast(total.dtype());
+}
+
+// The logits' gradient of `loss(x)` times an upstream gradient that is not all ones.
+std::vector<float> logits_gradient(const std::string& dev,
+                                   const std::function<Tensor(const Tensor&)>& loss) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // Rows: a -inf logit, an ignored target, a target out of range (CHECK_INDICES is off), logits
+  // far apart.
+  Tensor x =
+      Tensor(std::vector<float>{1, 2, 3, -inf, 0.5f, 1, 1, 1, 1, -2, 4, 0.5f, 80, -80, 0, 0.25f},
+             {4, 4}, dev)
+          .requires_grad_();
+  const Tensor l = loss(x);
+  const Tensor upstream = l.ndim() == 0 ? Tensor::full({}, 1.5, l.dtype(), dev)
+                                        : Tensor(std::vector<float>{0.5f, 2, -1, 3}, {4}, dev);
+  (l * upstream).sum().backward();
+  return x.grad()->to_vector<float>();
+}
+
+}  // namespace
+
+// The written-out gradient (core/tensor_loss.cpp) equals the derived one for each reduction and
+// smoothing, and Vulkan agrees with the CPU device.
+TEST(TensorLoss, SparseCategoricalCrossentropyGradientEqualsTheDerivedOne) {
+  for (const Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None})
+    for (const double eps : {0.0, 0.2}) {
+      SCOPED_TRACE("reduction " + std::to_string(int(r)) + ", label smoothing " +
+                   std::to_string(eps));
+      for (const std::string dev : {"CPU", "VK"}) {
+        SCOPED_TRACE(dev);
+        const auto target = [&] { return Tensor(std::vector<int32_t>{2, -1, 7, 0}, {4}, dev); };
+        const std::vector<float> got = logits_gradient(dev, [&](const Tensor& x) {
+          return x.sparse_categorical_crossentropy(target(), -1, eps, r);
+        });
+        const std::vector<float> want = logits_gradient(
+            dev, [&](const Tensor& x) { return composed_sparse_loss(x, target(), eps, r); });
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_NEAR(got[i], want[i], 1e-6 * std::max(1.0f, std::abs(want[i]))) << i;
+          if (i >= 4 && i < 8) EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), 0u) << i;  // ignored: +0
+        }
+      }
+      EXPECT_TRUE(cpu_vk_agree(
+          [&](const std::string& dev) {
+            return Tensor(logits_gradient(dev,
+                                          [&](const Tensor& x) {
+                                            return x.sparse_categorical_crossentropy(
+                                                Tensor(std::vector<int32_t>{2, -1, 7, 0}, {4}, dev),
+                                                -1, eps, r);
+                                          }),
+                          {16});
+          },
+          2));
+    }
 }
 
 TEST(TensorLoss, BinaryCrossentropyAndItsLogitsForm) {
