@@ -63,11 +63,14 @@ TEST(AsyncRealize, RealizeReturnsBeforeTheWorkEndsAndTheReadWaits) {
   const Device::QueueCounts after = vk.queue_counts();
   EXPECT_EQ(after.host_waits, before.host_waits) << "realize waited for the device";
   EXPECT_EQ(after.submitted, before.submitted + 2);
-  if (observable) EXPECT_LT(after.completed, after.submitted) << "the chains had finished";
+  if (observable) {
+    EXPECT_LT(after.completed, after.submitted) << "the chains had finished";
+  }
   const std::vector<float> v = c.to_vector<float>();
   EXPECT_EQ(d.max().item<float>(), 3.0f);
-  if (observable)
+  if (observable) {
     EXPECT_GT(vk.queue_counts().host_waits, after.host_waits) << "the read did not wait";
+  }
   EXPECT_EQ(v.size(), 512u * 512u);
   EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float x) { return x == 2.0f; }));
 }
@@ -93,7 +96,9 @@ TEST(AsyncRealize, AReadWaitsForTheWriterOfItsBufferNotForLaterWork) {
   ASSERT_GT(a_point, b_point);
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{4, 7, 10, 13}));
   EXPECT_GE(vk.queue_counts().completed, b_point);
-  if (observable) EXPECT_LT(vk.queue_counts().completed, a_point) << "to_vector waited for A";
+  if (observable) {
+    EXPECT_LT(vk.queue_counts().completed, a_point) << "to_vector waited for A";
+  }
   EXPECT_EQ(y[2].item<float>(), 10.0f);  // a new kernel reading y, queued after A: it waits
   Tensor y2 = (seed * 5).realize();      // queued behind the waits above and A
   if (observable) {
@@ -168,8 +173,9 @@ TEST(AsyncRealize, ALoopThatNeverReadsRunsAheadByAtMostTwoRealizes) {
     EXPECT_EQ(now.submitted - start.submitted, uint64_t(step));
     EXPECT_LE(now.submitted - now.completed, 2u) << "step " << step;
   }
-  if (observable)
+  if (observable) {
     EXPECT_GT(vk.queue_counts().host_waits, start.host_waits) << "it never had to wait";
+  }
   EXPECT_EQ(w.to_vector<float>(), std::vector<float>(512 * 512, 27.0f));  // sum of step + 1
 }
 
@@ -266,8 +272,9 @@ TEST(AsyncRealize, ExitWaitsForWorkInFlight) {
   std::stringstream text;
   text << std::ifstream(log).rdbuf();
   EXPECT_EQ(status, 0) << text.str();
-  if (text.str().find("the chain was in flight at the end") != std::string::npos)
+  if (text.str().find("the chain was in flight at the end") != std::string::npos) {
     EXPECT_NE(text.str().find("exit: waiting for VK: "), std::string::npos) << text.str();
+  }
   std::filesystem::remove(log);
 }
 
