@@ -258,7 +258,9 @@ class VkDevice final : public Device {
     auto& d = static_cast<VkAllocation&>(dst);
     s.fresh = d.fresh = false;
     queue_.copy(s.buffer, d.buffer, bytes);
-    s.last_use = d.last_use = d.last_write = queue_.ticket();
+    // (No ticket where nothing was recorded, 0 bytes: the buffers keep their last users.)
+    if (const vk::Queue::Ticket ticket = queue_.ticket())
+      s.last_use = d.last_use = d.last_write = ticket;
   }
 
   // Copies from and to other devices (core/copy_item.hpp). Host-visible memory is mapped for its
