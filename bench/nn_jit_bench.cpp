@@ -62,8 +62,9 @@ void BM_MlpAdamStep_Jit(benchmark::State& state) {
 }
 BENCHMARK(BM_MlpAdamStep_Jit)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The floor of a replay: the captured command buffer submitted and waited for, nothing else (no
-// input copy, no random words, no DEBUG bookkeeping, no new buffer versions).
+// The floor of a replay: the captured command buffer submitted, nothing else (no input copy, no
+// random words, no DEBUG bookkeeping, no new buffer versions). A replay is not waited for, but
+// the next one waits for it (a command buffer may not be pending twice): one step per iteration.
 void BM_MlpAdamStep_BareSubmit(benchmark::State& state) {
   MlpStep step;
   Jit jit([&](const std::vector<Tensor>& in) { return step(in); });

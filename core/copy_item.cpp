@@ -65,8 +65,8 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item, Allocation& dst, 
     return now.get_future().share();
   }
   auto task = std::make_shared<std::packaged_task<RunStat()>>(
-      [stat, s, d, bytes, src_written = from_dev.when_queued_done(),
-       dst_free = to_dev.when_queued_done()]() mutable {
+      [stat, s, d, bytes, src_written = from_dev.when_done_with(src, false),
+       dst_free = to_dev.when_done_with(dst, true)]() mutable {
         src_written();
         dst_free();
         const auto start = std::chrono::steady_clock::now();
@@ -81,8 +81,10 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item, Allocation& dst, 
     done->set_value();
   });
   const std::shared_future<void> arrived = done->get_future().share();
-  to_dev.wait_for(arrived);    // what reads the copy
-  from_dev.wait_for(arrived);  // what overwrites the source's memory next
+  to_dev.wait_for(arrived);        // what reads the copy
+  from_dev.wait_for(arrived);      // what overwrites the source's memory next
+  to_dev.host_uses(dst, arrived);  // and the host's own reads and writes of either
+  from_dev.host_uses(src, arrived);
   return result;
 }
 

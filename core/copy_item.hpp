@@ -21,10 +21,10 @@ inline bool is_copy(const ScheduleItem& item) { return item.ast->op == Ops::COPY
 //  - within one device, the device's own queued copy (Device::copy);
 //  - between two devices whose memories the host maps (Lavapipe, unified memory, the CPU
 //    device), a memcpy on a copy thread once both devices have finished what they queued
-//    before (the source's writers, and earlier readers of the destination's memory, which the
-//    memory planner may have lent); later work on both devices waits for it on their queues
-//    (Device::wait_for), the host does not. The CPU device runs its items on the host, so it
-//    waits there;
+//    before that uses the two buffers (the source's writers, and earlier users of the
+//    destination's memory, which the memory planner may have lent: Device::when_done_with);
+//    later work on both devices waits for it on their queues (Device::wait_for), the host does
+//    not. The CPU device runs its items on the host, so it waits there;
 //  - otherwise through host memory with the host waiting: `settle(device)` waits for the two
 //    devices first (the realize engine's, which also prints what they ran), then copy_out and
 //    copy_in.

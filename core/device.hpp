@@ -89,7 +89,9 @@ class Device {
   virtual std::unique_ptr<Recording> record(std::span<const ScheduleItem> items,
                                             std::vector<std::vector<Allocation*>> memory,
                                             const RunOptions& options);
-  // Runs a recording once more and waits for it; returns what ran. `var_vals` gives variables
+  // Runs a recording once more; returns what ran. It may return before the recording has run
+  // (the Vulkan device submits it): reads of its buffers wait for it (copy_out, when_done_with),
+  // and a later replay of it follows it. `var_vals` gives variables
   // (by name) other values than the recorded items had: the kernels read them at run time, so a
   // recording over buffers with room for every binding (Buffer::reserve_max) serves them all.
   // Variables not named keep their recorded values.
@@ -116,6 +118,20 @@ class Device {
   // Work queued on this device after this call starts only once `event` is ready; the calling
   // thread does not wait for it. The default waits here. synchronize() also waits for events.
   virtual void wait_for(std::shared_future<void> event) { event.wait(); }
+  // Like when_queued_done, for the work queued so far that uses `memory`: what writes it, and
+  // with `writing` also what reads it (all that must end before the host overwrites it). The
+  // Vulkan device tracks each allocation's last writer and user on its timeline, so a read of
+  // one buffer does not wait for a long kernel queued after its writer.
+  virtual std::function<void()> when_done_with(Allocation& memory, bool writing) {
+    (void)memory, (void)writing;
+    return when_queued_done();
+  }
+  // The host reads or writes `memory` (a copy between devices, core/copy_item.hpp) until `event`
+  // is ready: the host's own later accesses to it (copy_out, copy_in, when_done_with) wait for
+  // it too. The default keeps nothing (devices whose copy_out and copy_in wait for everything).
+  virtual void host_uses(Allocation& memory, std::shared_future<void> event) {
+    (void)memory, (void)event;
+  }
 
   // Kernels compiled so far, and how many of them run() had to compile itself (0 when prepare
   // saw every kernel first): tests pin that recording never waits on a compiler.

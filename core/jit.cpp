@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <unordered_set>
 
 #include <vkgrad/core/buffer.hpp>
@@ -70,27 +69,6 @@ UOpPtr map_views(const UOpPtr& node, F f) {
   std::vector<UOpPtr> src{node->src[0]};
   for (size_t i = 1; i < node->src.size(); ++i) src.push_back(f(*node->src[i]));
   return UOp::make(Ops::MULTI, node->dtype, std::move(src), node->arg);
-}
-
-// Runs a captured copy between two devices again, once both have finished what came before it
-// (the replay's steps wait for their kernels; this waits for queued input copies): through the
-// host's view of both memories where it has one, else out to the host and in.
-void copy_between(const Buffer& dst, const Buffer& src) {
-  Device& from = vkg::device(src.device());
-  Device& to = vkg::device(dst.device());
-  from.synchronize();
-  to.synchronize();
-  Allocation& s = ensure_allocated(src);
-  Allocation& d = ensure_allocated(dst);
-  std::byte* const sp = from.host_pointer(s);
-  std::byte* const dp = to.host_pointer(d);
-  if (sp && dp) {
-    std::memcpy(dp, sp, dst.nbytes());
-    return;
-  }
-  std::vector<std::byte> host(dst.nbytes());
-  from.copy_out(s, host);
-  to.copy_in(d, host);
 }
 
 // `view` over the next version of its buffer: after a replay wrote the buffer, graphs built on
@@ -419,12 +397,14 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
     }
     for (const auto& b : plan.regenerated)
       vkg::device(b->device()).copy_in(ensure_allocated(*b), b->regenerate());
-    // The steps in the capture's order; each kernel step waits for its kernels, so a copy after
-    // it reads what they wrote.
+    // The steps in the capture's order, none waited for by the host: a kernel step is submitted
+    // (Device::replay), a copy waits on a copy thread for what writes its source and what still
+    // uses its destination, and the device that reads it waits for it on its queue. So the
+    // devices' steps overlap, and the host waits only where it reads a result.
     bool first = true;
     for (ReplayStep& step : plan.steps) {
       if (step.copy) {
-        copy_between(*step.items[0].buffers[0], *step.items[0].buffers[1]);
+        replay_copy(step.items[0]);
         continue;
       }
       report_replay(*step.device, step.device->replay(*step.recording, vars), first);

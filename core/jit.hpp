@@ -42,9 +42,10 @@
 //    after it, reads the new contents.
 //  - Several devices: a function that copies between devices (Tensor::to) or runs on sharded
 //    tensors (core/multi.hpp) replays its kernels as one recording per run of kernels of one
-//    device, and its copies between them in between, in the captured order; the host waits for
-//    each recording before the copy after it (an eager realize overlaps them). Sharded inputs
-//    replay with the captured call's split.
+//    device, and its copies between them in between, in the captured order. No step waits for
+//    another on the host: each device waits on its queue for the copies it reads (as an eager
+//    realize's do), so the devices overlap, and the host waits where it reads a result. Sharded
+//    inputs replay with the captured call's split.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -36,6 +36,11 @@ std::mutex& engine_mutex();
 // the error of one that failed (naming the copy and its realize). Under engine_mutex().
 void settle_copies_in_flight();
 
+// Runs a captured copy between devices again, as a realize runs one (core/copy_item.hpp): after
+// what uses its two buffers on their devices, without the host waiting where it can; a later read
+// settles it (its DEBUG line, its error). Under engine_mutex().
+void replay_copy(const ScheduleItem& item);
+
 // Counts a replay's kernels and prints them at DEBUG=2, marked "(jit)". A replay over several
 // devices reports each recorded step; only its first counts as a replay.
 void report_replay(const Device& device, std::vector<RunStat> stats, bool first_step = true);

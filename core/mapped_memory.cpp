@@ -28,7 +28,8 @@ MappedMemory mapped_memory(Tensor& t) {
   Allocation& memory = ensure_allocated(b);
   std::byte* data = dev.host_pointer(memory);
   if (!data) return {};
-  if (!fresh) dev.when_queued_done()();  // what writes it (or reads its old contents) is done
+  // What writes it, or reads its old contents, is done (not the rest of the device's queue).
+  if (!fresh) dev.when_done_with(memory, /*writing=*/true)();
   return {data, bytes, b.allocation};
 }
 

@@ -348,6 +348,13 @@ std::mutex& engine_mutex() { return engine_mu; }
 
 void settle_copies_in_flight() { settle_copies(true, int(setting("DEBUG"))); }
 
+void replay_copy(const ScheduleItem& item) {
+  // Both devices count as used: a copy through the host (unmapped memory) synchronizes both.
+  std::vector<Device*> used = {&device(item.buffers[0]->device()),
+                               &device(item.buffers[1]->device())};
+  run_copy_between(item, used, copies_in_flight, int(setting("DEBUG")));
+}
+
 void report_replay(const Device& device, std::vector<RunStat> stats, bool first_step) {
   if (first_step) ++counters.replays;
   counters.kernels += int64_t(stats.size());

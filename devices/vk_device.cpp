@@ -36,6 +36,15 @@ struct VkAllocation final : Allocation {
   // No command or host copy has touched it yet: the allocator hands out memory only once the
   // work submitted before it was freed has completed, so its first upload need not wait.
   bool fresh = true;
+  // The compute-queue submissions that last wrote it and last used it (read or write), as the
+  // timeline points they signal: a read from the host waits for its writer, an overwrite from
+  // the host for its last user, never for the whole queue. An upload on the copy engine's queue
+  // is kept as that queue's point (`uploaded`): a download, on that queue too, follows it in
+  // queue order, and the compute queue learns of it by a semaphore wait.
+  vk::Queue::Ticket last_write, last_use;
+  uint64_t uploaded = 0;
+  // A copy between devices that reads or writes it on the host (Device::host_uses).
+  std::shared_future<void> host_use;
 };
 
 // "VK:n" is the n-th Vulkan device (vk::physical_device_for_index): the physical device is
@@ -106,8 +115,14 @@ class VkDevice final : public Device {
   }
   void copy_in(Allocation& dst, std::span<const std::byte> src) override {
     auto& a = static_cast<VkAllocation&>(dst);
-    const vk::Transfer::Pending copied =
-        rt_.transfer.upload(a.buffer, src, 0, /*wait_for_queue=*/!std::exchange(a.fresh, false));
+    const bool fresh = std::exchange(a.fresh, false);
+    if (!fresh) wait_host_use(a);
+    // Memory in use: the upload waits for its last user (a kernel may still read the old bytes).
+    const vk::Transfer::Pending copied = rt_.transfer.upload(
+        a.buffer, src, 0, /*wait_for_queue=*/!fresh, fresh ? 0 : point_of(a.last_use));
+    // Done on return unless it went to the copy engine's queue: earlier users are done.
+    a.last_write = a.last_use = nullptr;
+    a.uploaded = copied.value;
     if (copied.semaphore) {
       // It ran on the copy engine's queue: kernels from now on start after it, and the point
       // submitted here (which buffers freed later wait for) too.
@@ -116,9 +131,11 @@ class VkDevice final : public Device {
     }
   }
   void copy_out(Allocation& src, std::span<std::byte> dst) override {
-    finish();  // kernels queued earlier, or a copy from another device, may still be writing it
-    static_cast<VkAllocation&>(src).fresh = false;
-    rt_.transfer.download(static_cast<VkAllocation&>(src).buffer, dst);
+    auto& a = static_cast<VkAllocation&>(src);
+    a.fresh = false;
+    wait_host_use(a);  // a copy from another device may still be writing it
+    // Only the submission that last wrote it is waited for, not later ones (nor the whole queue).
+    rt_.transfer.download(a.buffer, dst, 0, point_of(a.last_write));
   }
 
   // Compiling is rendering, shaderc and pipeline creation (LLVM on Lavapipe): all of it happens
@@ -199,13 +216,15 @@ class VkDevice final : public Device {
   using Device::replay;
   std::vector<RunStat> replay(Recording& recording, const VarVals& var_vals) override {
     auto& r = static_cast<VkRecording&>(recording);
-    // The previous replay has finished (each one waits): its argument buffers and workgroup
-    // counts may be rewritten. Checked first, so that a bad value changes nothing.
+    // Checked first, so that a bad value changes nothing.
     for (const VarSlot& v : r.vars)
       if (auto it = var_vals.find(v.name);
           it != var_vals.end() && (it->second < v.min || it->second > v.max))
         throw Error("Jit replay: variable '" + v.name + "' = " + std::to_string(it->second) +
                     " is outside [" + std::to_string(v.min) + ", " + std::to_string(v.max) + "]");
+    // The previous replay reads its argument buffers and workgroup counts until it ends: only
+    // then may they be rewritten (a replay does not wait for its own end).
+    if (!r.vars.empty() || !r.grids.empty()) queue_.wait(r.commands->last_replay());
     for (const VarSlot& v : r.vars) {
       auto it = var_vals.find(v.name);
       const int32_t word = int32_t(it != var_vals.end() ? it->second : v.recorded);
@@ -219,7 +238,13 @@ class VkDevice final : public Device {
       const std::array<uint32_t, 3> dims = launch_dims(*g.program, target_, values);
       std::memcpy(g.host, dims.data(), sizeof dims);
     }
-    queue_.wait(queue_.replay(*r.commands));
+    // Submitted, not waited for: what reads its results waits for them (each buffer it uses has
+    // this replay as its last user), so replays of several devices overlap.
+    const vk::Queue::Ticket ticket = vk::Queue::point_ticket(queue_.replay(*r.commands));
+    for (const auto& [a, written] : r.touched) {
+      a->last_use = ticket;
+      if (written) a->last_write = ticket;
+    }
     std::vector<RunStat> out = r.stats;
     if (queue_.timing()) {
       const std::vector<vk::KernelTime> times = queue_.replay_timings(*r.commands);
@@ -229,9 +254,13 @@ class VkDevice final : public Device {
   }
 
   void copy(Allocation& src, Allocation& dst, size_t bytes) override {
-    static_cast<VkAllocation&>(src).fresh = static_cast<VkAllocation&>(dst).fresh = false;
-    queue_.copy(static_cast<VkAllocation&>(src).buffer, static_cast<VkAllocation&>(dst).buffer,
-                bytes);
+    auto& s = static_cast<VkAllocation&>(src);
+    auto& d = static_cast<VkAllocation&>(dst);
+    s.fresh = d.fresh = false;
+    queue_.copy(s.buffer, d.buffer, bytes);
+    // (No ticket where nothing was recorded, 0 bytes: the buffers keep their last users.)
+    if (const vk::Queue::Ticket ticket = queue_.ticket())
+      s.last_use = d.last_use = d.last_write = ticket;
   }
 
   // Copies from and to other devices (core/copy_item.hpp). Host-visible memory is mapped for its
@@ -247,6 +276,20 @@ class VkDevice final : public Device {
     const uint64_t point = queue_.submit();
     vk::Timeline* timeline = &rt_.device.timeline();
     return [timeline, point] { timeline->wait(point); };
+  }
+  std::function<void()> when_done_with(Allocation& memory, bool writing) override {
+    auto& a = static_cast<VkAllocation&>(memory);
+    const uint64_t point = point_of(writing ? a.last_use : a.last_write);  // submits if recorded
+    vk::Timeline* timeline = &rt_.device.timeline();
+    vk::Timeline* copies = rt_.device.transfer_timeline();
+    return [timeline, point, copies, uploaded = copies ? a.uploaded : 0, host = a.host_use] {
+      if (host.valid()) host.wait();
+      if (uploaded) copies->wait(uploaded);
+      timeline->wait(point);
+    };
+  }
+  void host_uses(Allocation& memory, std::shared_future<void> event) override {
+    static_cast<VkAllocation&>(memory).host_use = std::move(event);
   }
   void wait_for(std::shared_future<void> event) override {
     const uint64_t value = ++bridge_value_;
@@ -319,6 +362,9 @@ class VkDevice final : public Device {
     std::vector<std::shared_ptr<CompiledKernel>> kernels;  // its pipelines, past cache trims
     std::unique_ptr<vk::Queue::Recorded> commands;         // destroyed first: it uses them
     std::vector<RunStat> stats;
+    // Every allocation its kernels use and whether they write it, kept alive by the Jit's plan
+    // (vkg::Jit keeps every buffer a recording uses): a replay becomes their last user.
+    std::vector<std::pair<VkAllocation*, bool>> touched;
   };
 
   // Records one kernel into the queue's command buffer (or into `recording`, the capture under
@@ -368,6 +414,18 @@ class VkDevice final : public Device {
            queue_.dispatch_indirect(*k.pipeline, groups, args, uses, k.program.name)});
     else
       queue_.dispatch(*k.pipeline, groups, args, uses, k.program.name);
+    // Who uses each buffer: this submission, or (a capture) each replay of it.
+    const vk::Queue::Ticket ticket = recording ? nullptr : queue_.ticket();
+    for (size_t slot = 0; slot < memory.size(); ++slot) {
+      auto* a = static_cast<VkAllocation*>(memory[slot]);
+      const bool written = uses[slot].access != vk::Access::Read;
+      if (recording) {
+        recording->touched.push_back({a, written});
+        continue;
+      }
+      a->last_use = ticket;
+      if (written) a->last_write = ticket;
+    }
     return RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0};
   }
 
@@ -436,6 +494,20 @@ class VkDevice final : public Device {
       rt_.device.pipeline_cache().save();
     } catch (const Error&) {
     }
+  }
+
+  // The point a ticket stands for, submitting what is recorded if the ticket is its batch's.
+  uint64_t point_of(const vk::Queue::Ticket& ticket) {
+    if (!ticket) return 0;
+    if (*ticket == 0) queue_.submit();
+    return *ticket;
+  }
+  // Waits for a copy between devices that reads or writes `a` on the host (host_uses). The copy
+  // thread runs copies in order, so one waited for here never waits for a later one.
+  static void wait_host_use(VkAllocation& a) {
+    if (!a.host_use.valid()) return;
+    a.host_use.wait();
+    a.host_use = {};
   }
 
   // Waits for everything queued and every copy this device's queue waits for.

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -21,6 +22,7 @@
 #include <vkgrad/codegen/get_program.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/mapped_memory.hpp>
 #include <vkgrad/vkgrad.hpp>
 
 #include "support/child_process.hpp"
@@ -61,13 +63,62 @@ TEST(AsyncRealize, RealizeReturnsBeforeTheWorkEndsAndTheReadWaits) {
   const Device::QueueCounts after = vk.queue_counts();
   EXPECT_EQ(after.host_waits, before.host_waits) << "realize waited for the device";
   EXPECT_EQ(after.submitted, before.submitted + 2);
-  if (observable) EXPECT_LT(after.completed, after.submitted) << "the chains had finished";
+  if (observable) {
+    EXPECT_LT(after.completed, after.submitted) << "the chains had finished";
+  }
   const std::vector<float> v = c.to_vector<float>();
   EXPECT_EQ(d.max().item<float>(), 3.0f);
-  if (observable)
+  if (observable) {
     EXPECT_GT(vk.queue_counts().host_waits, after.host_waits) << "the read did not wait";
+  }
   EXPECT_EQ(v.size(), 512u * 512u);
   EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float x) { return x == 2.0f; }));
+}
+
+// A read waits for the submission that wrote its buffer, not for the device's whole queue: a
+// short kernel B writes y, a long chain A (queued after it) writes x; y's value comes back by
+// to_vector, item, a copy to the CPU device and a map (what all_reduce reads), each while A is
+// still running (its timeline point not reached), and x's read still waits for A's result.
+TEST(AsyncRealize, AReadWaitsForTheWriterOfItsBufferNotForLaterWork) {
+  ChainInputs in;
+  Tensor seed(std::vector<float>{1, 2, 3, 4}, {4});
+  EXPECT_EQ((seed * 3 + 1).to_vector<float>(), (std::vector<float>{4, 7, 10, 13}));  // compiles
+  EXPECT_EQ(chain(in.ones, in.avg, 32, 6).max().item<float>(), 7.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(chain(in.ones, in.avg, 32, 7).max().item<float>(), 8.0f);
+  // On Lavapipe a chain takes a few hundred milliseconds; a GPU may finish it before the checks.
+  const bool observable = ms_since(t0) > 100;
+  Device& vk = device("VK");
+  Tensor y = (seed * 3 + 1).realize();  // B
+  const uint64_t b_point = vk.queue_counts().submitted;
+  Tensor x = chain(in.ones, in.avg, 32).realize();  // A
+  const uint64_t a_point = vk.queue_counts().submitted;
+  ASSERT_GT(a_point, b_point);
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{4, 7, 10, 13}));
+  EXPECT_GE(vk.queue_counts().completed, b_point);
+  if (observable) {
+    EXPECT_LT(vk.queue_counts().completed, a_point) << "to_vector waited for A";
+  }
+  EXPECT_EQ(y[2].item<float>(), 10.0f);  // a new kernel reading y, queued after A: it waits
+  Tensor y2 = (seed * 5).realize();      // queued behind the waits above and A
+  if (observable) {
+    // A new chain keeps the queue busy behind y2's writer; y2 itself is read below.
+    Tensor z = chain(in.ones, in.avg, 32, 3).realize();
+    const uint64_t z_point = vk.queue_counts().submitted;
+    EXPECT_EQ(y2.to("CPU").to_vector<float>(), (std::vector<float>{5, 10, 15, 20}));
+    EXPECT_LT(vk.queue_counts().completed, z_point) << "the copy to CPU waited for the chain";
+    const MappedMemory m = mapped_memory(y2);
+    if (m) {
+      std::vector<float> mapped(4);
+      std::memcpy(mapped.data(), m.data, m.size);
+      EXPECT_EQ(mapped, (std::vector<float>{5, 10, 15, 20}));
+      EXPECT_LT(vk.queue_counts().completed, z_point) << "the map waited for the chain";
+    }
+    EXPECT_EQ(z.max().item<float>(), 4.0f);
+  }
+  const std::vector<float> xv = x.to_vector<float>();
+  EXPECT_GE(vk.queue_counts().completed, a_point);
+  EXPECT_TRUE(std::all_of(xv.begin(), xv.end(), [](float v) { return v == 2.0f; }));
 }
 
 // VKG_SYNC_REALIZE=1 makes every realize wait for its work (as CUDA_LAUNCH_BLOCKING does), to
@@ -122,8 +173,9 @@ TEST(AsyncRealize, ALoopThatNeverReadsRunsAheadByAtMostTwoRealizes) {
     EXPECT_EQ(now.submitted - start.submitted, uint64_t(step));
     EXPECT_LE(now.submitted - now.completed, 2u) << "step " << step;
   }
-  if (observable)
+  if (observable) {
     EXPECT_GT(vk.queue_counts().host_waits, start.host_waits) << "it never had to wait";
+  }
   EXPECT_EQ(w.to_vector<float>(), std::vector<float>(512 * 512, 27.0f));  // sum of step + 1
 }
 
@@ -220,8 +272,9 @@ TEST(AsyncRealize, ExitWaitsForWorkInFlight) {
   std::stringstream text;
   text << std::ifstream(log).rdbuf();
   EXPECT_EQ(status, 0) << text.str();
-  if (text.str().find("the chain was in flight at the end") != std::string::npos)
+  if (text.str().find("the chain was in flight at the end") != std::string::npos) {
     EXPECT_NE(text.str().find("exit: waiting for VK: "), std::string::npos) << text.str();
+  }
   std::filesystem::remove(log);
 }
 

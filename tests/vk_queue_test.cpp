@@ -242,6 +242,36 @@ TEST(VkQueue, WaitsForAnySubmittedPoint) {
   EXPECT_EQ(download_vector<uint32_t>(b, 64), std::vector<uint32_t>(64, 50));
 }
 
+// A ticket is the point its submission will signal: 0 while recorded, that point once
+// submitted; a new batch gets a new ticket, a capture none. What the VK device keeps per buffer
+// so that a read waits for its writer, not the whole queue.
+TEST(VkQueue, ATicketHoldsItsSubmissionsPointOnceSubmitted) {
+  Runtime& rt = test::vk_runtime();
+  Buffer a = rt.allocator.allocate(4000), b = rt.allocator.allocate(4000);
+  Queue q(rt.device, rt.allocator);
+  q.submit();
+  EXPECT_EQ(q.ticket(), nullptr);  // nothing recorded
+  q.fill(a, 1);
+  const Queue::Ticket first = q.ticket();
+  ASSERT_NE(first, nullptr);
+  q.fill(b, 2);
+  EXPECT_EQ(q.ticket(), first);  // one batch, one ticket
+  EXPECT_EQ(*first, 0u);
+  const uint64_t point = q.submit();
+  EXPECT_EQ(*first, point);
+  q.fill(a, 3);
+  const Queue::Ticket second = q.ticket();
+  EXPECT_NE(second, first);
+  EXPECT_EQ(*second, 0u);
+  q.begin_capture();  // submits what was recorded first
+  EXPECT_GT(*second, point);
+  q.fill(b, 4);
+  EXPECT_EQ(q.ticket(), nullptr);  // a capture's replays have points of their own
+  q.cancel_capture();
+  q.wait(*second);
+  EXPECT_EQ(download_vector<uint32_t>(a, 1000), std::vector<uint32_t>(1000, 3));
+}
+
 TEST(VkQueue, RejectsMismatchedArguments) {
   Runtime& rt = test::vk_runtime();
   Program inc = make_program("inc_u32", 12);

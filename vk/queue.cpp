@@ -12,7 +12,6 @@
 #include <vkgrad/vk/check.hpp>
 #include <vkgrad/vk/device.hpp>
 #include <vkgrad/vk/structure.hpp>
-#include <vkgrad/vk/structure.hpp>
 
 namespace vkg::vk {
 
@@ -32,6 +31,7 @@ struct Queue::Batch {
   size_t arg_chunk = 0;
   VkDeviceSize arg_used = 0;
   std::unique_ptr<Timestamps> timestamps;  // made on the first timed command
+  std::shared_ptr<uint64_t> ticket;        // set to `point` by submit(); none in a capture
 };
 
 Queue::Queue(Device& device, Allocator& allocator, const QueueOptions& options)
@@ -89,6 +89,11 @@ void Queue::begin_recording() {
     recording_ = make_batch();
   }
   begin_batch(VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+  recording_->ticket = std::make_shared<uint64_t>(0);
+}
+
+Queue::Ticket Queue::ticket() const {
+  return recording_ && !capturing_ ? recording_->ticket : nullptr;
 }
 
 void Queue::begin_batch(VkCommandBufferUsageFlags usage) {
@@ -297,6 +302,8 @@ Queue::ArgSlot Queue::reserve_args(VkDeviceSize bytes) {
 Queue::Recorded::Recorded(Device& device, std::unique_ptr<Batch> batch)
     : device_(device), batch_(std::move(batch)) {}
 
+uint64_t Queue::Recorded::last_replay() const { return batch_->point; }
+
 Queue::Recorded::~Recorded() {
   try {
     device_.timeline().wait(batch_->point);  // the pool and ring must outlive its last run
@@ -353,7 +360,8 @@ std::vector<KernelTime> Queue::replay_timings(Recorded& recorded) {
 
 void Queue::wait_before_next(VkSemaphore semaphore, uint64_t value) {
   if (capturing_) throw Error("Queue: a wait inside a capture (internal)");
-  VkSemaphoreSubmitInfo w = structure<VkSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO);
+  VkSemaphoreSubmitInfo w =
+      structure<VkSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO);
   w.semaphore = semaphore;
   w.value = value;
   w.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
@@ -372,6 +380,7 @@ uint64_t Queue::submit() {
   check(vkEndCommandBuffer(b->cmd), "vkEndCommandBuffer");
   b->point = device_.timeline().submit(b->cmd, waits_);
   waits_.clear();
+  if (b->ticket) *std::exchange(b->ticket, nullptr) = b->point;
   last_point_ = b->point;
   in_flight_.push_back(std::move(b));
   ++stats_.submits;

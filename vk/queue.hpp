@@ -118,6 +118,15 @@ class Queue {
   // The timings of the last replay of `recorded`, once it has completed (empty without timing).
   std::vector<KernelTime> replay_timings(Recorded& recorded);
 
+  // The submission being recorded, as the timeline point it will signal: 0 until submit() hands
+  // the point out, then that point. What a caller keeps per buffer, so that a read waits for the
+  // buffer's last writer rather than for the whole queue. Null where nothing is being recorded
+  // or during a capture (whose replays have points of their own: point_ticket).
+  using Ticket = std::shared_ptr<const uint64_t>;
+  Ticket ticket() const;
+  // A ticket already holding `point` (a replay's).
+  static Ticket point_ticket(uint64_t point) { return std::make_shared<const uint64_t>(point); }
+
   // Submits what was recorded; returns its timeline point (the last point if nothing was).
   uint64_t submit();
   // Commands recorded after this call start only once `semaphore` (a timeline semaphore of this
@@ -181,6 +190,9 @@ class Queue {
 class Queue::Recorded {
  public:
   ~Recorded();
+  // The point of its last replay (0 before any): what must complete before a replay's
+  // arguments in host memory are rewritten.
+  uint64_t last_replay() const;
   Recorded(const Recorded&) = delete;
   Recorded& operator=(const Recorded&) = delete;
 

@@ -61,8 +61,12 @@ void Transfer::ensure_staging() {
   staging_ = allocator_.allocate(options_.staging_bytes, Usage::Staging);
 }
 
+uint64_t Transfer::compute_point(uint64_t after) {
+  return std::min(after, device_.timeline().submitted());
+}
+
 uint64_t Transfer::submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
-                               VkDeviceSize dst_offset, VkDeviceSize bytes) {
+                               VkDeviceSize dst_offset, VkDeviceSize bytes, uint64_t after) {
   VkCommandBufferBeginInfo begin =
       structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -74,26 +78,27 @@ uint64_t Transfer::submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset
   vkCmdCopyBuffer(slot.cmd, src, dst, 1, &region);
   record_barrier(slot.cmd, own_queue ? kCopyQueueEnd : kSubmissionEnd);
   check(vkEndCommandBuffer(slot.cmd), "vkEndCommandBuffer");
-  // On its own queue, a copy starts after everything submitted to the compute queue so far (what
-  // writes a download's source, or still reads an upload's destination).
-  VkSemaphoreSubmitInfo after =
+  // On its own queue, a copy starts after the compute queue's point `after` (what writes a
+  // download's source, or still reads an upload's destination).
+  VkSemaphoreSubmitInfo wait =
       structure<VkSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO);
-  after.semaphore = device_.timeline().semaphore();
-  after.value = device_.timeline().submitted();
-  after.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
-  slot.point = own_queue && after.value > 0 ? timeline_.submit(slot.cmd, {&after, 1})
-                                            : timeline_.submit(slot.cmd);
+  wait.semaphore = device_.timeline().semaphore();
+  wait.value = after;
+  wait.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
+  slot.point =
+      own_queue && after > 0 ? timeline_.submit(slot.cmd, {&wait, 1}) : timeline_.submit(slot.cmd);
   return slot.point;
 }
 
 Transfer::Pending Transfer::upload(const Buffer& dst, std::span<const std::byte> src,
-                                   VkDeviceSize dst_offset, bool wait_for_queue) {
+                                   VkDeviceSize dst_offset, bool wait_for_queue, uint64_t after) {
   check_range(dst, dst_offset, src.size(), "upload");
   if (src.empty()) return {};
   std::lock_guard lock(mutex_);
+  after = wait_for_queue ? compute_point(after) : 0;  // fresh memory: nothing submitted uses it
   if (dst.mapped()) {
     // Kernels submitted earlier may still read this memory: let them finish first.
-    if (wait_for_queue) device_.timeline().wait_all();
+    device_.timeline().wait(after);
     std::memcpy(dst.mapped() + dst_offset, src.data(), src.size());
     return {};
   }
@@ -107,7 +112,7 @@ Transfer::Pending Transfer::upload(const Buffer& dst, std::span<const std::byte>
     timeline_.wait(slot.point);  // the GPU has finished reading this half
     std::memcpy(staging_.mapped() + at, src.data() + done, n);
     last = submit_copy(slot, staging_.handle(), staging_.offset() + at, dst.handle(),
-                       dst.offset() + dst_offset + done, n);
+                       dst.offset() + dst_offset + done, n, after);
   }
   staged_bytes_ += src.size();
   if (wait_for_queue) {
@@ -118,12 +123,14 @@ Transfer::Pending Transfer::upload(const Buffer& dst, std::span<const std::byte>
   return {timeline_.semaphore(), last};
 }
 
-void Transfer::download(const Buffer& src, std::span<std::byte> dst, VkDeviceSize src_offset) {
+void Transfer::download(const Buffer& src, std::span<std::byte> dst, VkDeviceSize src_offset,
+                        uint64_t after) {
   check_range(src, src_offset, dst.size(), "download");
   if (dst.empty()) return;
   std::lock_guard lock(mutex_);
+  after = compute_point(after);
   if (src.mapped()) {
-    device_.timeline().wait_all();  // results of earlier submissions must be complete
+    device_.timeline().wait(after);  // the results of the submissions that wrote it
     std::memcpy(dst.data(), src.mapped() + src_offset, dst.size());
     return;
   }
@@ -133,7 +140,7 @@ void Transfer::download(const Buffer& src, std::span<std::byte> dst, VkDeviceSiz
   auto issue = [&](VkDeviceSize i) {
     const VkDeviceSize n = std::min<VkDeviceSize>(half, dst.size() - i * half);
     submit_copy(slots_[i % 2], src.handle(), src.offset() + src_offset + i * half,
-                staging_.handle(), staging_.offset() + (i % 2) * half, n);
+                staging_.handle(), staging_.offset() + (i % 2) * half, n, after);
   };
   // Keep both halves busy: while the host copies chunk i out, the GPU fills chunk i + 1.
   for (VkDeviceSize i = 0; i < std::min<VkDeviceSize>(chunks, 2); ++i) issue(i);

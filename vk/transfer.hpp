@@ -32,10 +32,12 @@ class Transfer {
   Transfer& operator=(const Transfer&) = delete;
 
   // Copies src into dst starting at dst_offset; throws vkg::Error if it does not fit. With
-  // `wait_for_queue`, it first waits for everything submitted (which may still read dst's old
-  // contents) and returns once the bytes are in place. Without it (dst is fresh memory nothing
-  // submitted uses), the host does not wait for earlier work: a mapped dst is written at once, and
-  // staged chunks are copied by commands that later submissions follow in timeline order.
+  // `wait_for_queue`, it first waits for the compute queue's work up to point `after` (which may
+  // still read dst's old contents: the last submission that used dst where the caller tracks it,
+  // else everything submitted) and returns once the bytes are in place. Without it (dst is fresh
+  // memory nothing submitted uses), nothing earlier is waited for: a mapped dst is written at
+  // once, and staged chunks are copied by commands that later submissions follow in timeline
+  // order.
   // On a device with a copy engine (queue_families.hpp) the staged copies run on its queue: an
   // upload that did not wait returns the point of its own timeline that work reading dst must
   // wait for (Queue::wait_before_next); otherwise {VK_NULL_HANDLE, 0}.
@@ -43,10 +45,14 @@ class Transfer {
     VkSemaphore semaphore = VK_NULL_HANDLE;
     uint64_t value = 0;
   };
+  static constexpr uint64_t kAllSubmitted = UINT64_MAX;
   Pending upload(const Buffer& dst, std::span<const std::byte> src, VkDeviceSize dst_offset = 0,
-                 bool wait_for_queue = true);
-  // Copies src's bytes from src_offset into dst.
-  void download(const Buffer& src, std::span<std::byte> dst, VkDeviceSize src_offset = 0);
+                 bool wait_for_queue = true, uint64_t after = kAllSubmitted);
+  // Copies src's bytes from src_offset into dst, once the compute queue's work up to `after` (what
+  // writes src) has completed. On a single queue a staged download still follows everything
+  // submitted before it (queue order).
+  void download(const Buffer& src, std::span<std::byte> dst, VkDeviceSize src_offset = 0,
+                uint64_t after = kAllSubmitted);
 
   // Bytes moved through the staging area so far (tests check which path ran).
   uint64_t staged_bytes() const { return staged_bytes_; }
@@ -57,9 +63,12 @@ class Transfer {
     uint64_t point = 0;  // timeline_ point of its last copy
   };
   void ensure_staging();
-  // Records and submits one copy in the slot's command buffer; returns its timeline point.
+  // Records and submits one copy in the slot's command buffer; returns its timeline point. On the
+  // copy engine's queue it starts after the compute queue's point `after` (0: none).
   uint64_t submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
-                       VkDeviceSize dst_offset, VkDeviceSize bytes);
+                       VkDeviceSize dst_offset, VkDeviceSize bytes, uint64_t after);
+  // `after`, with kAllSubmitted read as the compute queue's last submitted point.
+  uint64_t compute_point(uint64_t after);
 
   Device& device_;
   // The copy engine's timeline where the device has one, else the compute queue's.
