@@ -81,7 +81,8 @@ std::string acc(int r, int c) { return "a" + std::to_string(r) + "_" + std::to_s
 // Forward, shuffle tile: a subgroup (one 8-lane workgroup) owns 8*rpl rows b by 8*cpl columns o.
 // Lane l loads rows b0 + 8j + l (j < rpl) of X and rows o0 + cpl*l + c (c < cpl) of W, `kw`
 // floats of i at a time (4: vec4, 8: u64vec4 unpacked); subgroupShuffle hands X's rows around.
-Form fwd_shuffle(int rpl, int cpl, int kw) {
+// `fused`: fma(); else a * b + c as the renderer writes it (llvmpipe then multiplies and adds).
+Form fwd_shuffle(int rpl, int cpl, int kw, bool fused = true) {
   const int P = 8 * rpl, Q = 8 * cpl;
   Src s;
   s << header(8, kw == 8) << "void main() {\n  const uint l = gl_SubgroupInvocationID;\n"
@@ -121,8 +122,12 @@ Form fwd_shuffle(int rpl, int cpl, int kw) {
         for (int c = 0; c < cpl; ++c) {
           const std::string ws = "w" + std::to_string(c) + (parts > 1 ? std::to_string(h) : "");
           const std::string a = acc(8 * j + r, c);
-          s << "      " << a << " = fma(v.w, " << ws << ".w, fma(v.z, " << ws << ".z, fma(v.y, "
-            << ws << ".y, fma(v.x, " << ws << ".x, " << a << "))));\n";
+          if (fused)
+            s << "      " << a << " = fma(v.w, " << ws << ".w, fma(v.z, " << ws << ".z, fma(v.y, "
+              << ws << ".y, fma(v.x, " << ws << ".x, " << a << "))));\n";
+          else
+            s << "      " << a << " = (((" << a << " + v.x * " << ws << ".x) + v.y * " << ws
+              << ".y) + v.z * " << ws << ".z) + v.w * " << ws << ".w;\n";
         }
         s << "    }\n";
       }
@@ -219,8 +224,12 @@ void matmul_form(benchmark::State& state, int which, Form form) {
       ->UseManualTime()                                    \
       ->Unit(benchmark::kMicrosecond)
 
+// Process CPU per dispatch (load ~9, 2026-11-27): 32x32 vec4 983 us, u64vec4 965, mul + add 997;
+// perf samples of the 32x32 vec4 form: 52% in the per-lane load loops, 19% in the exec-mask
+// blends of accumulator writes, 15% multiplies and adds (llvmpipe 22.3 emits fma() as both).
 FORM(fwd_shuffle_32x32_vec4, 0, fwd_shuffle(4, 4, 4));
 FORM(fwd_shuffle_32x32_u64, 0, fwd_shuffle(4, 4, 8));
+FORM(fwd_shuffle_32x32_vec4_mul_add, 0, fwd_shuffle(4, 4, 4, false));
 FORM(fwd_shuffle_16x32_vec4, 0, fwd_shuffle(2, 4, 4));
 FORM(fwd_shuffle_64x32_vec4, 0, fwd_shuffle(8, 4, 4));
 FORM(fwd_shuffle_32x16_vec4, 0, fwd_shuffle(4, 2, 4));
