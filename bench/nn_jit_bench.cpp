@@ -4,6 +4,8 @@
 // host time. Each step takes a new batch from host memory, as a training loop does.
 #include <benchmark/benchmark.h>
 
+#include <ctime>
+
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/vkgrad.hpp>
 
@@ -52,13 +54,24 @@ void BM_MlpAdamStep_Eager(benchmark::State& state) {
 }
 BENCHMARK(BM_MlpAdamStep_Eager)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Process CPU seconds so far (Lavapipe's worker threads included): on a shared machine a
+// steadier measure of a step's work than wall time.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
 void BM_MlpAdamStep_Jit(benchmark::State& state) {
   MlpStep step;
   Jit jit([&](const std::vector<Tensor>& in) { return step(in); });
   jit(step.batch());
   jit(step.batch());  // captured
+  const double cpu0 = process_cpu_seconds();
   for (auto _ : state) benchmark::DoNotOptimize(jit(step.batch()));
   state.counters["kernels"] = double(jit.kernels());
+  state.counters["process_cpu_ms"] =
+      (process_cpu_seconds() - cpu0) / double(state.iterations()) * 1e3;
 }
 BENCHMARK(BM_MlpAdamStep_Jit)->Unit(benchmark::kMillisecond)->UseRealTime();
 

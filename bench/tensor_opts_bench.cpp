@@ -255,6 +255,15 @@ MLP_VARIANT(fwd_shuffle_16x4, 0, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHU
             {O::UPCAST, 0, 2}, {O::UNROLL, 3, 4});
 MLP_VARIANT(fwd_shuffle_32x4_u8, 0, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
             {O::UPCAST, 0, 4}, {O::UNROLL, 3, 8});
+// Bigger shuffle tiles: fewer loads per multiply-add (a load is a loop over the lanes).
+MLP_VARIANT(fwd_shuffle_64x4, 0, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 8}, {O::UNROLL, 3, 4});
+MLP_VARIANT(fwd_shuffle_32x8, 0, 8, {O::UPCAST, 1, 8}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 4}, {O::UNROLL, 3, 4});
+MLP_VARIANT(fwd_shuffle_64x8, 0, 8, {O::UPCAST, 1, 8}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 8}, {O::UNROLL, 3, 4});
+MLP_VARIANT(fwd_shuffle_128x4, 0, 8, {O::UPCAST, 1, 4}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 16}, {O::UNROLL, 3, 4});
 MLP_VARIANT(fwd_global_8x4, 0, 64, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4});
 // The weight gradient: the heuristics' tile (lanes along o, 2 rows of i per lane: 784 / 8 = 98)
 MLP_VARIANT(dw_shuffle_16x4, 1, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
@@ -290,6 +299,28 @@ MLP_VARIANT(dwmask_shuffle_112x4_u2, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, 
             {O::UPCAST, 1, 14}, {O::UNROLL, 3, 2});
 MLP_VARIANT(dwmask_shuffle_28x4_u2, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::SHUFFLE, 1, 8},
             {O::UPCAST, 1, 7}, {O::UPCAST, 1, 1}, {O::UNROLL, 3, 2});
+// x read as vec2 along i (784 = 16 * 49) instead of one float per lane.
+MLP_VARIANT(dwmask_ilanes_32x2, 3, 8, {O::UPCAST, 1, 2}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 4}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dwmask_ilanes_32x14, 3, 8, {O::UPCAST, 1, 2}, {O::LOCAL, 1, 8}, {O::UPCAST, 1, 7},
+            {O::SHUFFLE, 0, 8}, {O::UPCAST, 0, 4}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dwmask_ilanes_32x6, 3, 8, {O::UPCAST, 1, 2}, {O::LOCAL, 1, 8}, {O::SHUFFLE, 0, 8},
+            {O::UPCAST, 0, 4}, {O::UPCAST, 1, 7}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dwmask_ilanes_32x14_v4, 3, 8, {O::UPCAST, 1, 2}, {O::LOCAL, 1, 8}, {O::UPCAST, 1, 7},
+            {O::UPCAST, 0, 4}, {O::SHUFFLE, 0, 8}, {O::UNROLL, 3, 4});
+// Lanes along o (4 each), x's vec2 pairs along i shuffled (lane s loads i = 2s, 2s + 1).
+MLP_VARIANT(dwmask_olanes_v2_32x16, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::UPCAST, 1, 2},
+            {O::SHUFFLE, 1, 8}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dwmask_olanes_v2_32x112, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::UPCAST, 1, 2},
+            {O::SHUFFLE, 1, 8}, {O::UPCAST, 1, 7}, {O::UNROLL, 3, 4});
+MLP_VARIANT(dwmask_olanes_v2_32x112_u2, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8},
+            {O::UPCAST, 1, 2}, {O::SHUFFLE, 1, 8}, {O::UPCAST, 1, 7}, {O::UNROLL, 3, 2});
+MLP_VARIANT(dwmask_olanes_v2_32x112_u8, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8},
+            {O::UPCAST, 1, 2}, {O::SHUFFLE, 1, 8}, {O::UPCAST, 1, 7}, {O::UNROLL, 3, 8});
+MLP_VARIANT(dwmask_olanes_v2_32x64_u8, 3, 8, {O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::UPCAST, 1, 2},
+            {O::SHUFFLE, 1, 8}, {O::UNROLL, 3, 8});
+MLP_VARIANT(dwmask_ilanes_32x14_v4_u2, 3, 8, {O::UPCAST, 1, 2}, {O::LOCAL, 1, 8}, {O::UPCAST, 1, 7},
+            {O::UPCAST, 0, 4}, {O::SHUFFLE, 0, 8}, {O::UNROLL, 3, 2});
 MLP_VARIANT(dw_global_4x4, 1, 64, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::UNROLL, 2, 4});
 MLP_VARIANT(dw_global_8x4, 1, 64, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::UNROLL, 2, 4});
 MLP_VARIANT(dw_global_16x4, 1, 64, {O::UPCAST, 1, 4}, {O::UPCAST, 0, 16}, {O::UNROLL, 2, 4});

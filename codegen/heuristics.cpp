@@ -1,5 +1,6 @@
 #include <vkgrad/codegen/heuristics.hpp>
 
+#include <algorithm>
 #include <optional>
 
 #include <vkgrad/core/error.hpp>
@@ -80,6 +81,7 @@ int64_t output_count(const Kernel& k) {
 struct ShuffleAxes {
   int lane = -1, shuffle = -1;
   bool four_columns = false;
+  const UOp* shared = nullptr;  // A: the load the lanes share
 };
 
 // Loads that vary along some reduce axis: the operands of the reduce's products. A load that is
@@ -133,8 +135,8 @@ std::optional<ShuffleAxes> shuffle_axes(const Kernel& k, int64_t lanes, int64_t 
               continue;
             if (load_stride(k, a, s) == 0 || load_stride(k, b, s) != 0) continue;
             if (shape[size_t(s)] % (lanes * rows_per_lane) == 0)
-              return ShuffleAxes{l, s, columns == 4};
-            if (!fallback) fallback = ShuffleAxes{l, s, columns == 4};
+              return ShuffleAxes{l, s, columns == 4, a};
+            if (!fallback) fallback = ShuffleAxes{l, s, columns == 4, a};
           }
           if (fallback) return fallback;
         }
@@ -262,8 +264,24 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     const int64_t lanes = traits.shuffle_lanes;
     if (tile->four_columns) k.apply({OptOp::UPCAST, tile->lane, 4});
     k.apply({OptOp::LOCAL, tile->lane, lanes});
+    // Where A is contiguous along the shuffled axis (a weight gradient's x[b, i] along i, the
+    // reduce running over b), each lane loads a vector of `width` neighbouring rows, not one:
+    // Lavapipe runs every load as a loop over the SIMD lanes, whatever its width. The rows per
+    // lane then count vectors, halved for vec4s to keep the accumulators within 256. The MLP's
+    // first weight gradient (784 inputs: vec2s, 7 per lane): 1.87 -> 1.73 CPU ms, load 9
+    // (bench_tensor --benchmark_filter=mlp_variant/dwmask, shuffle_56x4 against olanes_v2_32x112).
+    int64_t width = 1;
+    if (load_stride(k, tile->shared, tile->shuffle) == 1)
+      for (const int64_t w : {4, 2})
+        if (divides(k, tile->shuffle, w * lanes)) {
+          width = w;
+          break;
+        }
+    if (width > 1) k.apply({OptOp::UPCAST, tile->shuffle, width});
     k.apply({OptOp::SHUFFLE, tile->shuffle, lanes});
-    if (const int64_t rows = shuffle_rows(k, tile->shuffle, traits.shuffle_rows_per_lane))
+    const int64_t most =
+        std::max<int64_t>(1, traits.shuffle_rows_per_lane * 2 / std::max<int64_t>(width, 2));
+    if (const int64_t rows = shuffle_rows(k, tile->shuffle, most))
       k.apply({OptOp::UPCAST, tile->shuffle, rows});
   } else if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
     // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.

@@ -348,10 +348,10 @@ UOpPtr Lowerer::value_partial(const UOp* n, const Combo& c) {
 }
 
 UOpPtr Lowerer::unrolled_vector_lane(const UOp* load, const Combo& c, int at_lane) {
-  const UOpPtr v = unrolled_vector(load, c, at_lane);
+  const auto [v, axis] = unrolled_vector(load, c, at_lane);
   if (!v) return nullptr;
   const UOpPtr x = at_lane >= 0 ? shuffle(v, c[size_t(at_lane)]) : v;
-  return UOp::make(Ops::GEP, load->dtype, {x}, std::vector<int64_t>{c[size_t(innermost_unroll())]});
+  return UOp::make(Ops::GEP, load->dtype, {x}, std::vector<int64_t>{c[size_t(axis)]});
 }
 
 int Lowerer::innermost_unroll() const {
@@ -361,38 +361,57 @@ int Lowerer::innermost_unroll() const {
   return axis;
 }
 
-UOpPtr Lowerer::unrolled_vector(const UOp* load, const Combo& c, int at_lane) {
-  const int axis = innermost_unroll();
-  if (axis < 0) return nullptr;
-  const int64_t w = k_.full_shape()[size_t(axis)];
-  const DType d = load->dtype;
-  if (w < 2 || w > 4 || d.count != 1 || d.is_bool() || d.scalar == Scalar::BFloat16) return nullptr;
-  Combo base = c;
-  base[size_t(axis)] = 0;
-  if (at_lane >= 0) base[size_t(at_lane)] = -1;  // one load for every value of the lane axis
-  // An indexed load's lanes are consecutive only per invocation: never read across lanes.
-  if (at_lane >= 0 && is_indexed_load(load)) return nullptr;
-  auto key = std::pair{load, base};
-  auto it = unrolled_loads_.find(key);
-  if (it == unrolled_loads_.end()) {
-    std::vector<UOpPtr> idx;
-    for (int64_t j = 0; j < w; ++j) {
-      Combo lane = base;
-      lane[size_t(axis)] = j;
-      auto [index, valid] =
-          at_lane >= 0 ? address(load->src[1].get(), lane, at_lane) : load_address(load, lane);
-      idx.push_back(indexed(load->src[0], index, valid));
+std::vector<int> Lowerer::vector_axes() const {
+  std::vector<int> axes;
+  if (const int u = innermost_unroll(); u >= 0) axes.push_back(u);
+  // The innermost output axis is the LaneVectorizer's (vector_width): its loads are vectorized
+  // with the arithmetic above them, not here.
+  bool innermost_output = vector_width() > 1;
+  for (auto it = expanded_.rbegin(); it != expanded_.rend(); ++it) {
+    if (!is_output_axis(*it)) continue;
+    if (innermost_output) {
+      innermost_output = false;
+      continue;
     }
-    UOpPtr v;
-    if (LaneVectorizer::consecutive(idx)) {
-      // Masked lanes (one mask for all: see consecutive) read zeros, as scalar loads do.
-      const DType vd = d.vec(int(w));
-      v = idx[0]->src.size() > 2 ? UOp::make(Ops::LOAD, vd, {idx[0], UOp::const_(vd, 0)})
-                                 : UOp::make(Ops::LOAD, vd, {idx[0]});
-    }
-    it = unrolled_loads_.emplace(std::move(key), v).first;
+    if (k_.kinds()[*it] == AxisKind::Upcast) axes.push_back(int(*it));
   }
-  return it->second;
+  return axes;
+}
+
+std::pair<UOpPtr, int> Lowerer::unrolled_vector(const UOp* load, const Combo& c, int at_lane) {
+  const DType d = load->dtype;
+  if (d.count != 1 || d.is_bool() || d.scalar == Scalar::BFloat16) return {nullptr, -1};
+  // An indexed load's lanes are consecutive only per invocation: never read across lanes.
+  if (at_lane >= 0 && is_indexed_load(load)) return {nullptr, -1};
+  for (const int axis : vector_axes()) {
+    const int64_t w = k_.full_shape()[size_t(axis)];
+    if (w < 2 || w > 4) continue;
+    Combo base = c;
+    base[size_t(axis)] = -2;  // one load for every value of the axis (-2: keyed by the axis)
+    if (at_lane >= 0) base[size_t(at_lane)] = -1;  // one load for every value of the lane axis
+    auto key = std::pair{load, base};
+    auto it = unrolled_loads_.find(key);
+    if (it == unrolled_loads_.end()) {
+      std::vector<UOpPtr> idx;
+      for (int64_t j = 0; j < w; ++j) {
+        Combo lane = base;
+        lane[size_t(axis)] = j;
+        auto [index, valid] =
+            at_lane >= 0 ? address(load->src[1].get(), lane, at_lane) : load_address(load, lane);
+        idx.push_back(indexed(load->src[0], index, valid));
+      }
+      UOpPtr v;
+      if (LaneVectorizer::consecutive(idx)) {
+        // Masked lanes (one mask for all: see consecutive) read zeros, as scalar loads do.
+        const DType vd = d.vec(int(w));
+        v = idx[0]->src.size() > 2 ? UOp::make(Ops::LOAD, vd, {idx[0], UOp::const_(vd, 0)})
+                                   : UOp::make(Ops::LOAD, vd, {idx[0]});
+      }
+      it = unrolled_loads_.emplace(std::move(key), v).first;
+    }
+    if (it->second) return {it->second, axis};
+  }
+  return {nullptr, -1};
 }
 
 int64_t Lowerer::estimate_flops() const {

@@ -96,15 +96,22 @@ class Lowerer {
   UOpPtr value_partial(const UOp* n, const Combo& c);
 
   // A load whose elements are consecutive along the innermost unroll axis (a row of A in a
-  // matmul's reduce) is read once as a vector for all of that axis' values, and each unrolled
-  // copy takes its lane: one vector access instead of 2..4 scalar ones. nullptr where it does
-  // not apply. With `at_lane`, the vector is the one at the invocation's lane along that axis.
+  // matmul's reduce), or else along an upcast axis (a matmul's weight gradient reads both
+  // operands along their output axes), is read once as a vector for all of that axis' values,
+  // and each copy takes its lane: one vector access instead of 2..4 scalar ones (on Lavapipe
+  // every access is a loop over the SIMD lanes, whatever its width). nullptr where it does not
+  // apply. With `at_lane`, the vector is the one at the invocation's lane along that axis.
   UOpPtr unrolled_vector_lane(const UOp* load, const Combo& c, int at_lane = -1);
 
   int innermost_unroll() const;
 
-  // The vector LOAD of unrolled_vector_lane (nullptr where the lanes are not consecutive).
-  UOpPtr unrolled_vector(const UOp* load, const Combo& c, int at_lane);
+  // The axes unrolled_vector tries, in order: the innermost unroll axis, then the upcast axes
+  // from the innermost out, less the one the LaneVectorizer takes (vector_width).
+  std::vector<int> vector_axes() const;
+
+  // The vector LOAD of unrolled_vector_lane and the axis it runs along ({nullptr, -1} where no
+  // axis has consecutive lanes).
+  std::pair<UOpPtr, int> unrolled_vector(const UOp* load, const Combo& c, int at_lane);
 
   // Arithmetic of one launch, as the AST counts it: each op once per element it is computed
   // for (the full shape below a reduce, the output shape above it).

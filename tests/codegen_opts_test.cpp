@@ -327,8 +327,8 @@ TEST_F(Opts, LavapipeHeuristicsTileASingleChannelWeightGradientByWholeTaps) {
 }
 
 // A weight gradient dy^T x reduced over the batch whose input axis leaves each lane an odd count
-// of rows (112 / 8 = 14, as a 784-wide first layer leaves 98): the shuffle tile takes 7 rows per
-// lane, not 2, and agrees with the closed form.
+// of rows (112 / 16 = 7 pairs, as a 784-wide first layer leaves 49): the shuffle tile takes 7
+// rows (vec2s) per lane, not 2, and agrees with the closed form.
 TEST_F(Opts, LavapipeHeuristicsShuffleRowsThatDivideAnAxisOfNoPowerOfTwo) {
   if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
     GTEST_SKIP() << "needs 8-wide subgroups";
@@ -344,6 +344,113 @@ TEST_F(Opts, LavapipeHeuristicsShuffleRowsThatDivideAnAxisOfNoPowerOfTwo) {
             std::string::npos)
       << l.describe;
   EXPECT_EQ(agree(l), matmul_closed_form(dyt, x, outs, batch, ins));
+}
+
+// Vector loads of `width` lanes in a lowered program.
+int vector_loads(const Program& p, int width) {
+  int n = 0;
+  for (const UOpPtr& u : p.uops) n += u->op == Ops::LOAD && u->dtype.count == width;
+  return n;
+}
+
+// dy^T x for a dy of (batch, outs) and an x of (batch, ins), both row-major: a weight gradient.
+std::vector<float> weight_gradient(const std::vector<float>& dy, const std::vector<float>& x,
+                                   int64_t batch, int64_t outs, int64_t ins) {
+  std::vector<float> dyt(dy.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t o = 0; o < outs; ++o) dyt[size_t(o * batch + b)] = dy[size_t(b * outs + o)];
+  return matmul_closed_form(dyt, x, outs, batch, ins);
+}
+
+// The MLP's first weight gradient, dy^T x reduced over the batch, strided in both operands: x is
+// contiguous along the shuffled axis (its inputs), so each lane loads 2 neighbouring inputs as
+// one vec2 (112 = 16 * 7, as 784 = 16 * 49: 7 vec2s per lane) or, where the shared operand takes
+// 32 rows, 4 as one vec4; and
+// the result agrees with the closed form, also where the batch is odd (no unroll by 4).
+TEST_F(Opts, LavapipeHeuristicsShuffleVectorsOfAnOperandContiguousAlongTheShuffledAxis) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const DeviceTraits cpu = lavapipe_traits();
+  struct Case {
+    int64_t batch, outs, ins;
+    const char* opts;
+    int width;
+  };
+  for (const Case c :
+       {Case{8, 32, 112,
+             "UPCAST(axis=1, amount=2), SHUFFLE(axis=1, amount=8), "
+             "UPCAST(axis=1, amount=7)",
+             2},
+        // The lanes along the inputs (4 each): dy is the shared one, 4 outputs a lane.
+        Case{12, 32, 64,
+             "LOCAL(axis=1, amount=8), UPCAST(axis=0, amount=4), "
+             "SHUFFLE(axis=0, amount=8)",
+             4},
+        Case{7, 64, 48,
+             "UPCAST(axis=1, amount=2), SHUFFLE(axis=1, amount=8), "
+             "UPCAST(axis=1, amount=3)",
+             2}}) {
+    SCOPED_TRACE(std::to_string(c.batch) + "x" + std::to_string(c.outs) + "x" +
+                 std::to_string(c.ins));
+    const std::vector<float> dy = ints(c.batch * c.outs, 7, 11, 5),
+                             x = ints(c.batch * c.ins, 5, 13, 6);
+    const Lowered l = lowered(
+        Tensor(dy, {c.batch, c.outs}).transpose().matmul(Tensor(x, {c.batch, c.ins})), {}, &cpu);
+    EXPECT_NE(l.describe.find(c.opts), std::string::npos) << l.describe;
+    EXPECT_GT(vector_loads(l.program, c.width), 0) << l.describe;
+    EXPECT_EQ(agree(l), weight_gradient(dy, x, c.batch, c.outs, c.ins));
+  }
+  // Where 16 does not divide the inputs (40), the shared rows stay one per lane, as before.
+  const std::vector<float> dy = ints(8 * 32, 7, 11, 5), x = ints(8 * 40, 5, 13, 6);
+  const Lowered l = lowered(Tensor(dy, {8, 32}).transpose().matmul(Tensor(x, {8, 40})), {}, &cpu);
+  EXPECT_NE(l.describe.find("LOCAL(axis=0, amount=8), SHUFFLE(axis=1, amount=8)"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(agree(l), weight_gradient(dy, x, 8, 32, 40));
+}
+
+// The lowerer reads a load as one vector along an upcast axis that is not the innermost (whose
+// loads the LaneVectorizer takes with the arithmetic): x's 4 inputs per invocation in a register
+// tile of 4 inputs by 4 outputs, where the reduce (the batch) is strided for both operands.
+// Without shuffles, with shuffles, and with x's values inf and nan, which propagate as the
+// interpreter's scalar loads do.
+TEST_F(Opts, LoadsAreVectorsAlongAnUpcastAxisThatIsNotTheInnermost) {
+  const int64_t batch = 6, outs = 32, ins = 64;
+  const std::vector<float> dy = ints(batch * outs, 7, 11, 5);
+  std::vector<float> x = ints(batch * ins, 5, 13, 6);
+  const std::vector<Opt> tile{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}};
+  const Lowered plain =
+      lowered(Tensor(dy, {batch, outs}).transpose().matmul(Tensor(x, {batch, ins})), tile);
+  EXPECT_GT(vector_loads(plain.program, 4), 1) << plain.describe;
+  EXPECT_EQ(agree(plain), weight_gradient(dy, x, batch, outs, ins));
+  x[5] = std::numeric_limits<float>::infinity();
+  x[size_t(ins + 9)] = -std::numeric_limits<float>::infinity();
+  x[size_t(3 * ins + 17)] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> want = weight_gradient(dy, x, batch, outs, ins);
+  const std::vector<float> got =
+      agree(lowered(Tensor(dy, {batch, outs}).transpose().matmul(Tensor(x, {batch, ins})), tile));
+  ASSERT_EQ(got.size(), want.size());
+  int nans = 0, infs = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << i;
+      ++nans;
+    } else {
+      EXPECT_EQ(got[i], want[i]) << i;
+      infs += std::isinf(want[i]);
+    }
+  }
+  EXPECT_GT(nans, 0);  // 0 * inf where dy is 0, and every output of the nan's column
+  EXPECT_GT(infs, 0);
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8) return;
+  const Lowered shuffled =
+      lowered(Tensor(dy, {batch, outs}).transpose().matmul(Tensor(x, {batch, ins})),
+              {{O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::UPCAST, 1, 4}, {O::SHUFFLE, 1, 8}});
+  EXPECT_GT(vector_loads(shuffled.program, 4), 1) << shuffled.describe;
+  const std::vector<float> got_shuffled = agree(shuffled);
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(got_shuffled[i] == want[i] || (std::isnan(want[i]) && std::isnan(got_shuffled[i])))
+        << i;
 }
 
 // A division fused into a reduce and the same for every output along one axis (a softmax's

@@ -1,0 +1,87 @@
+// Matmuls shaped like an MLP's forward and weight gradient, on the Vulkan device (where Lavapipe's
+// heuristics give them shuffle tiles that read 2 or 4 rows per lane as one vector) against the
+// CPU device: equal to the bit on small integers (every order of summation is exact), on shapes
+// the tiles divide and shapes they do not, with an empty batch, and with inf and nan inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <vkgrad/core/tensor.hpp>
+
+namespace vkg::test {
+namespace {
+
+std::vector<float> ints(int64_t n, int mul, int mod, int shift) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(i * mul % mod - shift);
+  return v;
+}
+
+// dy^T x (a Linear layer's weight gradient) on `device`.
+std::vector<float> weight_gradient(const std::vector<float>& dy, const std::vector<float>& x,
+                                   int64_t batch, int64_t outs, int64_t ins,
+                                   const std::string& device) {
+  return Tensor(dy, {batch, outs}, device)
+      .transpose()
+      .matmul(Tensor(x, {batch, ins}, device))
+      .to_vector<float>();
+}
+
+// The same element by element, nan where the other is nan.
+void expect_same(const std::vector<float>& vk, const std::vector<float>& cpu) {
+  ASSERT_EQ(vk.size(), cpu.size());
+  int wrong = 0;
+  for (size_t i = 0; i < vk.size() && wrong < 10; ++i)
+    if (!(vk[i] == cpu[i] || (std::isnan(vk[i]) && std::isnan(cpu[i])))) {
+      ADD_FAILURE() << "[" << i << "] VK " << vk[i] << " CPU " << cpu[i];
+      ++wrong;
+    }
+}
+
+TEST(MatmulTiles, WeightGradientsAgreeWithTheCpuDevice) {
+  for (const auto& [batch, outs, ins] :
+       {std::tuple{16, 128, 784}, {13, 40, 112}, {7, 64, 48}, {9, 24, 40}, {5, 33, 64}}) {
+    SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(outs) + "x" + std::to_string(ins));
+    const std::vector<float> dy = ints(batch * outs, 7, 11, 5), x = ints(batch * ins, 5, 13, 6);
+    expect_same(weight_gradient(dy, x, batch, outs, ins, "VK"),
+                weight_gradient(dy, x, batch, outs, ins, "CPU"));
+  }
+}
+
+TEST(MatmulTiles, TheMlpForwardAgreesWithTheCpuDevice) {
+  const int64_t batch = 128, ins = 784, outs = 128;
+  const std::vector<float> x = ints(batch * ins, 5, 13, 6), w = ints(outs * ins, 7, 11, 5);
+  auto forward = [&](const std::string& device) {
+    return Tensor(x, {batch, ins}, device)
+        .matmul(Tensor(w, {outs, ins}, device).transpose())
+        .to_vector<float>();
+  };
+  expect_same(forward("VK"), forward("CPU"));
+}
+
+TEST(MatmulTiles, AnEmptyBatchGivesZeros) {
+  const std::vector<float> vk = weight_gradient({}, {}, 0, 32, 112, "VK");
+  EXPECT_EQ(vk, std::vector<float>(32 * 112, 0.0f));
+  EXPECT_EQ(vk, weight_gradient({}, {}, 0, 32, 112, "CPU"));
+}
+
+TEST(MatmulTiles, InfAndNanPropagateAsOnTheCpuDevice) {
+  const int64_t batch = 16, outs = 32, ins = 112;
+  std::vector<float> dy = ints(batch * outs, 7, 11, 5), x = ints(batch * ins, 5, 13, 6);
+  x[3] = std::numeric_limits<float>::infinity();
+  x[size_t(2 * ins + 50)] = -std::numeric_limits<float>::infinity();
+  x[size_t(7 * ins + 101)] = std::numeric_limits<float>::quiet_NaN();
+  dy[size_t(5 * outs + 9)] = std::numeric_limits<float>::infinity();
+  const std::vector<float> vk = weight_gradient(dy, x, batch, outs, ins, "VK");
+  expect_same(vk, weight_gradient(dy, x, batch, outs, ins, "CPU"));
+  int nans = 0, infs = 0;
+  for (float v : vk) nans += std::isnan(v), infs += std::isinf(v);
+  EXPECT_GT(nans, 0);  // the nan's column, and inf * 0
+  EXPECT_GT(infs, 0);
+}
+
+}  // namespace
+}  // namespace vkg::test
