@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <tuple>
 
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/counters.hpp>
@@ -154,11 +155,20 @@ TEST(Dist, BroadcastAndAllGatherOfAView) {
   }
 }
 
-// A large broadcast and all_gather (int64, 3 MiB a rank) arrive whole, in rank order.
+// A large broadcast and all_gather (int64, 3 MiB a rank) arrive whole, in rank order: in place
+// and through host copies, as MPI_BYTEs and (VKG_DIST_MAX_COUNT below 3 MiB, as past 2^31 - 1
+// bytes) as one value of a datatype of 1 MiB blocks, or of 1000003-byte blocks and a rest.
 TEST(Dist, LargeBroadcastAndAllGatherArriveWhole) {
   const int64_t n = 3 << 17;  // 393216 int64s
-  for (const char* device : {"VK", "CPU"}) {
-    SCOPED_TRACE(device);
+  for (auto [device, staged, limit] : {std::tuple{"VK", 0, 0},
+                                       {"CPU", 0, 0},
+                                       {"VK", 0, 1 << 20},
+                                       {"VK", 1, 1 << 20},
+                                       {"CPU", 0, 1000003},
+                                       {"CPU", 1, 1000003}}) {
+    SCOPED_TRACE(std::string(device) + (staged ? " staged" : "") + " limit " +
+                 std::to_string(limit));
+    ScopedSetting stage("VKG_DIST_STAGED", staged), max_count("VKG_DIST_MAX_COUNT", limit);
     const Tensor t = Tensor::arange(0, n, 1, device).cast(dtypes::int64) * (dist::rank() + 1);
     const std::vector<int64_t> b = dist::broadcast(t, 1).to_vector<int64_t>();
     ASSERT_EQ(b.size(), size_t(n));
