@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -229,13 +230,20 @@ void broadcast_bytes(const std::byte* in, std::byte* out, size_t bytes, int root
                    MPI_COMM_WORLD, &r),
         what);
   // The root's own copy runs on a thread of its own while MPI sends (it only reads `in` too); a
-  // small one runs here. The jthread joins before an error leaves.
+  // small one runs here, as does any where no thread can be started (MPI_Ibcast is already in
+  // flight: an error leaving now would lose its request). The jthread joins before an error
+  // leaves.
   constexpr size_t kThreadFrom = size_t(1) << 20;
   std::jthread copier;
-  if (sending && bytes >= kThreadFrom)
-    copier = std::jthread([=] { std::memcpy(out, in, bytes); });
-  else if (sending)
-    std::memcpy(out, in, bytes);
+  bool on_thread = false;
+  if (sending && bytes >= kThreadFrom) {
+    try {
+      copier = std::jthread([=] { std::memcpy(out, in, bytes); });
+      on_thread = true;
+    } catch (const std::exception&) {  // std::system_error, std::bad_alloc: copied below
+    }
+  }
+  if (sending && !on_thread) std::memcpy(out, in, bytes);
   wait(r, what, std::move(keep));
 }
 
