@@ -99,6 +99,8 @@ TEST(Dist, BroadcastAndAllGatherWriteInTheDevicesMemory) {
     t.realize();
     Tensor probe = t.contiguous();
     const bool mapped = mapped_memory(probe).data != nullptr;
+    EXPECT_EQ(maps_memory(device), mapped);  // what broadcast and all_gather ask first
+    EXPECT_FALSE(maps_memory(std::string(device) + "," + device + ":1"));
     Tensor in = t;  // realized, the transpose is a buffer of its own, read in place
     EXPECT_EQ(mapped_memory(in).data != nullptr, mapped);
     for (int root : {0, 1}) {
