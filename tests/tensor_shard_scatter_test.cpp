@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 
+#include <vkgrad/core/indexed_load.hpp>
 #include <vkgrad/core/multi.hpp>
 #include <vkgrad/vkgrad.hpp>
 
@@ -290,6 +291,33 @@ TEST(TensorShardScatter, UnevenIndicesAndElementsNoDeviceReaches) {
             (std::vector<uint32_t>{4294967291u, 2, 3, 4294967290u, 5}));
   EXPECT_EQ(uints(tu.scatter_reduce(0, i, small, R::Amax, false)),
             (std::vector<uint32_t>{4, 2, 3, 5, 5}));
+}
+
+// Bools: scatter_add is an or, so the other devices start from false (the sum's identity; a
+// product's and min's is true, a max's false). By hand, against one device and the CPU device.
+TEST(TensorShardScatter, BoolScatterAddIsAnOrAcrossDevices) {
+  EXPECT_EQ(scatter_identity(ScatterCombine::Sum, dtypes::bool_).as_double(), 0);
+  EXPECT_EQ(scatter_identity(ScatterCombine::Max, dtypes::bool_).as_double(), 0);
+  EXPECT_EQ(scatter_identity(ScatterCombine::Prod, dtypes::bool_).as_double(), 1);
+  EXPECT_EQ(scatter_identity(ScatterCombine::Min, dtypes::bool_).as_double(), 1);
+  EXPECT_EQ(scatter_identity(ScatterCombine::Sum, dtypes::bool_).kind(), ScalarKind::Bool);
+  // Device 0 sends true to element 0, device 1 true to element 2; element 1 is the target's.
+  const std::vector<int32_t> to = {0, 0, 2, 2, 3, 0};
+  const Tensor values = Tensor(std::vector<int>{1, 0, 0, 1, 0, 0}, {6}).cast(dtypes::bool_);
+  const Tensor dest = Tensor(std::vector<int>{0, 1, 0, 0}, {4}).cast(dtypes::bool_);
+  const std::vector<bool> want = {true, true, true, false};
+  auto bools = [](const Tensor& t) {
+    std::vector<bool> out;
+    for (int v : t.to("CPU").cast(dtypes::int32).to_vector<int>()) out.push_back(v != 0);
+    return out;
+  };
+  EXPECT_EQ(bools(dest.to("CPU").scatter_add(0, Tensor(to, {6}, "CPU"), values.to("CPU"))), want);
+  EXPECT_EQ(bools(dest.scatter_add(0, Tensor(to, {6}), values)), want);
+  for (const auto& devices : {two, three}) {
+    const Tensor got = dest.shard(devices).scatter_add(0, Tensor(to, {6}).shard(devices, 0),
+                                                       values.shard(devices, 0));
+    EXPECT_EQ(bools(got), want) << join_devices(devices);
+  }
 }
 
 // Plain scatter (the last value along the axis wins) is a max of positions underneath: it too
