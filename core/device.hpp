@@ -110,6 +110,9 @@ class Device {
     (void)memory;
     return nullptr;
   }
+  // Whether host_pointer gives every allocation's bytes: asked before allocating memory only
+  // to find out (core/mapped_memory.hpp).
+  virtual bool maps_memory() const { return false; }
   // Submits what is queued and returns a function that blocks until that has run, callable from
   // any thread. The default is for devices that run each item before run() returns.
   virtual std::function<void()> when_queued_done() {

@@ -158,6 +158,9 @@ Tensor indexed_scatter(const Tensor& dest, const Tensor& values, std::span<const
 }
 
 Scalarish scatter_identity(ScatterCombine combine, DType d) {
+  // A bool sum (scatter_add) and max are an or, a product and min an and.
+  if (d.is_bool() && combine != ScatterCombine::Assign)
+    return Scalarish(combine == ScatterCombine::Prod || combine == ScatterCombine::Min);
   const int bits = 8 * d.scalar_size();
   // The integer range in int64 (uint64's highest, 2^64 - 1, wraps to -1 and back).
   const int64_t lowest = d.is_unsigned() ? 0 : bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));

@@ -33,4 +33,8 @@ MappedMemory mapped_memory(Tensor& t) {
   return {data, bytes, b.allocation};
 }
 
+bool maps_memory(const std::string& name) {
+  return !is_multi_device(name) && device(name).maps_memory();
+}
+
 }  // namespace vkg

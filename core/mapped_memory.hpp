@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include <vkgrad/core/tensor.hpp>
 
@@ -25,5 +26,9 @@ struct MappedMemory {
 // it. Empty (data null) for a device whose memory the host does not map, a 0-element tensor, a
 // sharded tensor, or a view that is not its whole buffer.
 MappedMemory mapped_memory(Tensor& t);
+
+// Whether `device` (one device's name) maps its memory, so that mapped_memory of a tensor made
+// there that is its whole buffer has data: asked before allocating a buffer only to find out.
+bool maps_memory(const std::string& device);
 
 }  // namespace vkg

@@ -388,10 +388,9 @@ class Lowering {
       operands[0] = align(*in[0], like, n);
       return per_shard(n, operands, like);
     }
+    // Never Assign: Tensor::scatter is a max of positions (core/tensor_scatter.cpp), which
+    // keeps the last value's order across devices.
     const auto combine = ScatterCombine(arg[0]);
-    if (combine == ScatterCombine::Assign)
-      throw Error(where(n) + ": an assigning scatter of values sharded on an indexed axis (" +
-                  std::to_string(axis) + ") has no order to keep; gather them with to() first");
     for (size_t i = 1; i < operands[0].shards.size(); ++i)
       operands[0].shards[i] =
           Tensor::full(*n.shape(), scatter_identity(combine, n.dtype), n.dtype, like.devices[i])

@@ -272,6 +272,7 @@ class VkDevice final : public Device {
     static_cast<VkAllocation&>(memory).fresh = false;  // the host may write it from now on
     return static_cast<VkAllocation&>(memory).buffer.mapped();
   }
+  bool maps_memory() const override { return rt_.allocator.host_mapped(vk::Usage::Device); }
   std::function<void()> when_queued_done() override {
     const uint64_t point = queue_.submit();
     vk::Timeline* timeline = &rt_.device.timeline();

@@ -48,6 +48,12 @@ MappedMemory in_place(Tensor& t) {
   return mapped_memory(t);
 }
 
+// Whether a result made on `device` would be mapped: asked before allocating one for MPI to
+// write in place, which a discrete GPU's device-local memory would only waste.
+bool result_in_place(const std::string& device) {
+  return !setting("VKG_DIST_STAGED") && maps_memory(device);
+}
+
 void check_mean(ReduceOp op, DType dtype, const std::string& what) {
   if (op == ReduceOp::Mean && dtype != dtypes::float32 && dtype != dtypes::float64)
     throw Error("dist: " + what + ": the mean needs float32 or float64");
@@ -95,10 +101,12 @@ Tensor broadcast(const Tensor& t, int root) {
   const std::byte* from = src ? src.data : staged ? staged->data() : nullptr;
   const std::shared_ptr<const void> keep_in =
       src ? std::shared_ptr<const void>(src.keep) : std::shared_ptr<const void>(staged);
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  if (MappedMemory dst = in_place(out)) {
-    detail::broadcast_bytes(from, dst.data, bytes, root, {keep_in, dst.keep}, what);
-    return out;
+  if (result_in_place(t.device())) {
+    Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+    if (MappedMemory dst = in_place(out)) {
+      detail::broadcast_bytes(from, dst.data, bytes, root, {keep_in, dst.keep}, what);
+      return out;
+    }
   }
   Bytes data = !sending ? std::make_shared<std::vector<std::byte>>(bytes)
                : staged ? staged
@@ -120,10 +128,12 @@ Tensor all_gather(const Tensor& t) {
   const size_t bytes = src ? src.size : staged->size();
   const std::shared_ptr<const void> keep_in =
       src ? std::shared_ptr<const void>(src.keep) : std::shared_ptr<const void>(staged);
-  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
-  if (MappedMemory dst = in_place(out)) {
-    detail::all_gather_bytes(from, bytes, dst.data, {keep_in, dst.keep}, what);
-    return out;
+  if (result_in_place(t.device())) {
+    Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+    if (MappedMemory dst = in_place(out)) {
+      detail::all_gather_bytes(from, bytes, dst.data, {keep_in, dst.keep}, what);
+      return out;
+    }
   }
   auto gathered = std::make_shared<std::vector<std::byte>>(bytes * size_t(world_size()));
   detail::all_gather_bytes(from, bytes, gathered->data(), {keep_in, gathered}, what);

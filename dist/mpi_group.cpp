@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/error.hpp>
 
 namespace vkg::dist::detail {
@@ -131,6 +133,49 @@ int count_of(size_t n, const std::string& what) {
   return int(n);
 }
 
+// `bytes` as MPI's int count of a datatype: MPI_BYTE while they fit an int, else one value of a
+// datatype `bytes` long (blocks of up to 1 GiB, then the rest), so that a broadcast or all_gather
+// of 2 GiB or more is one call. The datatype is freed here; MPI keeps it for a pending call.
+// VKG_DIST_MAX_COUNT lowers the limit (tests take the blocked path on a few MiB).
+struct ByteCount {
+  MPI_Datatype type = MPI_BYTE;
+  int count = 0;
+  ByteCount(size_t bytes, const std::string& what) {
+    const int64_t limit_setting = setting("VKG_DIST_MAX_COUNT");
+    const size_t limit = limit_setting > 0 ? size_t(limit_setting) : size_t(INT32_MAX);
+    if (bytes <= limit) {
+      count = int(bytes);
+      return;
+    }
+    const size_t block = std::min(limit, size_t(1) << 30), blocks = bytes / block;
+    const size_t rest = bytes % block;
+    if (blocks > size_t(INT32_MAX))
+      throw Error("dist: " + what + " of " + std::to_string(bytes) + " bytes: too many for MPI");
+    MPI_Datatype whole = MPI_DATATYPE_NULL;
+    check(MPI_Type_contiguous(int(block), MPI_BYTE, &whole), what);
+    if (rest == 0) {
+      check(MPI_Type_contiguous(int(blocks), whole, &type), what);
+    } else {
+      int lengths[] = {int(blocks), int(rest)};
+      MPI_Aint at[] = {0, MPI_Aint(blocks * block)};
+      MPI_Datatype types[] = {whole, MPI_BYTE};
+      MPI_Datatype joined = MPI_DATATYPE_NULL;
+      check(MPI_Type_create_struct(2, lengths, at, types, &joined), what);
+      // Exactly `bytes` apart in an all_gather's result (a struct's extent may be padded).
+      check(MPI_Type_create_resized(joined, 0, MPI_Aint(bytes), &type), what);
+      MPI_Type_free(&joined);
+    }
+    MPI_Type_free(&whole);
+    check(MPI_Type_commit(&type), what);
+    count = 1;
+  }
+  ~ByteCount() {
+    if (type != MPI_BYTE) MPI_Type_free(&type);
+  }
+  ByteCount(const ByteCount&) = delete;
+  ByteCount& operator=(const ByteCount&) = delete;
+};
+
 }  // namespace
 
 int mpi_rank() {
@@ -168,9 +213,9 @@ void all_reduce_sum(const std::byte* in, std::byte* out, size_t bytes, DType dty
 
 void broadcast_bytes(const Bytes& data, int root, const std::string& what) {
   start();
+  const ByteCount n(data->size(), what);
   MPI_Request r;
-  check(MPI_Ibcast(data->data(), count_of(data->size(), what), MPI_BYTE, root, MPI_COMM_WORLD, &r),
-        what);
+  check(MPI_Ibcast(data->data(), n.count, n.type, root, MPI_COMM_WORLD, &r), what);
   wait(r, what, {data});
 }
 
@@ -178,19 +223,27 @@ void broadcast_bytes(const std::byte* in, std::byte* out, size_t bytes, int root
                      std::vector<std::shared_ptr<const void>> keep, const std::string& what) {
   start();
   const bool sending = mpi_rank() == root;
+  const ByteCount n(bytes, what);
   MPI_Request r;
   // MPI_Ibcast only reads the root's buffer (its signature predates const).
-  check(MPI_Ibcast(sending ? const_cast<std::byte*>(in) : out, count_of(bytes, what), MPI_BYTE,
-                   root, MPI_COMM_WORLD, &r),
+  check(MPI_Ibcast(sending ? const_cast<std::byte*>(in) : out, n.count, n.type, root,
+                   MPI_COMM_WORLD, &r),
         what);
   // The root's own copy runs on a thread of its own while MPI sends (it only reads `in` too); a
-  // small one runs here. The jthread joins before an error leaves.
+  // small one runs here, as does any where no thread can be started (MPI_Ibcast is already in
+  // flight: an error leaving now would lose its request). The jthread joins before an error
+  // leaves.
   constexpr size_t kThreadFrom = size_t(1) << 20;
   std::jthread copier;
-  if (sending && bytes >= kThreadFrom)
-    copier = std::jthread([=] { std::memcpy(out, in, bytes); });
-  else if (sending)
-    std::memcpy(out, in, bytes);
+  bool on_thread = false;
+  if (sending && bytes >= kThreadFrom) {
+    try {
+      copier = std::jthread([=] { std::memcpy(out, in, bytes); });
+      on_thread = true;
+    } catch (const std::exception&) {  // std::system_error, std::bad_alloc: copied below
+    }
+  }
+  if (sending && !on_thread) std::memcpy(out, in, bytes);
   wait(r, what, std::move(keep));
 }
 
@@ -203,9 +256,9 @@ Bytes all_gather_bytes(const Bytes& in, const std::string& what) {
 void all_gather_bytes(const std::byte* in, size_t bytes, std::byte* out,
                       std::vector<std::shared_ptr<const void>> keep, const std::string& what) {
   start();
-  const int n = count_of(bytes, what);
+  const ByteCount n(bytes, what);
   MPI_Request r;
-  check(MPI_Iallgather(in, n, MPI_BYTE, out, n, MPI_BYTE, MPI_COMM_WORLD, &r), what);
+  check(MPI_Iallgather(in, n.count, n.type, out, n.count, n.type, MPI_COMM_WORLD, &r), what);
   wait(r, what, std::move(keep));
 }
 

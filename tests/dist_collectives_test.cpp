@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <tuple>
 
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/counters.hpp>
@@ -56,10 +57,11 @@ TEST(Dist, AllReduceWritesTheResultInTheDevicesMemory) {
     const int64_t uploads = global_counters().uploads;
     Tensor s = dist::all_reduce(t);
     EXPECT_EQ(s.shape(), (Shape{3, 2}));
+    EXPECT_EQ((s * 2 + 1).to_vector<float>(), (std::vector<float>{1, 19, 7, 25, 13, 31})) << device;
+    // Counted once a kernel has read the result: a host copy is uploaded only then.
     if (mapped) {
       EXPECT_EQ(global_counters().uploads, uploads) << device;
     }
-    EXPECT_EQ((s * 2 + 1).to_vector<float>(), (std::vector<float>{1, 19, 7, 25, 13, 31})) << device;
     EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{0, 3 * r, r, 4 * r, 2 * r, 5 * r}))
         << device;
     EXPECT_EQ(dist::all_reduce(t, dist::ReduceOp::Mean).to_vector<float>(),
@@ -97,6 +99,8 @@ TEST(Dist, BroadcastAndAllGatherWriteInTheDevicesMemory) {
     t.realize();
     Tensor probe = t.contiguous();
     const bool mapped = mapped_memory(probe).data != nullptr;
+    EXPECT_EQ(maps_memory(device), mapped);  // what broadcast and all_gather ask first
+    EXPECT_FALSE(maps_memory(std::string(device) + "," + device + ":1"));
     Tensor in = t;  // realized, the transpose is a buffer of its own, read in place
     EXPECT_EQ(mapped_memory(in).data != nullptr, mapped);
     for (int root : {0, 1}) {
@@ -104,23 +108,24 @@ TEST(Dist, BroadcastAndAllGatherWriteInTheDevicesMemory) {
       Tensor b = dist::broadcast(t, root);
       EXPECT_EQ(b.shape(), (Shape{3, 2}));
       EXPECT_EQ(b.device(), device);
-      if (mapped) {
-        EXPECT_EQ(global_counters().uploads, uploads) << "root " << root;
-      }
       std::vector<float> want = value(root);
       for (float& x : want) x = x * 2 + 1;
       EXPECT_EQ((b * 2 + 1).to_vector<float>(), want) << "root " << root;
+      // After a kernel read the result: a host copy would have been uploaded by now.
+      if (mapped) {
+        EXPECT_EQ(global_counters().uploads, uploads) << "root " << root;
+      }
       EXPECT_EQ(t.to_vector<float>(), value(r));
     }
     const int64_t uploads = global_counters().uploads;
     Tensor g = dist::all_gather(t);
     EXPECT_EQ(g.shape(), (Shape{6, 2}));
-    if (mapped) {
-      EXPECT_EQ(global_counters().uploads, uploads);
-    }
     std::vector<float> want = value(0), second = value(1);
     want.insert(want.end(), second.begin(), second.end());
     EXPECT_EQ((g + 0).to_vector<float>(), want);
+    if (mapped) {
+      EXPECT_EQ(global_counters().uploads, uploads);
+    }
     // The root's result is a buffer of its own: writing its input in place leaves it as it was.
     Tensor own = t.contiguous().realize();
     Tensor b = dist::broadcast(own, 0);
@@ -137,25 +142,47 @@ TEST(Dist, BroadcastAndAllGatherOfAView) {
   for (const char* device : {"VK", "CPU"}) {
     SCOPED_TRACE(device);
     Tensor whole = (Tensor::arange(0, 6, 1, device).cast(dtypes::float32) + 10 * r).realize();
+    const bool mapped = mapped_memory(whole).data != nullptr;
     Tensor part = whole.shrink({{2, 5}});
-    EXPECT_EQ(dist::broadcast(part, 1).to_vector<float>(), (std::vector<float>{12, 13, 14}));
-    EXPECT_EQ(dist::all_gather(part).to_vector<float>(), (std::vector<float>{2, 3, 4, 12, 13, 14}));
+    part.realize();
+    const int64_t uploads = global_counters().uploads;
+    EXPECT_EQ((dist::broadcast(part, 1) + 0).to_vector<float>(), (std::vector<float>{12, 13, 14}));
+    EXPECT_EQ((dist::all_gather(part) + 0).to_vector<float>(),
+              (std::vector<float>{2, 3, 4, 12, 13, 14}));
+    // Kernels read both results: host copies would have been uploaded by now.
+    if (mapped) {
+      EXPECT_EQ(global_counters().uploads, uploads);
+      EXPECT_NE(mapped_memory(part).data, nullptr);
+    }
   }
 }
 
-// A large broadcast and all_gather (int64, 3 MiB a rank) arrive whole, in rank order.
+// A large broadcast and all_gather (int64, 3 MiB a rank) arrive whole, in rank order: in place
+// and through host copies, as MPI_BYTEs and (VKG_DIST_MAX_COUNT below 3 MiB, as past 2^31 - 1
+// bytes) as one value of a datatype of 1 MiB blocks, or of 1000003-byte blocks and a rest.
 TEST(Dist, LargeBroadcastAndAllGatherArriveWhole) {
   const int64_t n = 3 << 17;  // 393216 int64s
-  for (const char* device : {"VK", "CPU"}) {
-    SCOPED_TRACE(device);
-    const Tensor t = Tensor::arange(0, n, 1, device).cast(dtypes::int64) * (dist::rank() + 1);
+  for (auto [device, staged, limit] : {std::tuple{"VK", 0, 0},
+                                       {"CPU", 0, 0},
+                                       {"VK", 0, 1 << 20},
+                                       {"VK", 1, 1 << 20},
+                                       {"CPU", 0, 1000003},
+                                       {"CPU", 1, 1000003}}) {
+    SCOPED_TRACE(std::string(device) + (staged ? " staged" : "") + " limit " +
+                 std::to_string(limit));
+    ScopedSetting stage("VKG_DIST_STAGED", staged), max_count("VKG_DIST_MAX_COUNT", limit);
+    // No byte zero (fresh memory may be): a byte MPI left out shows.
+    const int64_t high = 0x0102030405060708;
+    const Tensor t =
+        Tensor::arange(0, n, 1, device).cast(dtypes::int64) * (dist::rank() + 1) + high;
     const std::vector<int64_t> b = dist::broadcast(t, 1).to_vector<int64_t>();
     ASSERT_EQ(b.size(), size_t(n));
     const std::vector<int64_t> g = dist::all_gather(t.reshape({n / 3, 3})).to_vector<int64_t>();
     ASSERT_EQ(g.size(), size_t(2 * n));
     int64_t bad = 0;
     for (int64_t i = 0; i < n; ++i)
-      bad += (b[size_t(i)] != 2 * i) + (g[size_t(i)] != i) + (g[size_t(n + i)] != 2 * i);
+      bad += (b[size_t(i)] != 2 * i + high) + (g[size_t(i)] != i + high) +
+             (g[size_t(n + i)] != 2 * i + high);
     EXPECT_EQ(bad, 0);
   }
 }

@@ -2,15 +2,18 @@
 // scatters its values into the combine's identity (the first into the target), and the partial
 // results combine with the reduce itself. Every reduce mode, with and without self, in every dtype
 // the one-device op takes, against that op on one Vulkan device and on the CPU device, bit for bit
-// (nan equal to nan), also along an inner axis and with only the indices sharded; IEEE max and
-// min at nan and signed zeros across devices; indices spread unevenly (a device whose values all
-// land on one element, elements no device reaches); and gradients against the one-device ones.
+// (nan equal to nan; float sums of values that collide within rounding), also along an inner axis
+// and with only the indices sharded; IEEE max and min at nan and signed zeros across devices;
+// indices spread unevenly (a device whose values all land on one element, elements no device
+// reaches); and gradients against the one-device ones.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 
+#include <vkgrad/core/indexed_load.hpp>
 #include <vkgrad/core/multi.hpp>
 #include <vkgrad/vkgrad.hpp>
 
@@ -54,15 +57,18 @@ testing::AssertionResult same_bits(const Tensor& want, const Tensor& got) {
 // axis 0. `shard(t, along)` places each input (the identity for one device).
 using Place = std::function<Tensor(const Tensor& t, bool along_axis)>;
 Tensor scatter_case(DType d, ScatterReduce r, bool self, const std::vector<int32_t>& idx,
-                    const std::string& dev, const Place& place, bool dest_sharded) {
-  const Tensor dest = test::random_tensor(d, {6, 7}, dev, 11);
-  const Tensor src = test::random_tensor(d, {6, 7}, dev, 12);
+                    const std::string& dev, const Place& place, bool dest_sharded,
+                    bool finite = false) {
+  const Tensor dest = test::random_tensor(d, {6, 7}, dev, 11, finite);
+  const Tensor src = test::random_tensor(d, {6, 7}, dev, 12, finite);
   const Tensor index(idx, {6, 7}, dev);
   return place(dest, dest_sharded).scatter_reduce(0, place(index, true), place(src, true), r, self);
 }
 
-// Indices into 5 rows: each row of the result gets values from several devices (repeats), or
-// exactly one value (once: a float sum or product then does not depend on the order).
+// Indices for {6, 7} values on axis 0. repeats: into 5 rows, so that elements get values from
+// several devices. once: row r, column c goes to row (r + c) % 6, a permutation of the rows in
+// every column, so each element gets exactly one value (a float sum or product then does not
+// depend on the order the devices' values arrive in).
 std::vector<int32_t> repeats() {
   std::vector<int32_t> v(6 * 7);
   for (size_t i = 0; i < v.size(); ++i) v[i] = int32_t((i * 7 + i / 5) % 5);
@@ -70,8 +76,15 @@ std::vector<int32_t> repeats() {
 }
 std::vector<int32_t> once() {
   std::vector<int32_t> v(6 * 7);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = int32_t((i / 7 + i % 7) % 6) % 5;
+  for (size_t i = 0; i < v.size(); ++i) v[i] = int32_t((i / 7 + i % 7) % 6);
   return v;
+}
+
+TEST(TensorShardScatter, OnceSendsOneValueToEachElement) {
+  std::vector<int> landed(6 * 7, 0);
+  const std::vector<int32_t> idx = once();
+  for (size_t i = 0; i < idx.size(); ++i) ++landed[size_t(idx[i]) * 7 + i % 7];
+  EXPECT_EQ(landed, std::vector<int>(6 * 7, 1));
 }
 
 TEST(TensorShardScatter, EveryReduceAndDtypeMatchesOneDeviceAndTheCpuDevice) {
@@ -95,6 +108,54 @@ TEST(TensorShardScatter, EveryReduceAndDtypeMatchesOneDeviceAndTheCpuDevice) {
           const Tensor got = scatter_case(d, r, self, idx, "VK", sharded, r == ScatterReduce::Prod);
           EXPECT_EQ(got.device(), join_devices(devices));
           EXPECT_TRUE(same_bits(cpu, got.to("CPU")));
+        }
+      }
+    }
+  }
+}
+
+// A float sum, product or mean of values that collide (repeats: up to 3 on one element, from
+// different devices) rounds in the order they arrive, which sharding changes: within 8 ulps of
+// the terms' magnitude (the sum of their absolute values; for a product, that of the larger of
+// 1 and each) of the CPU device's result, finite values in [-8, 8].
+TEST(TensorShardScatter, FloatSumsOfCollidingValuesAgreeUpToRounding) {
+  const std::vector<int32_t> idx = repeats();
+  std::vector<int> landed(5 * 7, 0);
+  for (size_t i = 0; i < idx.size(); ++i) ++landed[size_t(idx[i]) * 7 + i % 7];
+  ASSERT_EQ(*std::max_element(landed.begin(), landed.end()), 3);
+  for (DType d : test::vk_dtypes()) {
+    if (!d.is_float()) continue;
+    const double eps = d == dtypes::float64   ? 0x1p-52
+                       : d == dtypes::float32 ? 0x1p-23
+                       : d == dtypes::float16 ? 0x1p-10
+                                              : 0x1p-7;
+    const std::vector<double> dest = test::values(test::random_tensor(d, {6, 7}, "CPU", 11, true));
+    const std::vector<double> src = test::values(test::random_tensor(d, {6, 7}, "CPU", 12, true));
+    for (ScatterReduce r : {ScatterReduce::Sum, ScatterReduce::Prod, ScatterReduce::Mean}) {
+      std::vector<double> size(dest.size());
+      for (size_t e = 0; e < dest.size(); ++e)
+        size[e] = r == ScatterReduce::Prod ? std::max(1.0, std::abs(dest[e])) : std::abs(dest[e]);
+      for (size_t i = 0; i < idx.size(); ++i) {
+        double& m = size[size_t(idx[i]) * 7 + i % 7];
+        m = r == ScatterReduce::Prod ? m * std::max(1.0, std::abs(src[i])) : m + std::abs(src[i]);
+      }
+      for (bool self : {true, false}) {
+        SCOPED_TRACE(d.name() + " " + name_of(r) + (self ? " with self" : " without self"));
+        auto one = [](const Tensor& t, bool) { return t; };
+        const std::vector<double> cpu =
+            test::values(scatter_case(d, r, self, idx, "CPU", one, false, true));
+        for (const auto& devices : {two, three}) {
+          SCOPED_TRACE(join_devices(devices));
+          auto sharded = [&](const Tensor& t, bool along) {
+            return along ? t.shard(devices, 0) : t.shard(devices);
+          };
+          const std::vector<double> got = test::values(
+              scatter_case(d, r, self, idx, "VK", sharded, r == ScatterReduce::Prod, true)
+                  .to("CPU"));
+          ASSERT_EQ(got.size(), cpu.size());
+          for (size_t e = 0; e < cpu.size(); ++e)
+            EXPECT_LE(std::abs(got[e] - cpu[e]), 8 * eps * size[e])
+                << "[" << e << "] " << got[e] << " vs " << cpu[e];
         }
       }
     }
@@ -230,6 +291,33 @@ TEST(TensorShardScatter, UnevenIndicesAndElementsNoDeviceReaches) {
             (std::vector<uint32_t>{4294967291u, 2, 3, 4294967290u, 5}));
   EXPECT_EQ(uints(tu.scatter_reduce(0, i, small, R::Amax, false)),
             (std::vector<uint32_t>{4, 2, 3, 5, 5}));
+}
+
+// Bools: scatter_add is an or, so the other devices start from false (the sum's identity; a
+// product's and min's is true, a max's false). By hand, against one device and the CPU device.
+TEST(TensorShardScatter, BoolScatterAddIsAnOrAcrossDevices) {
+  EXPECT_EQ(scatter_identity(ScatterCombine::Sum, dtypes::bool_).as_double(), 0);
+  EXPECT_EQ(scatter_identity(ScatterCombine::Max, dtypes::bool_).as_double(), 0);
+  EXPECT_EQ(scatter_identity(ScatterCombine::Prod, dtypes::bool_).as_double(), 1);
+  EXPECT_EQ(scatter_identity(ScatterCombine::Min, dtypes::bool_).as_double(), 1);
+  EXPECT_EQ(scatter_identity(ScatterCombine::Sum, dtypes::bool_).kind(), ScalarKind::Bool);
+  // Device 0 sends true to element 0, device 1 true to element 2; element 1 is the target's.
+  const std::vector<int32_t> to = {0, 0, 2, 2, 3, 0};
+  const Tensor values = Tensor(std::vector<int>{1, 0, 0, 1, 0, 0}, {6}).cast(dtypes::bool_);
+  const Tensor dest = Tensor(std::vector<int>{0, 1, 0, 0}, {4}).cast(dtypes::bool_);
+  const std::vector<bool> want = {true, true, true, false};
+  auto bools = [](const Tensor& t) {
+    std::vector<bool> out;
+    for (int v : t.to("CPU").cast(dtypes::int32).to_vector<int>()) out.push_back(v != 0);
+    return out;
+  };
+  EXPECT_EQ(bools(dest.to("CPU").scatter_add(0, Tensor(to, {6}, "CPU"), values.to("CPU"))), want);
+  EXPECT_EQ(bools(dest.scatter_add(0, Tensor(to, {6}), values)), want);
+  for (const auto& devices : {two, three}) {
+    const Tensor got = dest.shard(devices).scatter_add(0, Tensor(to, {6}).shard(devices, 0),
+                                                       values.shard(devices, 0));
+    EXPECT_EQ(bools(got), want) << join_devices(devices);
+  }
 }
 
 // Plain scatter (the last value along the axis wins) is a max of positions underneath: it too

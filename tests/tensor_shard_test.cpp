@@ -135,6 +135,18 @@ TEST(TensorShard, BadInputIsAClearErrorAndTheLibraryStaysUsable) {
                 .to("CPU")
                 .to_vector<float>(),
             (std::vector<float>{1, 4, 5}));
+  // Values sharded on an axis the scatter does not index, shorter there than the target: each
+  // device's rows would land in only part of its shard's.
+  e = error_of([&] {
+    Tensor::zeros({4, 3}, dtypes::float32, "VK,VK:1")
+        .scatter_add(1, Tensor({0, 2, 1, 1, 0, 2}).reshape({2, 3}).shard(two, 0),
+                     Tensor(iota(6), {2, 3}).shard(two, 0))
+        .realize();
+  });
+  EXPECT_NE(e.find("values sharded on axis 0 fill only part of it; gather them with to() first"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("of shape (4, 3) sharded over VK,VK:1"), std::string::npos) << e;
   EXPECT_NE(error_of([&] { s.shard(two, 0); }).find("sharded already"), std::string::npos);
   EXPECT_NE(error_of([&] { s.to("VK,VK:1"); }).find("one device at a time"), std::string::npos);
   EXPECT_EQ((s * 2).sum().item<float>(), 132.0f);  // still usable
