@@ -149,6 +149,28 @@ TEST(SpecialValues, ACastConstantZeroOperandKeepsInfNanAndSignedZero) {
       {kNan, -0.0f});
 }
 
+// An operand that is an expression of constants only (log2 of |-1|, a difference of two
+// constants) is folded by the driver after it inlines the helpers; one that folds to +0 is a +0
+// operand as a CONST is: Lavapipe gave 0 for log2(|-1|) * inf (fuzzer seed 70118, (-1).pow(x)).
+TEST(SpecialValues, AConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
+  expect_on_both(
+      [&](const std::string& dev) {
+        const Tensor x = floats({kInf, -kInf, kNan, -6.5f}, dev);
+        return Tensor::full_like(x, -1.0).abs().log2() * x;
+      },
+      {kNan, kNan, kNan, -0.0f});
+  for (DType d : {dtypes::float32, dtypes::float64}) {  // (the GLSL has no float64 log2)
+    SCOPED_TRACE(d.name());
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor x = floats({-0.0f, kNan, -6.5f}, dev).cast(d);
+          const Tensor zero = Tensor::full_like(x, 3.0) - Tensor::full_like(x, 3.0);
+          return (x + zero).cast(dtypes::float32);
+        },
+        {0.0f, kNan, -6.5f});
+  }
+}
+
 // float16 arithmetic keeps inf and nan as float32 does: Lavapipe folded float16 `x - x` and
 // `-x + x` to 0 for x = inf although the kernel declares SignedZeroInfNanPreserve for 16 bits,
 // so there float16 is computed in float32 (devices/vk_target.hpp). Found by the differential
