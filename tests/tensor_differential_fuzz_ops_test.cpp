@@ -47,8 +47,12 @@ class OpsGen {
     vals_.clear();
     const int inputs = pick(1, 2);
     for (int i = 0; i < inputs; ++i) add_input(random_dtype(), random_shape());
-    const int ops = pick(2, 8);
-    for (int tries = 0; int(prog_.steps.size()) < inputs + ops && tries < 200; ++tries) try_op();
+    const int ops = pick(2, 8);  // not counting the inputs the ops add
+    auto made = [&] {
+      return std::count_if(prog_.steps.begin(), prog_.steps.end(),
+                           [](const Step& s) { return !s.operands.empty(); });
+    };
+    for (int tries = 0; made() < ops && tries < 200; ++tries) try_op();
     std::vector<bool> read(vals_.size(), false);
     for (const Step& s : prog_.steps)
       for (size_t o : s.operands) read[o] = true;
@@ -185,9 +189,8 @@ class OpsGen {
             [a, axis](const auto& x, const auto&) { return x[a].sum(axis); });
         return;
       }
-      default:
-        if (t.dtype() == dtypes::float64) return;  // the GLSL has no float64 exp2: a clear error
-        add(v(a) + ".exp()", {a}, [a](const auto& x, const auto&) { return x[a].exp(); });
+      default:  // exact (IEEE), unlike exp: a cast to an integer after it stays exact
+        add(v(a) + ".square()", {a}, [a](const auto& x, const auto&) { return x[a].square(); });
         return;
     }
   }
@@ -708,8 +711,8 @@ class OpsGen {
     } catch (const Error&) {
       return;
     }
-    add("/* sharded over {\"VK\", \"VK:1\"" + devs + " on VK */ [&](Tensor x) { return " + text +
-            "; }(" + v(a) + ")",
+    add("/* on VK: x.shard({\"VK\", \"VK:1\"}" + devs +
+            ", then .to(\"VK\") */ [&](Tensor x) { return " + text + "; }(" + v(a) + ")",
         ops, make);
   }
 };
