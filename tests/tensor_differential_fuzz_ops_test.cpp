@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "support/differential_fuzz.hpp"
+#include "support/fuzz_host_ops.hpp"
 
 namespace vkg {
 namespace {
@@ -100,15 +101,20 @@ class OpsGen {
   }
   std::string v(size_t i) { return "v" + std::to_string(i); }
 
-  bool add(std::string text, std::vector<size_t> operands, Make make) {
+  // host: the float64 reference (support/fuzz_host_ops.hpp), if any; relative: a float sum's
+  // tolerance rather than equality.
+  bool add(std::string text, std::vector<size_t> operands, Make make, HostFn host = {},
+           bool relative = false) {
     try {
       vals_.push_back(make(vals_, "CPU"));
     } catch (const Error&) {
       return false;  // shapes, dtypes or options the op refuses: not this program
     }
-    prog_.steps.push_back({std::move(text), std::move(operands), std::move(make), {}, 0, false});
+    prog_.steps.push_back(
+        {std::move(text), std::move(operands), std::move(make), std::move(host), 0, relative});
     return true;
   }
+  bool exact(size_t a) { return exact_in_double(vals_[a].dtype()); }
 
   size_t add_input(DType d, Shape s, bool finite = false) {
     const uint32_t seed = uint32_t(rng_());
@@ -322,18 +328,29 @@ class OpsGen {
                              ints_str(o.padding) + ", " + ints_str(o.dilation) + ", " +
                              (o.ceil_mode ? "true" : "false") + ", " +
                              (o.count_include_pad ? "true" : "false") + "}";
+    const bool undilated =
+        std::all_of(o.dilation.begin(), o.dilation.end(), [](int64_t d) { return d == 1; });
     switch (pick(0, 3)) {
       case 0:
-        add(v(x) + ".max_pool(" + opts + ")", {x},
-            [x, o](const auto& t, const auto&) { return t[x].max_pool(o); });
+        add(
+            v(x) + ".max_pool(" + opts + ")", {x},
+            [x, o](const auto& t, const auto&) { return t[x].max_pool(o); },
+            exact(x) ? HostFn(HostPool{o, HostPool::Max}) : HostFn());
         return;
       case 1:
-        add(v(x) + ".max_pool_with_indices(" + opts + ").second", {x},
-            [x, o](const auto& t, const auto&) { return t[x].max_pool_with_indices(o).second; });
+        add(
+            v(x) + ".max_pool_with_indices(" + opts + ").second", {x},
+            [x, o](const auto& t, const auto&) { return t[x].max_pool_with_indices(o).second; },
+            exact(x) ? HostFn(HostPool{o, HostPool::MaxIndex}) : HostFn());
         return;
       case 2:
-        add(v(x) + ".avg_pool(" + opts + ")", {x},
-            [x, o](const auto& t, const auto&) { return t[x].avg_pool(o); });
+        // torch's avg_pool has no dilation to follow.
+        add(
+            v(x) + ".avg_pool(" + opts + ")", {x},
+            [x, o](const auto& t, const auto&) { return t[x].avg_pool(o); },
+            vals_[x].dtype() == dtypes::float32 && undilated ? HostFn(HostPool{o, HostPool::Avg})
+                                                             : HostFn(),
+            true);
         return;
       default: {
         Shape out;
@@ -365,8 +382,10 @@ class OpsGen {
         const int64_t len = s[size_t(axis)];
         const size_t idx = add_index(
             is, random_indices(size_t(prod(is)), chance(20) ? -1 : 0, chance(20) ? len : len - 1));
-        add(v(a) + ".gather(" + std::to_string(axis) + ", " + v(idx) + ")", {a, idx},
-            [a, idx, axis](const auto& x, const auto&) { return x[a].gather(axis, x[idx]); });
+        add(
+            v(a) + ".gather(" + std::to_string(axis) + ", " + v(idx) + ")", {a, idx},
+            [a, idx, axis](const auto& x, const auto&) { return x[a].gather(axis, x[idx]); },
+            exact(a) ? host_gather(axis) : HostFn());
         return;
       }
       case 1: {  // take: negative counts from the end
@@ -511,11 +530,13 @@ class OpsGen {
       case 3: {
         const bool mx = pick(0, 1);
         const bool idx = chance(50);
-        add(v(a) + (mx ? ".cummax(" : ".cummin(") + ax + (idx ? ").second" : ").first"), {a},
+        add(
+            v(a) + (mx ? ".cummax(" : ".cummin(") + ax + (idx ? ").second" : ").first"), {a},
             [a, axis, mx, idx](const auto& x, const auto&) {
               auto r = mx ? x[a].cummax(axis) : x[a].cummin(axis);
               return idx ? r.second : r.first;
-            });
+            },
+            exact(a) ? host_cum_extreme(axis, mx, idx) : HostFn());
         return;
       }
       default:
@@ -543,36 +564,49 @@ class OpsGen {
     switch (pick(0, 4)) {
       case 0: {
         const bool idx = chance(50);
-        add(v(x) + ".sort(" + ax + (flag ? ", true)" : ", false)") + (idx ? ".second" : ".first"),
-            {x}, [x, axis, flag, idx](const auto& y, const auto&) {
+        add(
+            v(x) + ".sort(" + ax + (flag ? ", true)" : ", false)") + (idx ? ".second" : ".first"),
+            {x},
+            [x, axis, flag, idx](const auto& y, const auto&) {
               auto r = y[x].sort(axis, flag);
               return idx ? r.second : r.first;
-            });
+            },
+            exact(x) ? host_sort(axis, flag, idx) : HostFn());
         return;
       }
       case 1:
-        add(v(x) + ".argsort(" + ax + (flag ? ", true)" : ", false)"), {x},
-            [x, axis, flag](const auto& y, const auto&) { return y[x].argsort(axis, flag); });
+        add(
+            v(x) + ".argsort(" + ax + (flag ? ", true)" : ", false)"), {x},
+            [x, axis, flag](const auto& y, const auto&) { return y[x].argsort(axis, flag); },
+            exact(x) ? host_sort(axis, flag, true) : HostFn());
         return;
       case 2: {
         if (nd == 0) return;
         const int64_t k = pick64(0, t.shape()[size_t(axis)]);
         const bool idx = chance(50);
-        add(v(x) + ".topk(" + std::to_string(k) + ", " + ax + (flag ? ", true)" : ", false)") +
+        add(
+            v(x) + ".topk(" + std::to_string(k) + ", " + ax + (flag ? ", true)" : ", false)") +
                 (idx ? ".second" : ".first"),
-            {x}, [x, k, axis, flag, idx](const auto& y, const auto&) {
+            {x},
+            [x, k, axis, flag, idx](const auto& y, const auto&) {
               auto r = y[x].topk(k, axis, flag);
               return idx ? r.second : r.first;
-            });
+            },
+            // Which of tied elements topk names is unsaid: its values only.
+            exact(x) && !idx ? host_sort(axis, flag, false, k) : HostFn());
         return;
       }
       default: {
         const bool mn = chance(50), flat = chance(30) || nd == 0;
-        add(v(x) + (mn ? ".argmin(" : ".argmax(") + (flat ? "" : ax + (flag ? ", true" : "")) + ")",
-            {x}, [x, axis, flag, mn, flat](const auto& y, const auto&) {
+        add(
+            v(x) + (mn ? ".argmin(" : ".argmax(") + (flat ? "" : ax + (flag ? ", true" : "")) + ")",
+            {x},
+            [x, axis, flag, mn, flat](const auto& y, const auto&) {
               const std::optional<int64_t> ax_ = flat ? std::nullopt : std::optional<int64_t>(axis);
               return mn ? y[x].argmin(ax_, flag && !flat) : y[x].argmax(ax_, flag && !flat);
-            });
+            },
+            exact(x) ? host_arg_extreme(flat ? std::nullopt : std::optional<int64_t>(axis), !mn)
+                     : HostFn());
         return;
       }
     }
@@ -604,15 +638,20 @@ class OpsGen {
         return;
       }
       case 2: {  // clip, with lo > hi sometimes (torch: everything is hi)
-        const double lo = double(pick(-300, 300)) / 4, hi = double(pick(-300, 300)) / 4;
+        // Not 0: which zero max(-0, 0) gives is unsaid (torch's vector and scalar paths differ).
+        double lo = double(pick(-300, 300)) / 4, hi = double(pick(-300, 300)) / 4;
+        if (lo == 0) lo = 0.25;
+        if (hi == 0) hi = -0.25;
         const bool ints = !t.dtype().is_float() && chance(70);
         const Scalarish l = ints ? Scalarish(int64_t(lo)) : Scalarish(lo),
                         h = ints ? Scalarish(int64_t(hi)) : Scalarish(hi);
-        add(v(a) + ".clip(" +
+        add(
+            v(a) + ".clip(" +
                 (ints ? std::to_string(int64_t(lo)) + ", " + std::to_string(int64_t(hi))
                       : std::to_string(lo) + ", " + std::to_string(hi)) +
                 ")",
-            {a}, [a, l, h](const auto& x, const auto&) { return x[a].clip(l, h); });
+            {a}, [a, l, h](const auto& x, const auto&) { return x[a].clip(l, h); },
+            t.dtype() == dtypes::float32 ? host_clip(lo, hi) : HostFn());
         return;
       }
       default: {
@@ -647,8 +686,10 @@ class OpsGen {
                       ? std::pair<int64_t, int64_t>{0, 0}
                       : std::pair<int64_t, int64_t>{pick(0, 3), pick(0, 3)});
     static const char* names[] = {"Constant", "Reflect", "Replicate", "Circular"};
-    add(v(a) + ".pad(" + pairs_str(r) + ", PadMode::" + names[mode] + ")", {a},
-        [a, r, mode](const auto& x, const auto&) { return x[a].pad(r, PadMode(mode)); });
+    add(
+        v(a) + ".pad(" + pairs_str(r) + ", PadMode::" + names[mode] + ")", {a},
+        [a, r, mode](const auto& x, const auto&) { return x[a].pad(r, PadMode(mode)); },
+        exact(a) ? host_pad(r, PadMode(mode)) : HostFn());
   }
 
   // ---- sharded over VK and VK:1 (the CPU runs the same op on one device) ----
