@@ -668,11 +668,14 @@ class OpsGen {
     const DType to = random_dtype();
     const bool twice = chance(40);
     const DType then = random_dtype();
-    add(v(a) + ".cast(" + dtype_cpp(to) + ")" + (twice ? ".cast(" + dtype_cpp(then) + ")" : ""),
-        {a}, [a, to, twice, then](const auto& x, const auto&) {
-          const Tensor c = x[a].cast(to);
-          return twice ? c.cast(then) : c;
-        });
+    if (!twice) {
+      add(
+          v(a) + ".cast(" + dtype_cpp(to) + ")", {a},
+          [a, to](const auto& x, const auto&) { return x[a].cast(to); }, host_cast(to));
+      return;
+    }
+    add(v(a) + ".cast(" + dtype_cpp(to) + ").cast(" + dtype_cpp(then) + ")", {a},
+        [a, to, then](const auto& x, const auto&) { return x[a].cast(to).cast(then); });
   }
 
   // ---- pads that read the tensor: reflect, replicate, circular ----

@@ -6,6 +6,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -127,6 +128,57 @@ inline HostFn host_clip(double lo, double hi) {
     HostArray out = in[0];
     for (double& x : out.v)
       if (!std::isnan(x)) x = std::min(std::max(x, lo), hi);
+    return out;
+  };
+}
+
+// A value converted to dtype `to` (tensor.hpp's cast): float to integer truncates, saturates at
+// the integer's bounds, nan gives 0; integer to integer wraps (C); to bool is != 0; to a float
+// rounds once to nearest even (_Float16 for float16; bfloat16 from float32's bits). None for the
+// 64-bit integers (doubles lose their bits) and for float64 to a 16-bit float (the CPU device
+// rounds through float32 there, twice).
+inline std::optional<double> host_convert(double x, DType from, DType to) {
+  if (to == dtypes::bool_) return double(x != 0);
+  if (to.is_float()) {
+    if (to == dtypes::float64) return x;
+    if (to == dtypes::float32) return double(float(x));
+    if (from == dtypes::float64) return std::nullopt;
+    if (to == dtypes::float16) return double(_Float16(float(x)));
+    const float f = float(x);  // bfloat16: round float32's bits to the upper 16
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    if (std::isnan(f)) return x;
+    b = ((b + 0x7fffu + ((b >> 16) & 1u)) >> 16) << 16;
+    float r;
+    std::memcpy(&r, &b, 4);
+    return double(r);
+  }
+  const int bits = to.scalar_size() * 8;
+  const bool is_unsigned = to.is_unsigned();
+  const double lo = is_unsigned ? 0 : -std::ldexp(1.0, bits - 1),
+               hi = is_unsigned ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1;
+  if (from.is_float()) {
+    if (std::isnan(x)) return 0.0;
+    return std::clamp(std::trunc(x), lo, hi) + 0.0;  // an integer has no -0
+  }
+  // Integer (or bool) to integer: modulo 2^bits.
+  const double m = std::ldexp(1.0, bits);
+  double r = std::fmod(x, m);
+  if (r < 0) r += m;
+  if (!is_unsigned && r > hi) r -= m;
+  return r;
+}
+
+inline HostFn host_cast(DType to) {
+  return [=](const std::vector<HostArray>& in) -> std::optional<HostArray> {
+    const HostArray& a = in[0];
+    if (!exact_in_double(a.dtype) || !exact_in_double(to)) return std::nullopt;
+    HostArray out{a.shape, std::vector<double>(a.v.size()), to};
+    for (size_t i = 0; i < a.v.size(); ++i) {
+      const std::optional<double> r = host_convert(a.v[i], a.dtype, to);
+      if (!r) return std::nullopt;
+      out.v[i] = *r;
+    }
     return out;
   };
 }
