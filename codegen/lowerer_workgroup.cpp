@@ -120,6 +120,22 @@ UOpPtr Lowerer::shuffled(const UOp* load, const Combo& c) {
   for (size_t a = 0; a < strides.size(); ++a)
     if (k_.kinds()[a] == AxisKind::Local && st.shape()[a] > 1 && strides[a] != 0) return nullptr;
   if (st.shape()[size_t(s)] == 1 || strides[size_t(s)] == 0) return nullptr;
+  // Nor its mask: lane k computes the validity at its own local index, not the reader's. A
+  // replicate pad's pieces are masked along a local axis their stride 0 ignores (the lanes read
+  // 0 where the reader's piece was valid).
+  std::vector<UOpPtr> forced(strides.size());
+  forced[size_t(s)] = lane_;
+  std::optional<UOpPtr> mask;
+  for (size_t a = 0; a < strides.size(); ++a) {
+    if (k_.kinds()[a] != AxisKind::Local || st.shape()[a] == 1) continue;
+    for (int64_t i = 0; i < k_.full_shape()[a]; ++i) {
+      forced[a] = int_const(i);
+      const UOpPtr valid = address_forced(load->src[1].get(), c, forced).valid;
+      if (mask && valid != *mask) return nullptr;
+      mask = valid;
+    }
+    forced[a] = nullptr;
+  }
   if (UOpPtr lane = unrolled_vector_lane(load, c, s)) return lane;
   auto [index, valid] = address(load->src[1].get(), c, s);
   UOpPtr idx = indexed(load->src[0], index, valid);

@@ -4,6 +4,7 @@
 // inputs keep every order of summation exact, so the closed forms hold to the bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -165,6 +166,32 @@ DeviceTraits lavapipe_traits() {
   cpu.reduce_outputs = 16;
   cpu.share_costly_ops = true;
   return cpu;
+}
+
+// A replicate pad's pieces are masked along the local (column) axis that their stride ignores.
+// Loaded one row per lane and shuffled, such a load took the loading lane's mask, not the
+// reader's, and read 0 where the reader's piece was valid (op-family fuzzer, seed 10778): it is
+// now read per lane. Both sides run the same program, so the closed form decides.
+TEST_F(Opts, ShuffledLoadsKeepTheReadersMaskAlongLocalAxes) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const int64_t r = 4, c = 4, k = 3;
+  const std::vector<float> x = ints(r * c * k, 7, 11, 5), w = ints(k, 5, 13, 6);
+  std::vector<float> want;  // rows and columns padded by 2 with their edges, times w
+  for (int64_t i = 0; i < r + 4; ++i)
+    for (int64_t j = 0; j < c + 4; ++j) {
+      const int64_t si = std::clamp<int64_t>(i - 2, 0, r - 1),
+                    sj = std::clamp<int64_t>(j - 2, 0, c - 1);
+      float acc = 0;
+      for (int64_t q = 0; q < k; ++q) acc += x[size_t((si * c + sj) * k + q)] * w[size_t(q)];
+      want.push_back(acc);
+    }
+  const Tensor y =
+      Tensor(x, {r, c, k}).pad({{2, 2}, {2, 2}, {0, 0}}, PadMode::Replicate).matmul(Tensor(w, {k}));
+  const DeviceTraits lavapipe = lavapipe_traits();
+  const Lowered l = lowered(y, {}, &lavapipe);
+  EXPECT_NE(l.describe.find("SHUFFLE"), std::string::npos) << l.describe;
+  EXPECT_EQ(agree(l), want);
 }
 
 // What the heuristics choose for a device like Lavapipe (8-wide shuffles, no GROUP): the tile on
