@@ -583,6 +583,23 @@ TEST_F(Opts, StagedTilesAgreeWithTheInterpreterAndTheClosedForm) {
       matmul_closed_form(a, b, 32, 16, 8));
 }
 
+// A staged load that is the same along a local axis (stride 0) but masked along it inside the
+// tile (a row expanded to rows 4..11 of 16, zeros around): its validity agrees at the tile's
+// first and last invocation but not between, so it is not shared (one copy would hold the
+// first invocation's zeros for all).
+TEST_F(Opts, StagedTilesKeepAMaskThatVariesInsideTheWorkgroup) {
+  const std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 4},
+                              {O::LOCAL, 0, 4},  {O::UNROLL, 4, 8}, {O::STAGE, 5, 8}};
+  const int64_t m = 16, k = 8, n = 16;
+  const std::vector<float> row = ints(k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+  std::vector<float> a(size_t(m * k), 0);
+  for (int64_t i = 4; i < 12; ++i)
+    for (int64_t q = 0; q < k; ++q) a[size_t(i * k + q)] = row[size_t(q)];
+  const Tensor banded = Tensor(row, {1, k}).expand({8, k}).pad({{4, 4}, {0, 0}});
+  EXPECT_EQ(agree(lowered(banded.matmul(Tensor(b, {k, n})), opts)),
+            matmul_closed_form(a, b, m, k, n));
+}
+
 // GROUP: each output's reduce spread over a workgroup, partials combined in shared memory by a
 // tree of masked loads and BARRIERs; group sizes that are and are not powers of two.
 TEST_F(Opts, GroupReductionsAgreeWithTheInterpreterAndTheClosedForm) {
