@@ -33,8 +33,10 @@ void for_each_line(const Shape& s, int64_t axis, F f) {
 
 inline int64_t line_len(const Shape& s, int64_t axis) { return s.empty() ? 1 : s[size_t(axis)]; }
 
-// cummax / cummin as torch: the running extreme, updated at ties (the last position holding it)
-// and at every nan (a nan is the extreme from where it appears).
+// cummax / cummin as torch: the index of the last position holding the running extreme, updated
+// at ties and at every nan (a nan is the extreme from where it appears). The value is the first
+// of tied ones: vkgrad's running max keeps -0 where a later +0 ties it (and the reverse), where
+// torch gives the later zero; tensor.hpp ties -0 with 0, so this is pinned, not a bug.
 inline HostFn host_cum_extreme(int64_t axis, bool max, bool index) {
   return [=](const std::vector<HostArray>& in) -> std::optional<HostArray> {
     const HostArray& a = in[0];
@@ -45,8 +47,10 @@ inline HostFn host_cum_extreme(int64_t axis, bool max, bool index) {
       int64_t at = 0;
       for (int64_t j = 0; j < len; ++j) {
         const double x = a.v[size_t(first + j * step)];
-        if (j == 0 || std::isnan(x) || (!std::isnan(best) && (max ? x >= best : x <= best)))
-          best = x, at = j;
+        if (j == 0 || std::isnan(x) || (!std::isnan(best) && (max ? x >= best : x <= best))) {
+          if (j == 0 || x != best) best = x;  // a tie keeps the first zero's sign
+          at = j;
+        }
         out.v[size_t(first + j * step)] = index ? double(at) : best;
       }
     });
