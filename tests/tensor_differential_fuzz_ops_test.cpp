@@ -231,8 +231,11 @@ class OpsGen {
           });
       return;
     }
-    add(v(a) + ".matmul(" + v(b) + ")", {a, b},
-        [a, b](const auto& x, const auto&) { return x[a].matmul(x[b]); });
+    const bool dot = chance(25);  // the same product by its other name
+    add(v(a) + (dot ? ".dot(" : ".matmul(") + v(b) + ")", {a, b},
+        [a, b, dot](const auto& x, const auto&) {
+          return dot ? x[a].dot(x[b]) : x[a].matmul(x[b]);
+        });
   }
 
   // ---- convolutions, 1-3 d, transposed too ----
@@ -372,7 +375,24 @@ class OpsGen {
   void gather(size_t a) {
     const Shape s = vals_[a].shape();
     const int64_t nd = int64_t(s.size());
-    switch (pick(0, 4)) {
+    switch (pick(0, 5)) {
+      case 5: {  // setitem through an index tensor on axis 0 (repeats: the last write wins)
+        if (nd == 0 || s[0] == 0) return;
+        const Shape is = {pick(0, 4)};
+        const size_t idx = add_index(is, random_indices(size_t(is[0]), -s[0], s[0] - 1));
+        Shape vs = s;
+        vs[0] = is[0];
+        if (chance(40)) vs.erase(vs.begin(), vs.begin() + 1 + pick(0, int(nd) - 1));  // broadcast
+        const size_t val = add_input(chance(70) ? vals_[a].dtype() : random_dtype(), vs);
+        add("[&] { Tensor t = " + v(a) + ".clone(); t.setitem({" + v(idx) + "}, " + v(val) +
+                "); return t; }()",
+            {a, idx, val}, [a, idx, val](const auto& x, const auto&) {
+              Tensor t = x[a].clone();
+              t.setitem({x[idx]}, x[val]);
+              return t;
+            });
+        return;
+      }
       case 0: {  // gather: an index outside [0, size) reads 0
         if (nd == 0) return;
         const int64_t axis = pick(0, int(nd) - 1);
@@ -702,7 +722,7 @@ class OpsGen {
     std::optional<int64_t> axis;
     for (size_t i = 0; i < s.size(); ++i)
       if (s[i] % 2 == 0 && chance(60)) axis = int64_t(i);
-    const int op = pick(0, 4);
+    const int op = pick(0, 6);
     std::function<Tensor(const Tensor&)> f;
     std::string text;
     std::optional<size_t> b;
@@ -729,6 +749,17 @@ class OpsGen {
         if (s.empty()) return;
         f = [](const Tensor& x) { return x.flip({0}); };
         text = "x.flip({0})";
+        break;
+      case 5: {  // a pad across every axis (the sharded one's rows move between devices)
+        std::vector<std::pair<int64_t, int64_t>> pads;
+        for (size_t i = 0; i < s.size(); ++i) pads.push_back({pick(0, 2), pick(0, 2)});
+        f = [pads](const Tensor& x) { return x.pad(pads, 1); };
+        text = "x.pad(" + pairs_str(pads) + ", 1)";
+        break;
+      }
+      case 6:  // a reshape that mixes the sharded axis with the others
+        f = [](const Tensor& x) { return x.flatten(); };
+        text = "x.flatten()";
         break;
       default: {
         if (s.empty() || t.dtype().is_bool()) return;

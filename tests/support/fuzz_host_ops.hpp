@@ -167,7 +167,7 @@ inline std::optional<double> host_convert(double x, DType from, DType to) {
   }
   // Integer (or bool) to integer: modulo 2^bits.
   const double m = std::ldexp(1.0, bits);
-  double r = std::fmod(x, m);
+  double r = std::fmod(x, m) + 0.0;  // fmod(-m, m) is -0
   if (r < 0) r += m;
   if (!is_unsigned && r > hi) r -= m;
   return r;
