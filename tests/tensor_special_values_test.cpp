@@ -235,6 +235,29 @@ TEST(SpecialValues, PaddedElementsInProductsAndSumsKeepNanAndSignedZero) {
   }));
 }
 
+// The same where the padded value is a sum of two loads under the pad's mask (a fused bias plus a
+// partial sum): Lavapipe folded (0 + 0) * w to 0 and acc + 0 to acc in the unrolled loop, so a
+// row of padding summed to -0 (fuzzer seed 20565: a conv3d of a padded conv3d).
+TEST(SpecialValues, APaddedSumOfTwoLoadsInAProductKeepsNanAndSignedZero) {
+  auto padded_sum = [](const std::string& dev) {  // [[0, 0, 3.5, 3.5], [0, 0, 0, 0]]
+    const Tensor a = floats({1.5f, 2.5f}, dev).reshape({1, 2}).realize();
+    const Tensor b = floats({2.0f, 1.0f}, dev).reshape({1, 2}).realize();
+    return (a + b).pad({{0, 1}, {2, 0}});
+  };
+  expect_on_both(
+      [&](const std::string& dev) {
+        return padded_sum(dev)
+            .matmul(floats({2.9f, 0.6f, -1.8f, -4.5f}, dev).reshape({4, 1}))
+            .reshape({2});
+      },
+      {3.5f * -1.8f + 3.5f * -4.5f, 0});
+  expect_on_both(
+      [&](const std::string& dev) {
+        return padded_sum(dev).matmul(floats({kInf, 1, 1, 1}, dev).reshape({4, 1})).reshape({2});
+      },
+      {kNan, kNan});
+}
+
 // A pad's positions are +0 whatever op it is fused after: min is -max(-x), and a float NEG under
 // a pad turned the pad's +0 into -0 (found by the differential fuzzer: x.min().pad(...), fused
 // -0, realized first +0). A float NEG is now computed before the pad (core/schedule.cpp).
