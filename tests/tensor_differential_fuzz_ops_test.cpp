@@ -723,6 +723,9 @@ class OpsGen {
     for (size_t i = 0; i < s.size(); ++i)
       if (s[i] % 2 == 0 && chance(60)) axis = int64_t(i);
     const int op = pick(0, 6);
+    // A float sum over the sharded axis adds the shards' partials (core/multi.cpp): another order
+    // than one device's ([-3e38, -0 | 3e38, 7.4].cumsum() ends 0, not 7.4: seed 30057).
+    auto reorders = [&](int64_t ax) { return t.dtype().is_float() && axis && *axis == ax; };
     std::function<Tensor(const Tensor&)> f;
     std::string text;
     std::optional<size_t> b;
@@ -734,6 +737,7 @@ class OpsGen {
       case 1: {
         if (s.empty()) return;
         const int64_t ax = pick(0, int(s.size()) - 1);
+        if (reorders(ax)) return;
         f = [ax](const Tensor& x) { return x.sum(ax); };
         text = "x.sum(" + std::to_string(ax) + ")";
         break;
@@ -741,6 +745,7 @@ class OpsGen {
       case 2: {
         if (s.empty()) return;
         const int64_t ax = pick(0, int(s.size()) - 1);
+        if (reorders(ax)) return;
         f = [ax](const Tensor& x) { return x.cumsum(ax); };
         text = "x.cumsum(" + std::to_string(ax) + ")";
         break;
@@ -762,7 +767,7 @@ class OpsGen {
         text = "x.flatten()";
         break;
       default: {
-        if (s.empty() || t.dtype().is_bool()) return;
+        if (s.empty() || t.dtype().is_bool() || reorders(int64_t(s.size()) - 1)) return;
         b = add_input(t.dtype(), {s.back(), pick(1, 3)});
         f = nullptr;
         text = "x.matmul(" + v(*b) + ")";
