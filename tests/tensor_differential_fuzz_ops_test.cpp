@@ -686,6 +686,7 @@ class OpsGen {
   // ---- casts between every pair of dtypes (float to int saturates, nan is 0: tensor.hpp) ----
   void cast(size_t a) {
     const DType to = random_dtype();
+    if (vals_[a].dtype().is_float() && !to.is_float() && inexact(prog_, a)) return;
     const bool twice = chance(40);
     const DType then = random_dtype();
     if (!twice) {

@@ -238,6 +238,7 @@ class ProgramGen {
       }
       case 6: {  // cast
         const DType to = random_dtype();
+        if (da.is_float() && !to.is_float() && inexact(prog_, a)) return;
         add(v(a) + ".cast(" + dtype_cpp(to) + ")", {a},
             [a, to](const auto& x, const auto&) { return x[a].cast(to); });
         return;

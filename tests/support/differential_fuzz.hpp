@@ -81,6 +81,22 @@ inline std::string ints_str(const std::vector<int64_t>& v) {
   return out + "}";
 }
 
+// Whether value i comes from an op the devices compute within ulps rather than exactly (exp, log,
+// sin, pow, ... on Lavapipe's built-ins or our helpers), through any chain of steps. A cast of such
+// a value to an integer turns one ulp into a whole unit (exp then uint32: seeds 27 and 100572), so
+// the generators cast only exact values to integers.
+inline bool inexact(const Program& p, size_t i) {
+  static const char* approximate[] = {".exp(", ".exp2(",  ".log(",     ".log2(", ".sin(",
+                                      ".pow(", ".atan2(", ".sigmoid(", ".tanh(", ".logcumsumexp("};
+  std::vector<bool> in(i + 1, false);  // steps come after their operands
+  for (size_t k = 0; k <= i; ++k) {
+    const Step& s = p.steps[k];
+    for (const char* a : approximate) in[k] = in[k] || s.text.find(a) != std::string::npos;
+    for (size_t o : s.operands) in[k] = in[k] || in[o];
+  }
+  return in[i];
+}
+
 // ---- running and comparing ----
 
 inline std::vector<Tensor> run(const Program& p, const std::string& dev, bool stepwise) {
