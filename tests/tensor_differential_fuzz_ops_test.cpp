@@ -504,29 +504,39 @@ class OpsGen {
     for (auto& d : ss) d += chance(20) ? 1 : 0;  // src may be larger than index
     const size_t src = add_input(chance(85) ? t.dtype() : random_dtype(), ss);
     const std::string ax = std::to_string(axis);
+    const bool checked = exact(a);
     if (mode == 0) {
-      add(v(a) + ".scatter(" + ax + ", " + v(idx) + ", " + v(src) + ")", {a, idx, src},
+      add(
+          v(a) + ".scatter(" + ax + ", " + v(idx) + ", " + v(src) + ")", {a, idx, src},
           [a, idx, src, axis](const auto& x, const auto&) {
             return x[a].scatter(axis, x[idx], x[src]);
-          });
+          },
+          checked ? host_scatter(axis, -1, false) : HostFn());
     } else if (mode == 1) {
-      add(v(a) + ".scatter(" + ax + ", " + v(idx) + ", 3)", {a, idx},
-          [a, idx, axis](const auto& x, const auto&) { return x[a].scatter(axis, x[idx], 3); });
+      add(
+          v(a) + ".scatter(" + ax + ", " + v(idx) + ", 3)", {a, idx},
+          [a, idx, axis](const auto& x, const auto&) { return x[a].scatter(axis, x[idx], 3); },
+          checked && !t.dtype().is_bool() ? host_scatter(axis, -2, false) : HostFn());
     } else if (mode == 2) {
-      add(v(a) + ".scatter_add(" + ax + ", " + v(idx) + ", " + v(src) + ")", {a, idx, src},
+      add(
+          v(a) + ".scatter_add(" + ax + ", " + v(idx) + ", " + v(src) + ")", {a, idx, src},
           [a, idx, src, axis](const auto& x, const auto&) {
             return x[a].scatter_add(axis, x[idx], x[src]);
-          });
+          },
+          checked ? host_scatter(axis, int(ScatterReduce::Sum), true) : HostFn());
     } else {
       static const char* names[] = {"Sum", "Prod", "Mean", "Amax", "Amin"};
       const int r = mode - 3 + (chance(20) ? 1 : 0);
       const ScatterReduce reduce = ScatterReduce(std::min(r, 4));
       const bool self = chance(60);
-      add(v(a) + ".scatter_reduce(" + ax + ", " + v(idx) + ", " + v(src) +
+      add(
+          v(a) + ".scatter_reduce(" + ax + ", " + v(idx) + ", " + v(src) +
               ", ScatterReduce::" + names[int(reduce)] + (self ? ", true)" : ", false)"),
-          {a, idx, src}, [a, idx, src, axis, reduce, self](const auto& x, const auto&) {
+          {a, idx, src},
+          [a, idx, src, axis, reduce, self](const auto& x, const auto&) {
             return x[a].scatter_reduce(axis, x[idx], x[src], reduce, self);
-          });
+          },
+          checked ? host_scatter(axis, int(reduce), self) : HostFn());
     }
   }
 

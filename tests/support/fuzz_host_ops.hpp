@@ -239,6 +239,80 @@ inline HostFn host_gather(int64_t axis) {
   };
 }
 
+// An integer of dtype d from the low bits of x (two's complement), as the devices wrap.
+inline double wrap_to(uint64_t x, DType d) {
+  const int bits = d.scalar_size() * 8;
+  if (bits < 64) x &= (uint64_t(1) << bits) - 1;
+  if (!d.is_unsigned() && bits < 64 && (x >> (bits - 1)) & 1)
+    return double(int64_t(x) - (int64_t(1) << bits));
+  return double(x);
+}
+
+// scatter (mode -1: src, -2: the value 3) and scatter_reduce as tensor.hpp says: a copy of self
+// where every index position (row-major) sends src's element to the index's place along axis (an
+// index outside the axis sends nothing); plain scatter's last write wins; a reduce combines
+// what lands, with self's own value when include_self (integers wrap; an integer mean rounds
+// down). None for floats where the order of combining matters (the fuzzer gives floats unique
+// indices; max and min of floats are left to the device comparison: their -0 and +0 ties).
+inline HostFn host_scatter(int64_t axis, int mode, bool include_self) {
+  return [=](const std::vector<HostArray>& in) -> std::optional<HostArray> {
+    const HostArray &self = in[0], &index = in[1];
+    const bool with_src = mode != -2;
+    const DType d = self.dtype;
+    if (with_src && in[2].dtype != d) return std::nullopt;  // a cast on the way: not modelled
+    const ScatterReduce r = ScatterReduce(std::max(mode, 0));
+    if (d.is_float() && mode >= 0 && (r == ScatterReduce::Amax || r == ScatterReduce::Amin))
+      return std::nullopt;
+    if ((d.is_bool() || (d.is_float() && d != dtypes::float32)) && mode >= 0)
+      return std::nullopt;  // (the rounding below is float32's)
+    HostArray out = self;
+    std::vector<std::vector<double>> landed(self.v.size());
+    for (int64_t i = 0; i < int64_t(index.v.size()); ++i) {
+      int64_t rest = i, dst = 0, src = 0, dst_step = 1, src_step = 1;
+      bool inside = true;
+      for (size_t k = index.shape.size(); k-- > 0;) {
+        const int64_t c = rest % index.shape[k];
+        rest /= index.shape[k];
+        const int64_t at = int64_t(k) == axis ? int64_t(index.v[size_t(i)]) : c;
+        inside = inside && at >= 0 && at < self.shape[k];
+        dst += at * dst_step;
+        dst_step *= self.shape[k];
+        if (with_src) src += c * src_step, src_step *= in[2].shape[k];
+      }
+      if (!inside) continue;
+      const double value = with_src ? in[2].v[size_t(src)] : 3.0;
+      if (mode < 0)
+        out.v[size_t(dst)] = value;
+      else
+        landed[size_t(dst)].push_back(value);
+    }
+    if (mode < 0) return out;
+    for (size_t e = 0; e < out.v.size(); ++e) {
+      std::vector<double> vs = landed[e];
+      if (vs.empty()) continue;
+      if (include_self) vs.insert(vs.begin(), self.v[e]);
+      if (d.is_float() && vs.size() > 2) return std::nullopt;  // order matters
+      double acc = vs[0];
+      if (r == ScatterReduce::Amax || r == ScatterReduce::Amin) {
+        for (double x : vs) acc = r == ScatterReduce::Amax ? std::max(acc, x) : std::min(acc, x);
+      } else if (d.is_float()) {
+        for (size_t j = 1; j < vs.size(); ++j)
+          acc = double(float(r == ScatterReduce::Prod ? acc * vs[j] : acc + vs[j]));
+        if (r == ScatterReduce::Mean) acc = double(float(acc / double(vs.size())));
+      } else {
+        uint64_t w = uint64_t(int64_t(vs[0]));
+        for (size_t j = 1; j < vs.size(); ++j)
+          w = r == ScatterReduce::Prod ? w * uint64_t(int64_t(vs[j]))
+                                       : w + uint64_t(int64_t(vs[j]));
+        acc = wrap_to(w, d);
+        if (r == ScatterReduce::Mean) acc = std::floor(acc / double(vs.size()));
+      }
+      out.v[e] = acc;
+    }
+    return out;
+  };
+}
+
 // The max or avg pool of the last kernel.size() axes, as torch: output length
 // (n + 2p - d(k-1) - 1) / s + 1 rounded down (up with ceil_mode, but no window starts in the
 // right padding); a max window's nan wins (its index the last nan's, else the first maximum's);
