@@ -348,7 +348,7 @@ struct HostPool {
         for (int64_t rest = w, i = int64_t(nd) - 1; i >= 0; --i)
           pos[size_t(i)] = rest % shape[lead + size_t(i)], rest /= shape[lead + size_t(i)];
         // Every kernel offset: the input coordinate, inside or not; the divisor's counts.
-        double best = -INFINITY, sum = 0;
+        double best = -INFINITY, sum = 0, magnitude = 0;
         int64_t best_at = -1, inside = 0, total = 1, padded = 1;
         for (size_t i = 0; i < nd; ++i) {
           const int64_t n = a.shape[lead + i], p = at(o.padding, i);
@@ -374,11 +374,14 @@ struct HostPool {
           ++inside;
           const double x = a.v[size_t(plane * window_in + flat)];
           sum += x;
+          magnitude += std::fabs(x);
           if (std::isnan(x) || best_at < 0 || (!std::isnan(best) && x > best))
             best = x, best_at = flat;
         }
         double& r = out.v[size_t(plane * window_out + w)];
         if (kind == Avg) {
+          // A float32 partial sum can overflow where float64's does not: no reference.
+          if (std::isfinite(magnitude) && magnitude >= 3.4e38) return std::nullopt;
           r = double(float(sum / double(o.count_include_pad ? padded : inside)));
         } else {
           if (!inside) return std::nullopt;
