@@ -439,6 +439,16 @@ class Renderer {
       std::string lanes;
       for (int k = 0; k < d.count; ++k)
         lanes += fmt::format("{}{}.v[{}+{}]", k ? ", " : "", b, index, k);
+      // An 8- or 16-bit vector is built from a 32-bit one: with only the storage extensions its
+      // constructor takes vectors, not scalars (a bool max pool's windows failed to compile).
+      const DType s = d.is_bool() ? DType{Scalar::UInt8, d.count} : d;
+      if (s.scalar_size() < 4) {
+        const Scalar wide = s.is_float()      ? Scalar::Float32
+                            : s.is_unsigned() ? Scalar::UInt32
+                                              : Scalar::Int32;
+        return fmt::format("{}({}({}))", glsl::storage_type_name(d),
+                           glsl::type_name(DType{wide, d.count}), lanes);
+      }
       return fmt::format("{}({})", glsl::storage_type_name(d), lanes);
     }
     if (buffer.op == Ops::DEFINE_LOCAL) {
