@@ -6,7 +6,9 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <optional>
 
+#include <vkgrad/codegen/cpu_alu.hpp>
 #include <vkgrad/codegen/glsl_syntax.hpp>
 #include <vkgrad/core/error.hpp>
 
@@ -112,6 +114,41 @@ bool nonzero(const UOpPtr& u) {
          within(u, std::numeric_limits<int64_t>::min(), -1);
 }
 
+// The value of a scalar expression made of constants only (ALU ops, casts and bitcasts of CONSTs),
+// as the CPU device computes it; none for anything that reads memory or an index, or that is
+// deeper than the driver is worth following.
+std::optional<cpu::Cell> constant_cell(const UOp& u, int depth = 0) {
+  if (u.dtype.count != 1 || depth > 16) return std::nullopt;
+  if (u.op == Ops::CONST) return cpu::const_cell(u);
+  const OpFamily family = op_family(u.op);
+  const bool alu =
+      family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Ternary;
+  if (!alu && u.op != Ops::CAST && u.op != Ops::BITCAST) return std::nullopt;
+  if (u.src.empty()) return std::nullopt;
+  std::vector<cpu::Cell> args;
+  for (const UOpPtr& s : u.src) {
+    const std::optional<cpu::Cell> c = constant_cell(*s, depth + 1);
+    if (!c) return std::nullopt;
+    args.push_back(*c);
+  }
+  cpu::Cell out = 0;
+  try {
+    if (u.op == Ops::CAST)
+      cpu::eval_cast(u.src[0]->dtype.base(), u.dtype.base(), &args[0], &out, 1);
+    else if (u.op == Ops::BITCAST)
+      cpu::eval_bitcast(u.src[0]->dtype.base(), u.dtype.base(), &args[0], &out, 1);
+    else {
+      std::vector<const cpu::Cell*> ptrs;
+      for (const cpu::Cell& c : args) ptrs.push_back(&c);
+      const DType operand = (u.op == Ops::WHERE ? u.src[1] : u.src[0])->dtype.base();
+      cpu::eval_alu(u.op, operand, ptrs, &out, 1);
+    }
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 // A float constant +0. Lavapipe's code generator (gallivm's lp_build_mul, lp_build_add and
 // lp_build_sub) returns 0 for x * 0, x for x + 0 and -x for 0 - x when an operand is its
 // constant +0, whatever `precise` or the float controls say: wrong for an infinite or nan x
@@ -129,7 +166,12 @@ bool positive_zero(const UOpPtr& u) {
   }
   if (c->op == Ops::WHERE && c->src.size() == 3)
     return positive_zero(c->src[1]) && positive_zero(c->src[2]);
-  return c->op == Ops::CONST && c->const_value() == 0 && !std::signbit(c->const_value());
+  if (c->op == Ops::CONST) return c->const_value() == 0 && !std::signbit(c->const_value());
+  // Also an expression of constants that the driver folds to +0 once it has inlined the helpers:
+  // `log2_exact(abs(-1.0f)) * x` became 0 for an infinite x ((-1).pow(x), fuzzer seed 70118).
+  if (u->dtype.scalar != Scalar::Float32 && u->dtype.scalar != Scalar::Float64) return false;
+  const std::optional<cpu::Cell> v = constant_cell(*u);
+  return v && *v == 0;  // the bits of +0 (a Cell is zero-padded)
 }
 
 }  // namespace

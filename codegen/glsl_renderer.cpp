@@ -214,6 +214,11 @@ class Renderer {
         if (u.op == Ops::STORE) forced_.insert(u.src[1].get());
       }
     }
+    // The same for a product or sum with a zero-masked sum of loads.
+    for (const UOp* u : ops_)
+      if (const UOp* m = zero_masked_operand(*u); m && m->op == Ops::ADD)
+        for (const UOpPtr& s : u->src)
+          if (s.get() != m && s->op != Ops::CONST) forced_.insert(s.get());
   }
 
   // Walked from the end, so a node's users are decided before it is.
@@ -434,6 +439,16 @@ class Renderer {
       std::string lanes;
       for (int k = 0; k < d.count; ++k)
         lanes += fmt::format("{}{}.v[{}+{}]", k ? ", " : "", b, index, k);
+      // An 8- or 16-bit vector is built from a 32-bit one: with only the storage extensions its
+      // constructor takes vectors, not scalars (a bool max pool's windows failed to compile).
+      const DType s = d.is_bool() ? DType{Scalar::UInt8, d.count} : d;
+      if (s.scalar_size() < 4) {
+        const Scalar wide = s.is_float()      ? Scalar::Float32
+                            : s.is_unsigned() ? Scalar::UInt32
+                                              : Scalar::Int32;
+        return fmt::format("{}({}({}))", glsl::storage_type_name(d),
+                           glsl::type_name(DType{wide, d.count}), lanes);
+      }
       return fmt::format("{}({})", glsl::storage_type_name(d), lanes);
     }
     if (buffer.op == Ops::DEFINE_LOCAL) {
@@ -454,14 +469,26 @@ class Renderer {
   // where a mask becomes a constant, and then folds x * 0.0 to 0 and x + 0.0 to x whatever the
   // shader asks: a padded row times a column holding inf lost its nan, and a sum of such
   // products its sign of zero. x is given a name (force_names), so it is not written twice.
+  // Also a sum of two loads under one mask (a fused padded value, a partial sum plus a bias: fuzzer
+  // seed 20565, a conv3d of a padded conv3d): +0 + +0 where the mask is false, folded the same.
   static const UOp* zero_masked_operand(const UOp& u) {
     if ((u.op != Ops::MUL && u.op != Ops::ADD) || !u.dtype.is_float() || u.dtype.count != 1)
       return nullptr;
     for (const UOpPtr& m : u.src)
-      if (m->op == Ops::LOAD && m->src.size() >= 2 && m->src[0]->src.size() > 2 &&
-          m->src[0]->src[2]->op != Ops::CONST && m->src[1]->op == Ops::CONST &&
-          m->src[1]->const_value() == 0 && !std::signbit(m->src[1]->const_value()))
-        return m.get();
+      if (zero_mask(*m)) return m.get();
+    return nullptr;
+  }
+  // The mask where m is +0 when it is false: a load's whose alt is +0, or one both operands of a
+  // float sum share.
+  static const UOp* zero_mask(const UOp& m) {
+    if (m.op == Ops::LOAD && m.src.size() >= 2 && m.src[0]->src.size() > 2 &&
+        m.src[0]->src[2]->op != Ops::CONST && m.src[1]->op == Ops::CONST &&
+        m.src[1]->const_value() == 0 && !std::signbit(m.src[1]->const_value()))
+      return m.src[0]->src[2].get();
+    if (m.op == Ops::ADD && m.dtype.is_float() && m.dtype.count == 1) {
+      const UOp* a = zero_mask(*m.src[0]);
+      return a && a == zero_mask(*m.src[1]) ? a : nullptr;
+    }
     return nullptr;
   }
 
@@ -473,7 +500,7 @@ class Renderer {
     std::vector<std::string> x = args;
     src[k] = UOp::const_(u.dtype, 0.0);
     x[k] = "0.0";
-    return fmt::format("(({})?{}:{})", name_of(m->src[0]->src[2].get()), render_alu(u, u.src, args),
+    return fmt::format("(({})?{}:{})", name_of(zero_mask(*m)), render_alu(u, u.src, args),
                        render_alu(u, src, x));
   }
 

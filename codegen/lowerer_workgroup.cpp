@@ -28,6 +28,25 @@ IndexExpr Lowerer::address_forced(const UOp* view_node, const Combo& c,
   return st.expr_idxs(idxs);
 }
 
+bool Lowerer::valid_across_local_axes(const UOp* view_node, const Combo& c,
+                                      std::vector<UOpPtr> forced) const {
+  // Hash-consed: equal validity expressions are one node. Every index, not only the ends: a mask
+  // 4 <= m < 12 is false at both ends of a tile of 16.
+  const Shape& shape = k_.view(view_node).shape();
+  std::optional<UOpPtr> mask;
+  for (size_t a = 0; a < shape.size(); ++a) {
+    if (k_.kinds()[a] != AxisKind::Local || shape[a] == 1 || forced[a]) continue;
+    for (int64_t i = 0; i < k_.full_shape()[a]; ++i) {
+      forced[a] = int_const(i);
+      const UOpPtr valid = address_forced(view_node, c, forced).valid;
+      if (mask && valid != *mask) return false;
+      mask = valid;
+    }
+    forced[a] = nullptr;
+  }
+  return true;
+}
+
 void Lowerer::stage_tiles() {
   const int64_t n_local = lane_->src[0]->const_int();
   std::vector<UOpPtr> stores;
@@ -53,13 +72,8 @@ void Lowerer::stage_tiles() {
     }
     if (!shared) continue;
     // The shared axes must not change which elements are valid (a mask along a broadcast axis).
-    std::vector<UOpPtr> lo(strides.size()), hi(strides.size());
-    for (size_t a = 0; a < strides.size(); ++a)
-      if (k_.kinds()[a] == AxisKind::Local)
-        lo[a] = int_const(0), hi[a] = int_const(k_.full_shape()[a] - 1);
     const Combo zero(k_.full_shape().size(), 0);
-    if (address_forced(load->src[1].get(), zero, lo).valid !=
-        address_forced(load->src[1].get(), zero, hi).valid)
+    if (!valid_across_local_axes(load->src[1].get(), zero, std::vector<UOpPtr>(strides.size())))
       continue;
     Tile tile;
     int64_t size = 1;
@@ -120,6 +134,12 @@ UOpPtr Lowerer::shuffled(const UOp* load, const Combo& c) {
   for (size_t a = 0; a < strides.size(); ++a)
     if (k_.kinds()[a] == AxisKind::Local && st.shape()[a] > 1 && strides[a] != 0) return nullptr;
   if (st.shape()[size_t(s)] == 1 || strides[size_t(s)] == 0) return nullptr;
+  // Nor its mask: lane k computes the validity at its own local index, not the reader's. A
+  // replicate pad's pieces are masked along a local axis their stride 0 ignores (the lanes read
+  // 0 where the reader's piece was valid).
+  std::vector<UOpPtr> at_lane(strides.size());
+  at_lane[size_t(s)] = lane_;
+  if (!valid_across_local_axes(load->src[1].get(), c, at_lane)) return nullptr;
   if (UOpPtr lane = unrolled_vector_lane(load, c, s)) return lane;
   auto [index, valid] = address(load->src[1].get(), c, s);
   UOpPtr idx = indexed(load->src[0], index, valid);

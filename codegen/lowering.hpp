@@ -138,6 +138,10 @@ class Lowerer {
   // Index and validity at combo c with some axes' indexes given (`forced[axis]`, else as usual).
   IndexExpr address_forced(const UOp* view_node, const Combo& c,
                            const std::vector<UOpPtr>& forced) const;
+  // Whether that validity is the same expression at every index of every local axis not forced
+  // (a load the workgroup shares must not be masked along the axes it is shared on).
+  bool valid_across_local_axes(const UOp* view_node, const Combo& c,
+                               std::vector<UOpPtr> forced) const;
 
   // STAGE: finds the loads inside reduces that the workgroup shares and writes the copy of each
   // one's tile for this iteration: invocation `lane` copies tile elements lane, lane + n_local,

@@ -240,8 +240,10 @@ class Lowering {
           if (product(new_full, 0, j) == prefix && new_full[j] != 1) k = j;
         const int64_t old_suffix = product(old_full, axis + 1, old_full.size());
         const int64_t new_suffix = k ? product(new_full, *k + 1, new_full.size()) : 0;
-        // (An empty tensor's new rows may have no size: every device reshapes it whole.)
-        if (new_suffix == 0) k.reset();
+        // (An empty tensor's new rows may have no size: every device reshapes it whole. So where
+        // the axes before the sharded one hold nothing: rows of 0 elements say nothing of where
+        // the shard's axis went, {0, 1, 0, 4} sharded on 2 to {0, 0, 4} gave {0, 0, 0}.)
+        if (new_suffix == 0 || prefix == 0) k.reset();
         for (const auto& [lo, hi] : b)
           if (!k || (lo * old_suffix) % new_suffix || (hi * old_suffix) % new_suffix) k.reset();
         // One that mixes the sharded axis with others (flattening a tensor sharded on its

@@ -280,8 +280,9 @@ Tensor int_pow(const Tensor& base, const Tensor& e) {
 }  // namespace
 
 // Floats: 2^(e log2 |b|) with the sign of a negative base from an integer exponent's parity, nan
-// for a negative base and a fractional exponent, and x^0 = 1 and 1^x = 1 for every x (nan
-// included), as torch and C's pow.
+// for a finite negative base and a fractional exponent, and x^0 = 1 and 1^x = 1 for every x (nan
+// included), as torch and C's pow (C11 F.10.4.4): an infinite exponent is even, (-1)^+-inf is 1,
+// and -0 and -inf are negative bases ((-0)^-1 = -inf, (-inf)^0.5 = inf).
 Tensor Tensor::pow(const Tensor& e) const {
   DType out;
   try {
@@ -296,15 +297,18 @@ Tensor Tensor::pow(const Tensor& e) const {
   if (out.is_int()) return int_pow(cast(out).broadcast_to(s), e.cast(out).broadcast_to(s));
   const Tensor b = cast(out), x = e.cast(out);
   const Tensor magnitude = (b.abs().log2() * x).exp2();
-  const Tensor is_int = x.trunc().eq(x);
-  const Tensor odd = (x - (x * 0.5).trunc() * 2.0).ne(0.0);
-  const Tensor negative = b.lt(0.0);
-  const Tensor signed_ =
-      negative.where(is_int.where(odd.where(-magnitude, magnitude),
-                                  // a constant: nan * magnitude would send nan back to magnitude
-                                  b.scalar_like(std::numeric_limits<double>::quiet_NaN())),
-                     magnitude);
-  return x.eq(0.0).logical_or(b.eq(1.0)).where(b.scalar_like(1.0), signed_).broadcast_to(s);
+  const Tensor is_int = x.trunc().eq(x);  // inf too
+  const Tensor half = x * 0.5;
+  const Tensor odd = is_int.logical_and(half.trunc().ne(half));  // inf is even
+  const Tensor fractional_of_negative =
+      b.lt(0.0).logical_and(b.isfinite()).logical_and(is_int.logical_not());
+  const Tensor signed_ = b.signbit().logical_and(odd).where(
+      -magnitude, fractional_of_negative.where(
+                      // a constant: nan * magnitude would send nan back to magnitude
+                      b.scalar_like(std::numeric_limits<double>::quiet_NaN()), magnitude));
+  // 1^x, x^0 and (-1)^+-inf (whose magnitude is 2^(0 * inf), nan) are 1.
+  const Tensor one = x.eq(0.0).logical_or(b.eq(1.0)).logical_or(b.eq(-1.0).logical_and(x.isinf()));
+  return one.where(b.scalar_like(1.0), signed_).broadcast_to(s);
 }
 
 // A whole exponent is computed by multiplying (exact, and right for negative bases: pow(x, 2) is

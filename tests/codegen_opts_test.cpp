@@ -4,6 +4,7 @@
 // inputs keep every order of summation exact, so the closed forms hold to the bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -165,6 +166,32 @@ DeviceTraits lavapipe_traits() {
   cpu.reduce_outputs = 16;
   cpu.share_costly_ops = true;
   return cpu;
+}
+
+// A replicate pad's pieces are masked along the local (column) axis that their stride ignores.
+// Loaded one row per lane and shuffled, such a load took the loading lane's mask, not the
+// reader's, and read 0 where the reader's piece was valid (op-family fuzzer, seed 10778): it is
+// now read per lane. Both sides run the same program, so the closed form decides.
+TEST_F(Opts, ShuffledLoadsKeepTheReadersMaskAlongLocalAxes) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const int64_t r = 4, c = 4, k = 3;
+  const std::vector<float> x = ints(r * c * k, 7, 11, 5), w = ints(k, 5, 13, 6);
+  std::vector<float> want;  // rows and columns padded by 2 with their edges, times w
+  for (int64_t i = 0; i < r + 4; ++i)
+    for (int64_t j = 0; j < c + 4; ++j) {
+      const int64_t si = std::clamp<int64_t>(i - 2, 0, r - 1),
+                    sj = std::clamp<int64_t>(j - 2, 0, c - 1);
+      float acc = 0;
+      for (int64_t q = 0; q < k; ++q) acc += x[size_t((si * c + sj) * k + q)] * w[size_t(q)];
+      want.push_back(acc);
+    }
+  const Tensor y =
+      Tensor(x, {r, c, k}).pad({{2, 2}, {2, 2}, {0, 0}}, PadMode::Replicate).matmul(Tensor(w, {k}));
+  const DeviceTraits lavapipe = lavapipe_traits();
+  const Lowered l = lowered(y, {}, &lavapipe);
+  EXPECT_NE(l.describe.find("SHUFFLE"), std::string::npos) << l.describe;
+  EXPECT_EQ(agree(l), want);
 }
 
 // What the heuristics choose for a device like Lavapipe (8-wide shuffles, no GROUP): the tile on
@@ -661,6 +688,23 @@ TEST_F(Opts, StagedTilesAgreeWithTheInterpreterAndTheClosedForm) {
       agree(lowered(Tensor(a, {32, 16}).matmul(Tensor(b, {16, 8})),
                     {{O::LOCAL, 0, 8}, {O::UPCAST, 1, 4}, {O::UNROLL, 3, 4}, {O::STAGE, 4, 4}})),
       matmul_closed_form(a, b, 32, 16, 8));
+}
+
+// A staged load that is the same along a local axis (stride 0) but masked along it inside the
+// tile (a row expanded to rows 4..11 of 16, zeros around): its validity agrees at the tile's
+// first and last invocation but not between, so it is not shared (one copy would hold the
+// first invocation's zeros for all).
+TEST_F(Opts, StagedTilesKeepAMaskThatVariesInsideTheWorkgroup) {
+  const std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 4},
+                              {O::LOCAL, 0, 4},  {O::UNROLL, 4, 8}, {O::STAGE, 5, 8}};
+  const int64_t m = 16, k = 8, n = 16;
+  const std::vector<float> row = ints(k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
+  std::vector<float> a(size_t(m * k), 0);
+  for (int64_t i = 4; i < 12; ++i)
+    for (int64_t q = 0; q < k; ++q) a[size_t(i * k + q)] = row[size_t(q)];
+  const Tensor banded = Tensor(row, {1, k}).expand({8, k}).pad({{4, 4}, {0, 0}});
+  EXPECT_EQ(agree(lowered(banded.matmul(Tensor(b, {k, n})), opts)),
+            matmul_closed_form(a, b, m, k, n));
 }
 
 // GROUP: each output's reduce spread over a workgroup, partials combined in shared memory by a

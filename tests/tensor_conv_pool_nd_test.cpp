@@ -400,6 +400,32 @@ TEST_P(ConvPoolNd, MaxPoolPaddingIsNeverTheMaximum) {
   EXPECT_EQ(low.max_pool_with_indices(c).second.to_vector<int32_t>(), (std::vector<int32_t>{0, 2}));
 }
 
+// A bool max pool with padding (fuzzer seed 41617): its windows read four bytes at offsets the
+// renderer cannot prove aligned, and built a u8vec4 from four scalars, which GLSL allows only
+// with 8-bit arithmetic (Lavapipe in CI has 8-bit storage only): the kernel failed to compile.
+TEST_P(ConvPoolNd, MaxPoolOfABoolTensorWithPaddingCompiles) {
+  const std::string dev = GetParam();
+  PoolOptions o;
+  o.kernel = {2, 3}, o.stride = std::vector<int64_t>{1, 1}, o.padding = {1, 0};
+  std::vector<bool> bits(24);
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = (i * 7 + 3) % 5 < 2;
+  const Tensor x(bits, {2, 2, 6}, dev);
+  // Each window's first true (or its first element when it has none), host-computed.
+  std::vector<int32_t> want;
+  for (int64_t p = 0; p < 2; ++p)
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t c = 0; c < 4; ++c) {
+        int32_t at = -1;
+        for (int64_t i = r - 1; i < r + 1; ++i)
+          for (int64_t j = c; j < c + 3; ++j)
+            if (i >= 0 && i < 2 &&
+                (at < 0 || (bits[size_t(p * 12 + i * 6 + j)] && !bits[size_t(p * 12 + at)])))
+              at = int32_t(i * 6 + j);
+        want.push_back(at);
+      }
+  EXPECT_EQ(x.max_pool_with_indices(o).second.to_vector<int32_t>(), want);
+}
+
 // Errors name the op, the input's shape and dtype: an empty pooled axis (torch: "Expected
 // input's non-batch dimensions to have positive length"), a transposed convolution over an empty
 // axis, and options with the wrong number of values.

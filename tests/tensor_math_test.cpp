@@ -312,6 +312,39 @@ TEST(TensorMath, PowSignsZerosAndIntegers) {
       64));
 }
 
+// pow at every pair of special bases and exponents is C's pow (C11 F.10.4.4, which torch
+// follows): an infinite exponent is even ((-2)^inf = inf, not -inf), (-1)^+-inf = 1, -0 and -inf
+// are negative bases ((-0)^-3 = -inf, (-inf)^0.5 = inf). The devices gave nan for (-1)^inf and
+// -inf for (-2)^inf (and Lavapipe -1, see SpecialValues.AConstantExpressionThatIsZero...).
+TEST(TensorMath, PowOfSpecialBasesAndExponentsIsCs) {
+  const std::vector<float> specials = {-float(kInf), -3, -2, -1, -0.5f,       -0.0f,      0.0f,
+                                       0.5f,         1,  2,  3,  float(kInf), float(kNan)};
+  const int64_t n = int64_t(specials.size());
+  std::vector<float> bases, exps;
+  for (float b : specials)
+    for (float e : specials) bases.push_back(b), exps.push_back(e);
+  for (const std::string& dev : kDevices) {
+    const Tensor b(bases, {n * n}, dev), e(exps, {n * n}, dev);
+    const std::vector<double> got = values(b.pow(e));
+    for (size_t i = 0; i < bases.size(); ++i) {
+      const double want = double(std::pow(bases[i], exps[i]));
+      SCOPED_TRACE(dev + " pow(" + std::to_string(bases[i]) + ", " + std::to_string(exps[i]) + ")");
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i])) << got[i];
+      } else {
+        if (std::isinf(want))
+          EXPECT_EQ(got[i], want);
+        else
+          EXPECT_NEAR(got[i], want, 1e-6 * std::abs(want)) << got[i];
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << got[i];
+      }
+    }
+    // A constant base (full_like), as the fuzzer wrote it: (-1)^inf was -1 on Lavapipe.
+    const Tensor inf = Tensor(std::vector<float>{float(kInf), -float(kInf)}, {2}, dev);
+    EXPECT_EQ(values(Tensor::full_like(inf, -1.0).pow(inf)), (std::vector<double>{1, 1})) << dev;
+  }
+}
+
 TEST(TensorMath, MaximumMinimumWithScalarsPropagateNan) {
   for (const std::string& dev : kDevices) {
     const Tensor x(std::vector<float>{-1, 2, float(kNan)}, {3}, dev);

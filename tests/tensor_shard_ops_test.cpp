@@ -97,6 +97,19 @@ TEST(TensorShardOps, AnEmptyShardedAxis) {
   EXPECT_EQ(on_cpu(x.pad({{1, 1}, {0, 0}}, 2.0)), std::vector<float>(6, 2.0f));
 }
 
+// Reshaped where an axis before the sharded one has length 0 (a sum's keepdim axis dropped): the
+// shape is the unsharded one. It was {0, 0, 0} for {0, 0, 4} (differential fuzzer, seed 10126).
+TEST(TensorShardOps, AnEmptyTensorReshapedBeforeItsShardedAxisKeepsItsShape) {
+  const Tensor x = Tensor::zeros({0, 2, 0, 4}, dtypes::int32);
+  for (int64_t axis : {2, 3}) {
+    Tensor summed = x.shard(two, axis).sum(1);
+    summed.realize();
+    EXPECT_EQ(summed.shape(), (Shape{0, 0, 4})) << axis;
+    EXPECT_EQ(summed.to("CPU").shape(), (Shape{0, 0, 4})) << axis;
+    EXPECT_EQ(x.shard(two, axis).reshape({0, 8}).to("CPU").shape(), (Shape{0, 8})) << axis;
+  }
+}
+
 TEST(TensorShardOps, OperandsShardedOnDifferentAxesAreResharded) {
   const std::vector<float> as = iota(24, 1, -5), bs = iota(24, -0.5f, 3);
   const Tensor a = Tensor(as, {4, 6}).shard(two, 0), b = Tensor(bs, {4, 6}).shard(two, 1);

@@ -149,6 +149,28 @@ TEST(SpecialValues, ACastConstantZeroOperandKeepsInfNanAndSignedZero) {
       {kNan, -0.0f});
 }
 
+// An operand that is an expression of constants only (log2 of |-1|, a difference of two
+// constants) is folded by the driver after it inlines the helpers; one that folds to +0 is a +0
+// operand as a CONST is: Lavapipe gave 0 for log2(|-1|) * inf (fuzzer seed 70118, (-1).pow(x)).
+TEST(SpecialValues, AConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
+  expect_on_both(
+      [&](const std::string& dev) {
+        const Tensor x = floats({kInf, -kInf, kNan, -6.5f}, dev);
+        return Tensor::full_like(x, -1.0).abs().log2() * x;
+      },
+      {kNan, kNan, kNan, -0.0f});
+  for (DType d : {dtypes::float32, dtypes::float64}) {  // (the GLSL has no float64 log2)
+    SCOPED_TRACE(d.name());
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor x = floats({-0.0f, kNan, -6.5f}, dev).cast(d);
+          const Tensor zero = Tensor::full_like(x, 3.0) - Tensor::full_like(x, 3.0);
+          return (x + zero).cast(dtypes::float32);
+        },
+        {0.0f, kNan, -6.5f});
+  }
+}
+
 // float16 arithmetic keeps inf and nan as float32 does: Lavapipe folded float16 `x - x` and
 // `-x + x` to 0 for x = inf although the kernel declares SignedZeroInfNanPreserve for 16 bits,
 // so there float16 is computed in float32 (devices/vk_target.hpp). Found by the differential
@@ -211,6 +233,29 @@ TEST(SpecialValues, PaddedElementsInProductsAndSumsKeepNanAndSignedZero) {
     const Tensor w = floats({kInf, 1, 1, 1}, dev).reshape({1, 1, 2, 2});
     return x.conv2d(w, {}, {.padding = 1});
   }));
+}
+
+// The same where the padded value is a sum of two loads under the pad's mask (a fused bias plus a
+// partial sum): Lavapipe folded (0 + 0) * w to 0 and acc + 0 to acc in the unrolled loop, so a
+// row of padding summed to -0 (fuzzer seed 20565: a conv3d of a padded conv3d).
+TEST(SpecialValues, APaddedSumOfTwoLoadsInAProductKeepsNanAndSignedZero) {
+  auto padded_sum = [](const std::string& dev) {  // [[0, 0, 3.5, 3.5], [0, 0, 0, 0]]
+    const Tensor a = floats({1.5f, 2.5f}, dev).reshape({1, 2}).realize();
+    const Tensor b = floats({2.0f, 1.0f}, dev).reshape({1, 2}).realize();
+    return (a + b).pad({{0, 1}, {2, 0}});
+  };
+  expect_on_both(
+      [&](const std::string& dev) {
+        return padded_sum(dev)
+            .matmul(floats({2.9f, 0.6f, -1.8f, -4.5f}, dev).reshape({4, 1}))
+            .reshape({2});
+      },
+      {3.5f * -1.8f + 3.5f * -4.5f, 0});
+  expect_on_both(
+      [&](const std::string& dev) {
+        return padded_sum(dev).matmul(floats({kInf, 1, 1, 1}, dev).reshape({4, 1})).reshape({2});
+      },
+      {kNan, kNan});
 }
 
 // A pad's positions are +0 whatever op it is fused after: min is -max(-x), and a float NEG under
