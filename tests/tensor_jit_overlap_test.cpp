@@ -123,5 +123,41 @@ TEST(AsyncJit, ReplaysAcrossVkVk1AndCpuEqualTheUnjittedRunAndTheCpuDevice) {
   EXPECT_GT(jit.kernels(), 0u);
 }
 
+// A replay's copy between devices may still wait on the copy thread when the Jit is reset: it
+// waits here for VK:1's long chain, which still reads the output's buffer. The plan's memory
+// goes with the reset, and the ranges it held on VK are handed out again at once (VK's queue is
+// idle), here to new tensors of the same size; the copy must still read what the replay
+// wrote, not the new tensors' bytes.
+TEST(AsyncJit, ACopyInFlightKeepsItsMemoryWhenTheJitIsReset) {
+  constexpr int64_t n = 512;
+  const Tensor avg1 =
+      (Tensor::ones({n, n}, dtypes::float32, "VK:1") * (1.0f / float(n))).contiguous().realize();
+  Jit jit([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{(in[0] * 2.0f + 1.0f).to("VK:1")};
+  });
+  const std::vector<float> x = wave(size_t(n * n), 0.021f, 0.25f);
+  auto call = [&](float shift) {
+    std::vector<float> v = x;
+    for (float& e : v) e += shift;
+    return jit({Tensor(v, {n, n})})[0];
+  };
+  (void)call(0).realize();                  // runs the function
+  const Tensor captured = call(1);          // captures it
+  Tensor busy = chain(captured, avg1, 48);  // VK:1 reads the output's buffer for a while
+  busy.realize();
+  const Tensor out = call(2);  // the replay's copy waits for `busy` on the copy thread
+  jit.reset();
+  const std::vector<float> junk(size_t(n * n), -7.0f);
+  std::vector<Tensor> fills;  // enough to take every range of this size the allocator keeps
+  for (int i = 0; i < 16; ++i) fills.push_back(Tensor(junk, {n, n}).realize());
+  const std::vector<float> v = out.to_vector<float>();
+  ASSERT_EQ(v.size(), x.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < v.size(); ++i) wrong += v[i] != (x[i] + 2.0f) * 2.0f + 1.0f;
+  EXPECT_EQ(wrong, 0u) << "the copy read memory handed out again";
+  for (const Tensor& f : fills) EXPECT_EQ(f.to_vector<float>(), junk);
+  (void)busy.to_vector<float>();
+}
+
 }  // namespace
 }  // namespace vkg
