@@ -114,6 +114,9 @@ class VkDevice final : public Device {
     return a;
   }
   void copy_in(Allocation& dst, std::span<const std::byte> src) override {
+    // Nothing is written, so nothing is waited for: the buffer keeps its last writer and user
+    // (clearing them would let a read skip the kernel that still writes it).
+    if (src.empty()) return;
     auto& a = static_cast<VkAllocation&>(dst);
     const bool fresh = std::exchange(a.fresh, false);
     if (!fresh) wait_host_use(a);

@@ -121,6 +121,31 @@ TEST(AsyncRealize, AReadWaitsForTheWriterOfItsBufferNotForLaterWork) {
   EXPECT_TRUE(std::all_of(xv.begin(), xv.end(), [](float v) { return v == 2.0f; }));
 }
 
+// The buffer a realized tensor holds, and its memory.
+Allocation& memory_of(const Tensor& t) {
+  const UOp* n = t.node().get();
+  while (n->op != Ops::BUFFER) n = n->src[0].get();
+  return *buffer_of(*n).allocation;
+}
+
+// An upload or a copy of no bytes writes nothing and waits for nothing: the buffer's writer, a
+// long chain still running, stays the one a read waits for.
+TEST(AsyncRealize, AnEmptyUploadOrCopyLeavesTheReadWaitingForTheWriter) {
+  ChainInputs in;
+  Device& vk = device("VK");
+  EXPECT_EQ(chain(in.ones, in.avg, 32, 6).max().item<float>(), 7.0f);  // compiles
+  Tensor x = chain(in.ones, in.avg, 32, 2).realize();
+  vk.copy_in(memory_of(x), {});
+  std::vector<float> v = x.to_vector<float>();
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float e) { return e == 3.0f; }))
+      << "an empty upload let the read skip the chain";
+  Tensor y = chain(in.ones, in.avg, 32, 4).realize();
+  vk.copy(memory_of(in.ones), memory_of(y), 0);
+  v = y.to_vector<float>();
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float e) { return e == 5.0f; }))
+      << "a 0-byte copy let the read skip the chain";
+}
+
 // VKG_SYNC_REALIZE=1 makes every realize wait for its work (as CUDA_LAUNCH_BLOCKING does), to
 // find which realize an error in flight came from.
 TEST(AsyncRealize, SyncRealizeWaitsAtTheEndOfEachRealize) {
