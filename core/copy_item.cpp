@@ -91,10 +91,12 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
     done->set_value();
   });
   const std::shared_future<void> arrived = done->get_future().share();
-  to_dev.wait_for(arrived);        // what reads the copy
-  from_dev.wait_for(arrived);      // what overwrites the source's memory next
-  to_dev.host_uses(dst, arrived);  // and the host's own reads and writes of either
+  // The host's own reads and writes of either buffer wait for the copy, recorded first: the
+  // task is posted, so it runs and writes `dst` even if a wait_for below throws.
+  to_dev.host_uses(dst, arrived);
   from_dev.host_uses(src, arrived);
+  to_dev.wait_for(arrived);    // what reads the copy
+  from_dev.wait_for(arrived);  // what overwrites the source's memory next
   return result;
 }
 
