@@ -36,8 +36,12 @@ double ns_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-std::shared_future<RunStat> run_copy(const ScheduleItem& item, Allocation& dst, Allocation& src,
+std::shared_future<RunStat> run_copy(const ScheduleItem& item,
+                                     std::shared_ptr<Allocation> dst_memory,
+                                     std::shared_ptr<Allocation> src_memory,
                                      const std::function<void(Device&)>& settle) {
+  Allocation& dst = *dst_memory;
+  Allocation& src = *src_memory;
   const Buffer& to = *item.buffers[0];
   const Buffer& from = *item.buffers[1];
   Device& to_dev = device(to.device());
@@ -64,14 +68,20 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item, Allocation& dst, 
     now.set_value(stat);
     return now.get_future().share();
   }
+  // The task owns both allocations until its memcpy is done: whoever held them (a Jit's plan,
+  // reset or destroyed while the copy waits) may let go first, and a released range is handed
+  // out again once the device's queue is past it, which knows nothing of this thread.
   auto task = std::make_shared<std::packaged_task<RunStat()>>(
       [stat, s, d, bytes, src_written = from_dev.when_done_with(src, false),
-       dst_free = to_dev.when_done_with(dst, true)]() mutable {
+       dst_free = to_dev.when_done_with(dst, true), src_memory = std::move(src_memory),
+       dst_memory = std::move(dst_memory)]() mutable {
         src_written();
         dst_free();
         const auto start = std::chrono::steady_clock::now();
         std::memcpy(d, s, bytes);
         stat.ns = ns_since(start);
+        src_memory.reset();  // (Allocator::release locks; GlobalCounters::mem_used is atomic)
+        dst_memory.reset();
         return stat;
       });
   auto done = std::make_shared<std::promise<void>>();
@@ -81,10 +91,12 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item, Allocation& dst, 
     done->set_value();
   });
   const std::shared_future<void> arrived = done->get_future().share();
-  to_dev.wait_for(arrived);        // what reads the copy
-  from_dev.wait_for(arrived);      // what overwrites the source's memory next
-  to_dev.host_uses(dst, arrived);  // and the host's own reads and writes of either
+  // The host's own reads and writes of either buffer wait for the copy, recorded first: the
+  // task is posted, so it runs and writes `dst` even if a wait_for below throws.
+  to_dev.host_uses(dst, arrived);
   from_dev.host_uses(src, arrived);
+  to_dev.wait_for(arrived);    // what reads the copy
+  from_dev.wait_for(arrived);  // what overwrites the source's memory next
   return result;
 }
 

@@ -30,7 +30,9 @@ inline bool is_copy(const ScheduleItem& item) { return item.ast->op == Ops::COPY
 //    copy_in.
 // Returns the DEBUG=2 line, "copy N, VK:1 <- VK", ready once the copy is done (its time is the
 // copy's own, waits excluded); its get() throws what the copy met (a lost device).
-std::shared_future<RunStat> run_copy(const ScheduleItem& item, Allocation& dst, Allocation& src,
+// The copy thread keeps `dst` and `src` alive until it has copied.
+std::shared_future<RunStat> run_copy(const ScheduleItem& item, std::shared_ptr<Allocation> dst,
+                                     std::shared_ptr<Allocation> src,
                                      const std::function<void(Device&)>& settle);
 
 }  // namespace vkg

@@ -20,11 +20,12 @@ struct MappedMemory {
   explicit operator bool() const { return data != nullptr; }
 };
 
-// Realizes `t` and returns the memory of the buffer it views, once its device has finished
-// everything queued before (so the host may read it, and write it where nothing later reads
-// the old contents). A tensor made by Tensor::empty gets fresh memory, with nothing written into
-// it. Empty (data null) for a device whose memory the host does not map, a 0-element tensor, a
-// sharded tensor, or a view that is not its whole buffer.
+// Realizes `t` and returns the memory of the buffer it views, once the work queued so far that
+// uses that buffer has finished (its writers and readers, and a copy between devices in flight;
+// Device::when_done_with), not the rest of the device's queue: so the host may read it, and
+// write it where nothing later reads the old contents. A tensor made by Tensor::empty gets fresh
+// memory, with nothing written into it. Empty (data null) for a device whose memory the host does
+// not map, a 0-element tensor, a sharded tensor, or a view that is not its whole buffer.
 MappedMemory mapped_memory(Tensor& t);
 
 // Whether `device` (one device's name) maps its memory, so that mapped_memory of a tensor made

@@ -202,9 +202,10 @@ void prepare_kernels(const std::vector<ScheduleItem>& items, const RunOptions& o
 // realize's final wait; the copy's DEBUG=2 line is printed once it is done.
 void run_copy_between(const ScheduleItem& item, std::vector<Device*>& used,
                       std::vector<CopyInFlight>& copies, int debug) {
-  Allocation& dst = ensure_allocated(*item.buffers[0], debug);
-  Allocation& src = ensure_allocated(*item.buffers[1], debug);
+  ensure_allocated(*item.buffers[0], debug);
+  ensure_allocated(*item.buffers[1], debug);
   if (item.buffers[0]->count() == 0) return;
+  std::shared_ptr<Allocation> dst = item.buffers[0]->allocation, src = item.buffers[1]->allocation;
   auto settle = [&](Device& dev) {
     if (auto it = std::find(used.begin(), used.end(), &dev); it != used.end())
       print_stats(dev.name(), dev.synchronize(), debug);

@@ -114,6 +114,9 @@ class VkDevice final : public Device {
     return a;
   }
   void copy_in(Allocation& dst, std::span<const std::byte> src) override {
+    // Nothing is written, so nothing is waited for: the buffer keeps its last writer and user
+    // (clearing them would let a read skip the kernel that still writes it).
+    if (src.empty()) return;
     auto& a = static_cast<VkAllocation&>(dst);
     const bool fresh = std::exchange(a.fresh, false);
     if (!fresh) wait_host_use(a);
@@ -498,9 +501,16 @@ class VkDevice final : public Device {
   }
 
   // The point a ticket stands for, submitting what is recorded if the ticket is its batch's.
+  // Still 0 after submit(): the batch's own submit failed (vkEndCommandBuffer or
+  // vkQueueSubmit2 threw, and said so then) and the batch is gone. Nothing will write the point,
+  // so waiting for 0 would read bytes nothing wrote, without an error: say so instead.
   uint64_t point_of(const vk::Queue::Ticket& ticket) {
     if (!ticket) return 0;
     if (*ticket == 0) queue_.submit();
+    if (*ticket == 0)
+      throw Error(name_ +
+                  ": the submission that last used this buffer failed to submit, so its "
+                  "contents are unknown (the error was thrown where it was submitted)");
     return *ticket;
   }
   // Waits for a copy between devices that reads or writes `a` on the host (host_uses). The copy
