@@ -197,17 +197,15 @@ class Renderer {
   void force_names() {
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const UOp& u = *ops_[i];
+      // The other operand of a product or sum with a zero-masked load is written twice.
+      if (const UOp* m = zero_masked_operand(u))
+        for (const UOpPtr& s : u.src)
+          if (s.get() != m && s->op != Ops::CONST) forced_.insert(s.get());
       if (u.op != Ops::LOAD && u.op != Ops::STORE) continue;
       const UOp& index = *u.src.at(0);
       if (index.op != Ops::INDEX || index.src.size() < 2) fail(i, "needs an INDEX as its address");
       const bool vector = (u.op == Ops::LOAD ? u.dtype : u.src.at(1)->dtype).count > 1;
       if (index.src.size() > 2) forced_.insert(index.src[2].get());  // valid: masks and clamps
-      // The other operand of a product or sum with a zero-masked load is written twice.
-      if (u.op == Ops::LOAD)
-        for (std::size_t user : users_[i])
-          if (zero_masked_operand(*ops_[user]) == &u)
-            for (const UOpPtr& s : ops_[user]->src)
-              if (s.get() != &u && s->op != Ops::CONST) forced_.insert(s.get());
       if (users_[pos(&index)].size() > 1) forced_.insert(index.src[1].get());
       if (vector && index.src[0]->op == Ops::DEFINE_LOCAL) {
         forced_.insert(index.src[1].get());
@@ -454,14 +452,30 @@ class Renderer {
   // where a mask becomes a constant, and then folds x * 0.0 to 0 and x + 0.0 to x whatever the
   // shader asks: a padded row times a column holding inf lost its nan, and a sum of such
   // products its sign of zero. x is given a name (force_names), so it is not written twice.
+  // Also a vector product or sum (the LaneVectorizer's) and an operand that reads the load
+  // through GEPs of its lanes and a VECTORIZE of them (the lowerer's unrolled_vector): a vector
+  // load has one mask for all its lanes, and Lavapipe folds a lane of a constant vector as well.
   static const UOp* zero_masked_operand(const UOp& u) {
-    if ((u.op != Ops::MUL && u.op != Ops::ADD) || !u.dtype.is_float() || u.dtype.count != 1)
-      return nullptr;
+    if ((u.op != Ops::MUL && u.op != Ops::ADD) || !u.dtype.is_float()) return nullptr;
     for (const UOpPtr& m : u.src)
-      if (m->op == Ops::LOAD && m->src.size() >= 2 && m->src[0]->src.size() > 2 &&
-          m->src[0]->src[2]->op != Ops::CONST && m->src[1]->op == Ops::CONST &&
-          m->src[1]->const_value() == 0 && !std::signbit(m->src[1]->const_value()))
-        return m.get();
+      if (zero_masked_load(m.get())) return m.get();
+    return nullptr;
+  }
+
+  // The masked load whose alt is +0 that operand `m` reads (itself, a GEP of it, or a VECTORIZE
+  // of GEPs of it); nullptr for none.
+  static const UOp* zero_masked_load(const UOp* m) {
+    if (m->op == Ops::VECTORIZE) {
+      const UOp* load = m->src.empty() ? nullptr : zero_masked_load(m->src[0].get());
+      for (const UOpPtr& s : m->src)
+        if (!load || s->op == Ops::VECTORIZE || zero_masked_load(s.get()) != load) return nullptr;
+      return load;
+    }
+    if (m->op == Ops::GEP && m->src.size() == 1) m = m->src[0].get();
+    if (m->op == Ops::LOAD && m->src.size() >= 2 && m->src[0]->src.size() > 2 &&
+        m->src[0]->src[2]->op != Ops::CONST && m->src[1]->op == Ops::CONST &&
+        m->src[1]->const_value() == 0 && !std::signbit(m->src[1]->const_value()))
+      return m;
     return nullptr;
   }
 
@@ -473,8 +487,8 @@ class Renderer {
     std::vector<std::string> x = args;
     src[k] = UOp::const_(u.dtype, 0.0);
     x[k] = "0.0";
-    return fmt::format("(({})?{}:{})", name_of(m->src[0]->src[2].get()), render_alu(u, u.src, args),
-                       render_alu(u, src, x));
+    return fmt::format("(({})?{}:{})", name_of(zero_masked_load(m)->src[0]->src[2].get()),
+                       render_alu(u, u.src, args), render_alu(u, src, x));
   }
 
   std::string render_alu(const UOp& u, const std::vector<UOpPtr>& src,

@@ -453,6 +453,48 @@ TEST_F(Opts, LoadsAreVectorsAlongAnUpcastAxisThatIsNotTheInnermost) {
         << i;
 }
 
+// dy[B + 1, O]^T x[B, I].pad(((0, 1), (0, 0))): dy's last row is inf and x's padded row reads
+// +0 through its mask, so every output is inf * 0 = nan. Lavapipe unrolls the short batch loop,
+// where the mask becomes a constant and it folds y * 0 to 0 (see zero_masked_operand in the GLSL
+// renderer): a masked load read as one vector must be guarded as a scalar one is, both where the
+// product is a vector (the LaneVectorizer's) and where the vector's lanes are taken by GEPs and
+// gathered again (unrolled_vector along an upcast axis that is not the innermost). Both forced
+// tiles gave finite numbers before the guard saw through them. With the heuristics' opts and with
+// vector loads forced along each operand's axis.
+TEST_F(Opts, AMaskedVectorLoadTimesInfIsNan) {
+  const DeviceTraits cpu = lavapipe_traits();
+  for (const int64_t batch : {3, 7}) {
+    const int64_t outs = 32, ins = 64;
+    std::vector<float> dy = ints((batch + 1) * outs, 7, 11, 5);
+    for (int64_t o = 0; o < outs; ++o)
+      dy[size_t(batch * outs + o)] = std::numeric_limits<float>::infinity();
+    const std::vector<float> x = ints(batch * ins, 5, 13, 6);
+    auto product = [&] {
+      return Tensor(dy, {batch + 1, outs})
+          .transpose()
+          .matmul(Tensor(x, {batch, ins}).pad({{0, 1}, {0, 0}}));
+    };
+    std::vector<Lowered> runs;
+    runs.push_back(lowered(product(), {}, &cpu));
+    runs.push_back(lowered(product(), {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}}));
+    runs.push_back(lowered(product(), {{O::UPCAST, 0, 4}, {O::UPCAST, 1, 4}}));
+    if (target_.subgroup_shuffle && target_.subgroup_size == 8)
+      runs.push_back(lowered(
+          product(), {{O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::UPCAST, 1, 4}, {O::SHUFFLE, 1, 8}}));
+    int vectors = 0;
+    for (const Lowered& l : runs) {
+      SCOPED_TRACE(std::to_string(batch) + ": " + l.describe);
+      vectors += vector_loads(l.program, 4) + vector_loads(l.program, 2);
+      const std::vector<float> got = agree(l);
+      ASSERT_EQ(got.size(), size_t(outs * ins));
+      int not_nan = 0;
+      for (float v : got) not_nan += !std::isnan(v);
+      EXPECT_EQ(not_nan, 0);
+    }
+    EXPECT_GT(vectors, 0);  // the forced tiles read x as vectors
+  }
+}
+
 // A division fused into a reduce and the same for every output along one axis (a softmax's
 // backward inside the next layer's weight gradient, out[c, o] = sum_b (d[b, c] / s[b]) h[b, o]):
 // on a device with share_costly_ops (Lavapipe), 16 outputs per invocation along o share each

@@ -83,5 +83,28 @@ TEST(MatmulTiles, InfAndNanPropagateAsOnTheCpuDevice) {
   EXPECT_GT(infs, 0);
 }
 
+// dy[B + 1, O]^T x[B, I] padded by a row of zeros, dy's last row inf: every output is inf * 0 =
+// nan, also where Lavapipe unrolls the short batch and its mask becomes a constant.
+TEST(MatmulTiles, APaddedRowTimesInfIsNanAsOnTheCpuDevice) {
+  for (const auto& [batch, outs, ins] : {std::tuple{3, 32, 64}, {7, 32, 112}, {7, 64, 128}}) {
+    SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(outs) + "x" + std::to_string(ins));
+    std::vector<float> dy = ints((batch + 1) * outs, 7, 11, 5);
+    for (int64_t o = 0; o < outs; ++o)
+      dy[size_t(batch * outs + o)] = std::numeric_limits<float>::infinity();
+    const std::vector<float> x = ints(batch * ins, 5, 13, 6);
+    auto product = [&](const std::string& device) {
+      return Tensor(dy, {batch + 1, outs}, device)
+          .transpose()
+          .matmul(Tensor(x, {batch, ins}, device).pad({{0, 1}, {0, 0}}))
+          .to_vector<float>();
+    };
+    const std::vector<float> vk = product("VK");
+    expect_same(vk, product("CPU"));
+    int not_nan = 0;
+    for (float v : vk) not_nan += !std::isnan(v);
+    EXPECT_EQ(not_nan, 0);
+  }
+}
+
 }  // namespace
 }  // namespace vkg::test
