@@ -270,8 +270,10 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     // lane then count vectors, halved for vec4s to keep the accumulators within 256. The MLP's
     // first weight gradient (784 inputs: vec2s, 7 per lane): 1.87 -> 1.73 CPU ms, load 9
     // (bench_tensor --benchmark_filter=mlp_variant/dwmask, shuffle_56x4 against olanes_v2_32x112).
+    // Only with four columns: without them, no vector load forms (the columns' operand is read
+    // one element at a time) and the width would only double the rows per lane.
     int64_t width = 1;
-    if (load_stride(k, tile->shared, tile->shuffle) == 1)
+    if (tile->four_columns && load_stride(k, tile->shared, tile->shuffle) == 1)
       for (const int64_t w : {4, 2})
         if (divides(k, tile->shuffle, w * lanes)) {
           width = w;

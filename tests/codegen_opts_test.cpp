@@ -409,6 +409,23 @@ TEST_F(Opts, LavapipeHeuristicsShuffleVectorsOfAnOperandContiguousAlongTheShuffl
   EXPECT_EQ(agree(l), weight_gradient(dy, x, 8, 32, 40));
 }
 
+// Without four columns (48 outputs by 40 inputs: 32 divides neither), no vector load forms along
+// the lanes, so the shared operand takes no width either (it would only double the rows per
+// lane): the tile is one column a lane, one row a lane shuffled, as before vector widths.
+TEST_F(Opts, LavapipeHeuristicsTakeNoWidthWithoutFourColumns) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const DeviceTraits cpu = lavapipe_traits();
+  const std::vector<float> dy = ints(8 * 48, 7, 11, 5), x = ints(8 * 40, 5, 13, 6);
+  const Lowered l = lowered(Tensor(dy, {8, 48}).transpose().matmul(Tensor(x, {8, 40})), {}, &cpu);
+  // Before: LOCAL(axis=1, amount=8), UPCAST(axis=0, amount=2), SHUFFLE(axis=0, amount=8), ...
+  EXPECT_NE(l.describe.find("opts=[LOCAL(axis=1, amount=8), SHUFFLE(axis=0, amount=8), "
+                            "UPCAST(axis=0, amount=6)"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(agree(l), weight_gradient(dy, x, 8, 48, 40));
+}
+
 // The lowerer reads a load as one vector along an upcast axis that is not the innermost (whose
 // loads the LaneVectorizer takes with the arithmetic): x's 4 inputs per invocation in a register
 // tile of 4 inputs by 4 outputs, where the reduce (the batch) is strided for both operands.
