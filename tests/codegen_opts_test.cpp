@@ -426,6 +426,35 @@ TEST_F(Opts, LavapipeHeuristicsTakeNoWidthWithoutFourColumns) {
   EXPECT_EQ(agree(l), weight_gradient(dy, x, 8, 48, 40));
 }
 
+// The shuffle tiles the Lavapipe heuristics choose for weight gradients keep their accumulators
+// (the sizes of the upcast and shuffle axes) within kMaxShuffleOutputs = 512 (heuristics.cpp):
+// the MLP's first layer's (784 inputs) is the largest, 4 x 8 x 2 x 7 = 448.
+TEST_F(Opts, LavapipeHeuristicsKeepShuffleTilesWithinTheAccumulatorBudget) {
+  const DeviceTraits cpu = lavapipe_traits();
+  int64_t largest = 0;
+  for (const auto& [batch, outs, ins] : {std::tuple{16, 128, 784},
+                                         {8, 32, 112},
+                                         {8, 128, 896},
+                                         {8, 32, 64},
+                                         {8, 64, 448},
+                                         {8, 48, 40}}) {
+    Schedule s = create_schedule(
+        {Tensor(std::vector<float>(size_t(batch * outs), 1.0f), {batch, outs})
+             .transpose()
+             .matmul(Tensor(std::vector<float>(size_t(batch * ins), 1.0f), {batch, ins}))
+             .node()});
+    Kernel k(s.items.back().ast);
+    apply_heuristics(k, cpu);
+    int64_t outputs = 1;
+    for (size_t a = 0; a < k.kinds().size(); ++a)
+      if (k.kinds()[a] == AxisKind::Upcast || k.kinds()[a] == AxisKind::Shuffle)
+        outputs *= k.full_shape()[a];
+    EXPECT_LE(outputs, 512) << k.describe();
+    largest = std::max(largest, outputs);
+  }
+  if (target_.subgroup_shuffle && target_.subgroup_size == 8) EXPECT_EQ(largest, 448);
+}
+
 // The lowerer reads a load as one vector along an upcast axis that is not the innermost (whose
 // loads the LaneVectorizer takes with the arithmetic): x's 4 inputs per invocation in a register
 // tile of 4 inputs by 4 outputs, where the reduce (the batch) is strided for both operands.
