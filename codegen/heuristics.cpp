@@ -285,7 +285,10 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     // Only with four columns: without them, no vector load forms (the columns' operand is read
     // one element at a time) and the width would only double the rows per lane.
     int64_t width = 1;
-    if (tile->four_columns && load_stride(k, tile->shared, tile->shuffle) == 1)
+    // A mask along the shuffled axis (x padded or concatenated there) is not in the stride: its
+    // lanes' masks differ and the lowerer rejects every vector, so no width there either.
+    if (tile->four_columns && load_stride(k, tile->shared, tile->shuffle) == 1 &&
+        !cuts_along(k, tile->shuffle))
       for (const int64_t w : {4, 2})
         if (divides(k, tile->shuffle, w * lanes)) {
           width = w;

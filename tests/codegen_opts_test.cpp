@@ -455,6 +455,28 @@ TEST_F(Opts, LavapipeHeuristicsKeepShuffleTilesWithinTheAccumulatorBudget) {
   if (target_.subgroup_shuffle && target_.subgroup_size == 8) EXPECT_EQ(largest, 448);
 }
 
+// x padded along the shuffled axis, the pad's edge inside a vec2 (47 inputs padded to 48): the
+// stride along i is 1 but the lanes' masks differ, so the shared rows take no width (before:
+// UPCAST 2 on i, every vector then rejected by the lowerer), and no vector load of x forms.
+TEST_F(Opts, LavapipeHeuristicsTakeNoWidthAlongAMaskedAxis) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t batch = 8, outs = 32, ins = 47;
+  const std::vector<float> dy = ints(batch * outs, 7, 11, 5), x = ints(batch * ins, 5, 13, 6);
+  std::vector<float> padded(size_t(batch * (ins + 1)), 0.0f);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < ins; ++i) padded[size_t(b * (ins + 1) + i)] = x[size_t(b * ins + i)];
+  const Lowered l = lowered(
+      Tensor(dy, {batch, outs}).transpose().matmul(Tensor(x, {batch, ins}).pad({{0, 0}, {0, 1}})),
+      {}, &cpu);
+  EXPECT_NE(l.describe.find("LOCAL(axis=0, amount=8), SHUFFLE(axis=1, amount=8)"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(vector_loads(l.program, 2), 0) << l.describe;
+  EXPECT_EQ(agree(l), weight_gradient(dy, padded, batch, outs, ins + 1));
+}
+
 // The lowerer reads a load as one vector along an upcast axis that is not the innermost (whose
 // loads the LaneVectorizer takes with the arithmetic): x's 4 inputs per invocation in a register
 // tile of 4 inputs by 4 outputs, where the reduce (the batch) is strided for both operands.
