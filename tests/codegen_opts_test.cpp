@@ -477,6 +477,73 @@ TEST_F(Opts, LavapipeHeuristicsTakeNoWidthAlongAMaskedAxis) {
   EXPECT_EQ(agree(l), weight_gradient(dy, padded, batch, outs, ins + 1));
 }
 
+// Vector loads of `width` lanes from global buffer `slot`.
+int vector_loads_of(const Program& p, int64_t slot) {
+  int n = 0;
+  for (const UOpPtr& u : p.uops)
+    if (u->op == Ops::LOAD && u->dtype.count > 1 && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL &&
+        u->src[0]->src[0]->arg_as<int64_t>() == slot)
+      ++n;
+  return n;
+}
+
+// The global buffer of `bytes` bytes (an input told apart by its size).
+int64_t slot_of_size(const Lowered& l, size_t bytes) {
+  for (size_t j = 0; j < l.buffers.size(); ++j)
+    if (l.buffers[j].size() == bytes) return int64_t(j);
+  ADD_FAILURE() << "no buffer of " << bytes << " bytes";
+  return -1;
+}
+
+// The heuristics' vector loads of x along i must not form wrong vectors. x a shrink one element
+// in (rows of 65 or 49 elements: no row starts on a vector): it may be read as vectors, but the
+// GLSL has no aligned alias access (dataNx4.v[i >> 2]) of it. x padded by one element (its edge
+// inside a vector): no vector load of x at all. Values agree with the interpreter and the
+// closed form. 64 inputs: x along the lanes' 4 columns; 48: x the shuffled rows' vec2s.
+TEST_F(Opts, LavapipeHeuristicsFormNoWrongVectorsOfAShrunkOrPaddedOperand) {
+  const DeviceTraits cpu = lavapipe_traits();
+  for (const auto& [batch, outs, ins] : {std::tuple{6, 32, 64}, {6, 32, 48}}) {
+    SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(outs) + "x" + std::to_string(ins));
+    const std::vector<float> dy = ints(batch * outs, 7, 11, 5),
+                             big = ints(batch * (ins + 1), 5, 13, 6);
+    std::vector<float> x(size_t(batch * ins)), padded(size_t(batch * ins), 0.0f);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < ins; ++i) {
+        x[size_t(b * ins + i)] = big[size_t(b * (ins + 1) + i + 1)];
+        if (i < ins - 1) padded[size_t(b * ins + i)] = big[size_t(b * (ins + 1) + i)];
+      }
+    const Lowered shrunk =
+        lowered(Tensor(dy, {batch, outs})
+                    .transpose()
+                    .matmul(Tensor(big, {batch, ins + 1}).shrink({{0, batch}, {1, ins + 1}})),
+                {}, &cpu);
+    const int64_t slot = slot_of_size(shrunk, big.size() * sizeof(float));
+    const std::string glsl = render_glsl(shrunk.program, target_);
+    EXPECT_EQ(glsl.find("data" + std::to_string(slot) + "x4.v["), std::string::npos) << glsl;
+    EXPECT_EQ(glsl.find("data" + std::to_string(slot) + "x2.v["), std::string::npos) << glsl;
+    EXPECT_EQ(agree(shrunk), weight_gradient(dy, x, batch, outs, ins));
+    // The same x stored on its own is read by aligned vector accesses: what the above looks for.
+    const Lowered plain =
+        lowered(Tensor(dy, {batch, outs}).transpose().matmul(Tensor(x, {batch, ins})), {}, &cpu);
+    const std::string aligned = "data" + std::to_string(slot_of_size(plain, x.size() * 4)) + "x";
+    const std::string plain_glsl = render_glsl(plain.program, target_);
+    EXPECT_TRUE(plain_glsl.find(aligned + "4.v[") != std::string::npos ||
+                plain_glsl.find(aligned + "2.v[") != std::string::npos)
+        << plain_glsl;
+    // x's first ins - 1 columns of `big` (as rows of ins - 1), padded by one zero.
+    std::vector<float> narrow;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < ins - 1; ++i) narrow.push_back(big[size_t(b * (ins + 1) + i)]);
+    const Lowered pad = lowered(Tensor(dy, {batch, outs})
+                                    .transpose()
+                                    .matmul(Tensor(narrow, {batch, ins - 1}).pad({{0, 0}, {0, 1}})),
+                                {}, &cpu);
+    EXPECT_EQ(vector_loads_of(pad.program, slot_of_size(pad, narrow.size() * sizeof(float))), 0)
+        << pad.describe;
+    EXPECT_EQ(agree(pad), weight_gradient(dy, padded, batch, outs, ins));
+  }
+}
+
 // The lowerer reads a load as one vector along an upcast axis that is not the innermost (whose
 // loads the LaneVectorizer takes with the arithmetic): x's 4 inputs per invocation in a register
 // tile of 4 inputs by 4 outputs, where the reduce (the batch) is strided for both operands.
