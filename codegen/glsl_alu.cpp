@@ -160,9 +160,16 @@ bool positive_zero(const UOpPtr& u) {
   // integer 0), a load that is never valid (rendered as its alt), a where of two of them.
   const UOp* c = u.get();
   while (c->op == Ops::CAST && c->dtype.is_float() && c->src.size() == 1) c = c->src[0].get();
+  // A lane of a vector load (the lowerer's unrolled_vector) is +0 wherever the load is.
+  if (c->op == Ops::GEP && c->src.size() == 1 && c->src[0]->op == Ops::LOAD) c = c->src[0].get();
   if (c->op == Ops::LOAD && c->src.size() >= 2 && c->src[0]->src.size() > 2) {
     const UOp& valid = *c->src[0]->src[2];
     return valid.op == Ops::CONST && !valid.const_int() && positive_zero(c->src[1]);
+  }
+  if (c->op == Ops::VECTORIZE) {  // of such lanes (unrolled_vector's GEPs)
+    for (const UOpPtr& s : c->src)
+      if (!positive_zero(s)) return false;
+    return !c->src.empty();
   }
   if (c->op == Ops::WHERE && c->src.size() == 3)
     return positive_zero(c->src[1]) && positive_zero(c->src[2]);

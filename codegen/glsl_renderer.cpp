@@ -197,28 +197,21 @@ class Renderer {
   void force_names() {
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const UOp& u = *ops_[i];
+      // The other operand of a product or sum with a zero-masked load is written twice.
+      if (const UOp* m = zero_masked_operand(u))
+        for (const UOpPtr& s : u.src)
+          if (s.get() != m && s->op != Ops::CONST) forced_.insert(s.get());
       if (u.op != Ops::LOAD && u.op != Ops::STORE) continue;
       const UOp& index = *u.src.at(0);
       if (index.op != Ops::INDEX || index.src.size() < 2) fail(i, "needs an INDEX as its address");
       const bool vector = (u.op == Ops::LOAD ? u.dtype : u.src.at(1)->dtype).count > 1;
       if (index.src.size() > 2) forced_.insert(index.src[2].get());  // valid: masks and clamps
-      // The other operand of a product or sum with a zero-masked load is written twice.
-      if (u.op == Ops::LOAD)
-        for (std::size_t user : users_[i])
-          if (zero_masked_operand(*ops_[user]) == &u)
-            for (const UOpPtr& s : ops_[user]->src)
-              if (s.get() != &u && s->op != Ops::CONST) forced_.insert(s.get());
       if (users_[pos(&index)].size() > 1) forced_.insert(index.src[1].get());
       if (vector && index.src[0]->op == Ops::DEFINE_LOCAL) {
         forced_.insert(index.src[1].get());
         if (u.op == Ops::STORE) forced_.insert(u.src[1].get());
       }
     }
-    // The same for a product or sum with a zero-masked sum of loads.
-    for (const UOp* u : ops_)
-      if (const UOp* m = zero_masked_operand(*u); m && m->op == Ops::ADD)
-        for (const UOpPtr& s : u->src)
-          if (s.get() != m && s->op != Ops::CONST) forced_.insert(s.get());
   }
 
   // Walked from the end, so a node's users are decided before it is.
@@ -471,23 +464,34 @@ class Renderer {
   // products its sign of zero. x is given a name (force_names), so it is not written twice.
   // Also a sum of two loads under one mask (a fused padded value, a partial sum plus a bias: fuzzer
   // seed 20565, a conv3d of a padded conv3d): +0 + +0 where the mask is false, folded the same.
+  // Also a vector product or sum (the LaneVectorizer's) and an operand that reads the load
+  // through GEPs of its lanes and a VECTORIZE of them (the lowerer's unrolled_vector): a vector
+  // load has one mask for all its lanes, and Lavapipe folds a lane of a constant vector as well.
   static const UOp* zero_masked_operand(const UOp& u) {
-    if ((u.op != Ops::MUL && u.op != Ops::ADD) || !u.dtype.is_float() || u.dtype.count != 1)
-      return nullptr;
+    if ((u.op != Ops::MUL && u.op != Ops::ADD) || !u.dtype.is_float()) return nullptr;
     for (const UOpPtr& m : u.src)
-      if (zero_mask(*m)) return m.get();
+      if (zero_mask(m.get())) return m.get();
     return nullptr;
   }
-  // The mask where m is +0 when it is false: a load's whose alt is +0, or one both operands of a
-  // float sum share.
-  static const UOp* zero_mask(const UOp& m) {
-    if (m.op == Ops::LOAD && m.src.size() >= 2 && m.src[0]->src.size() > 2 &&
-        m.src[0]->src[2]->op != Ops::CONST && m.src[1]->op == Ops::CONST &&
-        m.src[1]->const_value() == 0 && !std::signbit(m.src[1]->const_value()))
-      return m.src[0]->src[2].get();
-    if (m.op == Ops::ADD && m.dtype.is_float() && m.dtype.count == 1) {
-      const UOp* a = zero_mask(*m.src[0]);
-      return a && a == zero_mask(*m.src[1]) ? a : nullptr;
+
+  // The mask under which operand `m` is +0 when it is false: that of a masked load whose alt is
+  // +0 that m reads (the load itself, a GEP of it, or a VECTORIZE of such lanes under one mask),
+  // or one both operands of a float sum share; nullptr for none.
+  static const UOp* zero_mask(const UOp* m) {
+    if (m->op == Ops::VECTORIZE) {
+      const UOp* mask = m->src.empty() ? nullptr : zero_mask(m->src[0].get());
+      for (const UOpPtr& s : m->src)
+        if (!mask || s->op == Ops::VECTORIZE || zero_mask(s.get()) != mask) return nullptr;
+      return mask;
+    }
+    if (m->op == Ops::GEP && m->src.size() == 1) m = m->src[0].get();
+    if (m->op == Ops::LOAD && m->src.size() >= 2 && m->src[0]->src.size() > 2 &&
+        m->src[0]->src[2]->op != Ops::CONST && m->src[1]->op == Ops::CONST &&
+        m->src[1]->const_value() == 0 && !std::signbit(m->src[1]->const_value()))
+      return m->src[0]->src[2].get();
+    if (m->op == Ops::ADD && m->dtype.is_float() && m->dtype.count == 1) {
+      const UOp* a = zero_mask(m->src[0].get());
+      return a && a == zero_mask(m->src[1].get()) ? a : nullptr;
     }
     return nullptr;
   }
@@ -500,7 +504,7 @@ class Renderer {
     std::vector<std::string> x = args;
     src[k] = UOp::const_(u.dtype, 0.0);
     x[k] = "0.0";
-    return fmt::format("(({})?{}:{})", name_of(zero_mask(*m)), render_alu(u, u.src, args),
+    return fmt::format("(({})?{}:{})", name_of(zero_mask(m)), render_alu(u, u.src, args),
                        render_alu(u, src, x));
   }
 

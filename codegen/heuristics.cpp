@@ -157,14 +157,21 @@ bool cuts_along(const Kernel& k, int axis) {
   return false;
 }
 
+// Accumulators per invocation a shuffle tile may hold (columns x lanes x width x rows): twice
+// BEAM's kMaxOutputs, which its own search keeps to: the heuristics' 448 took less CPU time
+// than 224 on Lavapipe (see apply_heuristics); nothing larger was measured.
+constexpr int64_t kMaxShuffleOutputs = 512;
+
 // Rows per lane of a shuffle tile: `most`, else the largest number under 2 * most that divides
 // what is left of the shuffled axis, else a smaller one; 0 for none. A first layer's weight
 // gradient shuffles 784 inputs over 8 lanes, 98 each: 7 rows rather than 2 (98 = 2 * 7 * 7)
 // read each row of the other operand (and recompute what is fused into it, a relu's backward)
 // for 3.5x as many outputs: 1.17x faster on Lavapipe (bench/tensor_opts_bench.cpp, mlp_variant).
-int64_t shuffle_rows(const Kernel& k, int axis, int64_t most) {
+// `limit` bounds the rows whatever `most` says (the accumulators' budget).
+int64_t shuffle_rows(const Kernel& k, int axis, int64_t most, int64_t limit) {
+  most = std::min(most, limit);
   if (divides(k, axis, most)) return most;
-  for (int64_t rows = 2 * most - 1; rows > most; --rows)
+  for (int64_t rows = std::min(2 * most - 1, limit); rows > most; --rows)
     if (divides(k, axis, rows)) return rows;
   for (int64_t rows = most - 1; rows > 1; --rows)
     if (divides(k, axis, rows)) return rows;
@@ -267,11 +274,21 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     // Where A is contiguous along the shuffled axis (a weight gradient's x[b, i] along i, the
     // reduce running over b), each lane loads a vector of `width` neighbouring rows, not one:
     // Lavapipe runs every load as a loop over the SIMD lanes, whatever its width. The rows per
-    // lane then count vectors, halved for vec4s to keep the accumulators within 256. The MLP's
-    // first weight gradient (784 inputs: vec2s, 7 per lane): 1.87 -> 1.73 CPU ms, load 9
+    // lane then count vectors, halved for vec4s; shuffle_rows takes up to 2 * most - 1 of them,
+    // so a tile holds up to 4 columns x 8 lanes x 2 x 7 = 448 accumulators (the MLP's first
+    // weight gradient, 784 inputs: vec2s, 7 per lane), past the 256 BEAM allows itself
+    // (kMaxOutputs in beam.cpp) but within kMaxShuffleOutputs. It takes less CPU time than 7
+    // single rows (224 accumulators): 1.87 -> 1.73 CPU ms at load 9; 1.83 -> 1.74 (against 2
+    // rows in the same run: 1.28x -> 1.34x) at load 5.7. Wall times there were noise-bound
+    // (1.69 -> 2.14 ms in one run, 2.23 -> 2.16 in the next).
     // (bench_tensor --benchmark_filter=mlp_variant/dwmask, shuffle_56x4 against olanes_v2_32x112).
+    // Only with four columns: without them, no vector load forms (the columns' operand is read
+    // one element at a time) and the width would only double the rows per lane.
     int64_t width = 1;
-    if (load_stride(k, tile->shared, tile->shuffle) == 1)
+    // A mask along the shuffled axis (x padded or concatenated there) is not in the stride: its
+    // lanes' masks differ and the lowerer rejects every vector, so no width there either.
+    if (tile->four_columns && load_stride(k, tile->shared, tile->shuffle) == 1 &&
+        !cuts_along(k, tile->shuffle))
       for (const int64_t w : {4, 2})
         if (divides(k, tile->shuffle, w * lanes)) {
           width = w;
@@ -281,7 +298,9 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
     k.apply({OptOp::SHUFFLE, tile->shuffle, lanes});
     const int64_t most =
         std::max<int64_t>(1, traits.shuffle_rows_per_lane * 2 / std::max<int64_t>(width, 2));
-    if (const int64_t rows = shuffle_rows(k, tile->shuffle, most))
+    const int64_t per_row = (tile->four_columns ? 4 : 1) * lanes * width;
+    if (const int64_t rows = shuffle_rows(k, tile->shuffle, most,
+                                          std::max<int64_t>(1, kMaxShuffleOutputs / per_row)))
       k.apply({OptOp::UPCAST, tile->shuffle, rows});
   } else if (traits.register_tiles && count_axes(k, AxisKind::Global) >= 2 && reuses_loads(k)) {
     // Matmul-shaped: a tile of outputs per invocation reuses each loaded element across the tile.

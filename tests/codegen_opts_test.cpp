@@ -436,6 +436,141 @@ TEST_F(Opts, LavapipeHeuristicsShuffleVectorsOfAnOperandContiguousAlongTheShuffl
   EXPECT_EQ(agree(l), weight_gradient(dy, x, 8, 32, 40));
 }
 
+// Without four columns (48 outputs by 40 inputs: 32 divides neither), no vector load forms along
+// the lanes, so the shared operand takes no width either (it would only double the rows per
+// lane): the tile is one column a lane, one row a lane shuffled, as before vector widths.
+TEST_F(Opts, LavapipeHeuristicsTakeNoWidthWithoutFourColumns) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const DeviceTraits cpu = lavapipe_traits();
+  const std::vector<float> dy = ints(8 * 48, 7, 11, 5), x = ints(8 * 40, 5, 13, 6);
+  const Lowered l = lowered(Tensor(dy, {8, 48}).transpose().matmul(Tensor(x, {8, 40})), {}, &cpu);
+  // Before: LOCAL(axis=1, amount=8), UPCAST(axis=0, amount=2), SHUFFLE(axis=0, amount=8), ...
+  EXPECT_NE(l.describe.find("opts=[LOCAL(axis=1, amount=8), SHUFFLE(axis=0, amount=8), "
+                            "UPCAST(axis=0, amount=6)"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(agree(l), weight_gradient(dy, x, 8, 48, 40));
+}
+
+// The shuffle tiles the Lavapipe heuristics choose for weight gradients keep their accumulators
+// (the sizes of the upcast and shuffle axes) within kMaxShuffleOutputs = 512 (heuristics.cpp):
+// the MLP's first layer's (784 inputs) is the largest, 4 x 8 x 2 x 7 = 448.
+TEST_F(Opts, LavapipeHeuristicsKeepShuffleTilesWithinTheAccumulatorBudget) {
+  const DeviceTraits cpu = lavapipe_traits();
+  int64_t largest = 0;
+  for (const auto& [batch, outs, ins] : {std::tuple{16, 128, 784},
+                                         {8, 32, 112},
+                                         {8, 128, 896},
+                                         {8, 32, 64},
+                                         {8, 64, 448},
+                                         {8, 48, 40}}) {
+    Schedule s = create_schedule(
+        {Tensor(std::vector<float>(size_t(batch * outs), 1.0f), {batch, outs})
+             .transpose()
+             .matmul(Tensor(std::vector<float>(size_t(batch * ins), 1.0f), {batch, ins}))
+             .node()});
+    Kernel k(s.items.back().ast);
+    apply_heuristics(k, cpu);
+    int64_t outputs = 1;
+    for (size_t a = 0; a < k.kinds().size(); ++a)
+      if (k.kinds()[a] == AxisKind::Upcast || k.kinds()[a] == AxisKind::Shuffle)
+        outputs *= k.full_shape()[a];
+    EXPECT_LE(outputs, 512) << k.describe();
+    largest = std::max(largest, outputs);
+  }
+  if (target_.subgroup_shuffle && target_.subgroup_size == 8) EXPECT_EQ(largest, 448);
+}
+
+// x padded along the shuffled axis, the pad's edge inside a vec2 (47 inputs padded to 48): the
+// stride along i is 1 but the lanes' masks differ, so the shared rows take no width (before:
+// UPCAST 2 on i, every vector then rejected by the lowerer), and no vector load of x forms.
+TEST_F(Opts, LavapipeHeuristicsTakeNoWidthAlongAMaskedAxis) {
+  if (!target_.subgroup_shuffle || target_.subgroup_size != 8)
+    GTEST_SKIP() << "needs 8-wide subgroups";
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t batch = 8, outs = 32, ins = 47;
+  const std::vector<float> dy = ints(batch * outs, 7, 11, 5), x = ints(batch * ins, 5, 13, 6);
+  std::vector<float> padded(size_t(batch * (ins + 1)), 0.0f);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < ins; ++i) padded[size_t(b * (ins + 1) + i)] = x[size_t(b * ins + i)];
+  const Lowered l = lowered(
+      Tensor(dy, {batch, outs}).transpose().matmul(Tensor(x, {batch, ins}).pad({{0, 0}, {0, 1}})),
+      {}, &cpu);
+  EXPECT_NE(l.describe.find("LOCAL(axis=0, amount=8), SHUFFLE(axis=1, amount=8)"),
+            std::string::npos)
+      << l.describe;
+  EXPECT_EQ(vector_loads(l.program, 2), 0) << l.describe;
+  EXPECT_EQ(agree(l), weight_gradient(dy, padded, batch, outs, ins + 1));
+}
+
+// Vector loads of `width` lanes from global buffer `slot`.
+int vector_loads_of(const Program& p, int64_t slot) {
+  int n = 0;
+  for (const UOpPtr& u : p.uops)
+    if (u->op == Ops::LOAD && u->dtype.count > 1 && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL &&
+        u->src[0]->src[0]->arg_as<int64_t>() == slot)
+      ++n;
+  return n;
+}
+
+// The global buffer of `bytes` bytes (an input told apart by its size).
+int64_t slot_of_size(const Lowered& l, size_t bytes) {
+  for (size_t j = 0; j < l.buffers.size(); ++j)
+    if (l.buffers[j].size() == bytes) return int64_t(j);
+  ADD_FAILURE() << "no buffer of " << bytes << " bytes";
+  return -1;
+}
+
+// The heuristics' vector loads of x along i must not form wrong vectors. x a shrink one element
+// in (rows of 65 or 49 elements: no row starts on a vector): it may be read as vectors, but the
+// GLSL has no aligned alias access (dataNx4.v[i >> 2]) of it. x padded by one element (its edge
+// inside a vector): no vector load of x at all. Values agree with the interpreter and the
+// closed form. 64 inputs: x along the lanes' 4 columns; 48: x the shuffled rows' vec2s.
+TEST_F(Opts, LavapipeHeuristicsFormNoWrongVectorsOfAShrunkOrPaddedOperand) {
+  const DeviceTraits cpu = lavapipe_traits();
+  for (const auto& [batch, outs, ins] : {std::tuple{6, 32, 64}, {6, 32, 48}}) {
+    SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(outs) + "x" + std::to_string(ins));
+    const std::vector<float> dy = ints(batch * outs, 7, 11, 5),
+                             big = ints(batch * (ins + 1), 5, 13, 6);
+    std::vector<float> x(size_t(batch * ins)), padded(size_t(batch * ins), 0.0f);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < ins; ++i) {
+        x[size_t(b * ins + i)] = big[size_t(b * (ins + 1) + i + 1)];
+        if (i < ins - 1) padded[size_t(b * ins + i)] = big[size_t(b * (ins + 1) + i)];
+      }
+    const Lowered shrunk =
+        lowered(Tensor(dy, {batch, outs})
+                    .transpose()
+                    .matmul(Tensor(big, {batch, ins + 1}).shrink({{0, batch}, {1, ins + 1}})),
+                {}, &cpu);
+    const int64_t slot = slot_of_size(shrunk, big.size() * sizeof(float));
+    const std::string glsl = render_glsl(shrunk.program, target_);
+    EXPECT_EQ(glsl.find("data" + std::to_string(slot) + "x4.v["), std::string::npos) << glsl;
+    EXPECT_EQ(glsl.find("data" + std::to_string(slot) + "x2.v["), std::string::npos) << glsl;
+    EXPECT_EQ(agree(shrunk), weight_gradient(dy, x, batch, outs, ins));
+    // The same x stored on its own is read by aligned vector accesses: what the above looks for.
+    const Lowered plain =
+        lowered(Tensor(dy, {batch, outs}).transpose().matmul(Tensor(x, {batch, ins})), {}, &cpu);
+    const std::string aligned = "data" + std::to_string(slot_of_size(plain, x.size() * 4)) + "x";
+    const std::string plain_glsl = render_glsl(plain.program, target_);
+    EXPECT_TRUE(plain_glsl.find(aligned + "4.v[") != std::string::npos ||
+                plain_glsl.find(aligned + "2.v[") != std::string::npos)
+        << plain_glsl;
+    // x's first ins - 1 columns of `big` (as rows of ins - 1), padded by one zero.
+    std::vector<float> narrow;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < ins - 1; ++i) narrow.push_back(big[size_t(b * (ins + 1) + i)]);
+    const Lowered pad = lowered(Tensor(dy, {batch, outs})
+                                    .transpose()
+                                    .matmul(Tensor(narrow, {batch, ins - 1}).pad({{0, 0}, {0, 1}})),
+                                {}, &cpu);
+    EXPECT_EQ(vector_loads_of(pad.program, slot_of_size(pad, narrow.size() * sizeof(float))), 0)
+        << pad.describe;
+    EXPECT_EQ(agree(pad), weight_gradient(dy, padded, batch, outs, ins));
+  }
+}
+
 // The lowerer reads a load as one vector along an upcast axis that is not the innermost (whose
 // loads the LaneVectorizer takes with the arithmetic): x's 4 inputs per invocation in a register
 // tile of 4 inputs by 4 outputs, where the reduce (the batch) is strided for both operands.
@@ -478,6 +613,48 @@ TEST_F(Opts, LoadsAreVectorsAlongAnUpcastAxisThatIsNotTheInnermost) {
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_TRUE(got_shuffled[i] == want[i] || (std::isnan(want[i]) && std::isnan(got_shuffled[i])))
         << i;
+}
+
+// dy[B + 1, O]^T x[B, I].pad(((0, 1), (0, 0))): dy's last row is inf and x's padded row reads
+// +0 through its mask, so every output is inf * 0 = nan. Lavapipe unrolls the short batch loop,
+// where the mask becomes a constant and it folds y * 0 to 0 (see zero_masked_operand in the GLSL
+// renderer): a masked load read as one vector must be guarded as a scalar one is, both where the
+// product is a vector (the LaneVectorizer's) and where the vector's lanes are taken by GEPs and
+// gathered again (unrolled_vector along an upcast axis that is not the innermost). Both forced
+// tiles gave finite numbers before the guard saw through them. With the heuristics' opts and with
+// vector loads forced along each operand's axis.
+TEST_F(Opts, AMaskedVectorLoadTimesInfIsNan) {
+  const DeviceTraits cpu = lavapipe_traits();
+  for (const int64_t batch : {3, 7}) {
+    const int64_t outs = 32, ins = 64;
+    std::vector<float> dy = ints((batch + 1) * outs, 7, 11, 5);
+    for (int64_t o = 0; o < outs; ++o)
+      dy[size_t(batch * outs + o)] = std::numeric_limits<float>::infinity();
+    const std::vector<float> x = ints(batch * ins, 5, 13, 6);
+    auto product = [&] {
+      return Tensor(dy, {batch + 1, outs})
+          .transpose()
+          .matmul(Tensor(x, {batch, ins}).pad({{0, 1}, {0, 0}}));
+    };
+    std::vector<Lowered> runs;
+    runs.push_back(lowered(product(), {}, &cpu));
+    runs.push_back(lowered(product(), {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}}));
+    runs.push_back(lowered(product(), {{O::UPCAST, 0, 4}, {O::UPCAST, 1, 4}}));
+    if (target_.subgroup_shuffle && target_.subgroup_size == 8)
+      runs.push_back(lowered(
+          product(), {{O::UPCAST, 0, 4}, {O::LOCAL, 0, 8}, {O::UPCAST, 1, 4}, {O::SHUFFLE, 1, 8}}));
+    int vectors = 0;
+    for (const Lowered& l : runs) {
+      SCOPED_TRACE(std::to_string(batch) + ": " + l.describe);
+      vectors += vector_loads(l.program, 4) + vector_loads(l.program, 2);
+      const std::vector<float> got = agree(l);
+      ASSERT_EQ(got.size(), size_t(outs * ins));
+      int not_nan = 0;
+      for (float v : got) not_nan += !std::isnan(v);
+      EXPECT_EQ(not_nan, 0);
+    }
+    EXPECT_GT(vectors, 0);  // the forced tiles read x as vectors
+  }
 }
 
 // A division fused into a reduce and the same for every output along one axis (a softmax's

@@ -83,5 +83,105 @@ TEST(MatmulTiles, InfAndNanPropagateAsOnTheCpuDevice) {
   EXPECT_GT(infs, 0);
 }
 
+// dy[B + 1, O]^T x[B, I] padded by a row of zeros, dy's last row inf: every output is inf * 0 =
+// nan, also where Lavapipe unrolls the short batch and its mask becomes a constant.
+TEST(MatmulTiles, APaddedRowTimesInfIsNanAsOnTheCpuDevice) {
+  for (const auto& [batch, outs, ins] : {std::tuple{3, 32, 64}, {7, 32, 112}, {7, 64, 128}}) {
+    SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(outs) + "x" + std::to_string(ins));
+    std::vector<float> dy = ints((batch + 1) * outs, 7, 11, 5);
+    for (int64_t o = 0; o < outs; ++o)
+      dy[size_t(batch * outs + o)] = std::numeric_limits<float>::infinity();
+    const std::vector<float> x = ints(batch * ins, 5, 13, 6);
+    auto product = [&](const std::string& device) {
+      return Tensor(dy, {batch + 1, outs}, device)
+          .transpose()
+          .matmul(Tensor(x, {batch, ins}, device).pad({{0, 1}, {0, 0}}))
+          .to_vector<float>();
+    };
+    const std::vector<float> vk = product("VK");
+    expect_same(vk, product("CPU"));
+    int not_nan = 0;
+    for (float v : vk) not_nan += !std::isnan(v);
+    EXPECT_EQ(not_nan, 0);
+  }
+}
+
+// dy^T x where x is made by `make_x` from (device-independent) values: the Vulkan device's tiles
+// (with the vector loads of the heuristics) against the CPU device.
+template <class MakeX>
+void expect_weight_gradient_agrees(const std::vector<float>& dy, int64_t batch, int64_t outs,
+                                   MakeX make_x) {
+  auto run = [&](const std::string& device) {
+    return Tensor(dy, {batch, outs}, device)
+        .transpose()
+        .matmul(make_x(device))
+        .template to_vector<float>();
+  };
+  const std::vector<float> vk = run("VK");
+  expect_same(vk, run("CPU"));
+  // Not all zeros: the inputs reached the outputs.
+  EXPECT_NE(vk, std::vector<float>(vk.size(), 0.0f));
+}
+
+// x as views the vector loads must not read as aligned vectors: a shrink starting one element
+// in (rows of 65 or 49: no row starts on a vector), a pad whose edge falls inside a vector, a
+// row broadcast along the batch (stride 0 along the reduce), and a permute then reshape (its
+// index has a division and a modulo along i). Shapes where the lanes run along x's inputs (64)
+// and where the shuffled rows do (48, 112: vec2s of x along i).
+TEST(MatmulTiles, WeightGradientsOfXViewsAgreeWithTheCpuDevice) {
+  for (const auto& [batch, outs, ins] : {std::tuple{6, 32, 64}, {6, 32, 48}, {5, 64, 112}}) {
+    SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(outs) + "x" + std::to_string(ins));
+    const std::vector<float> dy = ints(batch * outs, 7, 11, 5);
+    const std::vector<float> big = ints(batch * (ins + 1), 5, 13, 6);
+    {
+      SCOPED_TRACE("shrink");
+      expect_weight_gradient_agrees(dy, batch, outs, [&](const std::string& d) {
+        return Tensor(big, {batch, ins + 1}, d).shrink({{0, batch}, {1, ins + 1}});
+      });
+    }
+    {
+      SCOPED_TRACE("pad");
+      const std::vector<float> x = ints(batch * (ins - 1), 5, 13, 6);
+      expect_weight_gradient_agrees(dy, batch, outs, [&](const std::string& d) {
+        return Tensor(x, {batch, ins - 1}, d).pad({{0, 0}, {0, 1}});
+      });
+    }
+    {
+      SCOPED_TRACE("broadcast");
+      const std::vector<float> row = ints(ins, 5, 13, 6);
+      expect_weight_gradient_agrees(dy, batch, outs, [&](const std::string& d) {
+        return Tensor(row, {1, ins}, d).expand({batch, ins});
+      });
+    }
+    {
+      SCOPED_TRACE("permute and reshape");
+      const std::vector<float> x = ints(batch * ins, 5, 13, 6);
+      expect_weight_gradient_agrees(dy, batch, outs, [&](const std::string& d) {
+        return Tensor(x, {4, batch, ins / 4}, d).permute({1, 0, 2}).reshape({batch, ins});
+      });
+    }
+  }
+}
+
+// Half and int32 operands: half's loads are no 32-bit values (the lanes load them alone, and no
+// shuffle takes them), int32's are.
+TEST(MatmulTiles, HalfAndInt32WeightGradientsAgreeWithTheCpuDevice) {
+  for (const auto& [batch, outs, ins] : {std::tuple{6, 32, 64}, {6, 32, 48}, {5, 64, 112}}) {
+    SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(outs) + "x" + std::to_string(ins));
+    const std::vector<float> dy = ints(batch * outs, 7, 11, 5), x = ints(batch * ins, 5, 13, 6);
+    for (const DType t : {dtypes::float16, dtypes::int32}) {
+      SCOPED_TRACE(t == dtypes::int32 ? "int32" : "float16");
+      auto run = [&](const std::string& device) {
+        Tensor a = Tensor(dy, {batch, outs}, device).cast(t).contiguous().realize();
+        Tensor b = Tensor(x, {batch, ins}, device).cast(t).contiguous().realize();
+        return a.transpose().matmul(b).cast(dtypes::float32).to_vector<float>();
+      };
+      const std::vector<float> vk = run("VK");
+      expect_same(vk, run("CPU"));
+      EXPECT_NE(vk, std::vector<float>(vk.size(), 0.0f));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vkg::test
