@@ -210,12 +210,14 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ign
         const Tensor weights_sum = in_range.where(1.0, eps).cast(logp.dtype()).unsqueeze(-1);
         const Tensor w =
             mask.where(1.0 - eps + eps / double(classes), eps / double(classes)).cast(logp.dtype());
-        const Tensor unit =
-            counted.unsqueeze(-1).where(s.exp() * (weights_sum / s.exp().sum(-1, true)) - w, zero);
         const Tensor scale = reduction == Reduction::None   ? g.unsqueeze(-1)
                              : reduction == Reduction::Mean ? g / *count
                                                             : g;
-        return {(unit * scale).cast(x.dtype())};
+        // Ignored rows are selected away after scaling, not multiplied by zero: with every
+        // target ignored the mean's scale is 1/0 = inf, and a nan or inf upstream gradient at an
+        // ignored row (reduction none) would leak through 0 * inf = nan; torch gives zeros.
+        const Tensor body = s.exp() * (weights_sum / s.exp().sum(-1, true));
+        return {counted.unsqueeze(-1).where((body - w) * scale, zero).cast(x.dtype())};
       }));
 }
 

@@ -211,6 +211,44 @@ TEST(TensorLoss, SparseCategoricalCrossentropyGradientEqualsTheDerivedOne) {
     }
 }
 
+// With every target ignored the mean divides by a count of 0, and the gradient is still zeros (as
+// torch's and the derived one's), not 0 * inf = nan; so for sum and none. With reduction none, an
+// upstream gradient of nan or inf at an ignored row leaves that row's gradient zero.
+TEST(TensorLoss, SparseCategoricalCrossentropyIgnoredRowsGetZeroGradient) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const std::string dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    for (const Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None})
+      for (const double eps : {0.0, 0.2}) {
+        SCOPED_TRACE("reduction " + std::to_string(int(r)) + ", label smoothing " +
+                     std::to_string(eps));
+        Tensor x = Tensor(std::vector<float>{1, 2, 3, 0.5f, -1, 4}, {2, 3}, dev).requires_grad_();
+        x.sparse_categorical_crossentropy(Tensor(std::vector<int32_t>{-1, -1}, {2}, dev), -1, eps,
+                                          r)
+            .sum()
+            .backward();
+        for (const float v : x.grad()->to_vector<float>())
+          EXPECT_EQ(std::bit_cast<uint32_t>(v), 0u);
+      }
+    for (const float bad : {nan, inf}) {
+      SCOPED_TRACE(bad);
+      Tensor x = Tensor(std::vector<float>{1, 2, 3, 0.5f, -1, 4}, {2, 3}, dev).requires_grad_();
+      const Tensor l = x.sparse_categorical_crossentropy(
+          Tensor(std::vector<int32_t>{-1, 2}, {2}, dev), -1, 0.0, Reduction::None);
+      (l * Tensor(std::vector<float>{bad, 2}, {2}, dev)).sum().backward();
+      const std::vector<float> got = x.grad()->to_vector<float>();
+      for (size_t i = 0; i < 3; ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), 0u) << i;
+      // The counted row: 2 (softmax - onehot) of (0.5, -1, 4).
+      const double e0 = std::exp(0.5), e1 = std::exp(-1.0), e2 = std::exp(4.0);
+      const double sum = e0 + e1 + e2;
+      EXPECT_NEAR(got[3], 2 * e0 / sum, 1e-6);
+      EXPECT_NEAR(got[4], 2 * e1 / sum, 1e-6);
+      EXPECT_NEAR(got[5], 2 * (e2 / sum - 1), 1e-6);
+    }
+  }
+}
+
 TEST(TensorLoss, BinaryCrossentropyAndItsLogitsForm) {
   const Tensor p = Tensor({0.2f, 0.9f, 0.0f, 1.0f, 0.0f}),
                y = Tensor({0.0f, 1.0f, 0.0f, 1.0f, 1.0f});
