@@ -207,9 +207,11 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ign
       loss->node(), {x.node()}, [=](const Tensor& g) -> std::vector<std::optional<Tensor>> {
         const Tensor xf = as_float(x);
         const Tensor s = xf - xf.max(-1, true).detach();  // log_softmax's (core/tensor_softmax.cpp)
-        const Tensor weights_sum = in_range.where(1.0, eps).cast(logp.dtype()).unsqueeze(-1);
-        const Tensor w =
-            mask.where(1.0 - eps + eps / double(classes), eps / double(classes)).cast(logp.dtype());
+        // Constants in the logits' float dtype: where(double, double) makes float32 ones, which
+        // would leave a float64 gradient float32-accurate.
+        const auto c = [&](double v) { return logp.scalar_like(v); };
+        const Tensor weights_sum = in_range.where(c(1.0), c(eps)).unsqueeze(-1);
+        const Tensor w = mask.where(c(1.0 - eps + eps / double(classes)), c(eps / double(classes)));
         const Tensor scale = reduction == Reduction::None   ? g.unsqueeze(-1)
                              : reduction == Reduction::Mean ? g / *count
                                                             : g;

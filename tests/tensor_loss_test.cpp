@@ -249,6 +249,33 @@ TEST(TensorLoss, SparseCategoricalCrossentropyIgnoredRowsGetZeroGradient) {
   }
 }
 
+// float64 logits with label smoothing: the written-out gradient's constants (1 - eps + eps / C
+// and eps / C) are float64, so the gradient is float64-accurate (float32 constants were off by
+// ~1e-10). CPU only: Lavapipe may lack float64 transcendentals.
+TEST(TensorLoss, SparseCategoricalCrossentropyFloat64GradientIsFloat64Accurate) {
+  const int64_t rows = 2, classes = 10;
+  const double eps = 0.1;
+  const std::vector<int32_t> target = {3, 7};
+  std::vector<double> x(size_t(rows * classes));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(double(i) * 1.3) * 3.0;
+  Tensor logits = Tensor(x, {rows, classes}, "CPU").requires_grad_();
+  logits.sparse_categorical_crossentropy(Tensor(target, {rows}, "CPU"), -1, eps, Reduction::Mean)
+      .backward();
+  ASSERT_EQ(logits.grad()->dtype(), dtypes::float64);
+  const std::vector<double> got = logits.grad()->to_vector<double>();
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < classes; ++c) mx = std::max(mx, x[size_t(r * classes + c)]);
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(x[size_t(r * classes + c)] - mx);
+    for (int64_t c = 0; c < classes; ++c) {
+      const double softmax = std::exp(x[size_t(r * classes + c)] - mx) / sum;
+      const double w = (c == target[size_t(r)] ? 1 - eps : 0.0) + eps / double(classes);
+      EXPECT_NEAR(got[size_t(r * classes + c)], (softmax - w) / double(rows), 1e-14)
+          << "row " << r << " class " << c;
+    }
+  }
+}
+
 TEST(TensorLoss, BinaryCrossentropyAndItsLogitsForm) {
   const Tensor p = Tensor({0.2f, 0.9f, 0.0f, 1.0f, 0.0f}),
                y = Tensor({0.0f, 1.0f, 0.0f, 1.0f, 1.0f});
