@@ -202,9 +202,12 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ign
   Tensor in_range = target.dtype().is_unsigned() ? target.eq(target) : target.ge(0);
   if (double(classes) <= dtypes::max_value(target.dtype()))
     in_range = in_range.logical_and(target.lt(classes));
-  const Tensor x = *this;
+  // The logits' node, not the Tensor: a Tensor is a handle that assign or to_ repoint, and the
+  // gradient is that of the values the loss was built from.
+  const UOpPtr x_node = node();
   return Tensor(with_custom_gradient(
-      loss->node(), {x.node()}, [=](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+      loss->node(), {x_node}, [=](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+        const Tensor x(x_node);
         const Tensor xf = as_float(x);
         const Tensor s = xf - xf.max(-1, true).detach();  // log_softmax's (core/tensor_softmax.cpp)
         // Constants in the logits' float dtype: where(double, double) makes float32 ones, which

@@ -276,6 +276,28 @@ TEST(TensorLoss, SparseCategoricalCrossentropyFloat64GradientIsFloat64Accurate) 
   }
 }
 
+// The gradient is that of the logits the loss was built from, even when the logits tensor is
+// assigned a new value before backward (the gradient captures the node, not the handle, which
+// assign repoints). The logits are computed from a leaf: a leaf's assign makes a new leaf,
+// which the old graph does not reach.
+TEST(TensorLoss, SparseCategoricalCrossentropyGradientUsesTheLogitsItWasBuiltFrom) {
+  for (const std::string dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    Tensor w = Tensor(std::vector<float>{0.5f, 1, 1.5f}, {1, 3}, dev).requires_grad_();
+    Tensor x = w * 2;
+    const Tensor loss = x.sparse_categorical_crossentropy(Tensor(std::vector<int32_t>{0}, {1}, dev),
+                                                          -1, 0.0, Reduction::Sum);
+    x.assign(Tensor(std::vector<float>{5, -4, 0}, {1, 3}, dev));
+    loss.backward();
+    // d loss / d w = 2 (softmax(1, 2, 3) - onehot(0)).
+    const double e1 = std::exp(1.0), e2 = std::exp(2.0), e3 = std::exp(3.0), s = e1 + e2 + e3;
+    const std::vector<float> got = w.grad()->to_vector<float>();
+    EXPECT_NEAR(got[0], 2 * (e1 / s - 1), 1e-6);
+    EXPECT_NEAR(got[1], 2 * e2 / s, 1e-6);
+    EXPECT_NEAR(got[2], 2 * e3 / s, 1e-6);
+  }
+}
+
 TEST(TensorLoss, BinaryCrossentropyAndItsLogitsForm) {
   const Tensor p = Tensor({0.2f, 0.9f, 0.0f, 1.0f, 0.0f}),
                y = Tensor({0.0f, 1.0f, 0.0f, 1.0f, 1.0f});
