@@ -75,6 +75,12 @@ class SGD : public Optimizer {
 
 // Adam (L2 weight decay added to the gradient) and, with decoupled = true, AdamW (the weights
 // shrink by lr * weight_decay directly).
+//
+// Unlike torch, the bias corrections 1 - beta^t count one t for all parameters, the optimizer's
+// steps (as tinygrad's b1_t, b2_t): beta^t advances every step, also for a parameter that has no
+// gradient in it (left alone then). torch keeps each parameter's own step count, advanced only
+// when it has a gradient: a parameter that skipped steps gets a smaller correction here. The
+// betas must be below 1 in float32 (beta^t is a float32 state), else the constructor throws.
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,

@@ -293,6 +293,26 @@ TEST(Optim, ErrorsNameTheOptimizer) {
   EXPECT_NE(non_leaf.find("computed from other tensors"), std::string::npos) << non_leaf;
 }
 
+// A beta that rounds to 1 in float32 (the states' dtype) would keep beta^t at 1 and make the step
+// 0/0: rejected, naming the optimizer and the value. The largest float32 below 1 steps finitely.
+TEST(Optim, AdamRejectsBetasThatRoundToOneInFloat32) {
+  Tensor w = Tensor::ones({2}).requires_grad_();
+  const double near_one = 1.0 - 1e-9;  // in [0, 1 - 1e-12], but float(near_one) == 1
+  const std::string e2 = error_of([&] { nn::Adam({w}, 1e-3, 0.9, near_one); });
+  EXPECT_EQ(e2.rfind("Adam:", 0), 0u) << e2;
+  EXPECT_NE(e2.find("beta2"), std::string::npos) << e2;
+  EXPECT_NE(e2.find("0.999999999"), std::string::npos) << e2;
+  const std::string e1 = error_of([&] { nn::AdamW({w}, 1e-3, near_one); });
+  EXPECT_EQ(e1.rfind("AdamW:", 0), 0u) << e1;
+  EXPECT_NE(e1.find("beta1"), std::string::npos) << e1;
+  const double below = double(std::nextafter(1.0f, 0.0f));
+  nn::Adam adam({w}, 1e-3, below, below);
+  w.set_grad(Tensor(std::vector<float>{1, -2}, {2}));
+  adam.step();
+  for (const float v : w.to_vector<float>()) EXPECT_TRUE(std::isfinite(v)) << v;
+  EXPECT_LT(w.to_vector<float>()[0], 1.0f);
+}
+
 // After the first step (which gives parameters that were never realized buffers of their own),
 // each step writes the parameters, the optimizer's states and BatchNorm's running statistics in
 // place: the same memory every step, which is what a JIT replays over.
@@ -332,8 +352,10 @@ TEST(Optim, StepsKeepParametersAndStatisticsInTheirBuffers) {
 
 namespace {
 
-// Adam by hand in float64, as torch's formula with one step count for every parameter: the
-// parameters `p` after `grads[t][i]` (empty: no gradient that step) were applied at steps 1, 2, ...
+// Adam by hand in float64: torch's formula, but with vkgrad's step count (nn/optim.hpp), the
+// optimizer's t for every parameter, where torch counts each parameter's own steps (the two differ
+// after a step without a gradient). The parameters `p` after `grads[t][i]` (empty: no gradient
+// that step) were applied at steps 1, 2, ...
 std::vector<std::vector<double>> adam_in_float64(
     std::vector<std::vector<double>> p, const std::vector<std::vector<std::vector<double>>>& grads,
     double lr, double wd, bool decoupled) {
