@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/multi.hpp>
 #include <vkgrad/nn/module.hpp>
 
 namespace vkg::nn {
@@ -159,8 +160,11 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
   const std::string dev = this->params().empty() ? default_device() : this->params()[0].device();
   int64_t n = 0;
   for (const Tensor& p : this->params()) {
+    // A sharded parameter keeps moments of its own, on its devices: its part of the shared
+    // tensor moved its gradient's shards across devices every step (17 kernels a step, not 7).
     const bool shared = p.dtype() == dtypes::float32 && p.device() == dev &&
-                        p.numel() <= kSharedPartMax && n + round_up4(p.numel()) <= kSharedMax;
+                        !is_multi_device(p.device()) && p.numel() <= kSharedPartMax &&
+                        n + round_up4(p.numel()) <= kSharedMax;
     offsets_.push_back(shared ? n : -1);
     if (shared) {
       n += round_up4(p.numel());

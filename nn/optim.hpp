@@ -95,9 +95,10 @@ class Adam : public Optimizer {
   Tensor gradient(size_t i, const Tensor& grad) const;
   double beta1_, beta2_, eps_, weight_decay_;
   bool decoupled_;
-  // Small float32 parameters (biases, small weights: see nn/optim.cpp) keep their state in one
-  // tensor, `shared_`, of shape (2, n): row 0 holds each one's m flattened, from offsets_[i], row
-  // 1 its v, and the column at betas_at_ holds (beta1^t, beta2^t) (as tinygrad's b1_t, b2_t).
+  // Small float32 parameters on one device (biases, small weights: see nn/optim.cpp; a sharded
+  // one keeps moments of its own, on its devices) keep their state in one tensor, `shared_`, of
+  // shape (2, n): row 0 holds each one's m flattened, from offsets_[i], row 1 its v, and the
+  // column at betas_at_ holds (beta1^t, beta2^t) (as tinygrad's b1_t, b2_t).
   // One kernel updates it all: beta^t is the moment of a zero gradient started at 1, so it
   // advances by the same m * beta1 + g * (1 - beta1) (g * (1 - beta1) is +0 there, and adding it
   // is exact). Each parameter's update reads its part. Every kernel is a Lavapipe thread-pool

@@ -313,6 +313,36 @@ TEST(Optim, AdamRejectsBetasThatRoundToOneInFloat32) {
   EXPECT_LT(w.to_vector<float>()[0], 1.0f);
 }
 
+// A small parameter sharded along an axis keeps moments of its own, on its devices: its Adam
+// steps match one device's, in 7 kernels a step (its part of the shared tensor took 17).
+TEST(Optim, AdamStepsOnAShardedSmallParameterMatchOneDevice) {
+  const std::vector<std::string> two = {"VK", "VK:1"};
+  auto run = [&](bool sharded) {
+    Tensor p =
+        Tensor(std::vector<float>{1, -2, 0.5f, 3, -1, 2, 0.25f, -0.75f}, {8}).requires_grad_();
+    Tensor c = Tensor(std::vector<float>{0.5f, 1, -1, 2, 3, -0.5f, 1.5f, 0.1f}, {8});
+    if (sharded) {
+      p.shard_(two, 0);
+      c = c.shard(two, 0);
+    }
+    nn::Adam adam({p}, 0.01);
+    for (int step = 0; step < 3; ++step) {
+      adam.zero_grad();
+      (p * p * c).sum().backward();
+      const int64_t before = global_counters().kernels;
+      adam.step();
+      // 17 with the parameter's part in the shared tensor, its gradient's shards moved about.
+      if (sharded && step > 0) EXPECT_EQ(global_counters().kernels - before, 7) << step;
+    }
+    EXPECT_EQ(p.device(), sharded ? "VK,VK:1" : "VK");
+    return p.to("CPU").to_vector<float>();
+  };
+  const std::vector<float> one = run(false), both = run(true);
+  ASSERT_EQ(one.size(), both.size());
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(both[i], one[i]) << i;
+  EXPECT_NE(one[0], 1.0f);  // the steps moved it
+}
+
 // After the first step (which gives parameters that were never realized buffers of their own),
 // each step writes the parameters, the optimizer's states and BatchNorm's running statistics in
 // place: the same memory every step, which is what a JIT replays over.
