@@ -99,11 +99,10 @@ class Adam : public Optimizer {
   // one keeps moments of its own, on its devices) keep their state in one tensor, `shared_`, of
   // shape (2, n): row 0 holds each one's m flattened, from offsets_[i], row 1 its v, and the
   // column at betas_at_ holds (beta1^t, beta2^t) (as tinygrad's b1_t, b2_t).
-  // One kernel updates it all: beta^t is the moment of a zero gradient started at 1, so it
-  // advances by the same m * beta1 + g * (1 - beta1) (g * (1 - beta1) is +0 there, and adding it
-  // is exact). Each parameter's update reads its part. Every kernel is a Lavapipe thread-pool
-  // dispatch of 15-25 us even when it has little to do: the MLP 784-128-10 step went from 21 to
-  // 18 kernels. Offsets are multiples of 4 (zeros between parts, which stay zero).
+  // One kernel updates it all: the parts' moments and, laid after them, that column multiplied
+  // by (beta1, beta2). Each parameter's update reads its part. Every kernel is a Lavapipe
+  // thread-pool dispatch of 15-25 us even when it has little to do: the MLP 784-128-10 step went
+  // from 21 to 18 kernels. Offsets are multiples of 4 (zeros between parts, which stay zero).
   std::optional<Tensor> shared_;  // set by the constructor
   std::vector<int64_t> offsets_;  // -1 for a parameter with moments of its own
   int64_t betas_at_ = 0;
