@@ -202,20 +202,27 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& target, int64_t ign
   Tensor in_range = target.dtype().is_unsigned() ? target.eq(target) : target.ge(0);
   if (double(classes) <= dtypes::max_value(target.dtype()))
     in_range = in_range.logical_and(target.lt(classes));
-  const Tensor x = *this;
+  // The logits' node, not the Tensor: a Tensor is a handle that assign or to_ repoint, and the
+  // gradient is that of the values the loss was built from.
+  const UOpPtr x_node = node();
   return Tensor(with_custom_gradient(
-      loss->node(), {x.node()}, [=](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+      loss->node(), {x_node}, [=](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+        const Tensor x(x_node);
         const Tensor xf = as_float(x);
         const Tensor s = xf - xf.max(-1, true).detach();  // log_softmax's (core/tensor_softmax.cpp)
-        const Tensor weights_sum = in_range.where(1.0, eps).cast(logp.dtype()).unsqueeze(-1);
-        const Tensor w =
-            mask.where(1.0 - eps + eps / double(classes), eps / double(classes)).cast(logp.dtype());
-        const Tensor unit =
-            counted.unsqueeze(-1).where(s.exp() * (weights_sum / s.exp().sum(-1, true)) - w, zero);
+        // Constants in the logits' float dtype: where(double, double) makes float32 ones, which
+        // would leave a float64 gradient float32-accurate.
+        const auto c = [&](double v) { return logp.scalar_like(v); };
+        const Tensor weights_sum = in_range.where(c(1.0), c(eps)).unsqueeze(-1);
+        const Tensor w = mask.where(c(1.0 - eps + eps / double(classes)), c(eps / double(classes)));
         const Tensor scale = reduction == Reduction::None   ? g.unsqueeze(-1)
                              : reduction == Reduction::Mean ? g / *count
                                                             : g;
-        return {(unit * scale).cast(x.dtype())};
+        // Ignored rows are selected away after scaling, not multiplied by zero: with every
+        // target ignored the mean's scale is 1/0 = inf, and a nan or inf upstream gradient at an
+        // ignored row (reduction none) would leak through 0 * inf = nan; torch gives zeros.
+        const Tensor body = s.exp() * (weights_sum / s.exp().sum(-1, true));
+        return {counted.unsqueeze(-1).where((body - w) * scale, zero).cast(x.dtype())};
       }));
 }
 

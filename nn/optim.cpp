@@ -1,9 +1,12 @@
 #include <vkgrad/nn/optim.hpp>
 
 #include <cmath>
+#include <iomanip>
 #include <numbers>
+#include <sstream>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/multi.hpp>
 #include <vkgrad/nn/module.hpp>
 
 namespace vkg::nn {
@@ -127,6 +130,18 @@ constexpr int64_t kSharedMax = 16384;
 
 int64_t round_up4(int64_t n) { return (n + 3) / 4 * 4; }
 
+// beta^t is kept in float32 (the shared tensor's betas column, nn/optim.hpp): a beta that rounds
+// to 1 there would keep beta^t at 1, and the step would be 0 / 0.
+void check_beta(double beta, std::string_view who, std::string_view what) {
+  check_range(beta, 0.0, 1.0, who, what);
+  if (float(beta) >= 1.0f) {
+    std::ostringstream got;
+    got << std::setprecision(17) << beta;
+    throw Error(std::string(who) + ": " + std::string(what) + " must be below 1 in float32, got " +
+                got.str() + ", which rounds to 1 (beta^t would stay 1 and the step be 0/0)");
+  }
+}
+
 }  // namespace
 
 Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, double eps,
@@ -138,15 +153,18 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
       weight_decay_(weight_decay),
       decoupled_(decoupled) {
   const char* who = decoupled ? "AdamW" : "Adam";
-  check_range(beta1, 0.0, 1.0 - 1e-12, who, "beta1");
-  check_range(beta2, 0.0, 1.0 - 1e-12, who, "beta2");
+  check_beta(beta1, who, "beta1");
+  check_beta(beta2, who, "beta2");
   check_range(eps, 0.0, INFINITY, who, "eps");
   check_range(weight_decay, 0.0, INFINITY, who, "weight_decay");
   const std::string dev = this->params().empty() ? default_device() : this->params()[0].device();
   int64_t n = 0;
   for (const Tensor& p : this->params()) {
+    // A sharded parameter keeps moments of its own, on its devices: its part of the shared
+    // tensor moved its gradient's shards across devices every step (17 kernels a step, not 7).
     const bool shared = p.dtype() == dtypes::float32 && p.device() == dev &&
-                        p.numel() <= kSharedPartMax && n + round_up4(p.numel()) <= kSharedMax;
+                        !is_multi_device(p.device()) && p.numel() <= kSharedPartMax &&
+                        n + round_up4(p.numel()) <= kSharedMax;
     offsets_.push_back(shared ? n : -1);
     if (shared) {
       n += round_up4(p.numel());

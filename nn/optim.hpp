@@ -75,6 +75,12 @@ class SGD : public Optimizer {
 
 // Adam (L2 weight decay added to the gradient) and, with decoupled = true, AdamW (the weights
 // shrink by lr * weight_decay directly).
+//
+// Unlike torch, the bias corrections 1 - beta^t count one t for all parameters, the optimizer's
+// steps (as tinygrad's b1_t, b2_t): beta^t advances every step, also for a parameter that has no
+// gradient in it (left alone then). torch keeps each parameter's own step count, advanced only
+// when it has a gradient: a parameter that skipped steps gets a smaller correction here. The
+// betas must be below 1 in float32 (beta^t is a float32 state), else the constructor throws.
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
@@ -89,14 +95,14 @@ class Adam : public Optimizer {
   Tensor gradient(size_t i, const Tensor& grad) const;
   double beta1_, beta2_, eps_, weight_decay_;
   bool decoupled_;
-  // Small float32 parameters (biases, small weights: see nn/optim.cpp) keep their state in one
-  // tensor, `shared_`, of shape (2, n): row 0 holds each one's m flattened, from offsets_[i], row
-  // 1 its v, and the column at betas_at_ holds (beta1^t, beta2^t) (as tinygrad's b1_t, b2_t).
-  // One kernel updates it all: beta^t is the moment of a zero gradient started at 1, so it
-  // advances by the same m * beta1 + g * (1 - beta1) (g * (1 - beta1) is +0 there, and adding it
-  // is exact). Each parameter's update reads its part. Every kernel is a Lavapipe thread-pool
-  // dispatch of 15-25 us even when it has little to do: the MLP 784-128-10 step went from 21 to
-  // 18 kernels. Offsets are multiples of 4 (zeros between parts, which stay zero).
+  // Small float32 parameters on one device (biases, small weights: see nn/optim.cpp; a sharded
+  // one keeps moments of its own, on its devices) keep their state in one tensor, `shared_`, of
+  // shape (2, n): row 0 holds each one's m flattened, from offsets_[i], row 1 its v, and the
+  // column at betas_at_ holds (beta1^t, beta2^t) (as tinygrad's b1_t, b2_t).
+  // One kernel updates it all: the parts' moments and, laid after them, that column multiplied
+  // by (beta1, beta2). Each parameter's update reads its part. Every kernel is a Lavapipe
+  // thread-pool dispatch of 15-25 us even when it has little to do: the MLP 784-128-10 step went
+  // from 21 to 18 kernels. Offsets are multiples of 4 (zeros between parts, which stay zero).
   std::optional<Tensor> shared_;  // set by the constructor
   std::vector<int64_t> offsets_;  // -1 for a parameter with moments of its own
   int64_t betas_at_ = 0;

@@ -293,6 +293,56 @@ TEST(Optim, ErrorsNameTheOptimizer) {
   EXPECT_NE(non_leaf.find("computed from other tensors"), std::string::npos) << non_leaf;
 }
 
+// A beta that rounds to 1 in float32 (the states' dtype) would keep beta^t at 1 and make the step
+// 0/0: rejected, naming the optimizer and the value. The largest float32 below 1 steps finitely.
+TEST(Optim, AdamRejectsBetasThatRoundToOneInFloat32) {
+  Tensor w = Tensor::ones({2}).requires_grad_();
+  const double near_one = 1.0 - 1e-9;  // in [0, 1 - 1e-12], but float(near_one) == 1
+  const std::string e2 = error_of([&] { nn::Adam({w}, 1e-3, 0.9, near_one); });
+  EXPECT_EQ(e2.rfind("Adam:", 0), 0u) << e2;
+  EXPECT_NE(e2.find("beta2"), std::string::npos) << e2;
+  EXPECT_NE(e2.find("0.999999999"), std::string::npos) << e2;
+  const std::string e1 = error_of([&] { nn::AdamW({w}, 1e-3, near_one); });
+  EXPECT_EQ(e1.rfind("AdamW:", 0), 0u) << e1;
+  EXPECT_NE(e1.find("beta1"), std::string::npos) << e1;
+  const double below = double(std::nextafter(1.0f, 0.0f));
+  nn::Adam adam({w}, 1e-3, below, below);
+  w.set_grad(Tensor(std::vector<float>{1, -2}, {2}));
+  adam.step();
+  for (const float v : w.to_vector<float>()) EXPECT_TRUE(std::isfinite(v)) << v;
+  EXPECT_LT(w.to_vector<float>()[0], 1.0f);
+}
+
+// A small parameter sharded along an axis keeps moments of its own, on its devices: its Adam
+// steps match one device's, in 7 kernels a step (its part of the shared tensor took 17).
+TEST(Optim, AdamStepsOnAShardedSmallParameterMatchOneDevice) {
+  const std::vector<std::string> two = {"VK", "VK:1"};
+  auto run = [&](bool sharded) {
+    Tensor p =
+        Tensor(std::vector<float>{1, -2, 0.5f, 3, -1, 2, 0.25f, -0.75f}, {8}).requires_grad_();
+    Tensor c = Tensor(std::vector<float>{0.5f, 1, -1, 2, 3, -0.5f, 1.5f, 0.1f}, {8});
+    if (sharded) {
+      p.shard_(two, 0);
+      c = c.shard(two, 0);
+    }
+    nn::Adam adam({p}, 0.01);
+    for (int step = 0; step < 3; ++step) {
+      adam.zero_grad();
+      (p * p * c).sum().backward();
+      const int64_t before = global_counters().kernels;
+      adam.step();
+      // 17 with the parameter's part in the shared tensor, its gradient's shards moved about.
+      if (sharded && step > 0) EXPECT_EQ(global_counters().kernels - before, 7) << step;
+    }
+    EXPECT_EQ(p.device(), sharded ? "VK,VK:1" : "VK");
+    return p.to("CPU").to_vector<float>();
+  };
+  const std::vector<float> one = run(false), both = run(true);
+  ASSERT_EQ(one.size(), both.size());
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(both[i], one[i]) << i;
+  EXPECT_NE(one[0], 1.0f);  // the steps moved it
+}
+
 // After the first step (which gives parameters that were never realized buffers of their own),
 // each step writes the parameters, the optimizer's states and BatchNorm's running statistics in
 // place: the same memory every step, which is what a JIT replays over.
@@ -332,8 +382,10 @@ TEST(Optim, StepsKeepParametersAndStatisticsInTheirBuffers) {
 
 namespace {
 
-// Adam by hand in float64, as torch's formula with one step count for every parameter: the
-// parameters `p` after `grads[t][i]` (empty: no gradient that step) were applied at steps 1, 2, ...
+// Adam by hand in float64: torch's formula, but with vkgrad's step count (nn/optim.hpp), the
+// optimizer's t for every parameter, where torch counts each parameter's own steps (the two differ
+// after a step without a gradient). The parameters `p` after `grads[t][i]` (empty: no gradient
+// that step) were applied at steps 1, 2, ...
 std::vector<std::vector<double>> adam_in_float64(
     std::vector<std::vector<double>> p, const std::vector<std::vector<std::vector<double>>>& grads,
     double lr, double wd, bool decoupled) {

@@ -211,6 +211,93 @@ TEST(TensorLoss, SparseCategoricalCrossentropyGradientEqualsTheDerivedOne) {
     }
 }
 
+// With every target ignored the mean divides by a count of 0, and the gradient is still zeros (as
+// torch's and the derived one's), not 0 * inf = nan; so for sum and none. With reduction none, an
+// upstream gradient of nan or inf at an ignored row leaves that row's gradient zero.
+TEST(TensorLoss, SparseCategoricalCrossentropyIgnoredRowsGetZeroGradient) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const std::string dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    for (const Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None})
+      for (const double eps : {0.0, 0.2}) {
+        SCOPED_TRACE("reduction " + std::to_string(int(r)) + ", label smoothing " +
+                     std::to_string(eps));
+        Tensor x = Tensor(std::vector<float>{1, 2, 3, 0.5f, -1, 4}, {2, 3}, dev).requires_grad_();
+        x.sparse_categorical_crossentropy(Tensor(std::vector<int32_t>{-1, -1}, {2}, dev), -1, eps,
+                                          r)
+            .sum()
+            .backward();
+        for (const float v : x.grad()->to_vector<float>())
+          EXPECT_EQ(std::bit_cast<uint32_t>(v), 0u);
+      }
+    for (const float bad : {nan, inf}) {
+      SCOPED_TRACE(bad);
+      Tensor x = Tensor(std::vector<float>{1, 2, 3, 0.5f, -1, 4}, {2, 3}, dev).requires_grad_();
+      const Tensor l = x.sparse_categorical_crossentropy(
+          Tensor(std::vector<int32_t>{-1, 2}, {2}, dev), -1, 0.0, Reduction::None);
+      (l * Tensor(std::vector<float>{bad, 2}, {2}, dev)).sum().backward();
+      const std::vector<float> got = x.grad()->to_vector<float>();
+      for (size_t i = 0; i < 3; ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), 0u) << i;
+      // The counted row: 2 (softmax - onehot) of (0.5, -1, 4).
+      const double e0 = std::exp(0.5), e1 = std::exp(-1.0), e2 = std::exp(4.0);
+      const double sum = e0 + e1 + e2;
+      EXPECT_NEAR(got[3], 2 * e0 / sum, 1e-6);
+      EXPECT_NEAR(got[4], 2 * e1 / sum, 1e-6);
+      EXPECT_NEAR(got[5], 2 * (e2 / sum - 1), 1e-6);
+    }
+  }
+}
+
+// float64 logits with label smoothing: the written-out gradient's constants (1 - eps + eps / C
+// and eps / C) are float64, so the gradient is float64-accurate (float32 constants were off by
+// ~1e-10). CPU only: Lavapipe may lack float64 transcendentals.
+TEST(TensorLoss, SparseCategoricalCrossentropyFloat64GradientIsFloat64Accurate) {
+  const int64_t rows = 2, classes = 10;
+  const double eps = 0.1;
+  const std::vector<int32_t> target = {3, 7};
+  std::vector<double> x(size_t(rows * classes));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(double(i) * 1.3) * 3.0;
+  Tensor logits = Tensor(x, {rows, classes}, "CPU").requires_grad_();
+  logits.sparse_categorical_crossentropy(Tensor(target, {rows}, "CPU"), -1, eps, Reduction::Mean)
+      .backward();
+  ASSERT_EQ(logits.grad()->dtype(), dtypes::float64);
+  const std::vector<double> got = logits.grad()->to_vector<double>();
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < classes; ++c) mx = std::max(mx, x[size_t(r * classes + c)]);
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(x[size_t(r * classes + c)] - mx);
+    for (int64_t c = 0; c < classes; ++c) {
+      const double softmax = std::exp(x[size_t(r * classes + c)] - mx) / sum;
+      const double w = (c == target[size_t(r)] ? 1 - eps : 0.0) + eps / double(classes);
+      EXPECT_NEAR(got[size_t(r * classes + c)], (softmax - w) / double(rows), 1e-14)
+          << "row " << r << " class " << c;
+    }
+  }
+}
+
+// The gradient is that of the logits the loss was built from, even when the logits tensor is
+// assigned a new value before backward (the gradient captures the node, not the handle, which
+// assign repoints). The logits are computed from a leaf: a leaf's assign makes a new leaf,
+// which the old graph does not reach.
+TEST(TensorLoss, SparseCategoricalCrossentropyGradientUsesTheLogitsItWasBuiltFrom) {
+  for (const std::string dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    Tensor w = Tensor(std::vector<float>{0.5f, 1, 1.5f}, {1, 3}, dev).requires_grad_();
+    Tensor x = w * 2;
+    const Tensor loss = x.sparse_categorical_crossentropy(Tensor(std::vector<int32_t>{0}, {1}, dev),
+                                                          -1, 0.0, Reduction::Sum);
+    x.assign(Tensor(std::vector<float>{5, -4, 0}, {1, 3}, dev));
+    loss.backward();
+    // d loss / d w = 2 (softmax(1, 2, 3) - onehot(0)).
+    const double e1 = std::exp(1.0), e2 = std::exp(2.0), e3 = std::exp(3.0), s = e1 + e2 + e3;
+    const std::vector<float> got = w.grad()->to_vector<float>();
+    EXPECT_NEAR(got[0], 2 * (e1 / s - 1), 1e-6);
+    EXPECT_NEAR(got[1], 2 * e2 / s, 1e-6);
+    EXPECT_NEAR(got[2], 2 * e3 / s, 1e-6);
+  }
+}
+
 TEST(TensorLoss, BinaryCrossentropyAndItsLogitsForm) {
   const Tensor p = Tensor({0.2f, 0.9f, 0.0f, 1.0f, 0.0f}),
                y = Tensor({0.0f, 1.0f, 0.0f, 1.0f, 1.0f});
