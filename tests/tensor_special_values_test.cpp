@@ -171,6 +171,23 @@ TEST(SpecialValues, AConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
   }
 }
 
+// The same in a kernel that is upcast (4096 elements: vec4 lanes): the constant operand is then a
+// VECTORIZE of four copies of the expression, which is a +0 operand as each copy is.
+TEST(SpecialValues, AnUpcastConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
+  const std::vector<float> pattern = {kInf, -kInf, kNan, -6.5f, 0.0f, -0.0f, 3.0f};
+  std::vector<float> x(4096), want(4096);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = pattern[i % pattern.size()];
+    want[i] = 0.0f * x[i];  // log2(|-1|) = +0
+  }
+  expect_on_both(
+      [&](const std::string& dev) {
+        const Tensor t = floats(x, dev);
+        return Tensor::full_like(t, -1.0).abs().log2() * t;
+      },
+      want);
+}
+
 // float16 arithmetic keeps inf and nan as float32 does: Lavapipe folded float16 `x - x` and
 // `-x + x` to 0 for x = inf although the kernel declares SignedZeroInfNanPreserve for 16 bits,
 // so there float16 is computed in float32 (devices/vk_target.hpp). Found by the differential
