@@ -171,6 +171,26 @@ TEST(SpecialValues, AConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
   }
 }
 
+// And in the 16-bit floats (which the driver folds as it does float32).
+TEST(SpecialValues, AHalfConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
+  for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+    SCOPED_TRACE(d.name());
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor x = floats({kInf, -kInf, kNan, -6.5f, -0.0f}, dev).cast(d);
+          return (Tensor::full_like(x, -1.0).abs().log2() * x).cast(dtypes::float32);
+        },
+        {kNan, kNan, kNan, -0.0f, -0.0f});
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor x = floats({-0.0f, kNan, kInf, -6.5f}, dev).cast(d);
+          const Tensor zero = Tensor::full_like(x, 3.0) - Tensor::full_like(x, 3.0);
+          return (x + zero).cast(dtypes::float32);
+        },
+        {0.0f, kNan, kInf, -6.5f});
+  }
+}
+
 // The same in a kernel that is upcast (4096 elements: vec4 lanes): the constant operand is then a
 // VECTORIZE of four copies of the expression, which is a +0 operand as each copy is.
 TEST(SpecialValues, AnUpcastConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
