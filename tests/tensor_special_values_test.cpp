@@ -191,6 +191,45 @@ TEST(SpecialValues, AHalfConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
   }
 }
 
+// x < x and x != x of bools and integers are false, and false as a number is a +0 operand:
+// Lavapipe folded bool `!a && a` to false and then 0 * v to +0 where v < 0 gives -0 (fuzzer seed
+// 111980: x.logical_not().lt(itself).ceil() * v, then a matmul).
+TEST(SpecialValues, ACompareOfAValueWithItselfIsAConstantZeroOperand) {
+  const std::vector<float> want = {-0.0f, kNan, kNan, -0.0f, 0.0f};
+  for (DType d : {dtypes::float32, dtypes::bfloat16}) {
+    SCOPED_TRACE(d.name());
+    auto v = [&](const std::string& dev) {
+      return floats({-6.5f, kInf, kNan, -0.0f, 2.0f}, dev).cast(d);
+    };
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor b = floats({0, 1, kNan, -2, 0}, dev).logical_not();
+          return (b.lt(b).ceil() * v(dev)).cast(dtypes::float32);
+        },
+        want);
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor b = floats({0, 1, kNan, -2, 0}, dev).logical_not();
+          return (b.ne(b).cast(d) * v(dev)).cast(dtypes::float32);
+        },
+        want);
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor i = floats({-3, 7, 0, 1, 2}, dev).cast(dtypes::int32);
+          return (i.lt(i).cast(d) * v(dev)).cast(dtypes::float32);
+        },
+        want);
+  }
+  expect_on_both(
+      [&](const std::string& dev) {  // the fuzzer's program, reduced
+        const Tensor b = floats({0, 1, kNan, -2}, dev).reshape({1, 4}).logical_not();
+        const Tensor w = floats({-6.5f, -1, -3, -2}, dev).cast(dtypes::bfloat16).reshape({1, 4});
+        const Tensor col = floats({1, 2, 0.5f, 4}, dev).cast(dtypes::bfloat16).reshape({4, 1});
+        return (b.lt(b).ceil() * w).matmul(col).cast(dtypes::float32);
+      },
+      {-0.0f});
+}
+
 // The same in a kernel that is upcast (4096 elements: vec4 lanes): the constant operand is then a
 // VECTORIZE of four copies of the expression, which is a +0 operand as each copy is.
 TEST(SpecialValues, AnUpcastConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
