@@ -3,6 +3,7 @@
 // Helpers come from glsl_helpers.cpp where GLSL has no exact operator.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -173,10 +174,14 @@ bool positive_zero(const UOpPtr& u) {
   }
   if (c->op == Ops::WHERE && c->src.size() == 3)
     return positive_zero(c->src[1]) && positive_zero(c->src[2]);
+  // An upcast kernel's operand: a vector of lanes that are each a +0 (constant expressions
+  // copied once per lane are the driver's to fold as the scalar one).
+  if (c->op == Ops::VECTORIZE)
+    return !c->src.empty() && std::all_of(c->src.begin(), c->src.end(), positive_zero);
   if (c->op == Ops::CONST) return c->const_value() == 0 && !std::signbit(c->const_value());
   // Also an expression of constants that the driver folds to +0 once it has inlined the helpers:
   // `log2_exact(abs(-1.0f)) * x` became 0 for an infinite x ((-1).pow(x), fuzzer seed 70118).
-  if (u->dtype.scalar != Scalar::Float32 && u->dtype.scalar != Scalar::Float64) return false;
+  // Every float width: float16 and bfloat16 are computed in float32 there and folded the same.
   const std::optional<cpu::Cell> v = constant_cell(*u);
   return v && *v == 0;  // the bits of +0 (a Cell is zero-padded)
 }

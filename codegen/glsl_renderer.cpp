@@ -93,6 +93,14 @@ class Renderer {
       }
     }
     if (!loops.empty()) fail(std::size_t(loops.back()), "is never closed");
+    // Every buffer is declared, also one no uop reads any more (its loads folded away, as x < x
+    // is): its element type needs its storage extension all the same.
+    for (const auto& b : p_.buffers) {
+      if (emulated(b.dtype))
+        needs_.storage_16bit = needs_.storage_16bit || !glsl::packed16(b.dtype, t_);
+      else
+        needs_.buffer(b.dtype.base());
+    }
     glsl::check_target(needs_, t_, p_.name);
     // A DEFINE_ACC is declared (and set to its init) just before its outermost RANGE opens.
     for (std::size_t i = 0; i < n; ++i) {

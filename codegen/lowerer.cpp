@@ -329,6 +329,13 @@ UOpPtr Lowerer::value_uncached(const UOp* n, const Combo& c) {
     default: {
       std::vector<UOpPtr> src;
       for (const UOpPtr& s : n->src) src.push_back(value(s.get(), c));
+      // x < x and x != x of integers and bools are false (symbolic_rules.cpp folds them in
+      // indexes; values are not simplified). Folded here, not by the driver: Lavapipe turned bool
+      // `!a && a` into false and then float(false) * v into +0 where v < 0 gives -0; as a CONST
+      // the renderer sees the +0 operand and guards it (glsl_alu.cpp, positive_zero).
+      if ((n->op == Ops::CMPLT || n->op == Ops::CMPNE) && src.size() == 2 && src[0] == src[1] &&
+          !src[0]->dtype.is_float())
+        return UOp::const_(n->dtype, false);
       return UOp::make(n->op, n->dtype, std::move(src), n->arg);
     }
   }

@@ -47,6 +47,26 @@ bool Lowerer::valid_across_local_axes(const UOp* view_node, const Combo& c,
   return true;
 }
 
+bool Lowerer::valid_across_register_axes(const UOp* view_node,
+                                         const std::vector<size_t>& tile_axes) const {
+  const Shape& shape = k_.view(view_node).shape();
+  const Combo zero(k_.full_shape().size(), 0);
+  std::vector<UOpPtr> forced(shape.size());
+  const UOpPtr mask = address_forced(view_node, zero, forced).valid;
+  for (size_t a = 0; a < shape.size(); ++a) {
+    const AxisKind kind = k_.kinds()[a];
+    if ((kind != AxisKind::Upcast && kind != AxisKind::Unroll) || shape[a] == 1 ||
+        std::find(tile_axes.begin(), tile_axes.end(), a) != tile_axes.end())
+      continue;
+    for (int64_t i = 1; i < k_.full_shape()[a]; ++i) {
+      forced[a] = int_const(i);
+      if (address_forced(view_node, zero, forced).valid != mask) return false;
+    }
+    forced[a] = nullptr;
+  }
+  return true;
+}
+
 void Lowerer::stage_tiles() {
   const int64_t n_local = lane_->src[0]->const_int();
   std::vector<UOpPtr> stores;
@@ -75,6 +95,10 @@ void Lowerer::stage_tiles() {
     const Combo zero(k_.full_shape().size(), 0);
     if (!valid_across_local_axes(load->src[1].get(), zero, std::vector<UOpPtr>(strides.size())))
       continue;
+    // Nor the register axes outside the tile (stride 0: one value for all their indexes, but the
+    // copy is made at combo zero, so a mask along one, e.g. rows 4..11 of an upcast row band,
+    // would give index 0's validity to every index).
+    if (!valid_across_register_axes(load->src[1].get(), tile_axes)) continue;
     Tile tile;
     int64_t size = 1;
     for (auto it = tile_axes.rbegin(); it != tile_axes.rend(); ++it) {

@@ -142,6 +142,9 @@ class Lowerer {
   // (a load the workgroup shares must not be masked along the axes it is shared on).
   bool valid_across_local_axes(const UOp* view_node, const Combo& c,
                                std::vector<UOpPtr> forced) const;
+  // Whether it is the same at every index of every Upcast/Unroll axis outside `tile_axes` (a
+  // staged tile is copied at combo zero).
+  bool valid_across_register_axes(const UOp* view_node, const std::vector<size_t>& tile_axes) const;
 
   // STAGE: finds the loads inside reduces that the workgroup shares and writes the copy of each
   // one's tile for this iteration: invocation `lane` copies tile elements lane, lane + n_local,

@@ -72,6 +72,7 @@ class Opts : public Kernels {
     SCOPED_TRACE(l.describe);
     return from_bytes<float>(expect_agree(l.program, l.buffers)[0]);
   }
+  void staged_band(const std::vector<Opt>& opts);
 };
 
 // The shuffle tile of the Lavapipe heuristics, by hand: a (G m, G n, R k) matmul as 8 lanes of
@@ -870,10 +871,26 @@ TEST_F(Opts, StagedTilesAgreeWithTheInterpreterAndTheClosedForm) {
 // A staged load that is the same along a local axis (stride 0) but masked along it inside the
 // tile (a row expanded to rows 4..11 of 16, zeros around): its validity agrees at the tile's
 // first and last invocation but not between, so it is not shared (one copy would hold the
-// first invocation's zeros for all).
+// first invocation's zeros for all). With LOCAL before UPCAST on m the band is along the upcast
+// axis instead (row = 4 * local + u: 4 <= row < 12 depends on u only); the tile, copied at u = 0,
+// must not stand for the other u either.
 TEST_F(Opts, StagedTilesKeepAMaskThatVariesInsideTheWorkgroup) {
-  const std::vector<Opt> opts{{O::UPCAST, 1, 4}, {O::UPCAST, 0, 4}, {O::LOCAL, 1, 4},
-                              {O::LOCAL, 0, 4},  {O::UNROLL, 4, 8}, {O::STAGE, 5, 8}};
+  for (const std::vector<Opt>& opts : std::vector<std::vector<Opt>>{{{O::UPCAST, 1, 4},
+                                                                     {O::UPCAST, 0, 4},
+                                                                     {O::LOCAL, 1, 4},
+                                                                     {O::LOCAL, 0, 4},
+                                                                     {O::UNROLL, 4, 8},
+                                                                     {O::STAGE, 5, 8}},
+                                                                    {{O::LOCAL, 0, 4},
+                                                                     {O::UPCAST, 0, 4},
+                                                                     {O::UPCAST, 1, 4},
+                                                                     {O::LOCAL, 1, 4},
+                                                                     {O::UNROLL, 4, 8},
+                                                                     {O::STAGE, 5, 8}}})
+    staged_band(opts);
+}
+
+void Opts::staged_band(const std::vector<Opt>& opts) {
   const int64_t m = 16, k = 8, n = 16;
   const std::vector<float> row = ints(k, 7, 11, 5), b = ints(k * n, 5, 13, 6);
   std::vector<float> a(size_t(m * k), 0);

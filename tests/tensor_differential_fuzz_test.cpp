@@ -698,6 +698,26 @@ class ProgramGen {
   }
 };
 
+// The comparison itself: an element off by 1e20 next to a -1e30 fill is a mismatch unless the
+// value comes from a sum (whose error scales with the largest partial), 5 ulps always is.
+TEST(TensorDifferentialFuzz, ComparisonScalesByTheOutputOnlyForSums) {
+  Program p;
+  p.steps.push_back({"Tensor::full({2}, -1e30f)", {}, nullptr});
+  p.steps.push_back({"v0.sum(0, true)", {0}, nullptr});
+  const float one_ulp = std::nextafter(1.0f, 2.0f) - 1.0f;
+  const Tensor want(std::vector<float>{-1e30f, 1.0f}, {2}, "CPU");
+  const Tensor off(std::vector<float>{-1e30f, 1e20f}, {2}, "CPU");
+  const Tensor ulps4(std::vector<float>{-1e30f, 1.0f + 4 * one_ulp}, {2}, "CPU");
+  const Tensor ulps5(std::vector<float>{-1e30f, 1.0f + 5 * one_ulp}, {2}, "CPU");
+  EXPECT_NE(compare_output(p, 0, want, off), "");
+  EXPECT_EQ(compare_output(p, 0, want, ulps4), "");
+  EXPECT_NE(compare_output(p, 0, want, ulps5), "");
+  EXPECT_EQ(compare_output(p, 1, want, off), "");  // a sum's: 1e20 <= 1e-6 * 1e30
+  const Tensor neg_zero(std::vector<float>{-1e30f, -0.0f}, {2}, "CPU");
+  const Tensor pos_zero(std::vector<float>{-1e30f, 0.0f}, {2}, "CPU");
+  EXPECT_NE(compare_output(p, 1, neg_zero, pos_zero), "");
+}
+
 TEST(TensorDifferentialFuzz, RandomProgramsAgreeAcrossDevicesFusionAndHost) {
   fuzz::fuzz_programs("differential fuzz", 20261127, 300,
                       [](uint32_t seed) { return ProgramGen(seed).next(); });

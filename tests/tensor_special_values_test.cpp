@@ -171,6 +171,92 @@ TEST(SpecialValues, AConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
   }
 }
 
+// And in the 16-bit floats (which the driver folds as it does float32).
+TEST(SpecialValues, AHalfConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
+  for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+    SCOPED_TRACE(d.name());
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor x = floats({kInf, -kInf, kNan, -6.5f, -0.0f}, dev).cast(d);
+          return (Tensor::full_like(x, -1.0).abs().log2() * x).cast(dtypes::float32);
+        },
+        {kNan, kNan, kNan, -0.0f, -0.0f});
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor x = floats({-0.0f, kNan, kInf, -6.5f}, dev).cast(d);
+          const Tensor zero = Tensor::full_like(x, 3.0) - Tensor::full_like(x, 3.0);
+          return (x + zero).cast(dtypes::float32);
+        },
+        {0.0f, kNan, kInf, -6.5f});
+  }
+}
+
+// x < x and x != x of bools and integers are false, and false as a number is a +0 operand:
+// Lavapipe folded bool `!a && a` to false and then 0 * v to +0 where v < 0 gives -0 (fuzzer seed
+// 111980: x.logical_not().lt(itself).ceil() * v, then a matmul).
+TEST(SpecialValues, ACompareOfAValueWithItselfIsAConstantZeroOperand) {
+  const std::vector<float> want = {-0.0f, kNan, kNan, -0.0f, 0.0f};
+  for (DType d : {dtypes::float32, dtypes::bfloat16}) {
+    SCOPED_TRACE(d.name());
+    auto v = [&](const std::string& dev) {
+      return floats({-6.5f, kInf, kNan, -0.0f, 2.0f}, dev).cast(d);
+    };
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor b = floats({0, 1, kNan, -2, 0}, dev).logical_not();
+          return (b.lt(b).ceil() * v(dev)).cast(dtypes::float32);
+        },
+        want);
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor b = floats({0, 1, kNan, -2, 0}, dev).logical_not();
+          return (b.ne(b).cast(d) * v(dev)).cast(dtypes::float32);
+        },
+        want);
+    expect_on_both(
+        [&](const std::string& dev) {
+          const Tensor i = floats({-3, 7, 0, 1, 2}, dev).cast(dtypes::int32);
+          return (i.lt(i).cast(d) * v(dev)).cast(dtypes::float32);
+        },
+        want);
+  }
+  // With the compare folded the kernel reads nothing of its input, which is still declared (as
+  // int64_t or uint8_t, whose storage extensions it then needs: fuzzer seeds 20261167, 20261248).
+  for (DType d : {dtypes::int64, dtypes::uint8})
+    expect_on_both(
+        [&](const std::string& dev) {
+          Tensor i = floats({3, 7, 0}, dev).cast(d);
+          i.realize();
+          return i.le(i).cast(dtypes::float32) + i.lt(i).cast(dtypes::float32);
+        },
+        {1, 1, 1});
+  expect_on_both(
+      [&](const std::string& dev) {  // the fuzzer's program, reduced
+        const Tensor b = floats({0, 1, kNan, -2}, dev).reshape({1, 4}).logical_not();
+        const Tensor w = floats({-6.5f, -1, -3, -2}, dev).cast(dtypes::bfloat16).reshape({1, 4});
+        const Tensor col = floats({1, 2, 0.5f, 4}, dev).cast(dtypes::bfloat16).reshape({4, 1});
+        return (b.lt(b).ceil() * w).matmul(col).cast(dtypes::float32);
+      },
+      {-0.0f});
+}
+
+// The same in a kernel that is upcast (4096 elements: vec4 lanes): the constant operand is then a
+// VECTORIZE of four copies of the expression, which is a +0 operand as each copy is.
+TEST(SpecialValues, AnUpcastConstantExpressionThatIsZeroKeepsInfNanAndSignedZero) {
+  const std::vector<float> pattern = {kInf, -kInf, kNan, -6.5f, 0.0f, -0.0f, 3.0f};
+  std::vector<float> x(4096), want(4096);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = pattern[i % pattern.size()];
+    want[i] = 0.0f * x[i];  // log2(|-1|) = +0
+  }
+  expect_on_both(
+      [&](const std::string& dev) {
+        const Tensor t = floats(x, dev);
+        return Tensor::full_like(t, -1.0).abs().log2() * t;
+      },
+      want);
+}
+
 // float16 arithmetic keeps inf and nan as float32 does: Lavapipe folded float16 `x - x` and
 // `-x + x` to 0 for x = inf although the kernel declares SignedZeroInfNanPreserve for 16 bits,
 // so there float16 is computed in float32 (devices/vk_target.hpp). Found by the differential
