@@ -167,17 +167,15 @@ bool positive_zero(const UOpPtr& u) {
     const UOp& valid = *c->src[0]->src[2];
     return valid.op == Ops::CONST && !valid.const_int() && positive_zero(c->src[1]);
   }
-  if (c->op == Ops::VECTORIZE) {  // of such lanes (unrolled_vector's GEPs)
+  // A vector of lanes that are each a +0: unrolled_vector's GEPs, or an upcast kernel's constant
+  // expression copied once per lane (the driver's to fold as the scalar one).
+  if (c->op == Ops::VECTORIZE) {
     for (const UOpPtr& s : c->src)
       if (!positive_zero(s)) return false;
     return !c->src.empty();
   }
   if (c->op == Ops::WHERE && c->src.size() == 3)
     return positive_zero(c->src[1]) && positive_zero(c->src[2]);
-  // An upcast kernel's operand: a vector of lanes that are each a +0 (constant expressions
-  // copied once per lane are the driver's to fold as the scalar one).
-  if (c->op == Ops::VECTORIZE)
-    return !c->src.empty() && std::all_of(c->src.begin(), c->src.end(), positive_zero);
   if (c->op == Ops::CONST) return c->const_value() == 0 && !std::signbit(c->const_value());
   // Also an expression of constants that the driver folds to +0 once it has inlined the helpers:
   // `log2_exact(abs(-1.0f)) * x` became 0 for an infinite x ((-1).pow(x), fuzzer seed 70118).
