@@ -138,6 +138,9 @@ void Transfer::download(const Buffer& src, std::span<std::byte> dst, VkDeviceSiz
   const VkDeviceSize half = staging_.size() / 2;
   const VkDeviceSize chunks = (dst.size() + half - 1) / half;
   auto issue = [&](VkDeviceSize i) {
+    // An upload that returned before its copies finished may still use this slot's command
+    // buffer and staging half: both are reused only once it is done.
+    timeline_.wait(slots_[i % 2].point);
     const VkDeviceSize n = std::min<VkDeviceSize>(half, dst.size() - i * half);
     submit_copy(slots_[i % 2], src.handle(), src.offset() + src_offset + i * half,
                 staging_.handle(), staging_.offset() + (i % 2) * half, n, after);
