@@ -332,7 +332,7 @@ VkResult Allocator::create_block(uint32_t type, VkDeviceSize size, bool dedicate
   // Copies on the copy engine's queue use the blocks too: shared by both families, so no
   // ownership transfer is needed between them (the semaphores order the accesses).
   const std::array<uint32_t, 2> families{device_.queue_family(), device_.transfer_family()};
-  if (device_.transfer_timeline()) {
+  if (device_.transfer_timeline() && families[0] != families[1]) {
     info.sharingMode = VK_SHARING_MODE_CONCURRENT;
     info.queueFamilyIndexCount = 2;
     info.pQueueFamilyIndices = families.data();

@@ -101,8 +101,8 @@ std::size_t physical_device_for_index(std::span<const PhysicalDevice> devices,
     if (i != order[0] && devices[i].caps.usable()) order.push_back(i);
   if (order.size() == 1) order.push_back(order[0]);
   if (n >= order.size())
-    throw Error(fmt::format("no Vulkan device VK:{}: this machine has VK:0 to VK:{}{}; devices:{}", n,
-                            order.size() - 1,
+    throw Error(fmt::format("no Vulkan device VK:{}: this machine has VK:0 to VK:{}{}; devices:{}",
+                            n, order.size() - 1,
                             devices.size() == 1 ? " (VK:1 is a second logical device on the one "
                                                   "physical device)"
                                                 : "",
@@ -115,6 +115,7 @@ DeviceOptions DeviceOptions::from_env() {
   o.select = env_string("VK_DEVICE");
   o.persistent_pipeline_cache = !env_flag("VKG_NO_PIPELINE_CACHE");
   o.transfer_queue = !env_flag("VKG_NO_TRANSFER_QUEUE");
+  o.transfer_timeline_on_compute_queue = env_flag("VKG_TRANSFER_QUEUE_ON_COMPUTE");
   return o;
 }
 
@@ -164,8 +165,13 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
   try {
     VkQueue q;
     vkGetDeviceQueue(device_, caps_.compute_family, 0, &q);
-    timeline_ = std::make_unique<Timeline>(device_, q);
-    if (caps_.transfer_family >= 0) {
+    const bool shared = options.transfer_queue && caps_.transfer_family < 0 &&
+                        options.transfer_timeline_on_compute_queue;
+    timeline_ = std::make_unique<Timeline>(device_, q, shared ? &queue_mutex_ : nullptr);
+    if (shared) {
+      caps_.transfer_family = int(caps_.compute_family);
+      transfer_timeline_ = std::make_unique<Timeline>(device_, q, &queue_mutex_);
+    } else if (caps_.transfer_family >= 0) {
       VkQueue t;
       vkGetDeviceQueue(device_, uint32_t(caps_.transfer_family), 0, &t);
       transfer_timeline_ = std::make_unique<Timeline>(device_, t);

@@ -43,8 +43,14 @@ struct DeviceOptions {
   std::string select;  // see choose_physical_device
   bool persistent_pipeline_cache = true;
   bool transfer_queue = true;  // use a copy-engine family where there is one
+  // For tests: where there is no copy-engine family, copies still get a timeline of their own,
+  // on the compute queue. The two-timeline path (copies that wait on kernels' points and kernels
+  // that wait on copies' points) then runs on a device with one queue, as Lavapipe in CI.
+  bool transfer_timeline_on_compute_queue = false;
 
-  // select from VK_DEVICE; VKG_NO_PIPELINE_CACHE=1 keeps the pipeline cache off disk.
+  // select from VK_DEVICE; VKG_NO_PIPELINE_CACHE=1 keeps the pipeline cache off disk;
+  // VKG_NO_TRANSFER_QUEUE=1 turns transfer_queue off; VKG_TRANSFER_QUEUE_ON_COMPUTE=1 turns
+  // transfer_timeline_on_compute_queue on.
   static DeviceOptions from_env();
 };
 
@@ -63,6 +69,7 @@ class Device {
   Timeline& timeline() { return *timeline_; }
   // The copy engine's queue and its timeline (queue_families.hpp), or null where the device has
   // none or VKG_NO_TRANSFER_QUEUE=1: copies then share the compute queue and its timeline.
+  // With transfer_timeline_on_compute_queue, a timeline of its own on the compute queue.
   Timeline* transfer_timeline() { return transfer_timeline_.get(); }
   uint32_t transfer_family() const { return uint32_t(caps_.transfer_family); }
   PipelineCache& pipeline_cache() { return *pipeline_cache_; }
@@ -73,6 +80,7 @@ class Device {
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   Capabilities caps_;
   VkDevice device_ = VK_NULL_HANDLE;  // destroyed last, by ~Device
+  std::mutex queue_mutex_;  // held by both timelines' submits where they share one VkQueue
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<Timeline> transfer_timeline_;
   std::unique_ptr<PipelineCache> pipeline_cache_;

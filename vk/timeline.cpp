@@ -5,7 +5,8 @@
 
 namespace vkg::vk {
 
-Timeline::Timeline(VkDevice device, VkQueue queue) : device_(device), queue_(queue) {
+Timeline::Timeline(VkDevice device, VkQueue queue, std::mutex* queue_mutex)
+    : device_(device), queue_(queue), queue_mutex_(queue_mutex) {
   VkSemaphoreTypeCreateInfo type =
       structure<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
   type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
@@ -37,6 +38,8 @@ uint64_t Timeline::submit(VkCommandBuffer cmd, std::span<const VkSemaphoreSubmit
   // The value is taken and submitted under one lock so the semaphore is signalled in increasing
   // order, as timeline semaphores require.
   std::lock_guard lock(submit_mutex_);
+  std::unique_lock<std::mutex> queue_lock;
+  if (queue_mutex_) queue_lock = std::unique_lock(*queue_mutex_);
   const uint64_t point = submitted_.load(std::memory_order_relaxed) + 1;
   signal.value = point;
   check(vkQueueSubmit2(queue_, 1, &submit, VK_NULL_HANDLE), "vkQueueSubmit2");
@@ -45,7 +48,8 @@ uint64_t Timeline::submit(VkCommandBuffer cmd, std::span<const VkSemaphoreSubmit
 }
 
 void Timeline::signal(uint64_t value) {
-  VkSemaphoreSignalInfo info = structure<VkSemaphoreSignalInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO);
+  VkSemaphoreSignalInfo info =
+      structure<VkSemaphoreSignalInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO);
   info.semaphore = semaphore_.get();
   info.value = value;
   check(vkSignalSemaphore(device_, &info), "vkSignalSemaphore");

@@ -15,7 +15,9 @@ namespace vkg::vk {
 
 class Timeline {
  public:
-  Timeline(VkDevice device, VkQueue queue);
+  // `queue_mutex`, where given, is held around each submit too: two timelines on one VkQueue
+  // (VKG_TRANSFER_QUEUE_ON_COMPUTE, vk/device.hpp) must not submit to it at once.
+  Timeline(VkDevice device, VkQueue queue, std::mutex* queue_mutex = nullptr);
 
   // Submits one command buffer; returns the point it signals when done. Its commands start once
   // every semaphore of `waits` has reached its value (another device's bridge, signalled by the
@@ -45,6 +47,7 @@ class Timeline {
  private:
   VkDevice device_;
   VkQueue queue_;
+  std::mutex* queue_mutex_;
   UniqueSemaphore semaphore_;
   std::mutex submit_mutex_;
   std::atomic<uint64_t> submitted_{0};
