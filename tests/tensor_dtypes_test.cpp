@@ -252,12 +252,18 @@ TEST(DTypes, ComparisonsOfWidenedIntegersAgreeWithTheCpuDevice) {
     for (int op = 0; op < 4; ++op) {
       SCOPED_TRACE(from.name() + " op " + std::to_string(op));
       EXPECT_TRUE(vkg::test::cpu_vk_agree([&](const std::string& dev) {
-        const Tensor x = Tensor(std::vector<int32_t>{2, 0, 1, -5, 7, -1, 100}, {7}, dev).cast(from).cast(dtypes::int64);
+        const Tensor x = Tensor(std::vector<int32_t>{2, 0, 1, -5, 7, -1, 100}, {7}, dev)
+                             .cast(from)
+                             .cast(dtypes::int64);
         switch (op) {
-          case 0: return x.lt(3);
-          case 1: return x.gt(1);
-          case 2: return x.le(Tensor(std::vector<int64_t>{1}, {1}, dev));
-          default: return x.eq(-1);
+          case 0:
+            return x.lt(3);
+          case 1:
+            return x.gt(1);
+          case 2:
+            return x.le(Tensor(std::vector<int64_t>{1}, {1}, dev));
+          default:
+            return x.eq(-1);
         }
       }));
     }
@@ -286,5 +292,46 @@ TEST(DTypes, UnsignedMaxAndMinAgainstAllOnesAgreeWithTheCpuDevice) {
       const Tensor x = Tensor::arange(0, 12, 1, dev).cast(d).reshape({3, 4});
       return (x * Tensor::zeros({}, d, dev)).min(1) + x.min(1);
     }));
+  }
+}
+
+// Lavapipe dropped the float32 rounding of int64 -> float32 -> int64 in one kernel (fuzzer seed
+// 700000): 16777217 came back as itself. Each chain against the value rounded on the host, in a
+// scalar kernel and an upcast one (4096 elements), and through float16.
+TEST(Dtypes, Int64ThroughFloat32AndBackIsRoundedInOneKernel) {
+  const std::vector<int64_t> edge{16777217,
+                                  -16777217,
+                                  9007199254740993LL,
+                                  3074457345618258602LL,
+                                  2049,
+                                  std::numeric_limits<int64_t>::max(),
+                                  std::numeric_limits<int64_t>::min(),
+                                  0};
+  for (const int64_t n : {int64_t(8), int64_t(4096)}) {
+    std::vector<int64_t> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = edge[i % edge.size()] + (i < 8 ? 0 : 2 * i);
+    for (const std::string& dev : kDevices) {
+      SCOPED_TRACE(dev + " n=" + std::to_string(n));
+      const Tensor x(v, {n}, dev);
+      const std::vector<int64_t> f32 =
+          x.cast(dtypes::float32).cast(dtypes::int64).to_vector<int64_t>();
+      const std::vector<uint64_t> u64 =
+          x.abs().cast(dtypes::float32).cast(dtypes::uint64).to_vector<uint64_t>();
+      const std::vector<int64_t> f16 =
+          x.remainder(60000).cast(dtypes::float16).cast(dtypes::int64).to_vector<int64_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        // float -> int64 saturates as the project documents: float(2^63) is past INT64_MAX.
+        const float r = float(v[i]);
+        const int64_t want =
+            r >= 9.2233720368547758e18f ? std::numeric_limits<int64_t>::max() : int64_t(r);
+        ASSERT_EQ(f32[i], want) << "at " << i << ": " << v[i];
+        const int64_t a = v[i] == std::numeric_limits<int64_t>::min() ? v[i] : std::abs(v[i]);
+        const float ra = float(a);
+        const uint64_t want_u = ra <= -1.0f ? 0 : uint64_t(ra);
+        ASSERT_EQ(u64[i], want_u) << "at " << i << ": " << v[i];
+        const int64_t m = (v[i] % 60000 + 60000) % 60000;  // below float16's largest, 65504
+        ASSERT_EQ(f16[i], int64_t(float(float16_t(float(m))))) << "at " << i << ": " << v[i];
+      }
+    }
   }
 }
