@@ -309,7 +309,8 @@ TEST(Dtypes, Int64ThroughFloat32AndBackIsRoundedInOneKernel) {
                                   0};
   for (const int64_t n : {int64_t(8), int64_t(4096)}) {
     std::vector<int64_t> v(n);
-    for (int64_t i = 0; i < n; ++i) v[i] = edge[i % edge.size()] + (i < 8 ? 0 : 2 * i);
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = int64_t(uint64_t(edge[i % edge.size()]) + uint64_t(i < 8 ? 0 : 2 * i));  // wraps
     for (const std::string& dev : kDevices) {
       SCOPED_TRACE(dev + " n=" + std::to_string(n));
       const Tensor x(v, {n}, dev);
