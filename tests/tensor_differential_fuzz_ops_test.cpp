@@ -54,12 +54,7 @@ class OpsGen {
                            [](const Step& s) { return !s.operands.empty(); });
     };
     for (int tries = 0; made() < ops && tries < 200; ++tries) try_op();
-    std::vector<bool> read(vals_.size(), false);
-    for (const Step& s : prog_.steps)
-      for (size_t o : s.operands) read[o] = true;
-    for (size_t i = 0; i < vals_.size(); ++i)
-      if (!read[i] && !prog_.steps[i].operands.empty()) prog_.outputs.push_back(i);
-    if (prog_.outputs.empty()) prog_.outputs.push_back(vals_.size() - 1);
+    prog_.choose_outputs();
     return prog_;
   }
 

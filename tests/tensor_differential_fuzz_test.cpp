@@ -115,13 +115,7 @@ class ProgramGen {
     for (int i = 0; i < inputs; ++i) add_input(random_dtype(), random_shape());
     const int ops = pick(2, 14);
     for (int tries = 0; int(prog_.steps.size()) < inputs + ops && tries < 200; ++tries) try_op();
-    // Every value no later step reads, realized together (several outputs of one schedule).
-    std::vector<bool> read(vals_.size(), false);
-    for (const Step& s : prog_.steps)
-      for (size_t o : s.operands) read[o] = true;
-    for (size_t i = 0; i < vals_.size(); ++i)
-      if (!read[i] && !prog_.steps[i].operands.empty()) prog_.outputs.push_back(i);
-    if (prog_.outputs.empty()) prog_.outputs.push_back(vals_.size() - 1);
+    prog_.choose_outputs();
     return prog_;
   }
 

@@ -55,6 +55,17 @@ struct Program {
   std::vector<Step> steps;
   std::vector<size_t> outputs;
 
+  // Every value no later step reads, realized together (several outputs of one schedule); the
+  // last value where each is read.
+  void choose_outputs() {
+    std::vector<bool> read(steps.size(), false);
+    for (const Step& s : steps)
+      for (size_t o : s.operands) read[o] = true;
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (!read[i] && !steps[i].operands.empty()) outputs.push_back(i);
+    if (outputs.empty() && !steps.empty()) outputs.push_back(steps.size() - 1);
+  }
+
   std::string cpp() const {
     std::string s;
     for (size_t i = 0; i < steps.size(); ++i)
