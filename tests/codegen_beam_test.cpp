@@ -24,18 +24,11 @@
 #include <vkgrad/devices/vk_beam.hpp>
 
 #include "support/device_compare.hpp"
+#include "support/exact_ints.hpp"
 #include "support/kernel_agree.hpp"
 
 namespace vkg::test {
 namespace {
-
-// Small integers as floats: sums of their products are exact in any order, so every candidate's
-// result must equal the interpreter's to the bit.
-std::vector<float> ints(int64_t n, int mul, int mod, int shift) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(i * mul % mod - shift);
-  return v;
-}
 
 // The one kernel that computes `t` from uploaded data, and its buffers' starting bytes.
 struct OneKernel {
@@ -185,7 +178,8 @@ TEST(BeamActions, ShuffleIsOfferedOnlyWhereItLowersAndEveryActionLowers) {
   EXPECT_FALSE(has(two_subgroups, OptOp::SHUFFLE));
   for (OptOp op : {OptOp::LOCAL, OptOp::GROUP, OptOp::SHUFFLE}) EXPECT_FALSE(has(shuffled, op));
   EXPECT_TRUE(has(shuffled, OptOp::UPCAST));
-  for (const Kernel* k : std::array<const Kernel*, 4>{&base, &one_subgroup, &shuffled, &two_subgroups}) {
+  for (const Kernel* k :
+       std::array<const Kernel*, 4>{&base, &one_subgroup, &shuffled, &two_subgroups}) {
     SCOPED_TRACE(k->describe());
     for (const Opt& o : beam_actions(*k, traits)) {
       Kernel next = *k;

@@ -14,6 +14,7 @@
 #include <vkgrad/core/schedule.hpp>
 #include <vkgrad/core/tensor.hpp>
 
+#include "support/exact_ints.hpp"
 #include "support/kernel_agree.hpp"
 
 namespace vkg::test {
@@ -44,13 +45,6 @@ Lowered lowered(const Tensor& t, const std::vector<Opt>& opts,
   out.program = lower(k, counts);
   out.describe = k.describe();
   return out;
-}
-
-// Small integers as floats: sums of their products are exact in any order.
-std::vector<float> ints(int64_t n, int mul, int mod, int shift) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(i * mul % mod - shift);
-  return v;
 }
 
 std::vector<float> matmul_closed_form(const std::vector<float>& a, const std::vector<float>& b,

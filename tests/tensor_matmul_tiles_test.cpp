@@ -11,14 +11,10 @@
 
 #include <vkgrad/core/tensor.hpp>
 
+#include "support/exact_ints.hpp"
+
 namespace vkg::test {
 namespace {
-
-std::vector<float> ints(int64_t n, int mul, int mod, int shift) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = float(i * mul % mod - shift);
-  return v;
-}
 
 // dy^T x (a Linear layer's weight gradient) on `device`.
 std::vector<float> weight_gradient(const std::vector<float>& dy, const std::vector<float>& x,
