@@ -279,7 +279,7 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
       ++plan->kernels;
       if (!plan->device) plan->device = &dev;
     }
-    plan->written.insert(item.buffers[0]->storage_id());
+    for (size_t o = 0; o < item.outputs; ++o) plan->written.insert(item.buffers[o]->storage_id());
   }
   for (const Tensor& t : inputs) {
     plan->inputs.emplace_back();

@@ -35,9 +35,12 @@ std::unordered_map<int64_t, std::shared_ptr<Allocation>> share_memory(
   std::vector<std::vector<int64_t>> ending(items.size());
   std::unordered_map<int64_t, std::shared_ptr<Allocation>> out;
   for (size_t i = 0; i < items.size(); ++i) {
-    const Buffer& b = *items[i].buffers[0];
-    const int64_t id = b.storage_id();
-    if (candidates.count(id) && !held.count(id)) {
+    // Every output of a kernel gets its block before any block it reads is given back: a
+    // multi-output kernel's outputs never share memory with each other or with its inputs.
+    for (size_t o = 0; o < items[i].outputs; ++o) {
+      const Buffer& b = *items[i].buffers[o];
+      const int64_t id = b.storage_id();
+      if (!candidates.count(id) || held.count(id)) continue;
       auto& pool = free[b.device()];
       Block block;
       if (auto fit = pool.lower_bound(b.capacity_bytes()); fit != pool.end()) {
@@ -74,8 +77,9 @@ std::unordered_set<int64_t> plan_memory(const Schedule& sched, const std::vector
   }
   std::unordered_set<int64_t> candidates;
   std::unordered_map<int64_t, const Buffer*> by_id;
-  for (const ScheduleItem& item : sched.items) {
-    const Buffer& out = *item.buffers[0];
+  for (const ScheduleItem& item : sched.items)
+    for (size_t o = 0; o < item.outputs; ++o) {
+    const Buffer& out = *item.buffers[o];
     if (out.count() > 0 && !out.allocation && !out.initial_data && out.storage_id() == out.id() &&
         !kept.count(out.id())) {
       candidates.insert(out.id());

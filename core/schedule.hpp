@@ -48,6 +48,9 @@ struct ScheduleItem {
   // The values of the variables the AST reads (DEFINE_VARs, by name): its symbolic sizes bound
   // for this run. The AST is the same for every binding; these go to the kernel at launch.
   std::map<std::string, int64_t> var_vals;
+  // Slots 0 .. outputs-1 are the buffers the kernel writes (more than one for a kernel of several
+  // STOREs: core/schedule_multi_output.hpp); a copy writes slot 0.
+  size_t outputs = 1;
 };
 
 struct Schedule {

@@ -171,9 +171,7 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
       moments_.emplace_back();
       continue;
     }
-    Shape pair = p.shape();
-    pair.insert(pair.begin(), 2);
-    moments_.push_back(zeros_state(p, pair));
+    moments_.emplace_back(std::pair{zeros_state(p, p.shape()), zeros_state(p, p.shape())});
   }
   betas_at_ = n;
   std::vector<float> init(size_t(2 * (n + 4)), 0.0f);
@@ -221,14 +219,14 @@ Tensor Adam::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {
     m = (*shared_)[0].shrink({{at, at + p.numel()}}).reshape(p.shape());
     v = (*shared_)[1].shrink({{at, at + p.numel()}}).reshape(p.shape());
   } else {
-    Tensor& moments = *moments_[i];
+    auto& [mi, vi] = *moments_[i];
     const Tensor g = gradient(i, grad);
-    moments.assign(Tensor::stack(std::vector<Tensor>{moments[0] * beta1_ + g * (1.0 - beta1_),
-                                                     moments[1] * beta2_ + g * g * (1.0 - beta2_)},
-                                 0));
-    states.push_back(moments);
-    m = moments[0];
-    v = moments[1];
+    mi.assign(mi * beta1_ + g * (1.0 - beta1_));  // in place; one kernel with v and p's
+    vi.assign(vi * beta2_ + g * g * (1.0 - beta2_));
+    states.push_back(mi);
+    states.push_back(vi);
+    m = mi;
+    v = vi;
   }
   // torch's p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), with sqrt(bc2) moved into the
   // scalars (the paper's own form): one division per element, not two. Lavapipe divides in

@@ -106,10 +106,11 @@ class Adam : public Optimizer {
   std::optional<Tensor> shared_;  // set by the constructor
   std::vector<int64_t> offsets_;  // -1 for a parameter with moments of its own
   int64_t betas_at_ = 0;
-  // Each other parameter's first and second moments in one tensor of shape (2, *p.shape): m is
-  // [0], v is [1]. One kernel updates both (two assigns were two kernels, each reading the
-  // gradient), and the parameter's update reads each as a contiguous half.
-  std::vector<std::optional<Tensor>> moments_;
+  // Each other parameter's first and second moments (m, v), tensors of its shape. The three
+  // assigns of a step (m, v, the parameter) run over one iteration space, so the scheduler makes
+  // them one kernel of three outputs (core/schedule_multi_output.hpp) that reads the gradient
+  // once. (A (2, *p.shape) stack of m and v was one kernel, and the parameter's a second.)
+  std::vector<std::optional<std::pair<Tensor, Tensor>>> moments_;
   // lr sqrt(1 - beta2^t) / (1 - beta1^t) and eps sqrt(1 - beta2^t): see Adam::update.
   std::optional<Tensor> step_size_, eps_hat_;
 };
