@@ -79,13 +79,13 @@ std::unordered_set<int64_t> plan_memory(const Schedule& sched, const std::vector
   std::unordered_map<int64_t, const Buffer*> by_id;
   for (const ScheduleItem& item : sched.items)
     for (size_t o = 0; o < item.outputs; ++o) {
-    const Buffer& out = *item.buffers[o];
-    if (out.count() > 0 && !out.allocation && !out.initial_data && out.storage_id() == out.id() &&
-        !kept.count(out.id())) {
-      candidates.insert(out.id());
-      by_id[out.id()] = &out;
+      const Buffer& out = *item.buffers[o];
+      if (out.count() > 0 && !out.allocation && !out.initial_data && out.storage_id() == out.id() &&
+          !kept.count(out.id())) {
+        candidates.insert(out.id());
+        by_id[out.id()] = &out;
+      }
     }
-  }
   if (candidates.empty()) return {};
   for (auto& [id, memory] : share_memory(sched.items, candidates))
     by_id.at(id)->allocation = memory;

@@ -118,6 +118,13 @@ class Grouper {
   std::vector<std::vector<size_t>> groups_;  // item indices, ascending
   std::vector<int> group_of_;
 
+  // A buffer that outlives the schedule anyway (an assign's target, memory from before): a
+  // kernel that reads it just after it is written may join the writer's kernel. A new
+  // intermediate read by the next kernel of a chain stays apart: merged, the chain's buffers
+  // would all live at once, and the memory planner could not reuse them
+  // (tests/tensor_memory_planner_test.cpp).
+  static bool persistent(const Buffer& b) { return b.allocation || b.storage_id() != b.id(); }
+
   bool can_join(const std::vector<size_t>& group, size_t j) const {
     const ItemInfo& b = info_[j];
     const ItemInfo& first = info_[group[0]];
@@ -135,8 +142,9 @@ class Grouper {
       for (const Load& l : b.loads) {
         if (l.storage == written) {
           // Read at the element stored there, in the stored type: the value is forwarded.
-          if (l.view != *a.store_view || l.dtype != items_[m].ast->src[0]->src[2]->dtype) return false;
-          related = true;
+          if (l.view != *a.store_view || l.dtype != items_[m].ast->src[0]->src[2]->dtype)
+            return false;
+          related = related || persistent(*items_[m].buffers[0]);
         }
         for (const Load& k : a.loads) related = related || k.storage == l.storage;
       }
@@ -174,8 +182,9 @@ class Grouper {
         if (u->op == Ops::DEFINE_GLOBAL) {
           const int64_t storage = member.buffers.at(size_t(u->arg_as<int64_t>()))->storage_id();
           out = UOp::make(Ops::DEFINE_GLOBAL, u->dtype, {}, slot_of.at(storage));
-        } else if (u->op == Ops::LOAD && stored.count(member.buffers.at(size_t(
-                                             u->src[0]->arg_as<int64_t>()))->storage_id())) {
+        } else if (u->op == Ops::LOAD &&
+                   stored.count(
+                       member.buffers.at(size_t(u->src[0]->arg_as<int64_t>()))->storage_id())) {
           out = stored.at(member.buffers[size_t(u->src[0]->arg_as<int64_t>())]->storage_id());
         } else {
           std::vector<UOpPtr> src;

@@ -7,7 +7,9 @@
 //  - elementwise (no reduce, no indexed load, no scatter), with no variables bound,
 //  - stores of one buffer each, through equal views (the same shape and element order), on one
 //    device;
-// they share an input or one reads the other's output; and merging keeps every dependency:
+// they share an input, or one reads the other's output where that output is a buffer from before
+// the schedule (an assign's target: a chain of new intermediates stays apart, so that the memory
+// planner can reuse their memory); and merging keeps every dependency:
 //  - a later kernel may read an earlier one's output only at the element it stores (the same
 //    view): the merged kernel uses the value it computes instead of loading it;
 //  - no kernel of the group reads or writes a buffer another one of it writes otherwise (an
