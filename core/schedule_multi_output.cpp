@@ -14,6 +14,7 @@ namespace vkg {
 namespace {
 
 constexpr size_t kMaxBuffers = 16;
+constexpr size_t kMaxTries = 16;  // groups a kernel may join: the latest ones
 
 struct Load {
   int64_t storage;
@@ -84,9 +85,11 @@ class Grouper {
   void run() {
     for (size_t j = 0; j < items_.size(); ++j) {
       if (!info_[j].candidate) continue;
-      // The latest group first: the nearest kernels are the likeliest to share inputs.
+      // The latest groups first, kMaxTries of them: the nearest kernels are the likeliest to
+      // share inputs, and a long schedule's pass stays linear in its length.
       bool joined = false;
-      for (size_t g = groups_.size(); g-- > 0 && !joined;)
+      const size_t oldest = groups_.size() > kMaxTries ? groups_.size() - kMaxTries : 0;
+      for (size_t g = groups_.size(); g-- > oldest && !joined;)
         if (can_join(groups_[g], j)) {
           groups_[g].push_back(j);
           group_of_[j] = int(g);
