@@ -39,11 +39,13 @@ namespace {
 constexpr VkDeviceSize kAlign = 256;
 constexpr VkDeviceSize kMiB = 1ull << 20;
 
-// Indirect: argument rings also hold the workgroup counts of Queue::dispatch_indirect.
+// Indirect: argument rings also hold the workgroup counts of Queue::dispatch_indirect. Texel
+// buffers: kernels may read an operand through a VkBufferView of its block.
 constexpr VkBufferUsageFlags kBlockUsage =
     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
     VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
-    VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
+    VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+    VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT;
 
 VkDeviceSize align_up(VkDeviceSize n, VkDeviceSize a) { return (n + a - 1) / a * a; }
 
