@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/vk/check.hpp>
@@ -29,6 +30,8 @@ struct Block {
   std::byte* mapped = nullptr;
   std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size; disjoint, neighbours merged
   VkDeviceSize used = 0;
+  // Texel views of ranges in use, by (offset, range, format); after `buffer`, so destroyed first.
+  std::map<std::tuple<VkDeviceSize, VkDeviceSize, VkFormat>, UniqueBufferView> views;
 };
 
 }  // namespace detail
@@ -416,6 +419,8 @@ bool Allocator::evict_oldest_ready() {
 
 void Allocator::return_range(detail::Block* block, VkDeviceSize offset, VkDeviceSize capacity) {
   block->used -= capacity;
+  block->views.erase(block->views.lower_bound({offset, 0, VkFormat(0)}),
+                     block->views.lower_bound({offset + capacity, 0, VkFormat(0)}));
   auto [it, inserted] = block->free.emplace(offset, capacity);
   if (auto next = std::next(it); next != block->free.end() && offset + capacity == next->first) {
     it->second += next->second;
@@ -475,6 +480,22 @@ AllocatorStats Allocator::stats() const {
 void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
   stats_.peak_live_bytes = stats_.live_bytes;
+}
+
+VkBufferView Allocator::texel_view(const Buffer& b, VkFormat format, VkDeviceSize range) {
+  std::lock_guard lock(mutex_);
+  auto& slot = b.block_->views[{b.offset(), range, format}];
+  if (!slot.get()) {
+    auto info = structure<VkBufferViewCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO);
+    info.buffer = b.handle();
+    info.offset = b.offset();
+    info.range = range;
+    info.format = format;
+    VkBufferView view;
+    check(vkCreateBufferView(device_.get(), &info, nullptr, &view), "vkCreateBufferView");
+    slot = UniqueBufferView(device_.get(), view);
+  }
+  return slot.get();
 }
 
 }  // namespace vkg::vk

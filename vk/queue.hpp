@@ -179,6 +179,7 @@ class Queue {
   HazardTracker hazards_;
   std::vector<Range> ranges_;                        // scratch, reused by every command
   std::vector<VkDescriptorBufferInfo> bound_infos_;  // scratch for push descriptors
+  std::vector<VkBufferView> bound_views_;            // the texel buffers among them
   std::vector<VkWriteDescriptorSet> bound_writes_;
   VkPipeline bound_ = VK_NULL_HANDLE;
   uint64_t last_point_ = 0;
