@@ -483,6 +483,7 @@ void Allocator::reset_peak() {
 }
 
 VkBufferView Allocator::texel_view(const Buffer& b, VkFormat format, VkDeviceSize range) {
+  if (b.owner_ != this) return b.owner_->texel_view(b, format, range);  // its block is there
   std::lock_guard lock(mutex_);
   auto& slot = b.block_->views[{b.offset(), range, format}];
   if (!slot.get()) {

@@ -5,7 +5,8 @@
 // Buffers reach a kernel in one of two ways (queue.hpp says why there are two): as 64-bit device
 // addresses in push constants (bound_buffers == 0; the layout is one push-constant range), or as
 // storage buffers at set 0, bindings 0..bound_buffers-1 of a push-descriptor set layout, which
-// Queue::dispatch fills from the first bound_buffers BufferUses.
+// Queue::dispatch fills from the first bound_buffers BufferUses (or, with the bindings spelled
+// out, storage buffers and texel buffer views at the bindings they name).
 #pragma once
 #include <vulkan/vulkan.h>
 
