@@ -83,7 +83,9 @@ class Allocator {
   // A view of `range` bytes of b's memory from its start, as texels of `format`, for kernels
   // that read b through a texel buffer. Made on first use and kept with the memory: views of a
   // range go when the range returns to its block (its GPU use is over), so a recorded command
-  // (a Jit's) that names one stays valid while it holds the Buffer. Thread-safe.
+  // (a Jit's) that names one stays valid while it holds the Buffer. Queue asks for b's whole
+  // capacity, so a range keeps at most one view per format however often it is lent.
+  // Thread-safe.
   VkBufferView texel_view(const Buffer& b, VkFormat format, VkDeviceSize range);
   Device& device() { return device_; }
 

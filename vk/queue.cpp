@@ -221,13 +221,18 @@ void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> 
     const uint32_t i = bindings[k].use;
     const Buffer& b = *uses[i].buffer;
     if (bindings[k].kind != BindingKind::Storage) {
-      // Whole texels over the buffer's capacity (256-byte multiples, so a texel never passes it).
+      // The view spans the buffer's capacity (256-byte multiples: whole texels), up to the texel
+      // limit: one view per format serves every buffer that range is ever lent to.
       static constexpr VkFormat kFormats[] = {VK_FORMAT_R32_UINT, VK_FORMAT_R32G32_UINT,
                                               VK_FORMAT_R32G32B32A32_UINT};
       const int width_log2 = int(bindings[k].kind) - int(BindingKind::Texel32);
       const VkDeviceSize texel = 4ull << width_log2;
-      const VkDeviceSize range = std::max<VkDeviceSize>((b.size() + texel - 1) / texel, 1) * texel;
-      if (range / texel > l.max_texel_buffer_elements ||
+      const VkDeviceSize needed = (b.size() + texel - 1) / texel;
+      const VkDeviceSize range =
+          std::min<VkDeviceSize>(std::max<VkDeviceSize>(b.capacity() / texel, 1),
+                                 l.max_texel_buffer_elements) *
+          texel;
+      if (needed > l.max_texel_buffer_elements ||
           b.offset() % l.min_texel_buffer_offset_alignment != 0)
         throw Error(
             fmt::format("program '{}': buffer {} of {} bytes at offset {} cannot be a texel buffer "
