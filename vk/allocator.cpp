@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 #include <tuple>
 
 #include <vkgrad/core/error.hpp>
@@ -419,8 +420,10 @@ bool Allocator::evict_oldest_ready() {
 
 void Allocator::return_range(detail::Block* block, VkDeviceSize offset, VkDeviceSize capacity) {
   block->used -= capacity;
-  block->views.erase(block->views.lower_bound({offset, 0, VkFormat(0)}),
-                     block->views.lower_bound({offset + capacity, 0, VkFormat(0)}));
+  auto first = block->views.lower_bound({offset, 0, VkFormat(0)}),
+       last = block->views.lower_bound({offset + capacity, 0, VkFormat(0)});
+  stats_.texel_views -= uint64_t(std::distance(first, last));
+  block->views.erase(first, last);
   auto [it, inserted] = block->free.emplace(offset, capacity);
   if (auto next = std::next(it); next != block->free.end() && offset + capacity == next->first) {
     it->second += next->second;
@@ -495,6 +498,7 @@ VkBufferView Allocator::texel_view(const Buffer& b, VkFormat format, VkDeviceSiz
     VkBufferView view;
     check(vkCreateBufferView(device_.get(), &info, nullptr, &view), "vkCreateBufferView");
     slot = UniqueBufferView(device_.get(), view);
+    ++stats_.texel_views;
   }
   return slot.get();
 }

@@ -44,6 +44,7 @@ struct AllocatorStats {
   uint32_t blocks = 0;               // vkAllocateMemory allocations alive
   uint64_t memory_allocations = 0;   // vkAllocateMemory calls that succeeded, ever
   uint64_t cache_hits = 0, cache_misses = 0;
+  uint64_t texel_views = 0;  // VkBufferViews alive (texel_view)
 };
 
 // The rounded size a request of `bytes` reserves: a multiple of 256, and above 4 KiB one of four
