@@ -49,7 +49,7 @@ struct Variant {
     o.name = program.name;
     pipeline = std::make_unique<vk::Program>(r.rt.device, program.name, compile_glsl(glsl, o),
                                              layout.push_constant_bytes,
-                                             layout.bound ? uint32_t(program.buffers.size()) : 0);
+                                             bindings_of(layout, program.buffers.size()));
     std::vector<uint64_t> addresses;
     for (const auto& b : item.buffers) {
       buffers.push_back(r.rt.allocator.allocate(std::max<VkDeviceSize>(b->nbytes(), 4)));

@@ -15,9 +15,19 @@ std::string element_type(DType e, const GlslTarget& t) {
 
 // Storage buffers bound by push descriptor (set 0, binding = slot), each also declared as an
 // array of each vector width the kernel reads or writes it in (descriptor aliasing).
-std::string bound_buffers(const Program& p, const GlslTarget& t, const Declarations& d) {
+std::string bound_buffers(const Program& p, const GlslTarget& t, const ArgLayout& layout,
+                          const Declarations& d) {
   std::string h;
   for (const BufferParam& b : p.buffers) {
+    if (layout.texel_read(size_t(b.slot))) {
+      // Read through texel views of its 32-bit words (glsl_launch.hpp's ArgLayout::texel).
+      for (int w : {1, 2, 4})
+        if (layout.texel[size_t(b.slot)] & w)
+          h += fmt::format("layout(set = 0, binding = {}) uniform usamplerBuffer data{}{};\n",
+                           texel_binding(p.buffers.size(), size_t(b.slot), w), b.slot,
+                           w == 1 ? "" : fmt::format("x{}", w));
+      continue;
+    }
     const std::string access = b.written ? "" : "readonly ";
     h += fmt::format(
         "layout(std430, set = 0, binding = {0}) {1}buffer Data{0} {{ {2} v[]; }} data{0};\n",
@@ -71,7 +81,7 @@ std::string declarations(const Program& p, const GlslTarget& t, const ArgLayout&
   std::set<std::pair<Scalar, int>> types = d.pointer_types;
   for (const BufferParam& b : p.buffers) types.insert({b.dtype.scalar, 1});
   if (layout.bound) {
-    h += bound_buffers(p, t, d);
+    h += bound_buffers(p, t, layout, d);
     types.clear();
   }
   for (const auto& [scalar, width] : types) {

@@ -40,6 +40,31 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
   // rewritten before each submission (arg_offset_of_var). The cost is one load per argument.
   l.spilled = l.arg_bytes > target.max_push_constants_size || !program.vars.empty();
   l.push_constant_bytes = l.spilled ? kAddressBytes : l.arg_bytes;
+  if (l.bound && target.texel_loads) {
+    // Texel views exist for 32-bit words only: 8- and 16-bit elements would need formats whose
+    // conversions are not bit-exact everywhere, and 64-bit ones two words each.
+    const size_t n = program.buffers.size();
+    l.texel.assign(n, 0);
+    for (const BufferParam& b : program.buffers)
+      if (!b.written && b.dtype.count == 1 && b.count > 0 &&
+          uint64_t(b.count) <= target.max_texel_buffer_elements &&
+          (b.dtype.scalar == Scalar::Float32 || b.dtype.scalar == Scalar::Int32 ||
+           b.dtype.scalar == Scalar::UInt32))
+        l.texel[size_t(b.slot)] = 1;
+    size_t descriptors = n;
+    for (const UOpPtr& u : program.uops) {
+      if (u->op != Ops::LOAD || u->src.empty() || u->src[0]->op != Ops::INDEX) continue;
+      const UOp& buffer = *u->src[0]->src.at(0);
+      const int w = u->dtype.count;
+      if (buffer.op != Ops::DEFINE_GLOBAL || (w != 2 && w != 4)) continue;
+      const auto slot = size_t(buffer.arg_as<int64_t>());
+      if (slot < n && l.texel[slot] && !(l.texel[slot] & w) &&
+          descriptors < target.max_bound_buffers) {
+        l.texel[slot] |= uint8_t(w);
+        ++descriptors;
+      }
+    }
+  }
   return l;
 }
 

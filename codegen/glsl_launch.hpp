@@ -5,7 +5,7 @@
 //   std::string glsl = render_glsl(program, target);
 //   ArgLayout layout = arg_layout(program, target);
 //   vk::Program kernel(device, program.name, compile_glsl(glsl), layout.push_constant_bytes,
-//                      layout.bound ? program.buffers.size() : 0);
+//                      bindings_of(layout, program.buffers.size()));  // devices/vk_target.hpp
 //   std::vector<std::byte> args = pack_args(program, layout, addresses, var_values);
 //   if (layout.spilled) args = pack_spill_address(queue.spill(args));
 //   auto [x, y, z] = launch_dims(program, target);
@@ -33,11 +33,23 @@ namespace vkg {
 // 64-bit address. Variables always go there, so that a replay can rewrite their values (see
 // arg_layout).
 struct ArgLayout {
-  bool bound = false;                // buffers by push descriptor; no addresses in the block
+  bool bound = false;  // buffers by push descriptor; no addresses in the block
   bool spilled = false;
   uint32_t arg_bytes = 0;            // the argument block (what pack_args returns)
   uint32_t push_constant_bytes = 0;  // arg_bytes, or 8 when spilled
+  // Bound only, GlslTarget::texel_loads: per slot, the texel views the kernel reads the buffer
+  // through (empty or 0: a storage buffer at binding = slot). Bit 1: 32-bit words at binding =
+  // slot; bit 2: pairs of words at n + slot; bit 4: quads at 2n + slot (n buffers). Vector views
+  // are added for the vector widths the kernel loads while the descriptors fit max_bound_buffers.
+  std::vector<uint8_t> texel;
+  bool texel_read(size_t slot) const { return slot < texel.size() && texel[slot]; }
 };
+
+// The descriptor binding of slot's texel view of `width` words (1, 2 or 4) in a kernel of n
+// buffers (ArgLayout::texel).
+inline uint32_t texel_binding(size_t n, size_t slot, int width) {
+  return uint32_t((width == 4 ? 2 * n : width == 2 ? n : 0) + slot);
+}
 
 ArgLayout arg_layout(const Program& program, const GlslTarget& target);
 

@@ -427,11 +427,32 @@ class Renderer {
     return rem->op == Ops::CONST && rem->const_int() == 0;
   }
 
+  // A load of a buffer read through texel views (ArgLayout::texel): its 32-bit words as uint,
+  // cast back bit for bit. A vector at an aligned index is one texel of the view of its width.
+  std::string texel_element(const UOp& buffer, const std::string& index, DType d,
+                            const UOp* index_node) {
+    const std::string& b = name_of(&buffer);
+    const uint8_t views = layout_.texel[size_t(buffer.arg_as<int64_t>())];
+    const std::string cast = d.is_float()      ? "uintBitsToFloat"
+                             : d.is_unsigned() ? ""
+                                               : glsl::type_name(d);
+    if (d.count == 1) return fmt::format("{}(texelFetch({}, {}).x)", cast, b, index);
+    if ((views & d.count) && aligned_vector(index_node, d))
+      return fmt::format("{}(texelFetch({}x{}, ({})>>{}).{})", cast, b, d.count, index,
+                         d.count == 4 ? 2 : 1, d.count == 4 ? "xyzw" : "xy");
+    std::string lanes;
+    for (int k = 0; k < d.count; ++k)
+      lanes += fmt::format("{}texelFetch({}, {}+{}).x", k ? ", " : "", b, index, k);
+    return fmt::format("{}(uvec{}({}))", cast, d.count, lanes);
+  }
+
   // The element(s) at `index` of `buffer`, as an lvalue-ish expression of dtype d. `index_node`
   // is the index's UOp where the text is that index (bound buffers read vectors by it).
   std::string element(const UOp& buffer, const std::string& index, DType d,
                       const UOp* index_node = nullptr) {
     const std::string& b = name_of(&buffer);
+    if (buffer.op == Ops::DEFINE_GLOBAL && layout_.texel_read(size_t(buffer.arg_as<int64_t>())))
+      return texel_element(buffer, index, d, index_node);
     if (layout_.bound && buffer.op == Ops::DEFINE_GLOBAL && d.count > 1) {
       // The index is a multiple of the width, so a shift divides exactly (negative too) and costs
       // less than a signed division, which rounds toward zero.

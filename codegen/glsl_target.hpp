@@ -33,6 +33,13 @@ struct GlslTarget {
   // max_storage_buffer_range bytes.
   uint32_t max_bound_buffers = 0;
   uint64_t max_storage_buffer_range = 0;
+  // Bound buffers that a kernel only reads, of float32, int32 or uint32, read as uniform texel
+  // buffers (usamplerBuffer of R32_UINT words, texelFetch) instead of storage buffers, when their
+  // element count fits max_texel_buffer_elements. Why: Lavapipe turns every storage-buffer load
+  // into a loop over the SIMD lanes with a bounds check each, and a texel fetch into one gather;
+  // the MLP step's forward matmul reads 33% faster (bench_vk BM_TexelLoads_Gen*).
+  bool texel_loads = false;
+  uint64_t max_texel_buffer_elements = 0;
   // The device keeps IEEE signed zeros, infinities and nan in float16/32/64 arithmetic when a
   // shader asks (shaderSignedZeroInfNanPreserveFloatN): the renderer then asks, so that the
   // driver's compiler cannot fold x * 0 to 0 or (x * a) * b to x * (a * b) where that changes

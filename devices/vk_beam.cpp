@@ -1,4 +1,5 @@
 #include <vkgrad/devices/vk_beam.hpp>
+#include <vkgrad/devices/vk_target.hpp>
 
 #include <algorithm>
 
@@ -52,9 +53,9 @@ std::unique_ptr<BeamCandidate> VkBeamDevice::compile(const Program& program) {
   // and cached, when the kernel runs).
   opts.disk_cache = false;
   const std::vector<uint32_t> spirv = compile_glsl(glsl, opts);
-  const uint32_t bound = c->layout.bound ? uint32_t(program.buffers.size()) : 0;
-  c->pipeline = std::make_unique<vk::Program>(rt_.device, program.name, spirv,
-                                              c->layout.push_constant_bytes, bound);
+  c->pipeline =
+      std::make_unique<vk::Program>(rt_.device, program.name, spirv, c->layout.push_constant_bytes,
+                                    bindings_of(c->layout, program.buffers.size()));
   c->pipeline->pipeline();  // the driver's compile, here on the compile threads, not in timing
   return c;
 }

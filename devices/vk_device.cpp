@@ -477,9 +477,9 @@ class VkDevice final : public Device {
   // the device rejects is found while it can still be compiled again.
   std::unique_ptr<vk::Program> make_pipeline(const CompiledKernel& k,
                                              const std::vector<uint32_t>& spirv) {
-    const uint32_t bound = k.layout.bound ? uint32_t(k.program.buffers.size()) : 0;
     auto p = std::make_unique<vk::Program>(rt_.device, k.program.name, spirv,
-                                           k.layout.push_constant_bytes, bound);
+                                           k.layout.push_constant_bytes,
+                                           bindings_of(k.layout, k.program.buffers.size()));
     p->pipeline();
     keep_exit_wait_after_driver_statics();  // the compile may have built LLVM's statics
     pipelines_unsaved_ = true;

@@ -3,9 +3,14 @@
 // codegen tests that run on Vulkan both use it, so they render for the same target.
 #pragma once
 #include <algorithm>
+#include <string>
+#include <vector>
 
+#include <vkgrad/codegen/glsl_launch.hpp>
 #include <vkgrad/codegen/glsl_target.hpp>
 #include <vkgrad/vk/capabilities.hpp>
+#include <vkgrad/vk/env.hpp>
+#include <vkgrad/vk/program.hpp>
 
 namespace vkg {
 
@@ -32,10 +37,40 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   t.max_bound_buffers =
       std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
   t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;
+  // VKG_TEXEL_LOADS=0 reads every bound buffer as a storage buffer (both paths stay tested: a
+  // CTest entry runs with it off). VKG_MAX_TEXEL_ELEMENTS lowers the device's limit, so tests
+  // reach the storage-buffer fallback of a buffer too large for a texel view.
+  t.texel_loads = vk::env_string("VKG_TEXEL_LOADS").empty() || vk::env_flag("VKG_TEXEL_LOADS");
+  t.max_texel_buffer_elements = caps.limits.max_texel_buffer_elements;
+  if (const std::string cap = vk::env_string("VKG_MAX_TEXEL_ELEMENTS"); !cap.empty())
+    t.max_texel_buffer_elements = std::min<uint64_t>(t.max_texel_buffer_elements, std::stoull(cap));
+  // Texel views start at a Buffer's offset, which is a multiple of 256 (vk/allocator.cpp), the
+  // largest minTexelBufferOffsetAlignment Vulkan allows; a device that asks more gets none.
+  if (caps.limits.min_texel_buffer_offset_alignment > 256) t.texel_loads = false;
   t.preserve_specials_float16 = float16_keeps_specials;
   t.preserve_specials_float32 = caps.limits.preserve_specials_float32;
   t.preserve_specials_float64 = caps.limits.preserve_specials_float64;
   return t;
+}
+
+// The push descriptors of a kernel rendered with `layout` for n buffers, for vk::Program: none
+// when its buffers go by device address; else slot k at binding k, a storage buffer or its texel
+// views (ArgLayout::texel).
+inline std::vector<vk::Binding> bindings_of(const ArgLayout& layout, size_t n) {
+  std::vector<vk::Binding> b;
+  if (!layout.bound) return b;
+  for (size_t slot = 0; slot < n; ++slot) {
+    const uint32_t use = uint32_t(slot);
+    if (!layout.texel_read(slot)) {
+      b.push_back({use, use, vk::BindingKind::Storage});
+      continue;
+    }
+    const uint8_t views = layout.texel[slot];
+    if (views & 1) b.push_back({texel_binding(n, slot, 1), use, vk::BindingKind::Texel32});
+    if (views & 2) b.push_back({texel_binding(n, slot, 2), use, vk::BindingKind::Texel32x2});
+    if (views & 4) b.push_back({texel_binding(n, slot, 4), use, vk::BindingKind::Texel32x4});
+  }
+  return b;
 }
 
 }  // namespace vkg

@@ -100,6 +100,30 @@ TEST(VkAllocator, ReusesFreedBuffersFromItsCache) {
   EXPECT_NE(c.address(), address);
 }
 
+// Kernels read buffers through texel views (vk::BindingKind): one per range and format, shared by
+// every buffer the range is lent to, gone when the range returns to its block.
+TEST(VkAllocator, TexelViewsAreKeptPerRangeAndFormatUntilTheRangeReturns) {
+  Runtime& rt = test::vk_runtime();
+  Allocator alloc(rt.device, AllocatorOptions{});
+  uint64_t address;
+  VkBufferView first;
+  {
+    Buffer a = alloc.allocate(4000);
+    address = a.address();
+    first = alloc.texel_view(a, VK_FORMAT_R32_UINT, a.capacity());
+    EXPECT_EQ(alloc.texel_view(a, VK_FORMAT_R32_UINT, a.capacity()), first);
+    EXPECT_NE(alloc.texel_view(a, VK_FORMAT_R32G32B32A32_UINT, a.capacity()), first);
+    EXPECT_EQ(alloc.stats().texel_views, 2u);
+  }
+  Buffer b = alloc.allocate(3900);  // the same cached range: its views are still there
+  ASSERT_EQ(b.address(), address);
+  EXPECT_EQ(alloc.texel_view(b, VK_FORMAT_R32_UINT, b.capacity()), first);
+  EXPECT_EQ(alloc.stats().texel_views, 2u);
+  b = Buffer();
+  alloc.reclaim();  // the range goes back to its block, and its views with it
+  EXPECT_EQ(alloc.stats().texel_views, 0u);
+}
+
 TEST(VkAllocator, GivesLargeBuffersTheirOwnBlock) {
   Runtime& rt = test::vk_runtime();
   Allocator alloc(rt.device, AllocatorOptions{.max_block_size = 64 * kMiB});

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
+#include <tuple>
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/vk/check.hpp>
@@ -29,6 +31,8 @@ struct Block {
   std::byte* mapped = nullptr;
   std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size; disjoint, neighbours merged
   VkDeviceSize used = 0;
+  // Texel views of ranges in use, by (offset, range, format); after `buffer`, so destroyed first.
+  std::map<std::tuple<VkDeviceSize, VkDeviceSize, VkFormat>, UniqueBufferView> views;
 };
 
 }  // namespace detail
@@ -39,11 +43,13 @@ namespace {
 constexpr VkDeviceSize kAlign = 256;
 constexpr VkDeviceSize kMiB = 1ull << 20;
 
-// Indirect: argument rings also hold the workgroup counts of Queue::dispatch_indirect.
+// Indirect: argument rings also hold the workgroup counts of Queue::dispatch_indirect. Texel
+// buffers: kernels may read an operand through a VkBufferView of its block.
 constexpr VkBufferUsageFlags kBlockUsage =
     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
     VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
-    VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
+    VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+    VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT;
 
 VkDeviceSize align_up(VkDeviceSize n, VkDeviceSize a) { return (n + a - 1) / a * a; }
 
@@ -414,6 +420,10 @@ bool Allocator::evict_oldest_ready() {
 
 void Allocator::return_range(detail::Block* block, VkDeviceSize offset, VkDeviceSize capacity) {
   block->used -= capacity;
+  auto first = block->views.lower_bound({offset, 0, VkFormat(0)}),
+       last = block->views.lower_bound({offset + capacity, 0, VkFormat(0)});
+  stats_.texel_views -= uint64_t(std::distance(first, last));
+  block->views.erase(first, last);
   auto [it, inserted] = block->free.emplace(offset, capacity);
   if (auto next = std::next(it); next != block->free.end() && offset + capacity == next->first) {
     it->second += next->second;
@@ -473,6 +483,24 @@ AllocatorStats Allocator::stats() const {
 void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
   stats_.peak_live_bytes = stats_.live_bytes;
+}
+
+VkBufferView Allocator::texel_view(const Buffer& b, VkFormat format, VkDeviceSize range) {
+  if (b.owner_ != this) return b.owner_->texel_view(b, format, range);  // its block is there
+  std::lock_guard lock(mutex_);
+  auto& slot = b.block_->views[{b.offset(), range, format}];
+  if (!slot.get()) {
+    auto info = structure<VkBufferViewCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO);
+    info.buffer = b.handle();
+    info.offset = b.offset();
+    info.range = range;
+    info.format = format;
+    VkBufferView view;
+    check(vkCreateBufferView(device_.get(), &info, nullptr, &view), "vkCreateBufferView");
+    slot = UniqueBufferView(device_.get(), view);
+    ++stats_.texel_views;
+  }
+  return slot.get();
 }
 
 }  // namespace vkg::vk

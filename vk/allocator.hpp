@@ -37,13 +37,14 @@ struct AllocatorOptions {
 };
 
 struct AllocatorStats {
-  VkDeviceSize device_bytes = 0;    // held from the driver, in all blocks
-  VkDeviceSize live_bytes = 0;      // in buffers that exist now (capacities)
+  VkDeviceSize device_bytes = 0;     // held from the driver, in all blocks
+  VkDeviceSize live_bytes = 0;       // in buffers that exist now (capacities)
   VkDeviceSize peak_live_bytes = 0;  // the most live_bytes since the last reset_peak()
-  VkDeviceSize cached_bytes = 0;    // in freed buffers kept for reuse
-  uint32_t blocks = 0;              // vkAllocateMemory allocations alive
-  uint64_t memory_allocations = 0;  // vkAllocateMemory calls that succeeded, ever
+  VkDeviceSize cached_bytes = 0;     // in freed buffers kept for reuse
+  uint32_t blocks = 0;               // vkAllocateMemory allocations alive
+  uint64_t memory_allocations = 0;   // vkAllocateMemory calls that succeeded, ever
   uint64_t cache_hits = 0, cache_misses = 0;
+  uint64_t texel_views = 0;  // VkBufferViews alive (texel_view)
 };
 
 // The rounded size a request of `bytes` reserves: a multiple of 256, and above 4 KiB one of four
@@ -80,6 +81,13 @@ class Allocator {
   void reset_peak();
   // Whether buffers of this usage have mapped() memory.
   bool host_mapped(Usage usage) const { return mapped_for_[static_cast<int>(usage)]; }
+  // A view of `range` bytes of b's memory from its start, as texels of `format`, for kernels
+  // that read b through a texel buffer. Made on first use and kept with the memory: views of a
+  // range go when the range returns to its block (its GPU use is over), so a recorded command
+  // (a Jit's) that names one stays valid while it holds the Buffer. Queue asks for b's whole
+  // capacity, so a range keeps at most one view per format however often it is lent.
+  // Thread-safe.
+  VkBufferView texel_view(const Buffer& b, VkFormat format, VkDeviceSize range);
   Device& device() { return device_; }
 
  private:

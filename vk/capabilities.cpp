@@ -88,8 +88,9 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES);
   VkPhysicalDeviceProperties2 props =
       structure<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
-  VkPhysicalDevicePushDescriptorPropertiesKHR push = structure<VkPhysicalDevicePushDescriptorPropertiesKHR>(
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR);
+  VkPhysicalDevicePushDescriptorPropertiesKHR push =
+      structure<VkPhysicalDevicePushDescriptorPropertiesKHR>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR);
   const auto ext = extension_names(physical);
   props.pNext = &p11;
   p11.pNext = &p12;
@@ -124,6 +125,8 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   l.max_workgroup_invocations = pl.maxComputeWorkGroupInvocations;
   l.max_shared_memory = pl.maxComputeSharedMemorySize;
   l.max_storage_buffer_range = pl.maxStorageBufferRange;
+  l.max_texel_buffer_elements = pl.maxTexelBufferElements;
+  l.min_texel_buffer_offset_alignment = uint32_t(pl.minTexelBufferOffsetAlignment);
   l.max_storage_buffers_per_stage = pl.maxPerStageDescriptorStorageBuffers;
   l.max_push_descriptors = push.maxPushDescriptors;
   l.max_push_constants_size = pl.maxPushConstantsSize;

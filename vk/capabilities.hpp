@@ -15,10 +15,12 @@ struct Limits {
   std::array<uint32_t, 3> max_workgroup_size{};
   uint32_t max_workgroup_invocations = 0;
   std::array<uint32_t, 3> max_workgroup_count{};
-  uint32_t max_shared_memory = 0;         // bytes of workgroup-shared memory
-  uint32_t max_storage_buffer_range = 0;  // the largest buffer a descriptor binds; see queue.hpp
-  uint32_t max_storage_buffers_per_stage = 0;  // maxPerStageDescriptorStorageBuffers
-  uint32_t max_push_descriptors = 0;           // VK_KHR_push_descriptor; 0 without it
+  uint32_t max_shared_memory = 0;          // bytes of workgroup-shared memory
+  uint32_t max_storage_buffer_range = 0;   // the largest buffer a descriptor binds; see queue.hpp
+  uint32_t max_texel_buffer_elements = 0;  // the most texels a VkBufferView may span
+  uint32_t min_texel_buffer_offset_alignment = 256;  // a VkBufferView's offset, in bytes
+  uint32_t max_storage_buffers_per_stage = 0;        // maxPerStageDescriptorStorageBuffers
+  uint32_t max_push_descriptors = 0;                 // VK_KHR_push_descriptor; 0 without it
   uint32_t max_push_constants_size = 0;
   uint32_t max_memory_allocation_count = 0;
   VkDeviceSize max_memory_allocation_size = 0;
@@ -57,7 +59,7 @@ struct Features {
   bool timestamps = false;              // the compute queue can write timestamps
   bool cooperative_matrix_khr = false;  // extension present
   bool cooperative_matrix_nv = false;
-  bool memory_budget = false;  // VK_EXT_memory_budget present
+  bool memory_budget = false;    // VK_EXT_memory_budget present
   bool push_descriptor = false;  // VK_KHR_push_descriptor present (enabled when it is)
 };
 

@@ -50,5 +50,6 @@ using UniqueSemaphore = DeviceHandle<VkSemaphore, vkDestroySemaphore>;
 // Only the descriptor-binding comparison benchmark uses these: kernels take device addresses.
 using UniqueDescriptorSetLayout = DeviceHandle<VkDescriptorSetLayout, vkDestroyDescriptorSetLayout>;
 using UniqueDescriptorPool = DeviceHandle<VkDescriptorPool, vkDestroyDescriptorPool>;
+using UniqueBufferView = DeviceHandle<VkBufferView, vkDestroyBufferView>;
 
 }  // namespace vkg::vk

@@ -68,14 +68,40 @@ std::array<uint32_t, 3> spirv_local_size(std::span<const uint32_t> spirv) {
   throw Error("SPIR-V module declares no workgroup size (LocalSize)");
 }
 
+namespace {
+
+std::vector<Binding> storage_bindings(uint32_t n) {
+  std::vector<Binding> b;
+  for (uint32_t i = 0; i < n; ++i) b.push_back({i, i, BindingKind::Storage});
+  return b;
+}
+
+VkDescriptorType descriptor_type(BindingKind k) {
+  return k == BindingKind::Storage ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                                   : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+}
+
+}  // namespace
+
 Program::Program(Device& device, std::string name, std::span<const uint32_t> spirv,
                  uint32_t push_constant_bytes, uint32_t bound_buffers)
+    : Program(device, std::move(name), spirv, push_constant_bytes,
+              storage_bindings(bound_buffers)) {}
+
+Program::Program(Device& device, std::string name, std::span<const uint32_t> spirv,
+                 uint32_t push_constant_bytes, std::vector<Binding> bindings)
     : device_(device),
       name_(std::move(name)),
       spirv_(spirv.begin(), spirv.end()),
       push_constant_bytes_(push_constant_bytes),
-      bound_buffers_(bound_buffers) {
+      bound_buffers_(0),
+      bindings_(std::move(bindings)) {
   const Limits& l = device_.caps().limits;
+  uint32_t storage = 0;
+  for (const Binding& b : bindings_) {
+    bound_buffers_ = std::max(bound_buffers_, b.use + 1);
+    storage += b.kind == BindingKind::Storage;
+  }
   try {
     local_size_ = spirv_local_size(spirv_);
   } catch (const Error& e) {
@@ -98,11 +124,12 @@ Program::Program(Device& device, std::string name, std::span<const uint32_t> spi
         "program '{}': {} bytes of push constants exceed the device's {} (maxPushConstantsSize); "
         "pass the arguments in a buffer from Queue::spill and push its address",
         name_, push_constant_bytes_, l.max_push_constants_size));
-  if (bound_buffers_ > std::min(l.max_push_descriptors, l.max_storage_buffers_per_stage))
+  if (bindings_.size() > l.max_push_descriptors || storage > l.max_storage_buffers_per_stage)
     throw Error(fmt::format(
-        "program '{}': {} buffers bound by push descriptor exceed the device's {} (push "
-        "descriptors) or {} (storage buffers per stage); pass device addresses instead",
-        name_, bound_buffers_, l.max_push_descriptors, l.max_storage_buffers_per_stage));
+        "program '{}': {} descriptors ({} storage buffers) bound by push descriptor exceed the "
+        "device's {} (push descriptors) or {} (storage buffers per stage); pass device addresses "
+        "instead",
+        name_, bindings_.size(), storage, l.max_push_descriptors, l.max_storage_buffers_per_stage));
 }
 
 Program::~Program() {
@@ -117,14 +144,15 @@ void Program::create() const {
   VkDevice dev = device_.get();
   UniqueDescriptorSetLayout owned_set_layout;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
-  if (bound_buffers_ > 0) {
-    std::vector<VkDescriptorSetLayoutBinding> bindings(bound_buffers_);
-    for (uint32_t i = 0; i < bound_buffers_; ++i)
-      bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  if (!bindings_.empty()) {
+    std::vector<VkDescriptorSetLayoutBinding> bindings;
+    for (const Binding& b : bindings_)
+      bindings.push_back(
+          {b.binding, descriptor_type(b.kind), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
     VkDescriptorSetLayoutCreateInfo info = structure<VkDescriptorSetLayoutCreateInfo>(
         VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
     info.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-    info.bindingCount = bound_buffers_;
+    info.bindingCount = uint32_t(bindings.size());
     info.pBindings = bindings.data();
     check(vkCreateDescriptorSetLayout(dev, &info, nullptr, &set_layout),
           "vkCreateDescriptorSetLayout");

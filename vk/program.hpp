@@ -5,7 +5,8 @@
 // Buffers reach a kernel in one of two ways (queue.hpp says why there are two): as 64-bit device
 // addresses in push constants (bound_buffers == 0; the layout is one push-constant range), or as
 // storage buffers at set 0, bindings 0..bound_buffers-1 of a push-descriptor set layout, which
-// Queue::dispatch fills from the first bound_buffers BufferUses.
+// Queue::dispatch fills from the first bound_buffers BufferUses (or, with the bindings spelled
+// out, storage buffers and texel buffer views at the bindings they name).
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -39,6 +40,17 @@ struct Groups {
 // constant). Throws vkg::Error when `spirv` is not a SPIR-V module or declares none.
 std::array<uint32_t, 3> spirv_local_size(std::span<const uint32_t> spirv);
 
+// One descriptor of a kernel's push-descriptor set: uses[use] of a dispatch, at `binding`, as a
+// storage buffer or as a uniform texel buffer viewing its 32-bit words one, two or four to a texel
+// (R32_UINT, R32G32_UINT, R32G32B32A32_UINT: integer formats, so the shader gets every bit as
+// stored, nan payloads and denormals included; it casts them back to its type).
+enum class BindingKind : uint8_t { Storage, Texel32, Texel32x2, Texel32x4 };
+struct Binding {
+  uint32_t binding;
+  uint32_t use;
+  BindingKind kind;
+};
+
 class Program {
  public:
   // Checks the module and its workgroup size against the device; copies the SPIR-V.
@@ -47,6 +59,11 @@ class Program {
   // bound_buffers must fit maxPushDescriptors and maxPerStageDescriptorStorageBuffers.
   Program(Device& device, std::string name, std::span<const uint32_t> spirv,
           uint32_t push_constant_bytes, uint32_t bound_buffers = 0);
+  // The same with the descriptors spelled out: bound_buffers() is then one more than the largest
+  // Binding::use. Each must fit maxPushDescriptors, and the storage ones
+  // maxPerStageDescriptorStorageBuffers.
+  Program(Device& device, std::string name, std::span<const uint32_t> spirv,
+          uint32_t push_constant_bytes, std::vector<Binding> bindings);
   // Waits for submitted GPU work before destroying a pipeline that may still be running.
   ~Program();
   Program(const Program&) = delete;
@@ -55,6 +72,7 @@ class Program {
   const std::string& name() const { return name_; }
   uint32_t push_constant_bytes() const { return push_constant_bytes_; }
   uint32_t bound_buffers() const { return bound_buffers_; }
+  const std::vector<Binding>& bindings() const { return bindings_; }
   const std::array<uint32_t, 3>& local_size() const { return local_size_; }
 
   // The compute pipeline and its layout, created on the first call. Thread-safe.
@@ -70,6 +88,7 @@ class Program {
   std::vector<uint32_t> spirv_;
   uint32_t push_constant_bytes_;
   uint32_t bound_buffers_;
+  std::vector<Binding> bindings_;
   std::array<uint32_t, 3> local_size_{};
   mutable std::once_flag once_;
   mutable bool created_ = false;

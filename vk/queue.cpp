@@ -198,9 +198,9 @@ void Queue::record_dispatch(const Program& program, Groups groups, std::span<con
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     bound_ = pipeline;
   }
-  if (program.bound_buffers() > 0)
+  if (!bound_writes_.empty())
     device_.push_descriptor_set()(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, program.layout(), 0,
-                                  program.bound_buffers(), bound_writes_.data());
+                                  uint32_t(bound_writes_.size()), bound_writes_.data());
   if (!push.empty())
     vkCmdPushConstants(cmd, program.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                        static_cast<uint32_t>(push.size()), push.data());
@@ -210,12 +210,44 @@ void Queue::record_dispatch(const Program& program, Groups groups, std::span<con
 }
 
 void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> uses) {
-  const uint32_t n = program.bound_buffers();
-  const VkDeviceSize max_range = device_.caps().limits.max_storage_buffer_range;
+  const std::vector<Binding>& bindings = program.bindings();
+  const uint32_t n = uint32_t(bindings.size());
+  const Limits& l = device_.caps().limits;
+  const VkDeviceSize max_range = l.max_storage_buffer_range;
   bound_infos_.resize(n);
+  bound_views_.resize(n);
   bound_writes_.resize(n);
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t i = bindings[k].use;
     const Buffer& b = *uses[i].buffer;
+    if (bindings[k].kind != BindingKind::Storage) {
+      // The view spans the buffer's capacity (256-byte multiples: whole texels), up to the texel
+      // limit: one view per format serves every buffer that range is ever lent to.
+      static constexpr VkFormat kFormats[] = {VK_FORMAT_R32_UINT, VK_FORMAT_R32G32_UINT,
+                                              VK_FORMAT_R32G32B32A32_UINT};
+      const int width_log2 = int(bindings[k].kind) - int(BindingKind::Texel32);
+      const VkDeviceSize texel = 4ull << width_log2;
+      const VkDeviceSize needed = (b.size() + texel - 1) / texel;
+      const VkDeviceSize range =
+          std::min<VkDeviceSize>(std::max<VkDeviceSize>(b.capacity() / texel, 1),
+                                 l.max_texel_buffer_elements) *
+          texel;
+      if (needed > l.max_texel_buffer_elements ||
+          b.offset() % l.min_texel_buffer_offset_alignment != 0)
+        throw Error(
+            fmt::format("program '{}': buffer {} of {} bytes at offset {} cannot be a texel buffer "
+                        "(maxTexelBufferElements {}, minTexelBufferOffsetAlignment {})",
+                        program.name(), i, b.size(), b.offset(), l.max_texel_buffer_elements,
+                        l.min_texel_buffer_offset_alignment));
+      bound_views_[k] = allocator_.texel_view(b, kFormats[width_log2], range);
+      VkWriteDescriptorSet& w = bound_writes_[k];
+      w = structure<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+      w.dstBinding = bindings[k].binding;
+      w.descriptorCount = 1;
+      w.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+      w.pTexelBufferView = &bound_views_[k];
+      continue;
+    }
     // An empty buffer still binds a few bytes of its (256-byte) capacity: ranges must be > 0.
     // Whole words: a kernel may read 16-bit elements two to a uint (codegen/glsl_half.cpp).
     const VkDeviceSize range = std::max<VkDeviceSize>((b.size() + 3) / 4 * 4, 4);
@@ -224,13 +256,13 @@ void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> 
           fmt::format("program '{}': buffer {} of {} bytes exceeds maxStorageBufferRange "
                       "({} bytes); bind it by device address",
                       program.name(), i, b.size(), max_range));
-    bound_infos_[i] = {b.handle(), b.offset(), range};
-    VkWriteDescriptorSet& w = bound_writes_[i];
+    bound_infos_[k] = {b.handle(), b.offset(), range};
+    VkWriteDescriptorSet& w = bound_writes_[k];
     w = structure<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-    w.dstBinding = i;
+    w.dstBinding = bindings[k].binding;
     w.descriptorCount = 1;
     w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    w.pBufferInfo = &bound_infos_[i];
+    w.pBufferInfo = &bound_infos_[k];
   }
 }
 

@@ -12,7 +12,10 @@
 //     maxPushDescriptors and maxPerStageDescriptorStorageBuffers. Why it exists: drivers see
 //     the binding and its bounds, so they can vectorize; Lavapipe scalarizes every load through a
 //     raw device address per lane, and the same vec4 add runs ~6x faster bound as descriptors
-//     (bench_vk BM_AddF32_16Mi vs BM_AddF32_16Mi_DescriptorsForComparison).
+//     (bench_vk BM_AddF32_16Mi vs BM_AddF32_16Mi_DescriptorsForComparison). A Program may bind
+//     a buffer it only reads as uniform texel buffer views instead (vk::Binding): Lavapipe gathers
+//     texel fetches where it loops over the lanes for storage-buffer loads (bench_vk
+//     BM_TexelLoads_*); the views come from Allocator::texel_view.
 //   - device addresses (GL_EXT_buffer_reference) in push constants, for everything else: no
 //     limit on how many buffers a kernel takes, and no maxStorageBufferRange window (128 MiB on
 //     Lavapipe and some mobile GPUs), so a kernel addresses a tensor of any size the allocator
@@ -179,6 +182,7 @@ class Queue {
   HazardTracker hazards_;
   std::vector<Range> ranges_;                        // scratch, reused by every command
   std::vector<VkDescriptorBufferInfo> bound_infos_;  // scratch for push descriptors
+  std::vector<VkBufferView> bound_views_;            // the texel buffers among them
   std::vector<VkWriteDescriptorSet> bound_writes_;
   VkPipeline bound_ = VK_NULL_HANDLE;
   uint64_t last_point_ = 0;

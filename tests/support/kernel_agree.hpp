@@ -36,7 +36,7 @@ class Kernels : public testing::Test {
     const std::vector<uint32_t> spirv = compile_glsl(render_glsl(p, target_), options);
     const ArgLayout layout = arg_layout(p, target_);
     vk::Program kernel(rt_.device, p.name, spirv, layout.push_constant_bytes,
-                       layout.bound ? uint32_t(p.buffers.size()) : 0);
+                       bindings_of(layout, p.buffers.size()));
     std::vector<vk::Buffer> device;
     std::vector<uint64_t> addresses;
     for (const Bytes& b : buffers) {

@@ -1,0 +1,154 @@
+// Read-only 32-bit buffers read as uniform texel buffers (GlslTarget::texel_loads,
+// ArgLayout::texel): which buffers qualify, what the GLSL declares, and on the device that every
+// bit comes through (nan payloads, denormals, -0, inf) in scalar and vector loads, aligned or not,
+// next to a buffer past the texel limit that stays a storage buffer.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <vkgrad/codegen/glsl_launch.hpp>
+
+#include "support/kernel_agree.hpp"
+#include "support/linear_programs.hpp"
+#include "support/render_and_compile.hpp"
+
+namespace vkg::test {
+namespace {
+
+using B = ProgramBuilder;
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+GlslTarget texel_target(uint64_t max_elements) {
+  GlslTarget t = GlslTarget::everything();
+  t.max_bound_buffers = 16;
+  t.max_storage_buffer_range = 1 << 20;
+  t.texel_loads = true;
+  t.max_texel_buffer_elements = max_elements;
+  return t;
+}
+
+// out_f[i] = f[i] (scalar), out_v[4i..4i+3] = v[4i..] (aligned vec4), out_u[4i..] = u[4i+1..]
+// (unaligned vec4), out_i[i] = i32[i] + 0, out_big[i] = big[i], out_l[i] = l[i] (int64), with
+// 4 invocations: every buffer holds 16 elements but the uint one 20.
+Program copies() {
+  B b("E_texel_copies");
+  auto out_f = b.global(dtypes::float32, 16, true), out_v = b.global(dtypes::float32, 16, true),
+       out_u = b.global(dtypes::uint32, 16, true), out_i = b.global(dtypes::int32, 16, true),
+       out_big = b.global(dtypes::float32, 16, true), out_l = b.global(dtypes::int64, 16, true);
+  auto f = b.global(dtypes::float32, 16), v = b.global(dtypes::float32, 16),
+       u = b.global(dtypes::uint32, 20), i32 = b.global(dtypes::int32, 16),
+       big = b.global(dtypes::float32, 16), l = b.global(dtypes::int64, 16);
+  auto i = b.special("lidx0", 4);
+  for (int k = 0; k < 4; ++k) {
+    auto at = i * 4 + k;
+    b.store(out_f, at, b.load(f, at));
+    b.store(out_i, at, b.load(i32, at));
+    b.store(out_big, at, b.load(big, at));
+    b.store(out_l, at, b.load(l, at));
+  }
+  b.store(out_v, i * 4, b.load(v, i * 4, nullptr, nullptr, 4));
+  b.store(out_u, i * 4, b.load(u, i * 4 + 1, nullptr, nullptr, 4));
+  return b.build({1, 1, 1}, {4, 1, 1});
+}
+
+TEST(TexelLoads, ReadOnly32BitBuffersWithinTheLimitAreTexelBuffers) {
+  const Program p = copies();
+  const ArgLayout l = arg_layout(p, texel_target(1 << 20));
+  ASSERT_TRUE(l.bound);
+  // Written buffers (0-5) and int64 (11) stay storage buffers; v and u get a quad view too.
+  EXPECT_EQ(l.texel, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 1 | 4, 1, 1, 0}));
+  const std::string s = render_and_compile(p, texel_target(1 << 20));
+  EXPECT_TRUE(has(s, "layout(set = 0, binding = 6) uniform usamplerBuffer data6;")) << s;
+  EXPECT_TRUE(has(s, "layout(set = 0, binding = 31) uniform usamplerBuffer data7x4;")) << s;
+  EXPECT_TRUE(has(s, "uintBitsToFloat(texelFetch(data6, ")) << s;
+  EXPECT_TRUE(has(s, "uintBitsToFloat(texelFetch(data7x4, ")) << s;  // aligned: one texel
+  EXPECT_TRUE(has(s, "int(texelFetch(data9, ")) << s;
+  EXPECT_TRUE(has(s, "readonly buffer Data11 { int64_t v[]; } data11;")) << s;
+  EXPECT_TRUE(has(s, "layout(std430, set = 0, binding = 0) buffer Data0 { float v[]; }")) << s;
+  EXPECT_FALSE(has(s, "Data6")) << s;
+}
+
+TEST(TexelLoads, BuffersPastTheLimitOrWithTheSettingOffStayStorageBuffers) {
+  const Program p = copies();
+  // 16 elements fit, u's 20 do not.
+  EXPECT_EQ(arg_layout(p, texel_target(16)).texel,
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 0, 1, 1, 0}));
+  GlslTarget off = texel_target(1 << 20);
+  off.texel_loads = false;
+  EXPECT_TRUE(arg_layout(p, off).texel.empty());
+  EXPECT_FALSE(has(render_and_compile(p, off), "samplerBuffer"));
+  // Buffers by device address have no descriptors at all.
+  GlslTarget by_address = texel_target(1 << 20);
+  by_address.max_bound_buffers = 0;
+  EXPECT_TRUE(arg_layout(p, by_address).texel.empty());
+  // Vector views only while the descriptors fit: 12 buffers + 1 view = 13.
+  GlslTarget tight = texel_target(1 << 20);
+  tight.max_bound_buffers = 13;
+  EXPECT_EQ(arg_layout(p, tight).texel,
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 1, 1, 1, 0}));
+}
+
+// Bits that a float conversion could change: nan payloads of both signs, signalling nan,
+// denormals, -0, infinities.
+std::vector<uint32_t> special_bits(size_t n) {
+  const std::vector<uint32_t> specials{0x7fc00001u, 0xffc12345u, 0x7f800001u, 0xff800001u,
+                                       0x00000001u, 0x807fffffu, 0x80000000u, 0x00000000u,
+                                       0x7f800000u, 0xff800000u, 0x3f800000u, 0x00400000u,
+                                       0x80000001u, 0x7fffffffu, 0xffffffffu, 0x12345678u};
+  std::vector<uint32_t> v(n);
+  for (size_t k = 0; k < n; ++k) v[k] = specials[(k * 7 + 3) % specials.size()];
+  return v;
+}
+
+class TexelLoadsOnDevice : public Kernels {
+ protected:
+  void run_copies(uint64_t max_elements) {
+    target_.texel_loads = true;  // whatever VKG_TEXEL_LOADS says: this tests the texel path
+    target_.max_texel_buffer_elements = max_elements;
+    const Program p = copies();
+    const std::vector<uint32_t> f = special_bits(16), v = special_bits(16), u = special_bits(20),
+                                big = special_bits(16);
+    std::vector<int32_t> i32(16);
+    std::vector<int64_t> l(16);
+    for (int k = 0; k < 16; ++k) {
+      i32[k] = k % 2 ? std::numeric_limits<int32_t>::min() + k : -k * 1000003;
+      l[k] = (int64_t(1) << 62) - k;
+    }
+    std::vector<Bytes> buffers{Bytes(64),   Bytes(64),     Bytes(64),     Bytes(64),
+                               Bytes(64),   Bytes(128),    to_bytes(f),   to_bytes(v),
+                               to_bytes(u), to_bytes(i32), to_bytes(big), to_bytes(l)};
+    run_on_vulkan(p, buffers);
+    EXPECT_EQ(from_bytes<uint32_t>(buffers[0]), f);
+    EXPECT_EQ(from_bytes<uint32_t>(buffers[1]), v);
+    EXPECT_EQ(from_bytes<uint32_t>(buffers[2]), std::vector<uint32_t>(u.begin() + 1, u.end() - 3));
+    EXPECT_EQ(from_bytes<int32_t>(buffers[3]), i32);
+    EXPECT_EQ(from_bytes<uint32_t>(buffers[4]), big);
+    EXPECT_EQ(from_bytes<int64_t>(buffers[5]), l);
+  }
+};
+
+TEST_F(TexelLoadsOnDevice, EveryBitComesThroughScalarAndVectorLoads) {
+  ASSERT_EQ(arg_layout(copies(),
+                       [&] {
+                         GlslTarget t = target_;
+                         t.texel_loads = true;
+                         return t;
+                       }())
+                .texel.at(7),
+            1 | 4);
+  run_copies(target_.max_texel_buffer_elements);
+}
+
+// u (20 elements) past a limit of 16 reads as a storage buffer beside the texel ones.
+TEST_F(TexelLoadsOnDevice, ABufferPastTheLimitIsReadAsAStorageBufferBesideTexelOnes) {
+  run_copies(16);
+}
+
+}  // namespace
+}  // namespace vkg::test
