@@ -115,6 +115,25 @@ TEST_P(Symbolic, Attention) {
       });
 }
 
+// A cat of symbolic pieces keeps -0.0: their symbolic pads fill +0, and summed those turned
+// every -0.0 into +0.0 (symbolic fuzzer seed 20261301). Along the symbolic axis and a plain one.
+TEST_P(Symbolic, CatKeepsNegativeZero) {
+  for (int64_t i : {1, 3}) {
+    const SymInt n = vi.bind(i);
+    auto zeros = [&](int64_t rows) {
+      return Tensor(std::vector<float>(size_t(rows * i), -0.0f), {rows, i}, dev())
+          .reshape({rows, n});
+    };
+    for (int axis : {0, 1}) {
+      const std::vector<float> got =
+          Tensor::cat(std::vector<Tensor>{zeros(2), zeros(2) * 1}, axis).to_vector<float>();
+      ASSERT_EQ(got.size(), size_t(4 * i));
+      for (size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(std::signbit(got[k])) << "i = " << i << ", axis " << axis << ", element " << k;
+    }
+  }
+}
+
 TEST_P(Symbolic, CatAlongEachAxisWithTwoVariables) {
   for (int axis : {0, 1}) {
     auto shape = [&](int64_t n) { return axis == 1 ? Shape{3, n} : Shape{n, 3}; };
