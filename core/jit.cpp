@@ -85,27 +85,37 @@ UOpPtr map_views(const UOpPtr& node, F f) {
 // A view of symbolic shape gets the shape its expressions have under `vars` (the replay's
 // binding), over a version of the buffer holding that many elements.
 UOpPtr next_version_view(const UOp& view, const Device::VarVals& vars) {
-  const UOp& b = buffer_node(view);
-  const SymbolicArg* sym = view.op == Ops::RESHAPE ? symbolic_arg(view) : nullptr;
-  if (!sym && view.op == Ops::BUFFER)
-    return UOp::make(Ops::BUFFER, b.dtype, b.src,
-                     std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b))));
-  if (!sym) {  // a view (reshapes, or base_buffer's): the same view over the next version
-    std::vector<UOpPtr> src = view.src;
-    src[0] = next_version_view(*src[0], vars);
-    return UOp::make(view.op, view.dtype, std::move(src), view.arg);
-  }
+  const SymbolicArg* sym = view.op == Ops::BUFFER ? nullptr : symbolic_arg(view);
   std::vector<int64_t> values;
-  for (const UOpPtr& e : sym->exprs) values.push_back(eval_int(e, vars));
-  std::vector<Binding> bindings = sym->bindings;
-  for (Binding& bound : bindings)
-    if (auto it = vars.find(bound.var->arg_as<VarArg>().name); it != vars.end())
-      bound.value = it->second;
-  UOpPtr next = UOp::make(
-      Ops::BUFFER, b.dtype, b.src,
-      std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b), prod(values))));
-  return UOp::make(Ops::RESHAPE, view.dtype, {next},
-                   make_symbolic_arg(std::move(values), sym->exprs, std::move(bindings)));
+  std::vector<Binding> bindings;
+  if (sym) {
+    for (const UOpPtr& e : sym->exprs) values.push_back(eval_int(e, vars));
+    bindings = sym->bindings;
+    for (Binding& bound : bindings)
+      if (auto it = vars.find(bound.var->arg_as<VarArg>().name); it != vars.end())
+        bound.value = it->second;
+  }
+  const UOp& b = buffer_node(view);
+  if (b.op == Ops::BUFFER && (view.op == Ops::BUFFER || view.op == Ops::RESHAPE)) {
+    if (!sym) {
+      UOpPtr next =
+          UOp::make(Ops::BUFFER, b.dtype, b.src,
+                    std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b))));
+      return view.op == Ops::RESHAPE ? UOp::make(Ops::RESHAPE, view.dtype, {next}, view.arg) : next;
+    }
+    UOpPtr next = UOp::make(
+        Ops::BUFFER, b.dtype, b.src,
+        std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b), prod(values))));
+    return UOp::make(Ops::RESHAPE, view.dtype, {next},
+                     make_symbolic_arg(std::move(values), sym->exprs, std::move(bindings)));
+  }
+  // Another view (base_buffer's): the same over the next version, with its symbolic arguments
+  // (a shrink to n) evaluated under `vars`.
+  std::vector<UOpPtr> src = view.src;
+  src[0] = next_version_view(*src[0], vars);
+  return UOp::make(
+      view.op, view.dtype, std::move(src),
+      sym ? make_symbolic_arg(std::move(values), sym->exprs, std::move(bindings)) : view.arg);
 }
 
 // A tensor's shape as a replay must match it: numbers, and the variables of symbolic sizes
