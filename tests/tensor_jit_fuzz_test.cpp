@@ -150,12 +150,12 @@ std::string check_seed(Program (*make)(uint32_t), uint32_t seed) {
 }
 
 TEST(JitFuzz, ElementwiseProgramsReplayAsTheyRunEagerly) {
-  fuzz_seeds("jit fuzz (elementwise programs)", 20261201, 40,
+  fuzz_seeds("jit fuzz (elementwise programs)", 20261201, 120,
              [](uint32_t seed) { return check_seed(&elementwise_program, seed); });
 }
 
 TEST(JitFuzz, OpFamilyProgramsReplayAsTheyRunEagerly) {
-  fuzz_seeds("jit fuzz (op family programs)", 20261202, 30,
+  fuzz_seeds("jit fuzz (op family programs)", 20261202, 90,
              [](uint32_t seed) { return check_seed(&op_family_program, seed); });
 }
 

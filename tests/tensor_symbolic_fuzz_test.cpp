@@ -151,7 +151,7 @@ std::string with_reproducer(const Program& p, const std::vector<int64_t>& bindin
 
 TEST(SymbolicFuzz, SymbolicProgramsAgreeWithPlainOnesForEveryBinding) {
   unbound_variable_errors = 0;
-  fuzz_seeds("symbolic fuzz (eager)", 20261301, 40, [](uint32_t seed) {
+  fuzz_seeds("symbolic fuzz (eager)", 20261301, 80, [](uint32_t seed) {
     auto ctx = std::make_shared<SymContext>();
     SymProgramGen gen(seed, ctx);
     const Program p = gen.next();
@@ -164,7 +164,7 @@ TEST(SymbolicFuzz, SymbolicProgramsAgreeWithPlainOnesForEveryBinding) {
 TEST(SymbolicFuzz, AJitReplaysSymbolicProgramsAcrossBindings) {
   fixed_binding_captures = 0;
   unbound_variable_errors = 0;
-  fuzz_seeds("symbolic fuzz (Jit)", 20261302, 30, [](uint32_t seed) {
+  fuzz_seeds("symbolic fuzz (Jit)", 20261302, 100, [](uint32_t seed) {
     auto ctx = std::make_shared<SymContext>();
     SymProgramGen gen(seed, ctx);
     const Program p = gen.next();
