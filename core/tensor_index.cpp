@@ -124,6 +124,13 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
          "axis " + std::to_string(axis) + " is out of range [" + std::to_string(-n) + ", " +
              std::to_string(n - 1) + "]");
   if (axis < 0) axis += n;
+  if (has_symbolic_shape()) {
+    // Said by position: a plain reshape of (n,) bound to 1 to (1, 1) cannot tell which 1 is n,
+    // and took the last (x.unsqueeze(1).expand({n, 3}) read x[0], x[1], x[2] at n = 1).
+    SymShape out = sym_shape();
+    out.insert(out.begin() + axis, SymInt(1));
+    return reshape(out);
+  }
   Shape out = in;
   out.insert(out.begin() + axis, 1);
   return reshape(out);

@@ -134,6 +134,23 @@ TEST_P(Symbolic, CatKeepsNegativeZero) {
   }
 }
 
+// unsqueeze puts the new axis where it is asked to: of (n,) bound to 1 it made (1, n), and an
+// expand of the new axis to 3 then read x[0], x[1], x[2] (symbolic fuzzer seed 20261352).
+TEST_P(Symbolic, UnsqueezeAtABindingOfOne) {
+  check(
+      [&](int64_t i) {
+        return input({i}, 0).reshape({vi.bind(i)}).unsqueeze(1).expand({vi.bind(i), 3}) * 1;
+      },
+      [&](int64_t i) {
+        return input({i}, 0).unsqueeze(1).expand({i, 3}) * 1;
+      });
+  for (int64_t i : {1, 2}) {
+    const Tensor u = input({i}, 0).reshape({vi.bind(i)}).unsqueeze(0);
+    EXPECT_EQ(u.sym_shape()[0].str(), "1");
+    EXPECT_EQ(u.sym_shape()[1].str(), "i");
+  }
+}
+
 TEST_P(Symbolic, CatAlongEachAxisWithTwoVariables) {
   for (int axis : {0, 1}) {
     auto shape = [&](int64_t n) { return axis == 1 ? Shape{3, n} : Shape{n, 3}; };
