@@ -151,6 +151,22 @@ TEST_P(Symbolic, UnsqueezeAtABindingOfOne) {
   }
 }
 
+// A kernel that reads a symbolic tensor realized in the same schedule (so read as a leaf) gets its
+// variable's value: realize({x + x, x}) threw "kernel 'E_n_2' reads variable 'n', which has no
+// value in this run" (symbolic fuzzer seeds 20261324, 20261326, 20261361, 20261363, 20261390).
+TEST_P(Symbolic, AKernelReadingASymbolicOutputOfItsScheduleHasTheBinding) {
+  for (int64_t i : {3, 5}) {
+    const Tensor plain = input({i, 2}, 0);
+    Tensor x = plain.reshape({vi.bind(i), 2});
+    Tensor doubled = x + x;
+    std::vector<Tensor*> both{&doubled, &x};
+    realize(both);
+    const std::string at = "i = " + std::to_string(i);
+    expect_near(doubled.to_vector<float>(), (plain * 2).to_vector<float>(), at);
+    expect_near(x.to_vector<float>(), plain.to_vector<float>(), at);
+  }
+}
+
 TEST_P(Symbolic, CatAlongEachAxisWithTwoVariables) {
   for (int axis : {0, 1}) {
     auto shape = [&](int64_t n) { return axis == 1 ? Shape{3, n} : Shape{n, 3}; };
