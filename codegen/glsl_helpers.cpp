@@ -52,17 +52,28 @@ std::string umax_select_body(DType) {
   return "return a < b ? b : a;";
 }
 
+// The bits of a +0 that the driver cannot prove to be a constant (no dispatch has 0 workgroups).
+// Lavapipe's code generator turns x + 0, 0 - x and x * 0 into x, -x and 0 whenever an operand
+// is the constant +0 (glsl_alu.cpp, positive_zero), and its compiler folds a helper below into
+// one when its operand is a constant, as an accumulator is in the first iterations of an
+// unrolled loop: add_zero(-0.0) of a padded row became the constant +0, and the next row's
+// `+0 + (-0)` then gave -0 (ops fuzzer seed 700131, an avg_pool over -0s and a padded plane).
+// A +0 a helper makes is these bits, so it stays a value and every op on it runs as IEEE says.
+constexpr const char* kOpaqueZeroBits = "uint(gl_NumWorkGroups.x == 0u)";
+
 std::string mul_zero_body(DType d) {
   // a * +0 as IEEE says, decided by the bits (see positive_zero in glsl_alu.cpp): nan for inf
   // and nan, else a zero with a's sign.
   switch (d.scalar) {
     case Scalar::Float32:
-      return R"(uint b = floatBitsToUint(a);
-  return uintBitsToFloat((b & 0x7fffffffu) >= 0x7f800000u ? 0x7fc00000u : b & 0x80000000u);)";
+      return fmt::format(R"(uint b = floatBitsToUint(a);
+  return uintBitsToFloat((b & 0x7fffffffu) >= 0x7f800000u ? 0x7fc00000u : (b & 0x80000000u) | {});)",
+                         kOpaqueZeroBits);
     case Scalar::Float64:
-      return R"(uvec2 u = unpackDouble2x32(a);
+      return fmt::format(R"(uvec2 u = unpackDouble2x32(a);
   bool special = (u.y & 0x7fffffffu) >= 0x7ff00000u;
-  return packDouble2x32(special ? uvec2(0u, 0x7ff80000u) : uvec2(0u, u.y & 0x80000000u));)";
+  return packDouble2x32(special ? uvec2(0u, 0x7ff80000u) : uvec2({}, u.y & 0x80000000u));)",
+                         kOpaqueZeroBits);
     default:
       no_helper("mul_zero", d);
   }
@@ -72,10 +83,13 @@ std::string add_zero_body(DType d) {
   // a + +0: a, except that -0 + 0 is +0.
   switch (d.scalar) {
     case Scalar::Float32:
-      return "return floatBitsToUint(a) == 0x80000000u ? uintBitsToFloat(0u) : a;";
+      return fmt::format("return floatBitsToUint(a) == 0x80000000u ? uintBitsToFloat({}) : a;",
+                         kOpaqueZeroBits);
     case Scalar::Float64:
-      return "return unpackDouble2x32(a) == uvec2(0u, 0x80000000u) ? packDouble2x32(uvec2(0u)) : "
-             "a;";
+      return fmt::format(
+          "return unpackDouble2x32(a) == uvec2(0u, 0x80000000u) ? packDouble2x32(uvec2({}, 0u)) "
+          ": a;",
+          kOpaqueZeroBits);
     default:
       no_helper("add_zero", d);
   }
@@ -85,10 +99,13 @@ std::string zero_sub_body(DType d) {
   // +0 - a: -a, except that 0 - 0 and 0 - (-0) are +0.
   switch (d.scalar) {
     case Scalar::Float32:
-      return "return (floatBitsToUint(a) & 0x7fffffffu) == 0u ? uintBitsToFloat(0u) : -a;";
+      return fmt::format(
+          "return (floatBitsToUint(a) & 0x7fffffffu) == 0u ? uintBitsToFloat({}) : -a;",
+          kOpaqueZeroBits);
     case Scalar::Float64:
-      return R"(uvec2 u = unpackDouble2x32(a);
-  return ((u.y & 0x7fffffffu) | u.x) == 0u ? packDouble2x32(uvec2(0u)) : -a;)";
+      return fmt::format(R"(uvec2 u = unpackDouble2x32(a);
+  return ((u.y & 0x7fffffffu) | u.x) == 0u ? packDouble2x32(uvec2({}, 0u)) : -a;)",
+                         kOpaqueZeroBits);
     default:
       no_helper("zero_sub", d);
   }

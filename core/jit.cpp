@@ -33,6 +33,15 @@ const UOp& buffer_node(const UOp& view) {
   return *n;
 }
 
+// The BUFFER a realized tensor's node reads: for a view, under its movement ops. A realize leaves
+// a view of a buffer that keeps its order (the whole of it, or a prefix) in place of a copy
+// kernel (core/schedule.cpp): a function may return one, or be given one.
+const UOp& base_buffer(const UOp& view) {
+  const UOp* n = &view;
+  while (n->op != Ops::BUFFER && !n->src.empty()) n = n->src[0].get();
+  return *n;
+}
+
 bool holds_whole_buffer(const UOp& n) {
   const UOp& b = buffer_node(n);
   return b.op == Ops::BUFFER && buffer_of(b).count() == prod(*n.shape());
@@ -76,24 +85,37 @@ UOpPtr map_views(const UOpPtr& node, F f) {
 // A view of symbolic shape gets the shape its expressions have under `vars` (the replay's
 // binding), over a version of the buffer holding that many elements.
 UOpPtr next_version_view(const UOp& view, const Device::VarVals& vars) {
-  const UOp& b = buffer_node(view);
-  const SymbolicArg* sym = view.op == Ops::RESHAPE ? symbolic_arg(view) : nullptr;
-  if (!sym) {
-    UOpPtr next = UOp::make(Ops::BUFFER, b.dtype, b.src,
-                            std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b))));
-    return view.op == Ops::RESHAPE ? UOp::make(Ops::RESHAPE, view.dtype, {next}, view.arg) : next;
-  }
+  const SymbolicArg* sym = view.op == Ops::BUFFER ? nullptr : symbolic_arg(view);
   std::vector<int64_t> values;
-  for (const UOpPtr& e : sym->exprs) values.push_back(eval_int(e, vars));
-  std::vector<Binding> bindings = sym->bindings;
-  for (Binding& bound : bindings)
-    if (auto it = vars.find(bound.var->arg_as<VarArg>().name); it != vars.end())
-      bound.value = it->second;
-  UOpPtr next = UOp::make(
-      Ops::BUFFER, b.dtype, b.src,
-      std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b), prod(values))));
-  return UOp::make(Ops::RESHAPE, view.dtype, {next},
-                   make_symbolic_arg(std::move(values), sym->exprs, std::move(bindings)));
+  std::vector<Binding> bindings;
+  if (sym) {
+    for (const UOpPtr& e : sym->exprs) values.push_back(eval_int(e, vars));
+    bindings = sym->bindings;
+    for (Binding& bound : bindings)
+      if (auto it = vars.find(bound.var->arg_as<VarArg>().name); it != vars.end())
+        bound.value = it->second;
+  }
+  const UOp& b = buffer_node(view);
+  if (b.op == Ops::BUFFER && (view.op == Ops::BUFFER || view.op == Ops::RESHAPE)) {
+    if (!sym) {
+      UOpPtr next =
+          UOp::make(Ops::BUFFER, b.dtype, b.src,
+                    std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b))));
+      return view.op == Ops::RESHAPE ? UOp::make(Ops::RESHAPE, view.dtype, {next}, view.arg) : next;
+    }
+    UOpPtr next = UOp::make(
+        Ops::BUFFER, b.dtype, b.src,
+        std::shared_ptr<const ArgPayload>(Buffer::next_version(buffer_ptr(b), prod(values))));
+    return UOp::make(Ops::RESHAPE, view.dtype, {next},
+                     make_symbolic_arg(std::move(values), sym->exprs, std::move(bindings)));
+  }
+  // Another view (base_buffer's): the same over the next version, with its symbolic arguments
+  // (a shrink to n) evaluated under `vars`.
+  std::vector<UOpPtr> src = view.src;
+  src[0] = next_version_view(*src[0], vars);
+  return UOp::make(
+      view.op, view.dtype, std::move(src),
+      sym ? make_symbolic_arg(std::move(values), sym->exprs, std::move(bindings)) : view.arg);
 }
 
 // A tensor's shape as a replay must match it: numbers, and the variables of symbolic sizes
@@ -203,6 +225,9 @@ struct Jit::Plan {
   std::vector<int64_t> input_axes;  // a sharded input's axis (-1: replicated), else -2
   std::vector<std::string> signatures;
   std::vector<std::shared_ptr<const Buffer>> regenerated;
+  // Tensors the function makes from host data and its kernels then write (an assign to one): a
+  // replay uploads their data again first, so that each starts from it as in an eager call.
+  std::vector<std::pair<std::shared_ptr<const Buffer>, HostBytes>> reuploaded;
   std::vector<UOpPtr> outputs;                        // buffer views
   std::unordered_set<int64_t> written;                // storages the kernels write
   std::vector<std::weak_ptr<TensorState>> rewritten;  // tensors holding one of them
@@ -260,6 +285,8 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
 
 std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   Capture captured;
+  // Buffer ids are issued in order: those the function makes are from this probe's on.
+  const int64_t first_buffer = Buffer("CPU", dtypes::uint8, 0).id();
   std::vector<Tensor> out;
   {
     CaptureScope scope(captured);
@@ -302,6 +329,10 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   std::unordered_set<int64_t> seen;
   for (const auto& b : captured.regenerated)
     if (seen.insert(b->id()).second) plan->regenerated.push_back(b);
+  // Host data the function made (a tensor closed over keeps what the kernels write into it).
+  for (const auto& [b, data] : captured.uploaded)
+    if (b->id() >= first_buffer && plan->written.count(b->storage_id()))
+      plan->reuploaded.emplace_back(b, data);
   for (const Tensor& t : out) plan->outputs.push_back(t.node());
   std::unordered_set<const TensorState*> listed;
   for (const auto& weak : captured.realized) {
@@ -387,16 +418,20 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
                     split_str(plan.input_axes[i]) + "; a replay needs the same split");
       for (size_t j = 0; j < views.size(); ++j) {
         const Buffer& captured = *plan.inputs[i][j];
-        const Buffer& given = buffer_of(buffer_node(*views[j]));
+        const Buffer& given = buffer_of(base_buffer(*views[j]));
         Device& dev = vkg::device(captured.device());
         if (from_host[i])
           dev.copy_in(ensure_allocated(captured), *given.initial_data);
         else if (given.storage_id() != captured.storage_id())
-          dev.copy(ensure_allocated(given), ensure_allocated(captured), given.nbytes());
+          dev.copy(ensure_allocated(given), ensure_allocated(captured),
+                   std::min(given.nbytes(),
+                            size_t(prod(*views[j]->shape())) * size_t(given.dtype().itemsize())));
       }
     }
     for (const auto& b : plan.regenerated)
       vkg::device(b->device()).copy_in(ensure_allocated(*b), b->regenerate());
+    for (const auto& [b, data] : plan.reuploaded)
+      vkg::device(b->device()).copy_in(ensure_allocated(*b), *data);
     // The steps in the capture's order, none waited for by the host: a kernel step is submitted
     // (Device::replay), a copy waits on a copy thread for what writes its source and what still
     // uses its destination, and the device that reads it waits for it on its queue. So the
@@ -414,7 +449,7 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
   }
   // A view of a buffer the replay wrote (or of another size) moves to the buffer's next version.
   auto refreshed = [&](const UOp& view) {
-    return plan.written.count(buffer_of(buffer_node(view)).storage_id()) ||
+    return plan.written.count(buffer_of(base_buffer(view)).storage_id()) ||
                    (rebound && view.sym_shape())
                ? next_version_view(view, vars)
                : view.ptr();

@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <vkgrad/core/device.hpp>
@@ -12,11 +13,14 @@
 namespace vkg {
 
 struct TensorState;
+using HostBytes = std::shared_ptr<const std::vector<std::byte>>;
 
 struct Capture {
   std::vector<ScheduleItem> items;  // every kernel run, in order (empty ones left out)
   std::vector<std::shared_ptr<const Buffer>> regenerated;  // host data renewed per run
-  std::vector<std::weak_ptr<TensorState>> realized;        // tensors realize pointed at buffers
+  // Host data uploaded while capturing, with its bytes (the upload drops the buffer's copy).
+  std::vector<std::pair<std::shared_ptr<const Buffer>, HostBytes>> uploaded;
+  std::vector<std::weak_ptr<TensorState>> realized;  // tensors realize pointed at buffers
   // A kernel was left out for having no elements under this binding, though it has some under
   // others: the capture cannot replay another binding.
   bool skipped_symbolic = false;

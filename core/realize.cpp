@@ -418,6 +418,9 @@ void realize(std::span<Tensor* const> tensors) {
     lent = plan_memory(sched, nodes, kept_graphs);
   }
   const RunOptions options = RunOptions::from_settings();
+  if (Capture* capture = active_capture())
+    for (const auto& b : sched.uploads)
+      if (b->initial_data && !b->regenerate) capture->uploaded.emplace_back(b, b->initial_data);
   for (const auto& b : sched.uploads) ensure_allocated(*b, options.debug);
   std::vector<Device*> used;
   std::vector<CopyInFlight> copies;

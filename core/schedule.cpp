@@ -551,6 +551,10 @@ class KernelBuilder {
       Chain buffer_chain;
       const UOp* buf = viewed_buffer(leaf_view(n).get(), buffer_chain);
       buffer_chain.insert(buffer_chain.end(), chain.begin(), chain.end());
+      // The leaf's own symbolic views too (a symbolic input realized in the same schedule, read
+      // as a leaf: "reads variable 'n', which has no value in this run", symbolic fuzzer).
+      for (const UOp* m : buffer_chain)
+        if (const SymbolicArg* a = symbolic_arg(*m)) bindings_.push_back(a->bindings);
       const auto b = buffer_ptr(*buf);
       const int slot = slot_of(b);
       loads_.emplace_back(n, b->storage_id());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 
 #include <vkgrad/core/advanced_index.hpp>
 #include <vkgrad/core/error.hpp>
@@ -55,8 +56,9 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, PadMod
                    Scalarish value) const {
   if (mode == PadMode::Constant) return pad(std::move(before_after), value);
   if (before_after.size() != shape().size())
-    fail("pad", shape(),
-         "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
+    fail(
+        "pad", shape(),
+        "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
   if (mode != PadMode::Reflect) return pad_by_copies(*this, before_after, mode);
   const Shape& in = shape();
   if (before_after.size() != in.size())
@@ -122,6 +124,13 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
          "axis " + std::to_string(axis) + " is out of range [" + std::to_string(-n) + ", " +
              std::to_string(n - 1) + "]");
   if (axis < 0) axis += n;
+  if (has_symbolic_shape()) {
+    // Said by position: a plain reshape of (n,) bound to 1 to (1, 1) cannot tell which 1 is n,
+    // and took the last (x.unsqueeze(1).expand({n, 3}) read x[0], x[1], x[2] at n = 1).
+    SymShape out = sym_shape();
+    out.insert(out.begin() + axis, SymInt(1));
+    return reshape(out);
+  }
   Shape out = in;
   out.insert(out.begin() + axis, 1);
   return reshape(out);
@@ -233,14 +242,23 @@ Tensor Tensor::cat(std::span<const Tensor> tensors, int64_t axis) {
     // Symbolic sizes along the axis: the pads are expressions, so one kernel serves every binding.
     SymInt sym_total = 0, sym_at = 0;
     for (const Tensor& t : tensors) sym_total = sym_total + t.sym_shape()[size_t(a)];
+    // Symbolic pads fill +0 only, and -0 + +0 is +0: float pieces are placed where their padded
+    // all-true masks are instead of summed (a -0 came out +0: symbolic fuzzer seed 20261301).
+    std::optional<Tensor> placed;
     for (const Tensor& t : tensors) {
       std::vector<std::pair<SymInt, SymInt>> pads(first.size(), {0, 0});
       const SymInt n = t.sym_shape()[size_t(a)];
       pads[size_t(a)] = {sym_at, sym_total - sym_at - n};
       pieces.push_back(t.cast(dtype).pad(pads));
+      if (dtype.is_float()) {
+        const Tensor inside = Tensor::full(Shape(first.size(), 1), true, dtypes::bool_, t.device())
+                                  .expand(t.sym_shape())
+                                  .pad(pads);
+        placed = placed ? inside.where(pieces.back(), *placed) : pieces.back();
+      }
       sym_at = sym_at + n;
     }
-    return sum_of_pieces(pieces, dtype);
+    return placed ? *placed : sum_of_pieces(pieces, dtype);
   }
   int64_t at = 0;
   for (const Tensor& t : tensors) {

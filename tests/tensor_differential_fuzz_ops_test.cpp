@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "support/differential_fuzz.hpp"
+#include "support/fuzz_generators.hpp"
 #include "support/fuzz_host_ops.hpp"
 
 namespace vkg {
@@ -119,6 +120,9 @@ class OpsGen {
         {}, [d, s, seed, finite](const std::vector<Tensor>&, const std::string& dev) {
           return test::random_tensor(d, s, dev, seed, finite);
         });
+    prog_.steps.back().fresh = [d, s, finite](const std::string& dev, uint32_t other) {
+      return test::random_tensor(d, s, dev, other, finite);
+    };
     return vals_.size() - 1;
   }
 
@@ -809,4 +813,8 @@ TEST(TensorDifferentialFuzzOps, RandomOpProgramsAgreeAcrossDevicesAndFusion) {
 }
 
 }  // namespace
+
+// For the fuzzers of the JIT and of symbolic shapes (support/fuzz_generators.hpp).
+fuzz::Program fuzz::op_family_program(uint32_t seed) { return OpsGen(seed).next(); }
+
 }  // namespace vkg

@@ -2,6 +2,8 @@
 // capture, with the semantics of tinygrad's test_jit.py and test_jit_footguns.py.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/vkgrad.hpp>
@@ -80,6 +82,56 @@ TEST_P(Jitted, AnAssignInTheFunctionAccumulatesOnEveryReplay) {
     EXPECT_EQ(f({Tensor(ramp(3, float(call), 1.0f), {3}, dev())})[0].to_vector<float>(), want);
   }
   EXPECT_EQ(total.to_vector<float>(), want);
+}
+
+// A tensor the function makes from host data and assigns to starts every call from that data, as
+// in an eager call: a replay uploads it again before the kernels (the JIT fuzzer found replays
+// that read what the last call's assign left there).
+TEST_P(Jitted, ATensorMadeFromHostDataInTheFunctionStartsEveryReplayFromIt) {
+  Jit f([&](const std::vector<Tensor>& in) {
+    Tensor t = Tensor(ramp(3, 1, 1), {3}, dev());
+    t.realize();
+    t.assign(t + in[0]);
+    return std::vector<Tensor>{t * 2};
+  });
+  for (int call = 0; call < 5; ++call) {
+    std::vector<float> want(3);
+    for (int i = 0; i < 3; ++i) want[size_t(i)] = 2 * (float(1 + i) + float(call) + float(i));
+    EXPECT_EQ(f({Tensor(ramp(3, float(call), 1.0f), {3}, dev())})[0].to_vector<float>(), want)
+        << "call " << call;
+  }
+}
+
+// ... while a state made from host data outside the function keeps what each call assigns, even
+// where its first upload is the capture's.
+TEST_P(Jitted, AStateMadeFromHostDataOutsideTheFunctionKeepsAccumulating) {
+  std::optional<Tensor> total;
+  Jit f([&](const std::vector<Tensor>& in) {
+    total->assign(*total + in[0]);
+    return std::vector<Tensor>{*total * 1};
+  });
+  const Tensor one = Tensor(std::vector<float>{1, 1}, {2}, dev());
+  total = Tensor(std::vector<float>{0, 10}, {2}, dev());
+  EXPECT_EQ(f({one})[0].to_vector<float>(), (std::vector<float>{1, 11}));
+  total = Tensor(std::vector<float>{100, 200}, {2}, dev());  // first realized by the capture
+  for (int call = 1; call < 5; ++call)
+    EXPECT_EQ(f({one})[0].to_vector<float>(),
+              (std::vector<float>{100.0f + float(call), 200.0f + float(call)}))
+        << "call " << call;
+}
+
+// An output that is a view of an input a realize keeps in the input's order (a flip or transpose
+// of size-1 axes): a replay failed with "expected a BUFFER node, got FLIP" (JIT fuzzer).
+TEST_P(Jitted, AnOutputThatViewsAnInputInItsOrderReplays) {
+  Jit f([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0].flip({0}), in[0].transpose().contiguous(), in[0] + 1};
+  });
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<Tensor> out = f({Tensor(std::vector<float>{float(call)}, {1, 1}, dev())});
+    EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>{float(call)}) << "call " << call;
+    EXPECT_EQ(out[1].to_vector<float>(), std::vector<float>{float(call)}) << "call " << call;
+    EXPECT_EQ((out[0] * 3).to_vector<float>(), std::vector<float>{3.0f * float(call)});
+  }
 }
 
 TEST_P(Jitted, RandomNumbersAdvanceOnEveryReplayAsEagerOnes) {

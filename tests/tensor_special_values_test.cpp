@@ -344,6 +344,38 @@ TEST(SpecialValues, APaddedSumOfTwoLoadsInAProductKeepsNanAndSignedZero) {
       {kNan, kNan});
 }
 
+// A padded element before -0s: -0 (the sum's start) + 0 = +0, and +0 + -0 = +0 after it (IEEE;
+// torch's avg_pool sums from +0 alike). Lavapipe unrolled the loop, folded add_zero(-0.0) of the
+// padded iteration to the constant +0, and then `+0 + x` to x: the sum came out -0 (ops fuzzer
+// seed 700131: avg_pool with count_include_pad=false over a padded plane and three -0s).
+TEST(SpecialValues, APaddingBeforeNegativeZerosSumsToPositiveZero) {
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, -0.0f, -0.0f}, d).pad({{1, 0}}).sum();
+      },
+      {0});
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, -0.0f, -0.0f}, d).reshape({1, 3}).pad({{1, 0}, {0, 0}}).sum();
+      },
+      {0});
+  expect_on_both(
+      [&](const std::string& d) {
+        return floats({-0.0f, -0.0f, -0.0f}, d)
+            .reshape({1, 1, 3})
+            .avg_pool({.kernel = {2, 3}, .padding = {1, 0}, .count_include_pad = false})
+            .reshape({1});
+      },
+      {0});
+  // The same in float64 (its own helper).
+  for (const char* d : {"CPU", "VK"}) {
+    const double got =
+        Tensor(std::vector<double>{-0.0, -0.0, -0.0}, {3}, d).pad({{1, 0}}).sum().item<double>();
+    EXPECT_EQ(got, 0.0) << d;
+    EXPECT_FALSE(std::signbit(got)) << d;
+  }
+}
+
 // A pad's positions are +0 whatever op it is fused after: min is -max(-x), and a float NEG under
 // a pad turned the pad's +0 into -0 (found by the differential fuzzer: x.min().pad(...), fused
 // -0, realized first +0). A float NEG is now computed before the pad (core/schedule.cpp).

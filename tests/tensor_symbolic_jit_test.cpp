@@ -254,6 +254,22 @@ TEST_P(SymbolicJit, OutputsCarryTheReplaysBinding) {
               ((input({3, 7}, 1) * 2 + 1).sum(1)).to_vector<float>(), "a graph over the output");
 }
 
+// An output that is a view of the input with a symbolic argument (a shrink to n) has the shape of
+// each replay's binding: it kept the captured one ((7,) where n = 10: symbolic fuzzer seed
+// 20261314), and before that failed with "expected a BUFFER node, got SHRINK".
+TEST_P(SymbolicJit, AnOutputThatIsASymbolicShrinkOfTheInputFollowsTheBinding) {
+  Jit f([](const std::vector<Tensor>& in) {
+    const SymInt n = in[0].sym_shape()[1];
+    return std::vector<Tensor>{in[0].shrink({{0, 3}, {0, n}}), in[0] + 1};
+  });
+  for (int64_t i : {2, 7, 10, 3}) {
+    const std::vector<Tensor> out = f({input({3, i}, 0).reshape({3, vi.bind(i)})});
+    ASSERT_EQ(out[0].shape(), (Shape{3, i})) << "i = " << i;
+    expect_near(out[0].to_vector<float>(), input({3, i}, 0).to_vector<float>(),
+                "i = " + std::to_string(i));
+  }
+}
+
 // A plain size of another value is still a new shape: an error, as for any Jit.
 TEST_P(SymbolicJit, AnotherPlainSizeIsStillAnError) {
   Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });

@@ -115,6 +115,58 @@ TEST_P(Symbolic, Attention) {
       });
 }
 
+// A cat of symbolic pieces keeps -0.0: their symbolic pads fill +0, and summed those turned
+// every -0.0 into +0.0 (symbolic fuzzer seed 20261301). Along the symbolic axis and a plain one.
+TEST_P(Symbolic, CatKeepsNegativeZero) {
+  for (int64_t i : {1, 3}) {
+    const SymInt n = vi.bind(i);
+    auto zeros = [&](int64_t rows) {
+      return Tensor(std::vector<float>(size_t(rows * i), -0.0f), {rows, i}, dev())
+          .reshape({rows, n});
+    };
+    for (int axis : {0, 1}) {
+      const std::vector<float> got =
+          Tensor::cat(std::vector<Tensor>{zeros(2), zeros(2) * 1}, axis).to_vector<float>();
+      ASSERT_EQ(got.size(), size_t(4 * i));
+      for (size_t k = 0; k < got.size(); ++k)
+        EXPECT_TRUE(std::signbit(got[k])) << "i = " << i << ", axis " << axis << ", element " << k;
+    }
+  }
+}
+
+// unsqueeze puts the new axis where it is asked to: of (n,) bound to 1 it made (1, n), and an
+// expand of the new axis to 3 then read x[0], x[1], x[2] (symbolic fuzzer seed 20261352).
+TEST_P(Symbolic, UnsqueezeAtABindingOfOne) {
+  check(
+      [&](int64_t i) {
+        return input({i}, 0).reshape({vi.bind(i)}).unsqueeze(1).expand({vi.bind(i), 3}) * 1;
+      },
+      [&](int64_t i) {
+        return input({i}, 0).unsqueeze(1).expand({i, 3}) * 1;
+      });
+  for (int64_t i : {1, 2}) {
+    const Tensor u = input({i}, 0).reshape({vi.bind(i)}).unsqueeze(0);
+    EXPECT_EQ(u.sym_shape()[0].str(), "1");
+    EXPECT_EQ(u.sym_shape()[1].str(), "i");
+  }
+}
+
+// A kernel that reads a symbolic tensor realized in the same schedule (so read as a leaf) gets its
+// variable's value: realize({x + x, x}) threw "kernel 'E_n_2' reads variable 'n', which has no
+// value in this run" (symbolic fuzzer seeds 20261324, 20261326, 20261361, 20261363, 20261390).
+TEST_P(Symbolic, AKernelReadingASymbolicOutputOfItsScheduleHasTheBinding) {
+  for (int64_t i : {3, 5}) {
+    const Tensor plain = input({i, 2}, 0);
+    Tensor x = plain.reshape({vi.bind(i), 2});
+    Tensor doubled = x + x;
+    std::vector<Tensor*> both{&doubled, &x};
+    realize(both);
+    const std::string at = "i = " + std::to_string(i);
+    expect_near(doubled.to_vector<float>(), (plain * 2).to_vector<float>(), at);
+    expect_near(x.to_vector<float>(), plain.to_vector<float>(), at);
+  }
+}
+
 TEST_P(Symbolic, CatAlongEachAxisWithTwoVariables) {
   for (int axis : {0, 1}) {
     auto shape = [&](int64_t n) { return axis == 1 ? Shape{3, n} : Shape{n, 3}; };

@@ -49,6 +49,9 @@ struct Step {
   // How the result may differ from the float64 reference, in ulps of its dtype (0: exact).
   uint64_t host_ulps = 0;
   bool host_relative_sum = false;  // a float sum: within n * eps * sum|x|
+  // A random input's dtype and shape with the values of another seed (the JIT fuzzer gives every
+  // call fresh inputs); empty for every other step.
+  std::function<Tensor(const std::string& device, uint32_t seed)> fresh = {};
 };
 
 struct Program {
@@ -286,6 +289,37 @@ inline void fuzz_programs(const char* name, uint32_t default_first, uint32_t def
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("%s: %d programs (%zu steps) from seed %u in %.1f s\n", name, built, steps, first, s);
+}
+
+}  // namespace vkg::fuzz
+
+namespace vkg::fuzz {
+
+// Runs check(seed) for `count` seeds from `first` (VKG_FUZZ_SEED / VKG_FUZZ_PROGRAMS override
+// them, VKG_FUZZ_PRINT=1 prints each seed); each answer that is not empty fails the test with the
+// seed (at most five). A check that throws fails with the exception's message.
+inline void fuzz_seeds(const char* name, uint32_t default_first, uint32_t default_count,
+                       const std::function<std::string(uint32_t)>& check) {
+  const uint32_t first = env_u32("VKG_FUZZ_SEED", default_first),
+                 count = env_u32("VKG_FUZZ_PROGRAMS", default_count);
+  const auto start = std::chrono::steady_clock::now();
+  int failures = 0;
+  uint32_t ran = 0;
+  for (uint32_t seed = first; seed < first + count && failures < 5; ++seed, ++ran) {
+    if (std::getenv("VKG_FUZZ_PRINT")) std::printf("seed %u\n", seed);
+    std::string why;
+    try {
+      why = check(seed);
+    } catch (const std::exception& e) {
+      why = std::string("threw: ") + e.what();
+    }
+    if (why.empty()) continue;
+    ++failures;
+    ADD_FAILURE() << "seed " << seed << " (VKG_FUZZ_SEED=" << seed
+                  << " VKG_FUZZ_PROGRAMS=1): " << why;
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%s: %u programs from seed %u in %.1f s\n", name, ran, first, s);
 }
 
 }  // namespace vkg::fuzz
