@@ -18,16 +18,17 @@ namespace vkg::vk {
 
 // The order between a device's one host-signalled timeline (the bridge that tells its queue that
 // data from another device has arrived, signalled by a host thread) and the host's reads of its
-// timelines' values. The Khronos validation layer before 1.3.259 (Debian bookworm has 1.3.239)
+// timelines' values. The Khronos validation layer of Debian bookworm (1.3.239, January 2023)
 // records a vkWaitSemaphores or vkGetSemaphoreCounterValue that returned holding its lock, and
 // waits there until its own state reaches the value; when that value depends on a vkSignalSemaphore
 // whose driver call has returned on another thread but whose record waits for that lock, both
 // wait 10 s and it reports UNASSIGNED-VkSemaphore-state-timeout ("most likely a validation bug":
-// KhronosGroup/Vulkan-ValidationLayers#4968, fixed by #6138). Under synchronization validation
-// this is every host wait (that validation object takes one lock for every call). So a query runs
-// only between two signals, never during one, and a wait for a point first waits, on the host, for
-// the bridge's values that the submissions up to that point wait on to have been signalled. Neither
-// delays the point: it cannot complete before those values are signalled anyway.
+// KhronosGroup/Vulkan-ValidationLayers#4968, fixed upstream by #6138 in July 2023). Only
+// synchronization validation stalled: it takes that lock around every call (core validation's
+// locks are finer). So a query runs only between two signals, never during one, and a wait for a
+// point first waits, on the host, for the bridge's values that the submissions up to that point
+// wait on to have been signalled. On one queue neither delays the point: it cannot complete before
+// those values are signalled anyway.
 class HostSignals {
  public:
   void set_semaphore(VkSemaphore s) { semaphore_ = s; }
@@ -86,7 +87,8 @@ class Timeline {
   VkSemaphore semaphore() const { return semaphore_.get(); }
 
  private:
-  // The bridge value that the submissions up to `point` wait on (HostSignals).
+  // The highest bridge value that any submission of the device made up to `point` waits on
+  // (HostSignals): a wait on another timeline's point may depend on one of them.
   uint64_t bridge_value_before(uint64_t point);
 
   VkDevice device_;
@@ -95,8 +97,8 @@ class Timeline {
   HostSignals* host_signals_;
   UniqueSemaphore semaphore_;
   std::mutex submit_mutex_;
-  // Under submit_mutex_: (point, bridge value its submission and those before it wait on), where
-  // that value grew; the oldest dropped once completed.
+  // Under submit_mutex_: (point, bridge_value_before(point)) where that value grew; the oldest
+  // dropped once completed.
   std::deque<std::pair<uint64_t, uint64_t>> bridge_values_;
   std::atomic<uint64_t> submitted_{0};
   std::atomic<uint64_t> completed_{0};
