@@ -1,8 +1,11 @@
 // What the host waits for. ReadBehindLongWork: reading a small tensor whose kernel was submitted
 // just before a long matmul chain (the read waits for its buffer's writer only, or for the whole
-// queue). TwoDeviceJitStep: a jitted step with independent chains on VK:1 and VK, joined on VK:1
-// by a copy, called and read each iteration; "call_ms" is the host's time inside the call alone
-// (the replay's submissions, or every step waited for in turn).
+// queue). ReadBehindLongCopy: reading a small tensor on VK:1 while a copy VK -> VK:1 of another
+// tensor is in flight, waiting for the long chain that writes its source (the read waits for the
+// copies its buffer depends on only, or for every copy in flight). TwoDeviceJitStep: a jitted step
+// with independent chains on VK:1 and VK, joined on VK:1 by a copy, called and read each iteration;
+// "call_ms" is the host's time inside the call alone (the replay's submissions, or every step
+// waited for in turn).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -53,6 +56,33 @@ void BM_ReadBehindLongWork(benchmark::State& state) {
   state.counters["chain_rest_ms"] = chain_ms / double(state.iterations());
 }
 BENCHMARK(BM_ReadBehindLongWork)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(12);
+
+void BM_ReadBehindLongCopy(benchmark::State& state) {
+  const int64_t n = 512;
+  const Tensor avg = averaging(n, "VK");
+  const Tensor ones = Tensor::ones({n, n}).contiguous().realize();
+  const Tensor seed(std::vector<float>{1, 2, 3, 4}, {4}, "VK:1");
+  (void)(seed * 2).to_vector<float>();  // compiles the kernels
+  (void)chain(ones * 2, avg, 16).to("VK:1").max().item<float>();
+  float scale = 3;
+  double chain_ms = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    Tensor y = (seed * scale).realize();  // the small kernel on VK:1, submitted first
+    // The long chain on VK and its copy to VK:1, whose thread waits for the chain.
+    Tensor x = chain(ones * scale, avg, 16).to("VK:1").realize();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(y.to_vector<float>());
+    state.PauseTiming();
+    const auto t0 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(x.max().item<float>());  // the chain's and copy's rest, untimed
+    chain_ms += ms_since(t0);
+    scale += 1;
+    state.ResumeTiming();
+  }
+  state.counters["chain_rest_ms"] = chain_ms / double(state.iterations());
+}
+BENCHMARK(BM_ReadBehindLongCopy)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(12);
 
 void BM_TwoDeviceJitStep(benchmark::State& state) {
   const int64_t n = state.range(0);

@@ -20,10 +20,12 @@ ScheduleItem copy_item(std::shared_ptr<const Buffer> dst, std::shared_ptr<const 
 
 namespace {
 
-// Runs the host side of copies, in order, off the realizing thread.
-HostWorker& copy_worker() {
-  static HostWorker worker;
-  return worker;
+// Runs the host side of copies off the realizing thread, each as soon as it is posted: a copy
+// waits for its own buffers' writers and earlier host uses (including earlier copies of them), so
+// copies of different buffers do not queue behind one another.
+HostPool& copy_worker() {
+  static HostPool pool;
+  return pool;
 }
 
 std::string copy_name(const Buffer& to, const Device& to_dev, const Device& from_dev) {

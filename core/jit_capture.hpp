@@ -36,9 +36,10 @@ bool& reserve_symbolic_max();
 
 // Serializes realizes and replays: allocation state lives in shared Buffers.
 std::mutex& engine_mutex();
-// Waits for the copies between devices that realizes left in flight, oldest first, and throws
-// the error of one that failed (naming the copy and its realize). Under engine_mutex().
-void settle_copies_in_flight();
+// Takes the copies between devices that realizes left in flight and that have ended, without
+// waiting for the others, and throws the error of one that failed (naming the copy and its
+// realize). Under engine_mutex().
+void settle_ended_copies();
 
 // Runs a captured copy between devices again, as a realize runs one (core/copy_item.hpp): after
 // what uses its two buffers on their devices, without the host waiting where it can; a later read

@@ -21,15 +21,17 @@ MappedMemory mapped_memory(Tensor& t) {
   const size_t bytes = size_t(t.numel()) * size_t(t.dtype().itemsize());
   if (b.nbytes() != bytes || b.dtype() != t.dtype()) return {};
   std::lock_guard lock(engine_mutex());
-  // A copy that fed `t` and failed leaves stale bytes in its memory: its error, not them, goes on.
-  settle_copies_in_flight();
+  settle_ended_copies();
   Device& dev = device(b.device());
   const bool fresh = !b.storage().allocation;  // nothing has used its memory: no need to wait
   Allocation& memory = ensure_allocated(b);
   std::byte* data = dev.host_pointer(memory);
   if (!data) return {};
-  // What writes it, or reads its old contents, is done (not the rest of the device's queue).
+  // What writes it, or reads its old contents, is done (not the rest of the device's queue), and
+  // with them the copies between devices that fed it (not copies of other buffers).
   if (!fresh) dev.when_done_with(memory, /*writing=*/true)();
+  // A copy that fed `t` and failed leaves stale bytes in its memory: its error, not them, goes on.
+  settle_ended_copies();
   return {data, bytes, b.allocation};
 }
 

@@ -173,12 +173,16 @@ int64_t realizes_begun = 0;  // numbers the realizes, under engine_mu
 }
 
 // Takes the copies in flight that are done (all of them with `wait`), oldest first; a copy that
-// failed throws its error here, once.
+// failed throws its error here, once. A copy still running does not hold up later ones that have
+// ended: a read takes the copies it waited for, whichever started first.
 void settle_copies(bool wait, int debug) {
-  while (!copies_in_flight.empty()) {
-    const CopyInFlight c = copies_in_flight.front();
-    if (!wait && c.stat.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-    copies_in_flight.erase(copies_in_flight.begin());
+  for (size_t i = 0; i < copies_in_flight.size();) {
+    const CopyInFlight c = copies_in_flight[i];
+    if (!wait && c.stat.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++i;
+      continue;
+    }
+    copies_in_flight.erase(copies_in_flight.begin() + std::ptrdiff_t(i));
     RunStat stat;
     try {
       stat = c.stat.get();
@@ -347,7 +351,7 @@ bool& reserve_symbolic_max() {
 
 std::mutex& engine_mutex() { return engine_mu; }
 
-void settle_copies_in_flight() { settle_copies(true, int(setting("DEBUG"))); }
+void settle_ended_copies() { settle_copies(false, int(setting("DEBUG"))); }
 
 void replay_copy(const ScheduleItem& item) {
   // Both devices count as used: a copy through the host (unmapped memory) synchronizes both.
@@ -541,9 +545,15 @@ std::vector<std::byte> Tensor::bytes() const {
   // Under the engine's lock: a Buffer's allocation is set once, and another thread may be
   // reading (or realizing from) the same buffer now.
   std::lock_guard lock(engine_mu);
-  settle_copies(true, int(setting("DEBUG")));  // a copy's error surfaces at the read after it
+  // The read waits only for the copies between devices that its buffer depends on: copy_out waits
+  // for a copy that writes the buffer (Device::host_uses) and for the kernels that write it, which
+  // waited on their queue for the copies they read. Copies of other buffers go on; those that
+  // ended report here (their DEBUG=2 lines, a failure's error), before and after the read.
+  const int debug = int(setting("DEBUG"));
+  settle_copies(false, debug);
   Allocation& memory = ensure_allocated(b);
   vkg::device(b.device()).copy_out(memory, out);
+  settle_copies(false, debug);  // a copy that fed it and failed: its error, not the stale bytes
   return out;
 }
 

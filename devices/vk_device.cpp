@@ -533,7 +533,7 @@ class VkDevice final : public Device {
   vk::Runtime rt_;
   vk::Queue queue_;
   // Signalled by bridge_worker_ as data from other devices arrives (wait_for).
-  vk::Timeline bridge_{rt_.device.get(), VK_NULL_HANDLE};
+  vk::Timeline bridge_{rt_.device.get(), VK_NULL_HANDLE, nullptr, rt_.device.host_signals()};
   uint64_t bridge_value_ = 0;
   HostWorker bridge_worker_;  // after bridge_: its destructor runs the last signals first
   GlslTarget target_;

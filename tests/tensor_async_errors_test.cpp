@@ -163,7 +163,13 @@ TEST(AsyncRealizeErrors, AnEarlierCopysErrorNamesTheCopy) {
   Tensor w(std::vector<float>{7, 8, 9}, {3}, "FLAKY:2");
   flaky(1).copy_failed = false;
   flaky(1).fail_next_copy = true;
-  Tensor moved = (x + 1).to("FLAKY:2").realize();  // returns: the copy fails on its thread
+  // The copy fails on its thread once the gate opens, after its realize returned (else that
+  // realize's end may take its error first).
+  std::promise<void> open;
+  flaky(1).gate = open.get_future().share();
+  Tensor moved = (x + 1).to("FLAKY:2").realize();
+  open.set_value();
+  flaky(1).gate = FlakyDevice::ready();
   for (int i = 0; i < 2000 && !flaky(1).copy_failed; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_TRUE(flaky(1).copy_failed);

@@ -162,19 +162,21 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
     push_descriptor_set_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
         vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
   if (!push_descriptor_set_) caps_.limits.max_push_descriptors = 0;
+  host_signals_on_ = instance.sync_validation();
   try {
     VkQueue q;
     vkGetDeviceQueue(device_, caps_.compute_family, 0, &q);
     const bool shared = options.transfer_queue && caps_.transfer_family < 0 &&
                         options.transfer_timeline_on_compute_queue;
-    timeline_ = std::make_unique<Timeline>(device_, q, shared ? &queue_mutex_ : nullptr);
+    timeline_ =
+        std::make_unique<Timeline>(device_, q, shared ? &queue_mutex_ : nullptr, host_signals());
     if (shared) {
       caps_.transfer_family = int(caps_.compute_family);
-      transfer_timeline_ = std::make_unique<Timeline>(device_, q, &queue_mutex_);
+      transfer_timeline_ = std::make_unique<Timeline>(device_, q, &queue_mutex_, host_signals());
     } else if (caps_.transfer_family >= 0) {
       VkQueue t;
       vkGetDeviceQueue(device_, uint32_t(caps_.transfer_family), 0, &t);
-      transfer_timeline_ = std::make_unique<Timeline>(device_, t);
+      transfer_timeline_ = std::make_unique<Timeline>(device_, t, nullptr, host_signals());
     }
     pipeline_cache_ =
         std::make_unique<PipelineCache>(device_, caps_, options.persistent_pipeline_cache);

@@ -71,6 +71,11 @@ class Device {
   // none or VKG_NO_TRANSFER_QUEUE=1: copies then share the compute queue and its timeline.
   // With transfer_timeline_on_compute_queue, a timeline of its own on the compute queue.
   Timeline* transfer_timeline() { return transfer_timeline_.get(); }
+  // Orders the host's signals of the device's bridge (a host-signalled Timeline made with it)
+  // and its timelines' queries (vk/timeline.hpp), or null: only under synchronization
+  // validation, the one place the stall it avoids happens (nothing else needs the extra locks
+  // and host waits on the hot paths of every submit and wait).
+  HostSignals* host_signals() { return host_signals_on_ ? &host_signals_ : nullptr; }
   uint32_t transfer_family() const { return uint32_t(caps_.transfer_family); }
   PipelineCache& pipeline_cache() { return *pipeline_cache_; }
   // vkCmdPushDescriptorSetKHR, or null where the device lacks VK_KHR_push_descriptor.
@@ -81,6 +86,8 @@ class Device {
   Capabilities caps_;
   VkDevice device_ = VK_NULL_HANDLE;  // destroyed last, by ~Device
   std::mutex queue_mutex_;  // held by both timelines' submits where they share one VkQueue
+  HostSignals host_signals_;
+  bool host_signals_on_ = false;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<Timeline> transfer_timeline_;
   std::unique_ptr<PipelineCache> pipeline_cache_;

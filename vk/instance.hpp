@@ -30,6 +30,7 @@ class Instance {
 
   VkInstance get() const { return instance_; }
   bool validation() const { return options_.validation; }
+  bool sync_validation() const { return options_.validation && options_.sync_validation; }
   std::vector<VkPhysicalDevice> physical_devices() const;
 
  private:

@@ -1,0 +1,149 @@
+// A copy between devices in flight holds up only what depends on it: a host read of another
+// buffer, and a later copy of other buffers, return while it waits; a read of its destination,
+// and a kernel that reads it, wait for it and see its values. The slow copy is one whose source
+// device (GATED, host memory) keeps the copy thread waiting at a gate the test opens, so the
+// order is asserted through the gate, not through wall time.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <vkgrad/core/device.hpp>
+#include <vkgrad/core/error.hpp>
+#include <vkgrad/core/mapped_memory.hpp>
+#include <vkgrad/vkgrad.hpp>
+
+namespace vkg {
+namespace {
+
+struct GatedMemory final : Allocation {
+  std::vector<std::byte> bytes;
+};
+
+// Host memory that runs no kernels. A copy out of it waits on the copy thread (when_done_with,
+// "the source's writers") until `gate` opens; `reached` says the copy thread got there and
+// `passed` that it went on. Events it is told to wait for (the copy's end) are waited for only at
+// synchronize(), as a device's queue would, never on the realizing thread.
+class GatedDevice final : public Device {
+ public:
+  explicit GatedDevice(std::string name) : name_(std::move(name)) {}
+  const std::string& name() const override { return name_; }
+  std::shared_ptr<Allocation> allocate(const Buffer& buffer) override {
+    auto a = std::make_shared<GatedMemory>();
+    a->bytes.resize(buffer.capacity_bytes());
+    return a;
+  }
+  void copy_in(Allocation& dst, std::span<const std::byte> src) override {
+    std::memcpy(static_cast<GatedMemory&>(dst).bytes.data(), src.data(), src.size());
+  }
+  void copy_out(Allocation& src, std::span<std::byte> dst) override {
+    std::memcpy(dst.data(), static_cast<GatedMemory&>(src).bytes.data(), dst.size());
+  }
+  void run(const ScheduleItem&, std::span<Allocation* const>, const RunOptions&) override {
+    throw Error(name_ + " runs no kernels (a test device)");
+  }
+  std::vector<RunStat> flush() override { return {}; }
+  std::vector<RunStat> synchronize() override {
+    for (const auto& e : std::exchange(events_, {})) e.wait();
+    return {};
+  }
+  std::byte* host_pointer(Allocation& memory) override {
+    return static_cast<GatedMemory&>(memory).bytes.data();
+  }
+  bool maps_memory() const override { return true; }
+  std::function<void()> when_done_with(Allocation&, bool) override {
+    return [this] {
+      reached.set_value();
+      gate.wait();
+      passed = true;
+    };
+  }
+  void wait_for(std::shared_future<void> event) override { events_.push_back(std::move(event)); }
+
+  std::shared_future<void> gate;
+  std::promise<void> reached;
+  std::atomic<bool> passed{false};
+
+ private:
+  std::string name_;
+  std::vector<std::shared_future<void>> events_;
+};
+
+const bool gated_registered = register_device(
+    "GATED", [](const std::string& name) { return std::make_unique<GatedDevice>(name); });
+
+std::vector<float> iota(size_t n, float from) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = from + float(i);
+  return v;
+}
+
+std::vector<float> plus(std::vector<float> v, float k) {
+  for (float& x : v) x += k;
+  return v;
+}
+
+TEST(AsyncCopy, OnlyWhatDependsOnACopyInFlightWaitsForIt) {
+  if (!maps_memory("VK:1"))
+    GTEST_SKIP() << "VK:1's memory is not mapped: copies to it go through the host, waited for";
+  auto& gated = static_cast<GatedDevice&>(device("GATED"));
+  std::promise<void> open;
+  gated.gate = open.get_future().share();
+  gated.reached = {};
+  gated.passed = false;
+  // Opens the gate if the reads below wait for the copy, so that the test fails instead of
+  // hanging; `late` says it had to.
+  std::atomic<bool> done{false}, late{false};
+  std::thread valve([&] {
+    for (int i = 0; i < 20000 && !done; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!done) {
+      late = true;
+      open.set_value();
+    }
+  });
+
+  const std::vector<float> before_values = iota(5, -2);
+  Tensor before = (Tensor(before_values, {5}, "VK:1") * 2).realize();  // on the copy's device
+  const std::vector<float> slow_values = iota(1000, 0.5f);
+  Tensor slow = Tensor(slow_values, {1000}, "GATED").to("VK:1").realize();
+  ASSERT_EQ(gated.reached.get_future().wait_for(std::chrono::seconds(20)),
+            std::future_status::ready)
+      << "the copy never started";
+
+  const std::vector<float> u_values = iota(7, 3);
+  Tensor u(u_values, {7}, "VK");
+  // A read on another device (and its memory mapped for the host), a read of a buffer on the
+  // copy's destination device written before it, and a copy of another buffer to that device
+  // started after it, read there. (Kernels on VK:1 queued after the copy wait for it there: one
+  // VkQueue runs its submissions in order. So does a third realize on VK:1, whose flush waits for
+  // the oldest of the realizes in flight.)
+  EXPECT_EQ((u * 3).to_vector<float>(), (std::vector<float>{9, 12, 15, 18, 21, 24, 27}));
+  EXPECT_EQ(before.to_vector<float>(), (std::vector<float>{-4, -2, 0, 2, 4}));
+  EXPECT_EQ((u - 1).to("VK:1").to_vector<float>(), plus(u_values, -1));
+  Tensor doubled = (u * 2).realize();
+  MappedMemory m = mapped_memory(doubled);
+  ASSERT_TRUE(m);
+  std::vector<float> mapped(7);
+  std::memcpy(mapped.data(), m.data, m.size);
+  EXPECT_EQ(mapped, (std::vector<float>{6, 8, 10, 12, 14, 16, 18}));
+  EXPECT_FALSE(gated.passed) << "the copy ran before the reads that do not depend on it";
+  EXPECT_FALSE(late) << "a read that does not depend on the copy waited for it";
+
+  done = true;
+  valve.join();
+  if (!late) open.set_value();
+  // Its destination, read and read by a kernel on VK:1 (which waits for it on the queue).
+  EXPECT_EQ(slow.to_vector<float>(), slow_values);
+  EXPECT_TRUE(gated.passed);
+  EXPECT_EQ((slow + 1).to_vector<float>(), plus(slow_values, 1));
+  EXPECT_EQ((slow.to("VK") * 2).sum().item<float>(), 2 * (0.5f * 1000 + 999.0f * 1000 / 2));
+}
+
+}  // namespace
+}  // namespace vkg
