@@ -28,7 +28,7 @@ struct Load {
 struct ItemInfo {
   bool candidate = false;
   std::optional<ShapeTracker> store_view;
-  std::string device;  // canonical_device's spelling
+  std::string device;         // canonical_device's spelling
   std::set<int64_t> touched;  // every storage the item binds (read or written)
   std::set<int64_t> writes;
   std::vector<Load> loads;  // a candidate's LOADs
