@@ -7,6 +7,7 @@
 
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/copy_item.hpp>
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/core/shape_tracker.hpp>
 
 namespace vkg {
@@ -27,7 +28,7 @@ struct Load {
 struct ItemInfo {
   bool candidate = false;
   std::optional<ShapeTracker> store_view;
-  std::string device;
+  std::string device;         // canonical_device's spelling
   std::set<int64_t> touched;  // every storage the item binds (read or written)
   std::set<int64_t> writes;
   std::vector<Load> loads;  // a candidate's LOADs
@@ -59,7 +60,7 @@ ItemInfo inspect(const ScheduleItem& item) {
   const ShapeTracker* st = ShapeTracker::from_arg(store.src[1]->arg);
   if (!st || st->symbolic()) return info;
   info.store_view = st->simplify();
-  info.device = out.device();
+  info.device = canonical_device(out.device());  // "vk" and "VK:0" are one device
   info.candidate = true;
   return info;
 }
