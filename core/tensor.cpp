@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include <vkgrad/core/buffer.hpp>
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 
 namespace vkg {
@@ -20,8 +21,14 @@ std::string default_device() {
 
 namespace {
 
+// The device a new tensor lives on, spelled as realize spells it ("vk", "VK:0" -> "VK"), so tensors
+// made with either spelling combine without a `to`.
+std::string resolve_device(const std::string& device) {
+  return canonical_device(device.empty() ? default_device() : device);
+}
+
 UOpPtr device_node(const std::string& device) {
-  return UOp::make(Ops::DEVICE, dtypes::void_, {}, device.empty() ? default_device() : device);
+  return UOp::make(Ops::DEVICE, dtypes::void_, {}, resolve_device(device));
 }
 
 // A tensor of `shape` whose every element is `value` (as dtype d): a 0-d CONST broadcast.
@@ -65,7 +72,7 @@ Tensor::Tensor(std::span<const std::byte> bytes, size_t count, DType dtype, Shap
   if (bytes.size() != count * size_t(dtype.itemsize()))
     throw Error("Tensor: " + std::to_string(bytes.size()) + " bytes do not hold " + std::to_string(count) +
                 " elements of " + dtype.name());
-  auto buffer = std::make_shared<Buffer>(device.empty() ? default_device() : device, dtype, int64_t(count));
+  auto buffer = std::make_shared<Buffer>(resolve_device(device), dtype, int64_t(count));
   buffer->initial_data = std::make_shared<const std::vector<std::byte>>(bytes.begin(), bytes.end());
   UOpPtr b = UOp::make(Ops::BUFFER, dtype, {device_node(buffer->device())}, std::shared_ptr<const ArgPayload>(buffer));
   state_ = Tensor(b).reshape(std::move(shape)).state_;
@@ -86,7 +93,7 @@ Tensor::Tensor(Scalarish value) : Tensor(const_tensor(value, literal_dtype(value
 
 Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
   check_size(shape, dtype.itemsize(), "empty");
-  auto buffer = std::make_shared<Buffer>(device.empty() ? default_device() : device, dtype, vkg::prod(shape));
+  auto buffer = std::make_shared<Buffer>(resolve_device(device), dtype, vkg::prod(shape));
   UOpPtr b = UOp::make(Ops::BUFFER, dtype, {device_node(buffer->device())}, std::shared_ptr<const ArgPayload>(buffer));
   return Tensor(b).reshape(std::move(shape));
 }

@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include <vkgrad/core/buffer.hpp>
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -63,7 +64,8 @@ Tensor element_index(const Shape& shape, const std::string& device) {
 
 // 64 random bits per element of `shape`, taking prod(shape) counters from the generator.
 Tensor random_bits(const Shape& shape, const std::string& device_or_default) {
-  const std::string device = device_or_default.empty() ? default_device() : device_or_default;
+  const std::string device =
+      canonical_device(device_or_default.empty() ? default_device() : device_or_default);
   // One buffer for both words, so that a new counter or seed is new data, never a new kernel.
   // A JIT replay draws them again (Buffer::regenerate): replayed randoms advance as eager ones.
   const auto draw = [n = uint64_t(vkg::prod(shape))] {

@@ -3,6 +3,7 @@
 // the same op with the bound values, then builds a node that carries the expressions too.
 #include <algorithm>
 
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
 #include <vkgrad/core/symbolic_shape.hpp>
@@ -124,8 +125,8 @@ Tensor Tensor::shrink(const std::vector<std::pair<SymInt, SymInt>>& begin_end) c
 Tensor Tensor::from_size(const SymInt& size, std::string device) {
   size.require_bound("from_size");
   if (!size.is_symbolic()) return Tensor::full({}, size.value(), dtypes::int32, device);
-  const UOpPtr dev =
-      UOp::make(Ops::DEVICE, dtypes::void_, {}, device.empty() ? default_device() : device);
+  const UOpPtr dev = UOp::make(Ops::DEVICE, dtypes::void_, {},
+                               canonical_device(device.empty() ? default_device() : device));
   return Tensor(UOp::make(Ops::BIND, dtypes::int32, {size.expr(), dev},
                           make_symbolic_arg({size.value()}, {size.expr()}, size.bindings())));
 }

@@ -191,5 +191,20 @@ TEST(TensorDevicesOrder, PingPongThroughLentMemoryAgreesWithTheCpuDevice) {
   }
 }
 
+TEST(TensorDevices, EverySpellingOfOneDeviceCombines) {
+  // "vk", "VK" and "VK:0" name one device; tensors made with any of them combine without a `to`,
+  // and every creation path (data, full, rand, arange) reports the one spelling realize uses.
+  Tensor a(std::vector<float>{1.0f, 2.0f}, {2}, "vk");
+  Tensor b(std::vector<float>{10.0f, 20.0f}, {2}, "VK:0");
+  EXPECT_EQ(a.device(), "VK");
+  EXPECT_EQ(b.device(), "VK");
+  EXPECT_EQ((a + b).to_vector<float>(), (std::vector<float>{11.0f, 22.0f}));
+  EXPECT_EQ(Tensor::full({2}, 3.0f, std::nullopt, "cpu:0").device(), "CPU");
+  EXPECT_EQ(Tensor::rand({2}, dtypes::float32, "vk:0").device(), "VK");
+  EXPECT_EQ(Tensor::empty({2}, dtypes::float32, "Vk:1").device(), "VK:1");
+  Tensor c = Tensor::full({2}, 1.0f, std::nullopt, "vK") * b;
+  EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{10.0f, 20.0f}));
+}
+
 }  // namespace
 }  // namespace vkg
