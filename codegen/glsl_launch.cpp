@@ -26,6 +26,12 @@ void put(std::vector<std::byte>& out, T v) {
 
 }  // namespace
 
+bool aligned_vector_index(const UOp* index, DType d) {
+  if (!index || (d.count != 2 && d.count != 4)) return false;
+  const UOpPtr rem = simplify(index->ptr() % int64_t(d.count));
+  return rem->op == Ops::CONST && rem->const_int() == 0;
+}
+
 ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
   ArgLayout l;
   l.bound = !program.buffers.empty() && program.buffers.size() <= target.max_bound_buffers;
@@ -42,26 +48,38 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
   l.push_constant_bytes = l.spilled ? kAddressBytes : l.arg_bytes;
   if (l.bound && target.texel_loads) {
     // Texel views exist for 32-bit words only: 8- and 16-bit elements would need formats whose
-    // conversions are not bit-exact everywhere, and 64-bit ones two words each.
+    // conversions are not bit-exact everywhere, and 64-bit ones two words each. Each view counts
+    // against the device's sampled images per stage (max_texel_descriptors, as low as 16): the
+    // buffers past it stay storage buffers, and vector views are added only while both it and
+    // the push-descriptor total (max_bound_buffers, every slot taking one) leave room.
     const size_t n = program.buffers.size();
     l.texel.assign(n, 0);
+    size_t texel_views = 0;
     for (const BufferParam& b : program.buffers)
       if (!b.written && b.dtype.count == 1 && b.count > 0 &&
           uint64_t(b.count) <= target.max_texel_buffer_elements &&
           (b.dtype.scalar == Scalar::Float32 || b.dtype.scalar == Scalar::Int32 ||
-           b.dtype.scalar == Scalar::UInt32))
+           b.dtype.scalar == Scalar::UInt32) &&
+          texel_views < target.max_texel_descriptors) {
         l.texel[size_t(b.slot)] = 1;
+        ++texel_views;
+      }
     size_t descriptors = n;
     for (const UOpPtr& u : program.uops) {
       if (u->op != Ops::LOAD || u->src.empty() || u->src[0]->op != Ops::INDEX) continue;
       const UOp& buffer = *u->src[0]->src.at(0);
       const int w = u->dtype.count;
       if (buffer.op != Ops::DEFINE_GLOBAL || (w != 2 && w != 4)) continue;
+      // The renderer reads a vector through a view of its width only at an index proven a
+      // multiple of the width (lane by lane otherwise): a view no load uses is not added.
+      if (u->src[0]->src.size() < 2 || !aligned_vector_index(u->src[0]->src[1].get(), u->dtype))
+        continue;
       const auto slot = size_t(buffer.arg_as<int64_t>());
       if (slot < n && l.texel[slot] && !(l.texel[slot] & w) &&
-          descriptors < target.max_bound_buffers) {
+          descriptors < target.max_bound_buffers && texel_views < target.max_texel_descriptors) {
         l.texel[slot] |= uint8_t(w);
         ++descriptors;
+        ++texel_views;
       }
     }
   }

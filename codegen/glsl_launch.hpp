@@ -40,7 +40,8 @@ struct ArgLayout {
   // Bound only, GlslTarget::texel_loads: per slot, the texel views the kernel reads the buffer
   // through (empty or 0: a storage buffer at binding = slot). Bit 1: 32-bit words at binding =
   // slot; bit 2: pairs of words at n + slot; bit 4: quads at 2n + slot (n buffers). Vector views
-  // are added for the vector widths the kernel loads while the descriptors fit max_bound_buffers.
+  // are added for the vector widths the kernel loads at aligned indices (aligned_vector_index)
+  // while the descriptors fit max_bound_buffers and the views max_texel_descriptors.
   std::vector<uint8_t> texel;
   bool texel_read(size_t slot) const { return slot < texel.size() && texel[slot]; }
 };
@@ -52,6 +53,11 @@ inline uint32_t texel_binding(size_t n, size_t slot, int width) {
 }
 
 ArgLayout arg_layout(const Program& program, const GlslTarget& target);
+
+// Whether a bound buffer's vector of dtype d at `index` (an INDEX's offset) is one element of the
+// buffer read as an array of d: d is 2 or 4 wide and the index a proven multiple of the width.
+// The renderer reads such a vector in one load (or one texel), any other lane by lane.
+bool aligned_vector_index(const UOp* index, DType d);
 
 // The argument block. `addresses` holds one device address per buffer slot, `var_values` one
 // value per Program::vars entry; throws vkg::Error when the counts differ or a value is outside

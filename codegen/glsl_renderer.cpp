@@ -421,11 +421,7 @@ class Renderer {
   // Whether a vector of d at `index` of a bound buffer can be read as one element of an aliased
   // vector array: std430 arrays of 2- and 4-wide vectors have no padding, and the index must be
   // a multiple of the width (3-wide vectors are 16 bytes apart in std430: never).
-  static bool aligned_vector(const UOp* index, DType d) {
-    if (!index || (d.count != 2 && d.count != 4)) return false;
-    const UOpPtr rem = simplify(index->ptr() % int64_t(d.count));
-    return rem->op == Ops::CONST && rem->const_int() == 0;
-  }
+  static bool aligned_vector(const UOp* index, DType d) { return aligned_vector_index(index, d); }
 
   // A load of a buffer read through texel views (ArgLayout::texel): its 32-bit words as uint,
   // cast back bit for bit. A vector at an aligned index is one texel of the view of its width.

@@ -40,6 +40,10 @@ struct GlslTarget {
   // the MLP step's forward matmul reads 33% faster (bench_vk BM_TexelLoads_Gen*).
   bool texel_loads = false;
   uint64_t max_texel_buffer_elements = 0;
+  // Uniform texel buffers count against the device's sampled images per stage
+  // (maxPerStageDescriptorSampledImages, as low as 16): past it, read-only buffers stay storage
+  // buffers and no vector views are added.
+  uint32_t max_texel_descriptors = 0;
   // The device keeps IEEE signed zeros, infinities and nan in float16/32/64 arithmetic when a
   // shader asks (shaderSignedZeroInfNanPreserveFloatN): the renderer then asks, so that the
   // driver's compiler cannot fold x * 0 to 0 or (x * a) * b to x * (a * b) where that changes

@@ -393,7 +393,16 @@ class VkDevice final : public Device {
       const vk::Buffer& b = static_cast<VkAllocation*>(memory[slot])->buffer;
       addresses.push_back(b.address());
       const bool written = slot < k.program.buffers.size() && k.program.buffers[slot].written;
-      uses.push_back({&b, written ? vk::Access::ReadWrite : vk::Access::Read});
+      // The bytes the kernel may touch, in whole words (16-bit elements may go two to a uint):
+      // the tensor's own memory (room for every binding of a symbolic size under a Jit's
+      // capture), not the block behind it, which the memory planner may have lent from a larger
+      // tensor, past what a descriptor can span. Not the Program's count: a cached kernel serves
+      // other bindings of a symbolic size.
+      VkDeviceSize bytes = VK_WHOLE_SIZE;
+      if (slot < item.buffers.size())
+        bytes = std::min<VkDeviceSize>((item.buffers[slot]->capacity_bytes() + 3) / 4 * 4,
+                                       b.capacity());
+      uses.push_back({&b, written ? vk::Access::ReadWrite : vk::Access::Read, 0, bytes});
     }
     const std::vector<int64_t> vars = var_values(k.program, item);
     std::vector<std::byte> args = pack_args(k.program, k.layout, addresses, vars);

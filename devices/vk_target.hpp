@@ -14,6 +14,16 @@
 
 namespace vkg {
 
+// Whether kernels read their read-only operands through texel buffers (GlslTarget::texel_loads),
+// from VKG_TEXEL_LOADS (`setting`, "" when unset): "0" (or false, off) never, any other value
+// always, unset where the device is a CPU (Lavapipe, llvmpipe) and not elsewhere. Why: texel
+// fetches cut Lavapipe's CPU time by a quarter to a third (README, "texel loads"); on GPUs their
+// speed has not been measured, and storage buffers are the path GPUs are tuned for.
+inline bool texel_loads_by_default(VkPhysicalDeviceType type, const std::string& setting) {
+  if (setting.empty()) return type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  return !(setting == "0" || setting == "false" || setting == "off");
+}
+
 inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   GlslTarget t;
   // float16 is computed natively only where the driver keeps inf, nan and signed zeros in it;
@@ -37,13 +47,11 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   t.max_bound_buffers =
       std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
   t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;
-  // VKG_TEXEL_LOADS=0 reads every bound buffer as a storage buffer (both paths stay tested: a
-  // CTest entry runs with it off). VKG_MAX_TEXEL_ELEMENTS lowers the device's limit, so tests
-  // reach the storage-buffer fallback of a buffer too large for a texel view.
-  t.texel_loads = vk::env_string("VKG_TEXEL_LOADS").empty() || vk::env_flag("VKG_TEXEL_LOADS");
+  t.texel_loads = texel_loads_by_default(caps.type, vk::env_string("VKG_TEXEL_LOADS"));
+  // Lowered by VKG_MAX_TEXEL_ELEMENTS and VKG_MAX_SAMPLED_IMAGES (vk::lower_limits_by_env), so
+  // tests reach the storage-buffer fallbacks; the queue checks against the same limits.
   t.max_texel_buffer_elements = caps.limits.max_texel_buffer_elements;
-  if (const std::string cap = vk::env_string("VKG_MAX_TEXEL_ELEMENTS"); !cap.empty())
-    t.max_texel_buffer_elements = std::min<uint64_t>(t.max_texel_buffer_elements, std::stoull(cap));
+  t.max_texel_descriptors = caps.limits.max_sampled_images_per_stage;
   // Texel views start at a Buffer's offset, which is a multiple of 256 (vk/allocator.cpp), the
   // largest minTexelBufferOffsetAlignment Vulkan allows; a device that asks more gets none.
   if (caps.limits.min_texel_buffer_offset_alignment > 256) t.texel_loads = false;

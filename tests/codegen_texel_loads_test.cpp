@@ -4,12 +4,16 @@
 // next to a buffer past the texel limit that stays a storage buffer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <vkgrad/codegen/glsl_launch.hpp>
+#include <vkgrad/devices/vk_target.hpp>
 
 #include "support/kernel_agree.hpp"
 #include "support/linear_programs.hpp"
@@ -30,6 +34,7 @@ GlslTarget texel_target(uint64_t max_elements) {
   t.max_storage_buffer_range = 1 << 20;
   t.texel_loads = true;
   t.max_texel_buffer_elements = max_elements;
+  t.max_texel_descriptors = 16;
   return t;
 }
 
@@ -61,8 +66,9 @@ TEST(TexelLoads, ReadOnly32BitBuffersWithinTheLimitAreTexelBuffers) {
   const Program p = copies();
   const ArgLayout l = arg_layout(p, texel_target(1 << 20));
   ASSERT_TRUE(l.bound);
-  // Written buffers (0-5) and int64 (11) stay storage buffers; v and u get a quad view too.
-  EXPECT_EQ(l.texel, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 1 | 4, 1, 1, 0}));
+  // Written buffers (0-5) and int64 (11) stay storage buffers; v gets a quad view too, u none:
+  // its vec4 at 4i + 1 is never aligned, so the renderer reads it lane by lane.
+  EXPECT_EQ(l.texel, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 1, 1, 1, 0}));
   const std::string s = render_and_compile(p, texel_target(1 << 20));
   EXPECT_TRUE(has(s, "layout(set = 0, binding = 6) uniform usamplerBuffer data6;")) << s;
   EXPECT_TRUE(has(s, "layout(set = 0, binding = 31) uniform usamplerBuffer data7x4;")) << s;
@@ -72,6 +78,7 @@ TEST(TexelLoads, ReadOnly32BitBuffersWithinTheLimitAreTexelBuffers) {
   EXPECT_TRUE(has(s, "readonly buffer Data11 { int64_t v[]; } data11;")) << s;
   EXPECT_TRUE(has(s, "layout(std430, set = 0, binding = 0) buffer Data0 { float v[]; }")) << s;
   EXPECT_FALSE(has(s, "Data6")) << s;
+  EXPECT_FALSE(has(s, "data8x4")) << s;  // no descriptor the kernel never reads
 }
 
 TEST(TexelLoads, BuffersPastTheLimitOrWithTheSettingOffStayStorageBuffers) {
@@ -91,6 +98,44 @@ TEST(TexelLoads, BuffersPastTheLimitOrWithTheSettingOffStayStorageBuffers) {
   GlslTarget tight = texel_target(1 << 20);
   tight.max_bound_buffers = 13;
   EXPECT_EQ(arg_layout(p, tight).texel,
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 1, 1, 1, 0}));
+}
+
+// out[i] = sum of x_k[i] over `operands` read-only float32 buffers, one invocation per element.
+Program sum_of(int operands) {
+  B b("E_sum_of_" + std::to_string(operands));
+  auto out = b.global(dtypes::float32, 16, true);
+  std::vector<UOpPtr> xs;
+  for (int k = 0; k < operands; ++k) xs.push_back(b.global(dtypes::float32, 16));
+  auto i = b.special("lidx0", 16);
+  UOpPtr acc = b.load(xs[0], i);
+  for (int k = 1; k < operands; ++k) acc = acc + b.load(xs[size_t(k)], i);
+  b.store(out, i, acc);
+  return b.build({1, 1, 1}, {16, 1, 1});
+}
+
+// Uniform texel buffers count as sampled images (maxPerStageDescriptorSampledImages may be 16):
+// past max_texel_descriptors the read-only buffers stay storage buffers, and no vector view is
+// added once the views reach it.
+TEST(TexelLoads, TexelViewsStopAtTheSampledImageLimit) {
+  GlslTarget t = texel_target(1 << 20);
+  t.max_bound_buffers = 32;
+  t.max_texel_descriptors = 8;
+  const ArgLayout l = arg_layout(sum_of(20), t);
+  ASSERT_TRUE(l.bound);
+  std::vector<uint8_t> expected(21, 0);
+  for (int k = 1; k <= 8; ++k) expected[size_t(k)] = 1;
+  EXPECT_EQ(l.texel, expected);
+  const std::string s = render_and_compile(sum_of(20), t);
+  EXPECT_TRUE(has(s, "uniform usamplerBuffer data8;")) << s;
+  EXPECT_TRUE(has(s, "readonly buffer Data9 { float v[]; } data9;")) << s;
+  // copies() has five texel buffers and v's aligned vec4: with room for five views, no quad view.
+  GlslTarget five = texel_target(1 << 20);
+  five.max_texel_descriptors = 5;
+  EXPECT_EQ(arg_layout(copies(), five).texel,
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0}));
+  five.max_texel_descriptors = 6;
+  EXPECT_EQ(arg_layout(copies(), five).texel,
             (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 1, 1, 1, 0}));
 }
 
@@ -148,6 +193,54 @@ TEST_F(TexelLoadsOnDevice, EveryBitComesThroughScalarAndVectorLoads) {
 // u (20 elements) past a limit of 16 reads as a storage buffer beside the texel ones.
 TEST_F(TexelLoadsOnDevice, ABufferPastTheLimitIsReadAsAStorageBufferBesideTexelOnes) {
   run_copies(16);
+}
+
+// Twenty read-only operands on the device with room for 8 texel views: 8 texel buffers, 12
+// storage buffers beside them, the sum exact (small integers).
+TEST_F(TexelLoadsOnDevice, ManyOperandsPastTheSampledImageLimitReadAsStorageBuffers) {
+  target_.texel_loads = true;
+  target_.max_texel_descriptors = 8;
+  const Program p = sum_of(20);
+  const std::vector<uint8_t> texel = arg_layout(p, target_).texel;
+  ASSERT_EQ(std::count(texel.begin(), texel.end(), 1), 8);
+  std::vector<Bytes> buffers{Bytes(64)};
+  std::vector<float> expected(16, 0.0f);
+  for (int k = 0; k < 20; ++k) {
+    std::vector<float> x(16);
+    for (int i = 0; i < 16; ++i) expected[size_t(i)] += x[size_t(i)] = float((k + 1) * (i + 2));
+    buffers.push_back(to_bytes(x));
+  }
+  run_on_vulkan(p, buffers);
+  EXPECT_EQ(from_bytes<float>(buffers[0]), expected);
+}
+
+// VKG_TEXEL_LOADS: unset, texel loads where the Vulkan device is a CPU (Lavapipe) only; 0 never;
+// 1 always.
+TEST(TexelLoads, TheSettingDefaultsToCpuDevicesAndForcesBothWays) {
+  const char* saved = std::getenv("VKG_TEXEL_LOADS");
+  const std::string restore = saved ? saved : "";
+  const auto on = [](VkPhysicalDeviceType type, const char* value) {
+    if (value)
+      setenv("VKG_TEXEL_LOADS", value, 1);
+    else
+      unsetenv("VKG_TEXEL_LOADS");
+    vk::Capabilities caps;
+    caps.type = type;
+    return glsl_target_of(caps).texel_loads;
+  };
+  EXPECT_TRUE(on(VK_PHYSICAL_DEVICE_TYPE_CPU, nullptr));
+  EXPECT_FALSE(on(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, nullptr));
+  EXPECT_FALSE(on(VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU, nullptr));
+  EXPECT_TRUE(on(VK_PHYSICAL_DEVICE_TYPE_CPU, ""));  // set but empty: as unset
+  EXPECT_FALSE(on(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, ""));
+  EXPECT_FALSE(on(VK_PHYSICAL_DEVICE_TYPE_CPU, "0"));
+  EXPECT_FALSE(on(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, "0"));
+  EXPECT_TRUE(on(VK_PHYSICAL_DEVICE_TYPE_CPU, "1"));
+  EXPECT_TRUE(on(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, "1"));
+  if (saved)
+    setenv("VKG_TEXEL_LOADS", restore.c_str(), 1);
+  else
+    unsetenv("VKG_TEXEL_LOADS");
 }
 
 }  // namespace

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <vkgrad/vk/check.hpp>
+#include <vkgrad/vk/env.hpp>
 #include <vkgrad/vk/feature_chain.hpp>
 #include <vkgrad/vk/queue_families.hpp>
 #include <vkgrad/vk/structure.hpp>
@@ -128,6 +131,8 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   l.max_texel_buffer_elements = pl.maxTexelBufferElements;
   l.min_texel_buffer_offset_alignment = uint32_t(pl.minTexelBufferOffsetAlignment);
   l.max_storage_buffers_per_stage = pl.maxPerStageDescriptorStorageBuffers;
+  l.max_sampled_images_per_stage =
+      std::min(pl.maxPerStageDescriptorSampledImages, pl.maxDescriptorSetSampledImages);
   l.max_push_descriptors = push.maxPushDescriptors;
   l.max_push_constants_size = pl.maxPushConstantsSize;
   l.max_memory_allocation_count = pl.maxMemoryAllocationCount;
@@ -212,7 +217,18 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   if (!f.buffer_device_address) caps.missing.push_back("bufferDeviceAddress");
   if (!f.timeline_semaphore) caps.missing.push_back("timelineSemaphore");
   if (!f.synchronization2) caps.missing.push_back("synchronization2");
+  lower_limits_by_env(caps.limits);
   return caps;
+}
+
+void lower_limits_by_env(Limits& l) {
+  const auto lower = [](uint32_t& limit, const char* name) {
+    if (const std::optional<uint64_t> v = env_count(name))
+      limit = uint32_t(std::min<uint64_t>(limit, *v));
+  };
+  lower(l.max_storage_buffer_range, "VKG_MAX_STORAGE_BUFFER_RANGE");
+  lower(l.max_texel_buffer_elements, "VKG_MAX_TEXEL_ELEMENTS");
+  lower(l.max_sampled_images_per_stage, "VKG_MAX_SAMPLED_IMAGES");
 }
 
 std::string describe(const Capabilities& c) {

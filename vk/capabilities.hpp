@@ -20,7 +20,10 @@ struct Limits {
   uint32_t max_texel_buffer_elements = 0;  // the most texels a VkBufferView may span
   uint32_t min_texel_buffer_offset_alignment = 256;  // a VkBufferView's offset, in bytes
   uint32_t max_storage_buffers_per_stage = 0;        // maxPerStageDescriptorStorageBuffers
-  uint32_t max_push_descriptors = 0;                 // VK_KHR_push_descriptor; 0 without it
+  // Uniform texel buffers count as sampled images: the lesser of maxPerStageDescriptorSampledImages
+  // and maxDescriptorSetSampledImages (the spec guarantees 16 and 96).
+  uint32_t max_sampled_images_per_stage = 0;
+  uint32_t max_push_descriptors = 0;  // VK_KHR_push_descriptor; 0 without it
   uint32_t max_push_constants_size = 0;
   uint32_t max_memory_allocation_count = 0;
   VkDeviceSize max_memory_allocation_size = 0;
@@ -96,7 +99,15 @@ struct Capabilities {
   bool usable() const { return missing.empty(); }
 };
 
+// Reads the record; the limits are then lowered by the test settings (lower_limits_by_env).
 Capabilities read_capabilities(VkPhysicalDevice physical);
+
+// Settings that lower device limits, so that tests reach what a limit does at small sizes, with
+// the queue and the renderer seeing the same limit: VKG_MAX_STORAGE_BUFFER_RANGE (bytes),
+// VKG_MAX_TEXEL_ELEMENTS (maxTexelBufferElements), VKG_MAX_SAMPLED_IMAGES (sampled images per
+// stage, which uniform texel buffers count against). Each only lowers; a value that is not a
+// whole number is a vkg::Error naming the setting.
+void lower_limits_by_env(Limits& l);
 
 // Whether the physical device offers the device extension `name`.
 bool has_device_extension(VkPhysicalDevice physical, const char* name);

@@ -97,10 +97,11 @@ Program::Program(Device& device, std::string name, std::span<const uint32_t> spi
       bound_buffers_(0),
       bindings_(std::move(bindings)) {
   const Limits& l = device_.caps().limits;
-  uint32_t storage = 0;
+  uint32_t storage = 0, texel = 0;
   for (const Binding& b : bindings_) {
     bound_buffers_ = std::max(bound_buffers_, b.use + 1);
     storage += b.kind == BindingKind::Storage;
+    texel += b.kind != BindingKind::Storage;
   }
   try {
     local_size_ = spirv_local_size(spirv_);
@@ -130,6 +131,14 @@ Program::Program(Device& device, std::string name, std::span<const uint32_t> spi
         "device's {} (push descriptors) or {} (storage buffers per stage); pass device addresses "
         "instead",
         name_, bindings_.size(), storage, l.max_push_descriptors, l.max_storage_buffers_per_stage));
+  // Uniform texel buffers are sampled images to the descriptor limits (codegen's arg_layout keeps
+  // under max_texel_descriptors, which is this limit).
+  if (texel > l.max_sampled_images_per_stage)
+    throw Error(fmt::format(
+        "program '{}': {} uniform texel buffers exceed the device's {} sampled images per stage "
+        "(maxPerStageDescriptorSampledImages, maxDescriptorSetSampledImages); read the rest as "
+        "storage buffers",
+        name_, texel, l.max_sampled_images_per_stage));
 }
 
 Program::~Program() {

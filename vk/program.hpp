@@ -60,8 +60,8 @@ class Program {
   Program(Device& device, std::string name, std::span<const uint32_t> spirv,
           uint32_t push_constant_bytes, uint32_t bound_buffers = 0);
   // The same with the descriptors spelled out: bound_buffers() is then one more than the largest
-  // Binding::use. Each must fit maxPushDescriptors, and the storage ones
-  // maxPerStageDescriptorStorageBuffers.
+  // Binding::use. Each must fit maxPushDescriptors, the storage ones
+  // maxPerStageDescriptorStorageBuffers and the texel ones the sampled images per stage.
   Program(Device& device, std::string name, std::span<const uint32_t> spirv,
           uint32_t push_constant_bytes, std::vector<Binding> bindings);
   // Waits for submitted GPU work before destroying a pipeline that may still be running.

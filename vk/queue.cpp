@@ -220,6 +220,11 @@ void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> 
   for (uint32_t k = 0; k < n; ++k) {
     const uint32_t i = bindings[k].use;
     const Buffer& b = *uses[i].buffer;
+    // What the kernel can touch, from the descriptor's start at b.offset(): the use's range where
+    // it gives one, else the buffer's size. Not the capacity: a Buffer may be a larger block lent
+    // to a small tensor (core/memory_planner.cpp), which must not fail for the block's size.
+    const VkDeviceSize bytes =
+        uses[i].size == VK_WHOLE_SIZE ? b.size() : uses[i].offset + uses[i].size;
     if (bindings[k].kind != BindingKind::Storage) {
       // The view spans the buffer's capacity (256-byte multiples: whole texels), up to the texel
       // limit: one view per format serves every buffer that range is ever lent to.
@@ -227,7 +232,7 @@ void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> 
                                               VK_FORMAT_R32G32B32A32_UINT};
       const int width_log2 = int(bindings[k].kind) - int(BindingKind::Texel32);
       const VkDeviceSize texel = 4ull << width_log2;
-      const VkDeviceSize needed = (b.size() + texel - 1) / texel;
+      const VkDeviceSize needed = (bytes + texel - 1) / texel;
       const VkDeviceSize range =
           std::min<VkDeviceSize>(std::max<VkDeviceSize>(b.capacity() / texel, 1),
                                  l.max_texel_buffer_elements) *
@@ -237,7 +242,7 @@ void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> 
         throw Error(
             fmt::format("program '{}': buffer {} of {} bytes at offset {} cannot be a texel buffer "
                         "(maxTexelBufferElements {}, minTexelBufferOffsetAlignment {})",
-                        program.name(), i, b.size(), b.offset(), l.max_texel_buffer_elements,
+                        program.name(), i, bytes, b.offset(), l.max_texel_buffer_elements,
                         l.min_texel_buffer_offset_alignment));
       bound_views_[k] = allocator_.texel_view(b, kFormats[width_log2], range);
       VkWriteDescriptorSet& w = bound_writes_[k];
@@ -250,12 +255,12 @@ void Queue::prepare_bindings(const Program& program, std::span<const BufferUse> 
     }
     // An empty buffer still binds a few bytes of its (256-byte) capacity: ranges must be > 0.
     // Whole words: a kernel may read 16-bit elements two to a uint (codegen/glsl_half.cpp).
-    const VkDeviceSize range = std::max<VkDeviceSize>((b.size() + 3) / 4 * 4, 4);
+    const VkDeviceSize range = std::max<VkDeviceSize>((bytes + 3) / 4 * 4, 4);
     if (range > max_range)
       throw Error(
           fmt::format("program '{}': buffer {} of {} bytes exceeds maxStorageBufferRange "
                       "({} bytes); bind it by device address",
-                      program.name(), i, b.size(), max_range));
+                      program.name(), i, bytes, max_range));
     bound_infos_[k] = {b.handle(), b.offset(), range};
     VkWriteDescriptorSet& w = bound_writes_[k];
     w = structure<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);

@@ -45,7 +45,9 @@ class Allocator;
 class Device;
 
 // One buffer a command touches, and how. offset and size select a byte range of the buffer for
-// finer tracking; by default the whole buffer.
+// finer tracking; by default the whole buffer. A dispatch's descriptor for the buffer spans
+// [0, offset + size) of it, else its size(): what the kernel may touch, so that a tensor lent a
+// larger block binds only its own bytes (the block may exceed maxStorageBufferRange).
 struct BufferUse {
   const Buffer* buffer;
   Access access;
