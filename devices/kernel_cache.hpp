@@ -25,9 +25,11 @@ template <class Compiled>
 class KernelCache {
  public:
   // `bind_limit`: the most bytes a buffer may have to be bound by descriptor (the device's
-  // maxStorageBufferRange; 0 where that never matters), see key_of.
-  explicit KernelCache(size_t capacity = 4096, uint64_t bind_limit = 0)
-      : capacity_(capacity), bind_limit_(bind_limit) {}
+  // maxStorageBufferRange; 0 where that never matters); `texel_limit`: the most elements a
+  // buffer may have to be read through a texel view (maxTexelBufferElements; 0 where kernels
+  // read no texel views). See key_of.
+  explicit KernelCache(size_t capacity = 4096, uint64_t bind_limit = 0, uint64_t texel_limit = 0)
+      : capacity_(capacity), bind_limit_(bind_limit), texel_limit_(texel_limit) {}
 
   // The compiled kernel of `item`, made by make() on a miss. make() runs outside the lock, so
   // several threads compile different kernels at once (Device::prepare); when two race to make
@@ -71,15 +73,17 @@ class KernelCache {
     std::vector<int64_t> variant{options.noopt, options.beam, options.no_float16,
                                  options.no_storage16};  // then the buffer sizes
     // A kernel over symbolic sizes serves every binding, whose buffers differ in size: it is
-    // keyed by its AST, and by whether some buffer is too large to bind by descriptor (its
-    // program records the memory of the first run's buffers, which only decides that; see
-    // arg_layout): at most two compiles, and a binding with a larger buffer never meets a
-    // kernel that binds it by descriptor.
+    // keyed by its AST, by whether some buffer is too large to bind by descriptor, and by which
+    // buffers are too large for a texel view (its program records the memory of the first run's
+    // buffers, which only decides those; see arg_layout): a binding with a larger buffer never
+    // meets a kernel that binds it by descriptor or reads it through a view.
     if (!item.var_vals.empty()) {
       bool too_large = false;
       for (const auto& b : item.buffers)
         too_large = too_large || (bind_limit_ && b->capacity_bytes() > bind_limit_);
       variant.push_back(too_large);
+      for (const auto& b : item.buffers)
+        variant.push_back(texel_limit_ && uint64_t(b->capacity()) > texel_limit_);
       return Key{item.ast.get(), std::move(variant)};
     }
     for (const auto& b : item.buffers) variant.push_back(b->count());
@@ -94,6 +98,7 @@ class KernelCache {
   }
   size_t capacity_;
   uint64_t bind_limit_;
+  uint64_t texel_limit_;
   uint64_t tick_ = 0;
   std::mutex mu_;
   std::map<Key, Entry> entries_;

@@ -80,7 +80,8 @@ class VkDevice final : public Device {
         rt_(options_for(name_)),
         queue_(rt_.device, rt_.allocator),
         target_(glsl_target_of(rt_.device.caps())),
-        cache_(4096, target_.max_storage_buffer_range) {
+        cache_(4096, target_.max_storage_buffer_range,
+               target_.texel_loads ? target_.max_texel_buffer_elements : 0) {
     const auto& caps = rt_.device.caps();
     traits_.max_workgroup_invocations = caps.limits.max_workgroup_invocations;
     // CPU devices (Lavapipe) pay per load and lane, not per register: a taller matmul tile
