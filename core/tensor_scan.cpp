@@ -57,8 +57,8 @@ enum class ScanOp { Sum, Prod, Max, LogSumExp };
 
 Scalarish identity(ScanOp op, DType dtype) {
   switch (op) {
-    case ScanOp::Sum:
-      return int64_t(0);
+    case ScanOp::Sum:  // -0.0 for floats: with +0.0 in masked-out places, -0.0 summed to +0.0
+      return dtype.is_float() ? Scalarish(-0.0) : Scalarish(int64_t(0));
     case ScanOp::Prod:
       return int64_t(1);
     case ScanOp::Max:
