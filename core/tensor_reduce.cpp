@@ -112,6 +112,18 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
   // Over no elements the result is the identity, as a constant: a kernel would hoist the loads
   // out of its zero-trip loop and read element 0 of an empty buffer.
   if (count == 0 && !axes.empty()) {
+    if (has_symbolic_shape()) {
+      // Expanded to the kept axes' symbolic sizes, so a Jit's replays give the shape of their
+      // binding (the plain sizes of the capture's stayed: symbolic fuzzer seed 20261415).
+      SymShape with_ones = sym_shape(), kept;
+      for (int64_t a : axes) with_ones[size_t(a)] = 1;
+      for (size_t i = 0; i < with_ones.size(); ++i)
+        if (!std::binary_search(axes.begin(), axes.end(), int64_t(i))) kept.push_back(with_ones[i]);
+      const SymShape& out_shape = keepdim ? with_ones : kept;
+      return Tensor::full(Shape(out_shape.size(), 1), reduce_identity(op, dtype()), dtype(),
+                          device())
+          .expand(out_shape);
+    }
     Shape with_ones = shape();
     for (int64_t a : axes) with_ones[size_t(a)] = 1;
     const Tensor out = Tensor::full(with_ones, reduce_identity(op, dtype()), dtype(), device());
