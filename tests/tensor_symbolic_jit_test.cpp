@@ -309,6 +309,27 @@ TEST_P(SymbolicJit, AReduceOfNoElementsFollowsTheBinding) {
   }
 }
 
+// A reduce captured where n = 1 keeps n where it was, not at a 1 of the plain axes: the replays
+// gave (n, 1) reduced over its last axis the shape (1, n) (symbolic fuzzer seed 20261805), and a
+// matmul, which sums its last axis, likewise.
+TEST_P(SymbolicJit, ReducesCapturedAtABindingOfOne) {
+  auto symbolic = [&](int64_t i) {
+    return std::vector<Tensor>{input({i, 1, 4}, 0).reshape({vi.bind(i), 1, 4})};
+  };
+  auto plain = [&](int64_t i) { return std::vector<Tensor>{input({i, 1, 4}, 0)}; };
+  check([](const std::vector<Tensor>& in) { return in[0].sum(-1); }, symbolic, plain, {2, 1, 3, 1});
+  check([](const std::vector<Tensor>& in) { return in[0].sum(1); }, symbolic, plain, {2, 1, 3, 1});
+  check(
+      [&](const std::vector<Tensor>& in) {
+        return in[0].matmul(Tensor(values(8, 5), {4, 2}, dev()));
+      },
+      symbolic, plain, {2, 1, 3, 1});
+  const Tensor x = symbolic(1)[0];
+  EXPECT_EQ(x.sum(-1).sym_shape()[0].str(), "i");
+  EXPECT_EQ(x.sum(-1).sym_shape()[1].str(), "1");
+  EXPECT_EQ(x.max(2, true).sym_shape()[0].str(), "i");
+}
+
 // A plain size of another value is still a new shape: an error, as for any Jit.
 TEST_P(SymbolicJit, AnotherPlainSizeIsStillAnError) {
   Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });
