@@ -281,6 +281,11 @@ class SymProgramGen {
     static const char* names[] = {"sum", "max", "min", "mean", "var"};
     const int op = pick(0, 4);
     if (op == 4 && axes.size() != 1) return;
+    // mean and var of 32- and 64-bit integers sum in float32: with the samples' extremes (+-2^63)
+    // cancelling, the result is the rounding of the order each device sums in (seed 2001036: a
+    // mean of -12.5 came out 2.7e10 on one device, 2.1e10 on the other), not a comparable value.
+    const DType d = at(a).dtype();
+    if (op >= 3 && !d.is_float() && !d.is_bool() && d.itemsize() >= 4) return;
     const std::string args =
         op == 4 ? "(" + std::to_string(axes[0]) + ", " + (keep ? "true" : "false") + ")"
                 : "(" + ints_str(axes) + (keep ? ", true)" : ")");
