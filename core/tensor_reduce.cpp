@@ -28,6 +28,29 @@ Shape without_axes(const Shape& shape, const std::vector<int64_t>& axes) {
   return out;
 }
 
+// out (a reduce of x over `axes`) reshaped to x's shape without those axes (keepdim false) or
+// with them 1: by x's symbolic sizes where it has them, as a reshape to plain sizes cannot tell
+// a size bound to 1 from a 1 (a sum(-1) of (n, 1, 4) at n = 1 gave (1, n): symbolic fuzzer seed
+// 20261805).
+Tensor reduced_shape(const Tensor& out, const Tensor& x, const std::vector<int64_t>& axes,
+                     bool keepdim) {
+  if (!x.has_symbolic_shape()) {
+    Shape with_ones = x.shape();
+    for (int64_t a : axes) with_ones[size_t(a)] = 1;
+    return out.reshape(keepdim ? with_ones : without_axes(x.shape(), axes));
+  }
+  SymShape s;
+  const SymShape in = x.sym_shape();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const bool reduced = std::binary_search(axes.begin(), axes.end(), int64_t(i));
+    if (!reduced)
+      s.push_back(in[i]);
+    else if (keepdim)
+      s.push_back(SymInt(1));
+  }
+  return out.reshape(s);
+}
+
 // What a reduce of no elements gives, and what pads a reduce: 0 for a sum, 1 for a product, the
 // smallest value for a max.
 Scalarish reduce_identity(Ops op, DType d) {
@@ -60,10 +83,7 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
     const int64_t last = int64_t(kept.size());
     auto finish = [&](const Tensor& partial) {
       const Tensor out = partial.reduce(op, Axes{last}, false, name);
-      if (!keepdim) return out;
-      Shape with_ones = shape();
-      for (int64_t a : axes) with_ones[size_t(a)] = 1;
-      return out.reshape(with_ones);
+      return keepdim ? reduced_shape(out, *this, axes, true) : out;
     };
     // Where the outermost reduced axis has a divisor `parts` that brings each output's share
     // under the limit, partial p reduces its p-th block of that axis with every inner reduced
@@ -112,6 +132,18 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
   // Over no elements the result is the identity, as a constant: a kernel would hoist the loads
   // out of its zero-trip loop and read element 0 of an empty buffer.
   if (count == 0 && !axes.empty()) {
+    if (has_symbolic_shape()) {
+      // Expanded to the kept axes' symbolic sizes, so a Jit's replays give the shape of their
+      // binding (the plain sizes of the capture's stayed: symbolic fuzzer seed 20261415).
+      SymShape with_ones = sym_shape(), kept;
+      for (int64_t a : axes) with_ones[size_t(a)] = 1;
+      for (size_t i = 0; i < with_ones.size(); ++i)
+        if (!std::binary_search(axes.begin(), axes.end(), int64_t(i))) kept.push_back(with_ones[i]);
+      const SymShape& out_shape = keepdim ? with_ones : kept;
+      return Tensor::full(Shape(out_shape.size(), 1), reduce_identity(op, dtype()), dtype(),
+                          device())
+          .expand(out_shape);
+    }
     Shape with_ones = shape();
     for (int64_t a : axes) with_ones[size_t(a)] = 1;
     const Tensor out = Tensor::full(with_ones, reduce_identity(op, dtype()), dtype(), device());
@@ -120,7 +152,7 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
   Tensor out = *this;
   if (!axes.empty())
     out = Tensor(UOp::make(Ops::REDUCE_AXIS, dtype(), {node()}, ReduceArg{op, axes}));
-  return keepdim ? out : out.reshape(without_axes(shape(), axes));
+  return keepdim ? out : reduced_shape(out, *this, axes, false);
 }
 
 Tensor Tensor::sum(Axes axes, bool keepdim) const {

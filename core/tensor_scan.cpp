@@ -57,46 +57,66 @@ enum class ScanOp { Sum, Prod, Max, LogSumExp };
 
 Scalarish identity(ScanOp op, DType dtype) {
   switch (op) {
-    case ScanOp::Sum: return int64_t(0);
-    case ScanOp::Prod: return int64_t(1);
+    case ScanOp::Sum:  // -0.0 for floats: with +0.0 in masked-out places, -0.0 summed to +0.0
+      return dtype.is_float() ? Scalarish(-0.0) : Scalarish(int64_t(0));
+    case ScanOp::Prod:
+      return int64_t(1);
     case ScanOp::Max:
       if (dtype.is_float()) return -std::numeric_limits<double>::infinity();
       return int64_t(dtypes::min_value(dtype));
-    case ScanOp::LogSumExp: return -std::numeric_limits<double>::infinity();
+    case ScanOp::LogSumExp:
+      return -std::numeric_limits<double>::infinity();
   }
   return int64_t(0);
 }
 
 Tensor reduce_last(const Tensor& t, ScanOp op) {
   switch (op) {
-    case ScanOp::Sum: return t.sum(-1);
-    case ScanOp::Prod: return t.prod(-1);
-    case ScanOp::Max: return t.max(-1);
-    case ScanOp::LogSumExp: return t.logsumexp(-1);
+    case ScanOp::Sum:
+      return t.sum(-1);
+    case ScanOp::Prod:
+      return t.prod(-1);
+    case ScanOp::Max:
+      return t.max(-1);
+    case ScanOp::LogSumExp:
+      return t.logsumexp(-1);
   }
   return t;
 }
 
 Tensor combine(const Tensor& a, const Tensor& b, ScanOp op) {
   switch (op) {
-    case ScanOp::Sum: return a + b;
-    case ScanOp::Prod: return a * b;
-    case ScanOp::Max: return a.maximum(b);
-    case ScanOp::LogSumExp: return a.logaddexp(b);
+    case ScanOp::Sum:
+      return a + b;
+    case ScanOp::Prod:
+      return a * b;
+    case ScanOp::Max:
+      return a.maximum(b);
+    case ScanOp::LogSumExp:
+      return a.logaddexp(b);
   }
   return a;
 }
 
-// The inclusive scan of x over its last axis; x is already in the dtype the scan accumulates in.
+// x's sizes, symbolic where x's are: the reshapes and shrinks below keep the leading axes' sizes
+// as expressions of their variables, so a kernel (and a Jit replay) serves every binding.
+SymShape sizes_of(const Tensor& x) {
+  if (x.has_symbolic_shape()) return x.sym_shape();
+  return SymShape(x.shape().begin(), x.shape().end());
+}
+
+// The inclusive scan of x over its last axis (a plain size); x is already in the dtype the scan
+// accumulates in.
 Tensor scan_last(const Tensor& x, ScanOp op) {
   const int64_t n = x.shape().back();
-  Shape lead(x.shape().begin(), x.shape().end() - 1);
+  const SymShape sizes = sizes_of(x);
+  const SymShape lead(sizes.begin(), sizes.end() - 1);
   const Tensor fill = Tensor::full({}, identity(op, x.dtype()), x.dtype(), x.device());
   if (n <= kScanBlock) {
     // lower[i][j] = j <= i: output i reduces inputs 0..i.
     const Tensor i = Tensor::arange(0, n, 1, x.device()).reshape({n, 1});
     const Tensor j = Tensor::arange(0, n, 1, x.device()).reshape({1, n});
-    Shape row = lead;
+    SymShape row = lead;
     row.push_back(1);
     row.push_back(n);
     return reduce_last(j.le(i).where(x.reshape(row), fill), op);
@@ -104,9 +124,9 @@ Tensor scan_last(const Tensor& x, ScanOp op) {
   // (..., blocks, kScanBlock): the scan inside each block, combined with the scan of all earlier
   // blocks. The padding at the end only reaches outputs that are trimmed away.
   const int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
-  std::vector<std::pair<int64_t, int64_t>> pads(lead.size(), {0, 0});
+  std::vector<std::pair<SymInt, SymInt>> pads(lead.size(), {0, 0});
   pads.emplace_back(0, blocks * kScanBlock - n);
-  Shape blocked = lead;
+  SymShape blocked = lead;
   blocked.push_back(blocks);
   blocked.push_back(kScanBlock);
   const Tensor b = x.pad(pads).reshape(blocked);
@@ -115,35 +135,42 @@ Tensor scan_last(const Tensor& x, ScanOp op) {
   // not the scan with this block's total taken out again, which is inf - inf = nan for sums after
   // an inf and has no inverse for max.
   const Tensor totals = reduce_last(b, op);
-  std::vector<std::pair<int64_t, int64_t>> shift(lead.size(), {0, 0}), first(lead.size());
+  std::vector<std::pair<SymInt, SymInt>> shift(lead.size(), {0, 0}), first;
   shift.emplace_back(1, 0);
-  for (size_t d = 0; d < lead.size(); ++d) first[d] = {0, lead[d]};
+  for (const SymInt& d : lead) first.emplace_back(0, d);
   first.emplace_back(0, blocks);
   const Tensor before = scan_last(totals.pad(shift, identity(op, x.dtype())).shrink(first), op);
-  Shape flat = lead;
+  SymShape flat = lead;
   flat.push_back(blocks * kScanBlock);
-  std::vector<std::pair<int64_t, int64_t>> keep(lead.size() + 1, {0, 0});
-  for (size_t d = 0; d < lead.size(); ++d) keep[d] = {0, lead[d]};
-  keep.back() = {0, n};
-  Shape column = lead;
+  std::vector<std::pair<SymInt, SymInt>> keep;
+  for (const SymInt& d : lead) keep.emplace_back(0, d);
+  keep.emplace_back(0, n);
+  SymShape column = lead;
   column.push_back(blocks);
   column.push_back(1);
   return combine(inside, before.reshape(column), op).reshape(flat).shrink(keep);
 }
 
-// The scan along any axis: moved last and back. A 0-d tensor scans as one element.
+// The scan along any axis: moved last and back. A 0-d tensor scans as one element. Along a
+// symbolic axis the triangular mask would need a symbolic arange: refused, not answered wrong.
 Tensor scan(const Tensor& x, int64_t axis, ScanOp op, std::string_view name) {
   if (x.ndim() == 0) return scan(x.reshape({1}), 0, op, name).reshape({});
   const int ax = normalize_axis(axis, x.shape(), name);
+  if (x.has_symbolic_shape() && x.sym_shape()[size_t(ax)].is_symbolic()) {
+    std::string dims;
+    for (const SymInt& d : x.sym_shape()) dims += (dims.empty() ? "" : ", ") + d.str();
+    throw Error(std::string(name) + ": cannot scan along a symbolic axis (axis " +
+                std::to_string(axis) + " of shape (" + dims + ")); scan a plain axis");
+  }
   if (x.shape()[size_t(ax)] == 0) return x;
   return scan_last(x.transpose(ax, -1), op).transpose(ax, -1);
 }
 
 // x shifted one place along axis (the last element dropped), `fill` first.
 Tensor shift_right(const Tensor& x, int ax, Scalarish fill) {
-  std::vector<std::pair<int64_t, int64_t>> pads(size_t(x.ndim()), {0, 0}), keep;
+  std::vector<std::pair<SymInt, SymInt>> pads(size_t(x.ndim()), {0, 0}), keep;
   pads[size_t(ax)] = {1, 0};
-  for (int64_t d : x.shape()) keep.emplace_back(0, d);
+  for (const SymInt& d : sizes_of(x)) keep.emplace_back(0, d);
   return x.pad(pads, fill).shrink(keep);
 }
 

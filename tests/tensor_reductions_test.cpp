@@ -118,6 +118,27 @@ TEST(TensorReductions, ArgmaxArgminFirstIndex) {
   EXPECT_EQ(kernels(Tensor(std::vector<float>(12, 1.0f), {3, 4}).argmax(1)), 2u);
 }
 
+// A prefix of -0.0s sums to -0.0, as torch's (the masked-out places held +0.0, so a kernel that
+// added them gave +0.0: symbolic fuzzer seed 20261510); +0.0 after them makes +0.0.
+TEST(TensorReductions, CumsumKeepsNegativeZero) {
+  const std::vector<bool> want_sign = {true, true, false, false};
+  for (const std::string& dev : kDevices)
+    for (int64_t rows : {1, 3}) {
+      std::vector<float> v;
+      for (int64_t r = 0; r < rows; ++r) v.insert(v.end(), {-0.0f, -0.0f, 0.0f, -0.0f});
+      const Variable n("n", 1, 4);
+      for (const Tensor& x :
+           {Tensor(v, {rows, 4}, dev), Tensor(v, {rows, 4}, dev).reshape({n.bind(rows), 4})}) {
+        const std::vector<float> got = x.cumsum(1).to_vector<float>();
+        for (size_t k = 0; k < got.size(); ++k) {
+          EXPECT_EQ(got[k], 0.0f) << dev << " " << k;
+          EXPECT_EQ(std::signbit(got[k]), want_sign[k % 4])
+              << dev << ", rows " << rows << ", symbolic " << x.has_symbolic_shape() << ", " << k;
+        }
+      }
+    }
+}
+
 TEST(TensorReductions, CumsumShortAndPastTheSplit) {
   for (const std::string& dev : kDevices) {
     const Tensor x(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, {2, 3}, dev);

@@ -270,6 +270,66 @@ TEST_P(SymbolicJit, AnOutputThatIsASymbolicShrinkOfTheInputFollowsTheBinding) {
   }
 }
 
+// An output with no elements (an empty shrink of a symbolic tensor) has the shape of each
+// replay's binding too: it kept the captured one ((3, 0, 3) where n = 8: symbolic fuzzer seed
+// 20261349).
+TEST_P(SymbolicJit, AnOutputWithNoElementsFollowsTheBinding) {
+  Jit f([](const std::vector<Tensor>& in) {
+    const SymInt n = in[0].sym_shape()[1];
+    return std::vector<Tensor>{in[0].reshape({3, n, 1}).shrink({{0, 3}, {0, n}, {1, 1}}) * 2,
+                               in[0].shrink({{1, 1}, {0, n}}), in[0] + 1};
+  });
+  for (int64_t i : {2, 7, 10, 3}) {
+    const std::vector<Tensor> out = f({input({3, i}, 0).reshape({3, vi.bind(i)})});
+    EXPECT_EQ(out[0].shape(), (Shape{3, i, 0})) << "i = " << i;
+    EXPECT_EQ(out[0].sym_shape()[1].str(), "i") << "i = " << i;
+    EXPECT_EQ(out[1].shape(), (Shape{0, i})) << "i = " << i;
+    EXPECT_EQ(out[0].to_vector<float>().size(), 0u);
+    EXPECT_EQ(out[2].shape(), (Shape{3, i})) << "i = " << i;
+  }
+}
+
+// A reduce over a plain axis of no elements is a constant of the kept axes' symbolic sizes: a
+// Jit's replays gave the captured binding's shape ((9, 3) where n = 11: symbolic fuzzer seed
+// 20261415, (n, 0) @ (0, 3)).
+TEST_P(SymbolicJit, AReduceOfNoElementsFollowsTheBinding) {
+  Jit f([&](const std::vector<Tensor>& in) {
+    const Tensor none = in[0].shrink({{1, 1}, {0, in[0].sym_shape()[1]}});  // (0, i)
+    return std::vector<Tensor>{
+        none.transpose().matmul(Tensor::ones({0, 2}, dtypes::float32, dev())),
+        none.prod(0, true) * 3, in[0] + 1};
+  });
+  for (int64_t i : {2, 7, 10, 3}) {
+    const std::vector<Tensor> out = f({input({3, i}, 0).reshape({3, vi.bind(i)})});
+    const std::string at = "i = " + std::to_string(i);
+    ASSERT_EQ(out[0].shape(), (Shape{i, 2})) << at;
+    EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(size_t(2 * i), 0.0f)) << at;
+    ASSERT_EQ(out[1].shape(), (Shape{1, i})) << at;
+    EXPECT_EQ(out[1].to_vector<float>(), std::vector<float>(size_t(i), 3.0f)) << at;
+  }
+}
+
+// A reduce captured where n = 1 keeps n where it was, not at a 1 of the plain axes: the replays
+// gave (n, 1) reduced over its last axis the shape (1, n) (symbolic fuzzer seed 20261805), and a
+// matmul, which sums its last axis, likewise.
+TEST_P(SymbolicJit, ReducesCapturedAtABindingOfOne) {
+  auto symbolic = [&](int64_t i) {
+    return std::vector<Tensor>{input({i, 1, 4}, 0).reshape({vi.bind(i), 1, 4})};
+  };
+  auto plain = [&](int64_t i) { return std::vector<Tensor>{input({i, 1, 4}, 0)}; };
+  check([](const std::vector<Tensor>& in) { return in[0].sum(-1); }, symbolic, plain, {2, 1, 3, 1});
+  check([](const std::vector<Tensor>& in) { return in[0].sum(1); }, symbolic, plain, {2, 1, 3, 1});
+  check(
+      [&](const std::vector<Tensor>& in) {
+        return in[0].matmul(Tensor(values(8, 5), {4, 2}, dev()));
+      },
+      symbolic, plain, {2, 1, 3, 1});
+  const Tensor x = symbolic(1)[0];
+  EXPECT_EQ(x.sum(-1).sym_shape()[0].str(), "i");
+  EXPECT_EQ(x.sum(-1).sym_shape()[1].str(), "1");
+  EXPECT_EQ(x.max(2, true).sym_shape()[0].str(), "i");
+}
+
 // A plain size of another value is still a new shape: an error, as for any Jit.
 TEST_P(SymbolicJit, AnotherPlainSizeIsStillAnError) {
   Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1}; });

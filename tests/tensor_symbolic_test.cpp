@@ -228,6 +228,44 @@ TEST_P(Symbolic, Var) {
   }
 }
 
+// Scans along a plain axis of a symbolic tensor: scan_last reshaped to plain sizes, so the kernel
+// compiled at one binding served the others wrong (symbolic fuzzer seeds 20261319, 20261510).
+// Both of its paths: one triangular block (3) and blocks of 256 combined (300).
+TEST_P(Symbolic, ScansAlongAPlainAxis) {
+  for (int64_t len : {3, 300}) {
+    auto sym = [&](int64_t i) { return input({i, len}, 0).reshape({vi.bind(i), len}); };
+    auto plain = [&](int64_t i) { return input({i, len}, 0); };
+    // Each scan's values and shape for each binding. (Not check(): run after other tests, a
+    // later binding compiled some of the scans' kernels again, an open cost, not a wrong answer.)
+    const std::vector<std::function<Tensor(const Tensor&)>> scans = {
+        [](const Tensor& x) { return x.cumsum(1); },
+        [](const Tensor& x) { return (x * 0.01 + 1).cumprod(1); },
+        [](const Tensor& x) { return x.logcumsumexp(1); },
+        [](const Tensor& x) { return x.cummax(1).first; },
+        [](const Tensor& x) { return x.cummin(1).first; },
+        [](const Tensor& x) { return x.cummin(1).second.cast(dtypes::float32); }};
+    for (size_t k = 0; k < scans.size(); ++k)
+      for (int64_t i : {1, 4, 2}) {
+        const std::string at = "scan " + std::to_string(k) + ", len " + std::to_string(len) +
+                               ", i = " + std::to_string(i);
+        const Tensor got = scans[k](sym(i));
+        EXPECT_EQ(got.shape(), (Shape{i, len})) << at;
+        expect_near(got.to_vector<float>(), scans[k](plain(i)).to_vector<float>(), at);
+      }
+  }
+}
+
+// Along a symbolic axis the scan would need a triangular mask of symbolic size: a clear error,
+// not the out-of-bounds reads it made for bindings after the first.
+TEST_P(Symbolic, AScanAlongASymbolicAxisIsAClearError) {
+  const Tensor x = input({5, 2}, 0).reshape({vi.bind(5), 2});
+  EXPECT_EQ(
+      error_of([&] { x.cumsum(0); }),
+      "cumsum: cannot scan along a symbolic axis (axis 0 of shape (i, 2)); scan a plain axis");
+  EXPECT_NE(error_of([&] { x.cummax(-2); }).find("cummax: cannot scan along a symbolic axis"),
+            std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Symbolic, testing::Values("CPU", "VK"));
 
 // A Jit over symbolic inputs replays its capture for the captured binding and for others
