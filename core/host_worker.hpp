@@ -1,6 +1,6 @@
 // Threads for host work off the realizing thread. HostWorker runs it in the order it is given:
 // what tells a device's queue that copies from other devices have arrived (devices/vk_device.cpp,
-// in the order of the values it signals). HostPool runs each piece at once on a thread of its own:
+// in the order of the values it signals). HostPool runs each piece at once on a thread of a pool:
 // copies between devices (core/copy_item.cpp), each of which waits for its own buffers' writers,
 // so that a copy waiting for a long kernel does not hold up a later copy of other buffers.
 #pragma once
@@ -9,8 +9,12 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include <vkgrad/core/error.hpp>
 
 namespace vkg {
 
@@ -59,31 +63,50 @@ class HostWorker {
   std::jthread thread_;  // last: joined before the queue it reads dies
 };
 
-// Runs each piece of work given as soon as it is given, on an idle thread or a new one; its
-// threads stay for later work. Work that must follow other work waits for it itself.
+// Runs each piece of work given as soon as it is given, on an idle thread or a new one, up to
+// `max_threads`; past that, work waits its turn in the order it was given. Its threads stay for
+// later work. Work that must follow other work waits for it itself, and may wait only for work
+// given before it: then the oldest unfinished piece always has a thread, and a bounded pool
+// cannot deadlock (a realize of 2,000 copies started 2,000 threads before the bound).
 class HostPool {
  public:
-  HostPool() = default;
-  // Runs what was given before returning.
+  explicit HostPool(size_t max_threads = 32) : max_threads_(max_threads < 1 ? 1 : max_threads) {}
+  // Runs what was given before returning. Nothing may be posted once destruction begins (the
+  // copy pool is a function-local static: destroyed at exit, after every realize has returned).
   ~HostPool() {
     {
       std::lock_guard lock(mu_);
       stopping_ = true;
     }
     ready_.notify_all();
-    threads_.clear();  // joins: no thread is added once stopping_ is set
+    threads_.clear();  // joins
   }
   HostPool(const HostPool&) = delete;
   HostPool& operator=(const HostPool&) = delete;
 
-  // Starts `work`; it must not throw (a task keeps its own error for whoever waits on it).
+  // Starts `work`; it must not throw (a task keeps its own error for whoever waits on it). A
+  // thread that cannot be started leaves the work to the threads there are; with none, the work
+  // is not taken and post throws a vkg::Error.
   void post(std::function<void()> work) {
     {
       std::lock_guard lock(mu_);
+      if (idle_ <= work_.size() && threads_.size() < max_threads_) {
+        try {
+          threads_.emplace_back([this] { loop(); });
+        } catch (const std::system_error& e) {
+          if (threads_.empty())
+            throw Error(std::string("cannot start a host thread for a copy between devices: ") +
+                        e.what());
+        }
+      }
       work_.push_back(std::move(work));
-      if (idle_ < work_.size()) threads_.emplace_back([this] { loop(); });
     }
     ready_.notify_one();
+  }
+
+  size_t threads() {
+    std::lock_guard lock(mu_);
+    return threads_.size();
   }
 
  private:
@@ -103,10 +126,11 @@ class HostPool {
     }
   }
 
+  const size_t max_threads_;
   std::mutex mu_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> work_;
-  size_t idle_ = 0;  // threads waiting for work: a new one starts when there are fewer than work_
+  size_t idle_ = 0;  // threads waiting for work: a new one starts when there are no more than work_
   bool stopping_ = false;
   std::vector<std::jthread> threads_;
 };
