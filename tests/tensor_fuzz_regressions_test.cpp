@@ -31,3 +31,28 @@ TEST(FuzzRegressions, IntMaxOfFoldedZeroIsZero) {
   }
 }
 
+// Ops fuzzer seed 920049: scatter_reduce sum without self of a lone -0. torch fills the place with
+// the sum's identity +0 first (aten's scatter_reduce_exclude_self_helper), so +0 + -0 = +0: the
+// devices gave that, the float64 host reference gave -0.
+TEST(FuzzRegressions, ScatterReduceSumWithoutSelfStartsFromPositiveZero) {
+  const HostArray self{{2}, {5.0, 7.0}, dtypes::float32};
+  const HostArray index{{2}, {0.0, 1.0}, dtypes::int32};
+  const HostArray src{{2}, {-0.0, 2.0}, dtypes::float32};
+  for (ScatterReduce r : {ScatterReduce::Sum, ScatterReduce::Mean}) {
+    const std::optional<HostArray> host = fuzz::host_scatter(0, int(r), false)({self, index, src});
+    ASSERT_TRUE(host.has_value());
+    EXPECT_EQ(host->v[0], 0.0);
+    EXPECT_FALSE(std::signbit(host->v[0])) << "host reference, reduce " << int(r);
+    EXPECT_EQ(host->v[1], 2.0);
+    for (const std::string& dev : kDevices) {
+      const Tensor out =
+          Tensor(std::vector<float>{5, 7}, {2}, dev)
+              .scatter_reduce(0, Tensor(std::vector<int32_t>{0, 1}, {2}, dev),
+                              Tensor(std::vector<float>{-0.0f, 2}, {2}, dev), r, false);
+      const std::vector<float> v = out.to_vector<float>();
+      EXPECT_EQ(v[0], 0.0f);
+      EXPECT_FALSE(std::signbit(v[0])) << dev << ", reduce " << int(r);
+      EXPECT_EQ(v[1], 2.0f);
+    }
+  }
+}
