@@ -333,8 +333,12 @@ UOpPtr Lowerer::value_uncached(const UOp* n, const Combo& c) {
       // indexes; values are not simplified). Folded here, not by the driver: Lavapipe turned bool
       // `!a && a` into false and then float(false) * v into +0 where v < 0 gives -0; as a CONST
       // the renderer sees the +0 operand and guards it (glsl_alu.cpp, positive_zero).
-      if ((n->op == Ops::CMPLT || n->op == Ops::CMPNE) && src.size() == 2 && src[0] == src[1] &&
-          !src[0]->dtype.is_float())
+      // Also x ^ x (a bool xor renders as !=: the mean of an all-false xor came out -0, elementwise
+      // fuzzer seed 880257, as the driver folded `acc + float(c != c)` from -0 to acc) and the
+      // float x < x, false for every x (nan included).
+      if (src.size() == 2 && src[0] == src[1] &&
+          ((n->op == Ops::CMPNE && !src[0]->dtype.is_float()) || n->op == Ops::XOR ||
+           n->op == Ops::CMPLT))
         return UOp::const_(n->dtype, false);
       return UOp::make(n->op, n->dtype, std::move(src), n->arg);
     }

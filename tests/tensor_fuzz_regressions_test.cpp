@@ -56,3 +56,27 @@ TEST(FuzzRegressions, ScatterReduceSumWithoutSelfStartsFromPositiveZero) {
     }
   }
 }
+
+// Elementwise fuzzer seed 880257: the mean of an all-false logical_xor is +0 (torch: a sum of +0s);
+// VK gave -0, the driver having folded `acc + float(c != c)` to acc, the reduce's -0 start.
+TEST(FuzzRegressions, MeanOfSelfXorIsPositiveZero) {
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor x(std::vector<float>{1, -2, 0, 4, 5, 6}, {2, 3}, dev);
+    const Tensor b = x.gt(0);
+    // The seed's own shape: an unrolled 42-step reduce over a cat of a float16 isinf.
+    const Tensor inf = random_tensor(dtypes::float16, {7, 7, 7, 3}, dev, 2488451564u)
+                           .mul(random_tensor(dtypes::float16, {1, 7, 1, 7, 3}, dev, 3822321325u))
+                           .isinf();
+    const Tensor c = Tensor::cat(std::vector<Tensor>{inf, inf}, 3);
+    for (const Tensor& m :
+         {c.logical_xor(c).mean({1, 3, -1}, true), b.logical_xor(b).mean({1}), x.lt(x).mean({1}),
+          x.cast(dtypes::int32).bitwise_xor(x.cast(dtypes::int32)).sum({1})}) {
+      const std::vector<float> v = m.cast(dtypes::float32).to_vector<float>();
+      for (float e : v) {
+        EXPECT_EQ(e, 0.0f);
+        EXPECT_FALSE(std::signbit(e));
+      }
+    }
+  }
+}
