@@ -80,3 +80,44 @@ TEST(FuzzRegressions, MeanOfSelfXorIsPositiveZero) {
     }
   }
 }
+
+// Ops fuzzer seed 901149: an empty matmul (0) times an integer, cast to float, times x. The
+// driver folds 0u * v to 0 and then +0 * x to 0: nan (inf * 0) and the sign of -0 were lost.
+TEST(FuzzRegressions, AnEmptyIntMatmulTimesFloatsKeepsNanAndSign) {
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor zero = Tensor(std::vector<uint32_t>{}, {1, 0}, dev)
+                            .matmul(Tensor(std::vector<uint32_t>{}, {0}, dev))
+                            .mul(Tensor(std::vector<uint32_t>{7}, {1}, dev));
+    const std::vector<float> v =
+        zero.matmul(Tensor(std::vector<float>{inf, -1, -2, 3, nan}, {1, 5}, dev))
+            .to_vector<float>();
+    ASSERT_EQ(v.size(), 5u);
+    EXPECT_TRUE(std::isnan(v[0]));
+    EXPECT_TRUE(v[1] == 0 && std::signbit(v[1]));
+    EXPECT_TRUE(v[2] == 0 && std::signbit(v[2]));
+    EXPECT_TRUE(v[3] == 0 && !std::signbit(v[3]));
+    EXPECT_TRUE(std::isnan(v[4]));
+  }
+}
+
+// Elementwise fuzzer seed 801140: a pad of an empty uint8 copysign minus 1 is all +0. With the
+// float +0 literals opaque to the driver, float(uint8 load never valid) - opaque 0 became 0 - x =
+// -x in the driver: -0. A cast of a constant integer 0 is now a +0 the renderer guards too.
+TEST(FuzzRegressions, APadOfAnEmptyIntExpressionIsPositiveZero) {
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor a = random_tensor(dtypes::uint8, {0, 3}, dev, 111936471u),
+                 b = random_tensor(dtypes::uint8, {0, 1}, dev, 3295817902u, true);
+    const Tensor c = a.copysign(b.isnan().where(1, b));
+    const Tensor out = (c - Tensor::full_like(c, 1.0)).pad({{1, 1}, {2, 0}}, 0);
+    const std::vector<float> v = out.to_vector<float>();
+    ASSERT_EQ(v.size(), 10u);
+    for (float e : v) {
+      EXPECT_EQ(e, 0.0f);
+      EXPECT_FALSE(std::signbit(e));
+    }
+  }
+}
