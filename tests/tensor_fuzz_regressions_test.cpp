@@ -121,3 +121,20 @@ TEST(FuzzRegressions, APadOfAnEmptyIntExpressionIsPositiveZero) {
     }
   }
 }
+
+// Elementwise fuzzer seed 970233: a bfloat16 row padded with +0 times a column holding inf is nan.
+// The +0 of an emulated 16-bit float was written as a plain 0.0f, so after the unrolled loop the
+// driver folded 0 * inf to 0 and the sum came out finite.
+TEST(FuzzRegressions, APaddedBfloat16RowTimesInfIsNan) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor a = Tensor(std::vector<float>{1, 2}, {1, 2, 1}, dev).cast(dtypes::bfloat16);
+    const Tensor row = Tensor::cat(std::vector<Tensor>{a, a}, 2).pad({{0, 0}, {0, 0}, {0, 2}}, 0);
+    const Tensor col =
+        Tensor(std::vector<float>{1, 1, 1, 1, inf, 1, 1, inf}, {4, 2}, dev).cast(dtypes::bfloat16);
+    const std::vector<float> v = row.matmul(col).cast(dtypes::float32).to_vector<float>();
+    ASSERT_EQ(v.size(), 4u);
+    for (float e : v) EXPECT_TRUE(std::isnan(e)) << e;
+  }
+}
