@@ -121,6 +121,25 @@ bool nonzero(const UOpPtr& u) {
 std::optional<cpu::Cell> constant_cell(const UOp& u, int depth = 0) {
   if (u.dtype.count != 1 || depth > 16) return std::nullopt;
   if (u.op == Ops::CONST) return cpu::const_cell(u);
+  // A load that is never valid is its alt, of any dtype (float(uint8 load never valid) is a +0
+  // the driver folds: elementwise fuzzer seed 801140); a where of a constant condition is the
+  // side it picks, whatever the other side is.
+  if (u.op == Ops::LOAD && u.src.size() >= 2 && u.src[0]->src.size() > 2) {
+    const UOp& valid = *u.src[0]->src[2];
+    if (valid.op == Ops::CONST && !valid.const_int()) return constant_cell(*u.src[1], depth + 1);
+    return std::nullopt;
+  }
+  if (u.op == Ops::WHERE && u.src.size() == 3) {
+    const std::optional<cpu::Cell> cond = constant_cell(*u.src[0], depth + 1);
+    if (cond) return constant_cell(*u.src[*cond != 0 ? 1 : 2], depth + 1);
+  }
+  // An integer or bool times (or and) a constant 0 is 0, whatever the other operand: the driver
+  // folds it, and float(0u * x) * y then lost y's nan and sign (ops fuzzer seed 901149: an empty
+  // matmul, 0, times x, cast to float, times y).
+  if ((u.op == Ops::MUL || u.op == Ops::AND) && !u.dtype.is_float() && u.src.size() == 2)
+    for (const UOpPtr& s : u.src)
+      if (const std::optional<cpu::Cell> c = constant_cell(*s, depth + 1); c && *c == 0)
+        return cpu::Cell(0);
   const OpFamily family = op_family(u.op);
   const bool alu =
       family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Ternary;
@@ -157,6 +176,9 @@ std::optional<cpu::Cell> constant_cell(const UOp& u, int depth = 0) {
 // special cases by the bits, so the driver never sees such an operand (x - 0 = x is right).
 bool positive_zero(const UOpPtr& u) {
   if (!u->dtype.is_float()) return false;
+  // An expression of constants the driver folds to +0 (casts of integer constants and of loads
+  // that are never valid included), before the shapes below stop at a cast or a load.
+  if (const std::optional<cpu::Cell> v = constant_cell(*u); v && *v == 0) return true;
   // Also whatever the driver sees to be a constant +0: a cast of one (`float16_t(0.0f)`, or of an
   // integer 0), a load that is never valid (rendered as its alt), a where of two of them.
   const UOp* c = u.get();

@@ -325,8 +325,9 @@ class Renderer {
     if (!inline_[i]) return name_of(u);
     if (u->op == Ops::CONST) {
       if (!emulated(u->dtype)) return glsl::literal(*u);
-      // The value is one of the 16-bit type's, so the float literal is exact.
-      const std::string f = glsl::number(dtypes::float32, u->const_value());
+      // The value is one of the 16-bit type's, so the float literal is exact (and a +0 as opaque
+      // as literal() makes it: a padded bfloat16 row's +0 * inf gave 0, fuzzer seed 970233).
+      const std::string f = glsl::literal(*UOp::const_(dtypes::float32, u->const_value()));
       return u->dtype.count == 1 ? f : fmt::format("{}({})", glsl::type_name(reg(u->dtype)), f);
     }
     return value_expr(i);

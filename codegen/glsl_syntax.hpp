@@ -24,6 +24,9 @@ std::string pointer_type_name(DType d);
 // A literal for a CONST, typed so that it never needs an implicit conversion: 1.5f, 3u,
 // int8_t(-4), float16_t(0.5), uintBitsToFloat(0x7f800000u) for inf. Negative values and calls
 // come parenthesized or as calls, so the literal can stand anywhere in an expression.
+// A float +0 constant is written as the bits of kOpaqueZeroBits (glsl_helpers.cpp), a +0 the
+// driver cannot fold: Lavapipe turns x * 0, x + 0 and 0 - x into 0, x and -x wherever an operand
+// is the constant +0, also one its compiler folds together after unrolling a loop.
 std::string literal(const UOp& constant);
 // The literal of an integer in integer dtype d, exact for all 64 bits.
 std::string int_literal(DType d, int64_t v);

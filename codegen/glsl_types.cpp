@@ -129,7 +129,15 @@ std::string literal(const UOp& c) {
   std::string x;
   if (s.is_bool())
     x = c.const_int() ? "true" : "false";
-  else if (s.is_float())
+  else if (s.is_float() && c.const_value() == 0 && !std::signbit(c.const_value())) {
+    // +0 whose bits the driver cannot prove constant (a dispatch has workgroups): (0 + 0) * inf
+    // of padded rows after an unrolled loop gave 0 on Lavapipe, not nan (symbolic fuzzer seed
+    // 2000512, a padded cat squared times a matrix holding inf).
+    const std::string zero = "uintBitsToFloat(uint(gl_NumWorkGroups.x == 0u))";
+    x = s.scalar == Scalar::Float64   ? "double(" + zero + ")"
+        : s.scalar == Scalar::Float16 ? "float16_t(" + zero + ")"
+                                      : zero;
+  } else if (s.is_float())
     x = float_literal(s, c.const_value());
   else
     x = int_literal(s, c.const_int());

@@ -333,8 +333,12 @@ UOpPtr Lowerer::value_uncached(const UOp* n, const Combo& c) {
       // indexes; values are not simplified). Folded here, not by the driver: Lavapipe turned bool
       // `!a && a` into false and then float(false) * v into +0 where v < 0 gives -0; as a CONST
       // the renderer sees the +0 operand and guards it (glsl_alu.cpp, positive_zero).
-      if ((n->op == Ops::CMPLT || n->op == Ops::CMPNE) && src.size() == 2 && src[0] == src[1] &&
-          !src[0]->dtype.is_float())
+      // Also x ^ x (a bool xor renders as !=: the mean of an all-false xor came out -0, elementwise
+      // fuzzer seed 880257, as the driver folded `acc + float(c != c)` from -0 to acc) and the
+      // float x < x, false for every x (nan included).
+      if (src.size() == 2 && src[0] == src[1] &&
+          ((n->op == Ops::CMPNE && !src[0]->dtype.is_float()) || n->op == Ops::XOR ||
+           n->op == Ops::CMPLT))
         return UOp::const_(n->dtype, false);
       return UOp::make(n->op, n->dtype, std::move(src), n->arg);
     }
@@ -345,6 +349,8 @@ UOpPtr Lowerer::value_partial(const UOp* n, const Combo& c) {
   auto key = std::pair{n, c};
   if (auto it = partials_.find(key); it != partials_.end()) return it->second;
   const Ops op = n->arg_as<ReduceArg>().op;
+  if (op == Ops::MAX)
+    if (UOpPtr same = invariant_value(n, c)) return partials_[key] = same;
   std::vector<UOpPtr> acc_src{UOp::const_(n->dtype, reduce_identity(op, n->dtype))};
   for (const UOpPtr& r : axis_idx_)
     if (r && r->op == Ops::RANGE) acc_src.push_back(r);
@@ -352,6 +358,31 @@ UOpPtr Lowerer::value_partial(const UOp* n, const Combo& c) {
   UOpPtr total = acc;
   for (const Combo& u : unroll_combos(c)) total = total->alu(op, {value(n->src[0].get(), u)});
   return partials_[key] = UOp::make(Ops::ASSIGN, n->dtype, {acc, total});
+}
+
+// The reduced value when it is the same in every step of the reduce: every unrolled lane lowers to
+// one node, which reads no reduce RANGE, and every RANGE has a constant size of at least 1. A max
+// of copies of x is x (max(-inf, x) and max(INT_MIN, x) are x, nan included), so no loop is needed;
+// and Lavapipe got `acc = max(acc, 0)` in a loop from INT_MIN wrong: it gave INT_MIN (elementwise
+// fuzzer seeds 800062, 800611, an int max of a value folded to the constant 0).
+UOpPtr Lowerer::invariant_value(const UOp* n, const Combo& c) {
+  UOpPtr same;
+  for (const Combo& u : unroll_combos(c)) {
+    const UOpPtr v = value(n->src[0].get(), u);
+    if (same && v != same) return nullptr;
+    same = v;
+  }
+  if (!same) return nullptr;
+  std::vector<const UOp*> ranges;
+  for (const UOpPtr& r : axis_idx_) {
+    if (!r || r->op != Ops::RANGE) continue;
+    const UOp& size = *r->src[0];
+    if (size.op != Ops::CONST || !size.src.empty() || size.const_int() < 1) return nullptr;
+    ranges.push_back(r.get());
+  }
+  for (const UOp* u : toposort(same.get()))
+    if (std::find(ranges.begin(), ranges.end(), u) != ranges.end()) return nullptr;
+  return same;
 }
 
 UOpPtr Lowerer::unrolled_vector_lane(const UOp* load, const Combo& c, int at_lane) {

@@ -94,6 +94,8 @@ class Lowerer {
 
   // What this invocation's loops add up for a reduce at combo c (all of it, without GROUP axes).
   UOpPtr value_partial(const UOp* n, const Combo& c);
+  // The reduced value of a reduce whose every step sees the same value, else null.
+  UOpPtr invariant_value(const UOp* n, const Combo& c);
 
   // A load whose elements are consecutive along the innermost unroll axis (a row of A in a
   // matmul's reduce), or else along an upcast axis (a matmul's weight gradient reads both

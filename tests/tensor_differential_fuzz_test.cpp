@@ -727,6 +727,22 @@ TEST(TensorDifferentialFuzz, ComparisonScalesByTheOutputOnlyForSums) {
   EXPECT_NE(compare_output(p, 1, neg_zero, pos_zero), "");
 }
 
+// A pow's value may differ by the float32 error of exp2(y * log2|x|): 3e-5 of the output's largest
+// magnitude, not more (seed 802948: 7440348 on the CPU, 7440338 on Lavapipe).
+TEST(TensorDifferentialFuzz, APowIsComparedWithinTheErrorOfItsFloat32Formula) {
+  Program p;
+  p.steps.push_back({"Tensor::full({2}, 7.83f)", {}, nullptr});
+  p.steps.push_back({"v0.pow(v0)", {0}, nullptr});
+  p.steps.push_back({"v1.sum(0, true)", {1}, nullptr});
+  const Tensor want(std::vector<float>{1.0f, 7440348.0f}, {2}, "CPU");
+  const Tensor close(std::vector<float>{1.0f, 7440338.0f}, {2}, "CPU");
+  const Tensor far(std::vector<float>{1.0f, 7440048.0f}, {2}, "CPU");  // 4e-5 off
+  EXPECT_NE(compare_output(p, 0, want, close), "");
+  EXPECT_EQ(compare_output(p, 1, want, close), "");
+  EXPECT_EQ(compare_output(p, 2, want, close), "");
+  EXPECT_NE(compare_output(p, 1, want, far), "");
+}
+
 TEST(TensorDifferentialFuzz, RandomProgramsAgreeAcrossDevicesFusionAndHost) {
   fuzz::fuzz_programs("differential fuzz", 20261127, 300,
                       [](uint32_t seed) { return ProgramGen(seed).next(); });

@@ -376,6 +376,22 @@ TEST(SpecialValues, APaddingBeforeNegativeZerosSumsToPositiveZero) {
   }
 }
 
+// A +0 the driver folds together from the program's constants after unrolling (a padded element
+// of a cat: pad +0 plus the cat's other piece's +0, squared) times inf is nan: Lavapipe gave 0
+// (symbolic fuzzer seed 2000512). Every float +0 constant is now opaque to the driver.
+TEST(SpecialValues, AFoldedZeroOfAPaddedCatTimesInfIsNan) {
+  expect_on_both(
+      [&](const std::string& d) {
+        const Tensor a = floats({1, 2}, d).reshape({1, 2}), b = floats({3, 4}, d).reshape({1, 2});
+        return Tensor::cat(std::vector<Tensor>{a, b}, 0)
+            .pad({{0, 0}, {1, 0}})
+            .square()
+            .matmul(floats({kInf, 1, 1}, d).reshape({3, 1}))
+            .reshape({2});
+      },
+      {kNan, kNan});
+}
+
 // A pad's positions are +0 whatever op it is fused after: min is -max(-x), and a float NEG under
 // a pad turned the pad's +0 into -0 (found by the differential fuzzer: x.min().pad(...), fused
 // -0, realized first +0). A float NEG is now computed before the pad (core/schedule.cpp).

@@ -291,14 +291,19 @@ inline HostFn host_scatter(int64_t axis, int mode, bool include_self) {
       std::vector<double> vs = landed[e];
       if (vs.empty()) continue;
       if (include_self) vs.insert(vs.begin(), self.v[e]);
-      if (d.is_float() && vs.size() > 2) return std::nullopt;  // order matters
+      // Without self, torch (aten's scatter_reduce_exclude_self_helper) first fills the place with
+      // the reduction's identity, +0 for a sum or mean, and then adds: a lone -0 lands as +0.
+      else if (d.is_float() && (r == ScatterReduce::Sum || r == ScatterReduce::Mean))
+        vs.insert(vs.begin(), 0.0);
+      const size_t identity = !include_self && d.is_float() && r != ScatterReduce::Prod ? 1 : 0;
+      if (d.is_float() && vs.size() - identity > 2) return std::nullopt;  // order matters
       double acc = vs[0];
       if (r == ScatterReduce::Amax || r == ScatterReduce::Amin) {
         for (double x : vs) acc = r == ScatterReduce::Amax ? std::max(acc, x) : std::min(acc, x);
       } else if (d.is_float()) {
         for (size_t j = 1; j < vs.size(); ++j)
           acc = double(float(r == ScatterReduce::Prod ? acc * vs[j] : acc + vs[j]));
-        if (r == ScatterReduce::Mean) acc = double(float(acc / double(vs.size())));
+        if (r == ScatterReduce::Mean) acc = double(float(acc / double(vs.size() - identity)));
       } else {
         uint64_t w = uint64_t(int64_t(vs[0]));
         for (size_t j = 1; j < vs.size(); ++j)

@@ -1,0 +1,140 @@
+// Silent wrong answers the differential fuzzers found (tests/tensor_differential_fuzz*_test.cpp),
+// each cut down to the smallest program that still showed it, checked on both devices against the
+// value torch gives.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "support/device_compare.hpp"
+#include "support/fuzz_host_ops.hpp"
+
+using namespace vkg;
+using namespace vkg::test;
+using vkg::fuzz::HostArray;
+
+namespace {
+const std::vector<std::string> kDevices = {"CPU", "VK"};
+}  // namespace
+
+// Elementwise fuzzer seeds 800062, 800611: the max of an int32 value the rewriter folds to the
+// constant 0 gave INT_MIN (the reduce's start value) on VK.
+TEST(FuzzRegressions, IntMaxOfFoldedZeroIsZero) {
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor x(std::vector<int32_t>{3, -4, 5, 6, 7, 8}, {2, 3}, dev);
+    const Tensor zero = x.lt(x).cast(dtypes::int32);
+    EXPECT_EQ(zero.max({1}).to_vector<int32_t>(), (std::vector<int32_t>{0, 0}));
+    EXPECT_EQ(zero.max({}).item<int32_t>(), 0);
+    EXPECT_EQ(zero.min({1}).to_vector<int32_t>(), (std::vector<int32_t>{0, 0}));
+  }
+}
+
+// Ops fuzzer seed 920049: scatter_reduce sum without self of a lone -0. torch fills the place with
+// the sum's identity +0 first (aten's scatter_reduce_exclude_self_helper), so +0 + -0 = +0: the
+// devices gave that, the float64 host reference gave -0.
+TEST(FuzzRegressions, ScatterReduceSumWithoutSelfStartsFromPositiveZero) {
+  const HostArray self{{2}, {5.0, 7.0}, dtypes::float32};
+  const HostArray index{{2}, {0.0, 1.0}, dtypes::int32};
+  const HostArray src{{2}, {-0.0, 2.0}, dtypes::float32};
+  for (ScatterReduce r : {ScatterReduce::Sum, ScatterReduce::Mean}) {
+    const std::optional<HostArray> host = fuzz::host_scatter(0, int(r), false)({self, index, src});
+    ASSERT_TRUE(host.has_value());
+    EXPECT_EQ(host->v[0], 0.0);
+    EXPECT_FALSE(std::signbit(host->v[0])) << "host reference, reduce " << int(r);
+    EXPECT_EQ(host->v[1], 2.0);
+    for (const std::string& dev : kDevices) {
+      const Tensor out =
+          Tensor(std::vector<float>{5, 7}, {2}, dev)
+              .scatter_reduce(0, Tensor(std::vector<int32_t>{0, 1}, {2}, dev),
+                              Tensor(std::vector<float>{-0.0f, 2}, {2}, dev), r, false);
+      const std::vector<float> v = out.to_vector<float>();
+      EXPECT_EQ(v[0], 0.0f);
+      EXPECT_FALSE(std::signbit(v[0])) << dev << ", reduce " << int(r);
+      EXPECT_EQ(v[1], 2.0f);
+    }
+  }
+}
+
+// Elementwise fuzzer seed 880257: the mean of an all-false logical_xor is +0 (torch: a sum of +0s);
+// VK gave -0, the driver having folded `acc + float(c != c)` to acc, the reduce's -0 start.
+TEST(FuzzRegressions, MeanOfSelfXorIsPositiveZero) {
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor x(std::vector<float>{1, -2, 0, 4, 5, 6}, {2, 3}, dev);
+    const Tensor b = x.gt(0);
+    // The seed's own shape: an unrolled 42-step reduce over a cat of a float16 isinf.
+    const Tensor inf = random_tensor(dtypes::float16, {7, 7, 7, 3}, dev, 2488451564u)
+                           .mul(random_tensor(dtypes::float16, {1, 7, 1, 7, 3}, dev, 3822321325u))
+                           .isinf();
+    const Tensor c = Tensor::cat(std::vector<Tensor>{inf, inf}, 3);
+    for (const Tensor& m :
+         {c.logical_xor(c).mean({1, 3, -1}, true), b.logical_xor(b).mean({1}), x.lt(x).mean({1}),
+          x.cast(dtypes::int32).bitwise_xor(x.cast(dtypes::int32)).sum({1})}) {
+      const std::vector<float> v = m.cast(dtypes::float32).to_vector<float>();
+      for (float e : v) {
+        EXPECT_EQ(e, 0.0f);
+        EXPECT_FALSE(std::signbit(e));
+      }
+    }
+  }
+}
+
+// Ops fuzzer seed 901149: an empty matmul (0) times an integer, cast to float, times x. The
+// driver folds 0u * v to 0 and then +0 * x to 0: nan (inf * 0) and the sign of -0 were lost.
+TEST(FuzzRegressions, AnEmptyIntMatmulTimesFloatsKeepsNanAndSign) {
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor zero = Tensor(std::vector<uint32_t>{}, {1, 0}, dev)
+                            .matmul(Tensor(std::vector<uint32_t>{}, {0}, dev))
+                            .mul(Tensor(std::vector<uint32_t>{7}, {1}, dev));
+    const std::vector<float> v =
+        zero.matmul(Tensor(std::vector<float>{inf, -1, -2, 3, nan}, {1, 5}, dev))
+            .to_vector<float>();
+    ASSERT_EQ(v.size(), 5u);
+    EXPECT_TRUE(std::isnan(v[0]));
+    EXPECT_TRUE(v[1] == 0 && std::signbit(v[1]));
+    EXPECT_TRUE(v[2] == 0 && std::signbit(v[2]));
+    EXPECT_TRUE(v[3] == 0 && !std::signbit(v[3]));
+    EXPECT_TRUE(std::isnan(v[4]));
+  }
+}
+
+// Elementwise fuzzer seed 801140: a pad of an empty uint8 copysign minus 1 is all +0. With the
+// float +0 literals opaque to the driver, float(uint8 load never valid) - opaque 0 became 0 - x =
+// -x in the driver: -0. A cast of a constant integer 0 is now a +0 the renderer guards too.
+TEST(FuzzRegressions, APadOfAnEmptyIntExpressionIsPositiveZero) {
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor a = random_tensor(dtypes::uint8, {0, 3}, dev, 111936471u),
+                 b = random_tensor(dtypes::uint8, {0, 1}, dev, 3295817902u, true);
+    const Tensor c = a.copysign(b.isnan().where(1, b));
+    const Tensor out = (c - Tensor::full_like(c, 1.0)).pad({{1, 1}, {2, 0}}, 0);
+    const std::vector<float> v = out.to_vector<float>();
+    ASSERT_EQ(v.size(), 10u);
+    for (float e : v) {
+      EXPECT_EQ(e, 0.0f);
+      EXPECT_FALSE(std::signbit(e));
+    }
+  }
+}
+
+// Elementwise fuzzer seed 970233: a bfloat16 row padded with +0 times a column holding inf is nan.
+// The +0 of an emulated 16-bit float was written as a plain 0.0f, so after the unrolled loop the
+// driver folded 0 * inf to 0 and the sum came out finite.
+TEST(FuzzRegressions, APaddedBfloat16RowTimesInfIsNan) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor a = Tensor(std::vector<float>{1, 2}, {1, 2, 1}, dev).cast(dtypes::bfloat16);
+    const Tensor row = Tensor::cat(std::vector<Tensor>{a, a}, 2).pad({{0, 0}, {0, 0}, {0, 2}}, 0);
+    const Tensor col =
+        Tensor(std::vector<float>{1, 1, 1, 1, inf, 1, 1, inf}, {4, 2}, dev).cast(dtypes::bfloat16);
+    const std::vector<float> v = row.matmul(col).cast(dtypes::float32).to_vector<float>();
+    ASSERT_EQ(v.size(), 4u);
+    for (float e : v) EXPECT_TRUE(std::isnan(e)) << e;
+  }
+}
