@@ -134,8 +134,15 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar
   check_size(grown, dtype().itemsize(), "pad");
   const Tensor padded = movement(Ops::PAD, arg);
   if (value.as_double() == 0 && !std::signbit(value.as_double())) return padded;
-  // Padding fills zeros; other values are placed where a padded all-true mask is false.
-  const Tensor inside = Tensor::full(in, true, dtypes::bool_, device()).movement(Ops::PAD, arg);
+  // Padding fills zeros; other values are placed where a padded all-true mask is false. The mask
+  // has the tensor's symbolic sizes where it has them: one of the bound values' plain sizes would
+  // mark the rows a Jit replay at a larger binding adds as padding (a cumsum of more than 256
+  // elements, whose blocks pad with the scan's identity, read -5 fills there).
+  const Tensor all_true =
+      has_symbolic_shape()
+          ? Tensor::full({}, true, dtypes::bool_, device()).expand(sym_shape())
+          : Tensor::full(in, true, dtypes::bool_, device());
+  const Tensor inside = all_true.movement(Ops::PAD, arg);
   return inside.where(padded, Tensor::full({}, value, dtype(), device()));
 }
 

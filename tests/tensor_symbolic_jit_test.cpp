@@ -390,6 +390,30 @@ TEST_P(SymbolicJit, ACaptureAtSizeZeroKeepsItsBinding) {
   EXPECT_NE(e.find("no elements under the captured binding"), std::string::npos) << e;
 }
 
+TEST_P(SymbolicJit, APadWithAFillAndALongCumsumFollowALargerBinding) {
+  // A pad with a non-zero fill marks its padding with a mask; built with the capture's plain
+  // sizes, the rows a replay at a larger binding adds read as padding (-5), and a cumsum of more
+  // than 256 elements (blocks padded with the identity) gave 44 for 300 in those rows.
+  Jit f([](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0].pad({{0, 0}, {1, 0}}, -5.0) + 0.0f, in[1].cumsum(1) * 1.0f};
+  });
+  for (int64_t i : {2, 2, 2, 3, 4, 1}) {
+    std::vector<float> v(size_t(i) * 2, 1.0f), w(size_t(i) * 300, 1.0f);
+    auto out = f({Tensor(v, {i, 2}, dev()).reshape({vi.bind(i), 2}),
+                  Tensor(w, {i, 300}, dev()).reshape({vi.bind(i), 300})});
+    const auto padded = out[0].to_vector<float>();
+    const auto sums = out[1].to_vector<float>();
+    ASSERT_EQ(padded.size(), size_t(i) * 3);
+    for (int64_t r = 0; r < i; ++r) {
+      EXPECT_EQ(padded[size_t(r * 3)], -5.0f) << "i=" << i << " row " << r;
+      EXPECT_EQ(padded[size_t(r * 3 + 1)], 1.0f) << "i=" << i << " row " << r;
+      EXPECT_EQ(padded[size_t(r * 3 + 2)], 1.0f) << "i=" << i << " row " << r;
+      EXPECT_EQ(sums[size_t(r * 300 + 299)], 300.0f) << "i=" << i << " row " << r;
+      EXPECT_EQ(sums[size_t(r * 300 + 255)], 256.0f) << "i=" << i << " row " << r;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, SymbolicJit, testing::Values("CPU", "VK"));
 
 }  // namespace
