@@ -27,6 +27,7 @@ TEST(HostPool, RunsEveryPieceWithAtMostItsBoundOfThreads) {
         std::unique_lock lock(mu);
         most_running = std::max(most_running, ++running);
         order.push_back(i);
+        cv.notify_all();  // the test waits for the first four to be running
         cv.wait(lock, [&] { return open; });
         --running;
         ++finished;
