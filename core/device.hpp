@@ -131,7 +131,9 @@ class Device {
   }
   // The host reads or writes `memory` (a copy between devices, core/copy_item.hpp) until `event`
   // is ready: the host's own later accesses to it (copy_out, copy_in, when_done_with) wait for
-  // it too. The default keeps nothing (devices whose copy_out and copy_in wait for everything).
+  // it too. The default keeps nothing: enough only for a device whose wait_for blocks until the
+  // event is ready (the CPU device), since Tensor::bytes and mapped_memory wait for a copy into
+  // this device's memory only through wait_for and this record, not for every copy in flight.
   virtual void host_uses(Allocation& memory, std::shared_future<void> event) {
     (void)memory, (void)event;
   }
