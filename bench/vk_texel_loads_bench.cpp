@@ -223,6 +223,40 @@ void make_kernel(Kernel& kn, Read read, Shape s, const vk::Buffer& a, const vk::
   vkUpdateDescriptorSets(dev, 2, writes, 0, nullptr);
 }
 
+// Times `kPerSubmit` dispatches of `kn` recorded once and submitted per iteration, and reports
+// each kernel's time.
+constexpr int kPerSubmit = 8;
+void time_dispatches(benchmark::State& state, VkBench& bench, const Kernel& kn, uint32_t groups_x,
+                     uint32_t groups_y) {
+  const VkDevice dev = kn.dev;
+  auto pool_info =
+      vk::structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pool_info.queueFamilyIndex = bench.rt.device.queue_family();
+  VkCommandPool pool;
+  vk::check(vkCreateCommandPool(dev, &pool_info, nullptr, &pool), "command pool");
+  vk::UniqueCommandPool owned_pool(dev, pool);
+  auto cb_info =
+      vk::structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  cb_info.commandPool = pool;
+  cb_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cb_info.commandBufferCount = 1;
+  VkCommandBuffer cmd;
+  vk::check(vkAllocateCommandBuffers(dev, &cb_info, &cmd), "command buffer");
+  auto begin = vk::structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  vk::check(vkBeginCommandBuffer(cmd, &begin), "begin");
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kn.pipe.get());
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kn.pl.get(), 0, 1, &kn.set, 0,
+                          nullptr);
+  for (int i = 0; i < kPerSubmit; ++i) vkCmdDispatch(cmd, groups_x, groups_y, 1);
+  vk::check(vkEndCommandBuffer(cmd), "end");
+  // Lavapipe compiles a variant per texel format on the first dispatch: keep it out of the timing.
+  bench.rt.device.timeline().wait(bench.rt.device.timeline().submit(cmd));
+  for (auto _ : state) bench.rt.device.timeline().wait(bench.rt.device.timeline().submit(cmd));
+  state.counters["per_kernel_us"] =
+      benchmark::Counter(double(state.iterations()) * kPerSubmit / 1e6,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void matmul_bench(benchmark::State& state, Read read, Shape s) {
   VkBench& bench = vk_bench();
   VkDevice dev = bench.rt.device.get();
@@ -238,31 +272,7 @@ void matmul_bench(benchmark::State& state, Read read, Shape s) {
   kn.dev = dev;
   make_kernel(kn, read, s, a, b, c);
 
-  auto pool_info =
-      vk::structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
-  pool_info.queueFamilyIndex = bench.rt.device.queue_family();
-  VkCommandPool pool;
-  vk::check(vkCreateCommandPool(dev, &pool_info, nullptr, &pool), "command pool");
-  vk::UniqueCommandPool owned_pool(dev, pool);
-  auto cb_info =
-      vk::structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-  cb_info.commandPool = pool;
-  cb_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  cb_info.commandBufferCount = 1;
-  VkCommandBuffer cmd;
-  vk::check(vkAllocateCommandBuffers(dev, &cb_info, &cmd), "command buffer");
-  constexpr int kPerSubmit = 8;
-  auto begin = vk::structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  vk::check(vkBeginCommandBuffer(cmd, &begin), "begin");
-  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kn.pipe.get());
-  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kn.pl.get(), 0, 1, &kn.set, 0,
-                          nullptr);
-  for (int i = 0; i < kPerSubmit; ++i) vkCmdDispatch(cmd, s.n / 4 / 8, s.m / 4, 1);
-  vk::check(vkEndCommandBuffer(cmd), "end");
-
-  // Lavapipe compiles a variant per texel format on the first dispatch: keep it out of the timing.
-  bench.rt.device.timeline().wait(bench.rt.device.timeline().submit(cmd));
-  for (auto _ : state) bench.rt.device.timeline().wait(bench.rt.device.timeline().submit(cmd));
+  time_dispatches(state, bench, kn, s.n / 4 / 8, s.m / 4);
 
   // Check one output against the host so a wrong kernel cannot look fast.
   std::vector<float> hc(size_t(s.m) * s.n);
@@ -277,9 +287,6 @@ void matmul_bench(benchmark::State& state, Read read, Shape s) {
                            " but the host gives " + std::to_string(want))
                               .c_str());
   }
-  state.counters["per_kernel_us"] =
-      benchmark::Counter(double(state.iterations()) * kPerSubmit / 1e6,
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 #define TEXEL_BENCH(name, read, shape)                             \
@@ -497,30 +504,7 @@ void generated_bench(benchmark::State& state, const char* file, Read read) {
   std::regex_search(k.glsl, m, std::regex(R"(gl_WorkGroupID\.x\);  /\* (\d+) \*/)"));
   const uint32_t groups = uint32_t(std::stoul(m[1]));
 
-  auto pool_info =
-      vk::structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
-  pool_info.queueFamilyIndex = bench.rt.device.queue_family();
-  VkCommandPool pool;
-  vk::check(vkCreateCommandPool(dev, &pool_info, nullptr, &pool), "command pool");
-  vk::UniqueCommandPool owned_pool(dev, pool);
-  auto cb_info =
-      vk::structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-  cb_info.commandPool = pool;
-  cb_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  cb_info.commandBufferCount = 1;
-  VkCommandBuffer cmd;
-  vk::check(vkAllocateCommandBuffers(dev, &cb_info, &cmd), "command buffer");
-  constexpr int kPerSubmit = 8;
-  auto begin = vk::structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  vk::check(vkBeginCommandBuffer(cmd, &begin), "begin");
-  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kn.pipe.get());
-  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kn.pl.get(), 0, 1, &kn.set, 0,
-                          nullptr);
-  for (int i = 0; i < kPerSubmit; ++i) vkCmdDispatch(cmd, groups, 1, 1);
-  vk::check(vkEndCommandBuffer(cmd), "end");
-  // Lavapipe compiles a variant per texel format on the first dispatch: keep it out of the timing.
-  bench.rt.device.timeline().wait(bench.rt.device.timeline().submit(cmd));
-  for (auto _ : state) bench.rt.device.timeline().wait(bench.rt.device.timeline().submit(cmd));
+  time_dispatches(state, bench, kn, groups, 1);
 
   // Every variant must write the SSBO variant's bits: same arithmetic, only the loads differ.
   std::vector<uint32_t> got(kFloats);
@@ -530,9 +514,6 @@ void generated_bench(benchmark::State& state, const char* file, Read read) {
     reference[file] = got;
   else if (reference.count(file) && reference[file] != got)
     state.SkipWithError("output bits differ from the SSBO variant's");
-  state.counters["per_kernel_us"] =
-      benchmark::Counter(double(state.iterations()) * kPerSubmit / 1e6,
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 #define GENERATED_BENCH(name, file, read)                            \
