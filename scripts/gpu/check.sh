@@ -9,6 +9,12 @@ out=${OUT:-/tmp/vkg/out}; mkdir -p "$out"
 parts=${*:-tests bench copy}
 shards=${SHARDS:-12}
 (nvidia-smi -L; vkgrad-info) 2>&1 | tee "$out/info.txt" | head -40
+if ! vkgrad-info >/dev/null 2>&1; then
+  echo "no Vulkan device: the loader's account follows"
+  VK_LOADER_DEBUG=error,warn,driver vkgrad-info 2>&1 | tail -30
+  ls -la /usr/local/nvidia/share/vulkan/icd.d/ /usr/share/vulkan/icd.d/ 2>&1; ldd $(find / -name 'libGLX_nvidia.so.0' 2>/dev/null | head -1) | grep -i 'not found'
+  exit 1
+fi
 
 # Runs a gtest binary in $shards processes at once; prints failures and a summary line.
 sharded() {

@@ -3,6 +3,12 @@
 # loader, the Vulkan loader and the validation layer at it.
 set -u
 mkdir -p /tmp/vkg && tar -C /tmp/vkg -xJf .gpu/bundle.tar.xz
+# NVIDIA's Vulkan driver (libGLX_nvidia) needs glvnd's dispatch libraries, which the image
+# lacks: Debian's, fetched beside the repo into .gl (device README), unpack into /.
+if compgen -G '.gl/*.deb' >/dev/null; then
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
 export LD_LIBRARY_PATH=/tmp/vkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export VK_ADD_LAYER_PATH=/tmp/vkg/layer
 # The NVIDIA image keeps its ICD outside the loader's default search path.
