@@ -2,11 +2,11 @@
 # One prepared pass on a lent GPU machine (see scripts/gpu/bundle.sh): what the driver
 # reports, every Vulkan test suite sharded over the cores with the validation layer on, and
 # the speed benchmarks whose defaults depend on the device type. Logs go to $OUT.
-# usage: bash scripts/gpu/check.sh [tests] [bench] [copy]   (default: all three)
+# usage: bash scripts/gpu/check.sh [tests] [bench] [copy] [variants]   (default: all four)
 set -u
 source scripts/gpu/env.sh
 out=${OUT:-/tmp/vkg/out}; mkdir -p "$out"
-parts=${*:-tests bench copy}
+parts=${*:-tests bench copy variants}
 shards=${SHARDS:-12}
 (nvidia-smi -L; vkgrad-info) 2>&1 | tee "$out/info.txt" | head -40
 if ! vkgrad-info >/dev/null 2>&1; then
@@ -29,7 +29,7 @@ sharded() {
   local passed; passed=$(grep -h '^\[  PASSED  \]' "$logs"/*.log | awk '{s+=$4} END {print s+0}')
   local crashed; crashed=$(grep -L '^\[  PASSED  \]\|^\[  FAILED  \]' "$logs"/*.log | wc -l)
   echo "== $tag: passed $passed, failed $(echo -n "$failed" | grep -c .), shards without a summary $crashed, $((SECONDS - t0)) s"
-  [[ -n $failed ]] && echo "$failed" | head -40
+  [[ -n $failed ]] && echo "$failed" | head -40 | tee -a "$out/failures.txt"
   cat "$logs"/*.log >>"$out/tests.log"
 }
 
@@ -38,6 +38,8 @@ if [[ $parts == *tests* ]]; then
   sharded /tmp/vkg/bin/test_codegen codegen
   sharded /tmp/vkg/bin/test_tensor tensor
   sharded /tmp/vkg/bin/test_nn nn
+fi
+if [[ $parts == *variants* ]]; then
   sharded /tmp/vkg/bin/test_tensor tensor_texel VKG_TEXEL_LOADS=1
   sharded /tmp/vkg/bin/test_tensor tensor_staging VKG_FORCE_STAGING=1 --gtest_filter='*Copy*:*Device*:*Timeline*:*Async*'
 fi
