@@ -39,10 +39,6 @@ if [[ $parts == *tests* ]]; then
   sharded /tmp/vkg/bin/test_tensor tensor
   sharded /tmp/vkg/bin/test_nn nn
 fi
-if [[ $parts == *variants* ]]; then
-  sharded /tmp/vkg/bin/test_tensor tensor_texel VKG_TEXEL_LOADS=1
-  sharded /tmp/vkg/bin/test_tensor tensor_staging VKG_FORCE_STAGING=1 --gtest_filter='*Copy*:*Device*:*Timeline*:*Async*'
-fi
 bench() { "$@" --benchmark_min_time=${MIN_TIME:-0.2} --benchmark_repetitions=${REPS:-3} \
   --benchmark_report_aggregates_only=true 2>&1 | grep -E 'median|^BM|Error|error' | grep -v '_mean\|_stddev\|_cv' ; }
 if [[ $parts == *bench* ]]; then
@@ -55,4 +51,8 @@ fi
 if [[ $parts == *copy* ]]; then
   bench bench_tensor --benchmark_filter='Copy_|ReadBehind|TwoDeviceJit' | tee "$out/copy.txt"
   bench bench_vk --benchmark_filter='Upload|Download' | tee -a "$out/copy.txt"
+fi
+if [[ $parts == *variants* ]]; then
+  sharded /tmp/vkg/bin/test_tensor tensor_texel VKG_TEXEL_LOADS=1
+  sharded /tmp/vkg/bin/test_tensor tensor_staging VKG_FORCE_STAGING=1
 fi
