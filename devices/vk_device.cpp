@@ -86,7 +86,9 @@ class VkDevice final : public Device {
     traits_.max_workgroup_invocations = caps.limits.max_workgroup_invocations;
     // CPU devices (Lavapipe) pay per load and lane, not per register: a taller matmul tile
     // (8 rows x vec4) halves the loads per multiply-add (bench_tensor BM_Tensor_Matmul_1024).
-    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    // VKG_HEURISTICS=gpu gives a CPU device a GPU's traits: Lavapipe then makes the kernels a
+    // discrete GPU gets (GROUP reductions, no shuffle tiles), to reproduce a GPU's failure in CI.
+    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && vk::env_string("VKG_HEURISTICS") != "gpu") {
       traits_.tile_rows = 8;
       // ... and with subgroupShuffle, tiles whose broadcast operand is loaded once per lane and
       // shuffled: a load with a per-lane address is a loop over the lanes there, a shuffle one
