@@ -163,6 +163,19 @@ DeviceTraits lavapipe_traits() {
   return cpu;
 }
 
+// Lavapipe's traits with the shuffle tile of the device under test, for tests that run what the
+// heuristics make: a SHUFFLE tile is one subgroup, and devices/vk_device.cpp gives a device
+// shuffle tiles only of its own 4- to 16-wide subgroups (none on a 32-wide GPU), so the kernels
+// are ones the device accepts. 8-wide tiles on a 32-wide device are a kernel no device of the
+// kind would be given (the renderer refuses it: "SHUFFLE needs a workgroup of one 32-wide
+// subgroup").
+DeviceTraits lavapipe_traits_on(const GlslTarget& t) {
+  DeviceTraits cpu = lavapipe_traits();
+  const bool fits = t.subgroup_shuffle && t.subgroup_size >= 4 && t.subgroup_size <= 16;
+  cpu.shuffle_lanes = fits ? int64_t(t.subgroup_size) : 0;
+  return cpu;
+}
+
 // A replicate pad's pieces are masked along the local (column) axis that their stride ignores.
 // Loaded one row per lane and shuffled, such a load took the loading lane's mask, not the
 // reader's, and read 0 where the reader's piece was valid (op-family fuzzer, seed 10778): it is
@@ -531,7 +544,7 @@ int64_t slot_of_size(const Lowered& l, size_t bytes) {
 // inside a vector): no vector load of x at all. Values agree with the interpreter and the
 // closed form. 64 inputs: x along the lanes' 4 columns; 48: x the shuffled rows' vec2s.
 TEST_F(Opts, LavapipeHeuristicsFormNoWrongVectorsOfAShrunkOrPaddedOperand) {
-  const DeviceTraits cpu = lavapipe_traits();
+  const DeviceTraits cpu = lavapipe_traits_on(target_);
   for (const auto& [batch, outs, ins] : {std::tuple{6, 32, 64}, {6, 32, 48}}) {
     SCOPED_TRACE(std::to_string(batch) + "x" + std::to_string(outs) + "x" + std::to_string(ins));
     const std::vector<float> dy = ints(batch * outs, 7, 11, 5),
@@ -627,7 +640,7 @@ TEST_F(Opts, LoadsAreVectorsAlongAnUpcastAxisThatIsNotTheInnermost) {
 // tiles gave finite numbers before the guard saw through them. With the heuristics' opts and with
 // vector loads forced along each operand's axis.
 TEST_F(Opts, AMaskedVectorLoadTimesInfIsNan) {
-  const DeviceTraits cpu = lavapipe_traits();
+  const DeviceTraits cpu = lavapipe_traits_on(target_);
   for (const int64_t batch : {3, 7}) {
     const int64_t outs = 32, ins = 64;
     std::vector<float> dy = ints((batch + 1) * outs, 7, 11, 5);
@@ -658,6 +671,26 @@ TEST_F(Opts, AMaskedVectorLoadTimesInfIsNan) {
     }
     EXPECT_GT(vectors, 0);  // the forced tiles read x as vectors
   }
+}
+
+// What Opts.AMaskedVectorLoadTimesInfIsNan and LavapipeHeuristicsFormNoWrongVectors... met on an
+// H100 (32-wide subgroups): Lavapipe's 8-lane shuffle tile, rendered for a 32-wide device, is a
+// kernel the renderer refuses. lavapipe_traits_on(target) gives such a device no shuffle tile, and
+// the kernel renders and runs (here on Lavapipe, whose subgroup size then does not matter).
+TEST_F(Opts, LavapipeTraitsOnAThirtyTwoWideTargetMakeKernelsItAccepts) {
+  target_.subgroup_size = 32;
+  const int64_t batch = 3, outs = 32, ins = 64;
+  const std::vector<float> dy = ints(batch * outs, 7, 11, 5), x = ints(batch * ins, 5, 13, 6);
+  const Tensor product = Tensor(dy, {batch, outs}).transpose().matmul(Tensor(x, {batch, ins}));
+  const DeviceTraits eight = lavapipe_traits();
+  const Lowered tile = lowered(product, {}, &eight);
+  ASSERT_NE(tile.describe.find("SHUFFLE"), std::string::npos) << tile.describe;
+  EXPECT_THROW(render_glsl(tile.program, target_), Error);
+  const DeviceTraits own = lavapipe_traits_on(target_);
+  EXPECT_EQ(own.shuffle_lanes, 0);
+  const Lowered l = lowered(product, {}, &own);
+  EXPECT_EQ(l.describe.find("SHUFFLE"), std::string::npos) << l.describe;
+  EXPECT_EQ(agree(l), weight_gradient(dy, x, batch, outs, ins));
 }
 
 // A division fused into a reduce and the same for every output along one axis (a softmax's

@@ -41,8 +41,12 @@ Tensor chain(const Tensor& ones, const Tensor& avg, int links, float scale = 1) 
 }
 
 struct ChainInputs {
-  Tensor ones = Tensor::ones({512, 512}).contiguous().realize();
-  Tensor avg = (Tensor::ones({512, 512}) * (1.0f / 512)).contiguous().realize();
+  explicit ChainInputs(int64_t side = 512)
+      : side(side),
+        ones(Tensor::ones({side, side}).contiguous().realize()),
+        avg((Tensor::ones({side, side}) * (1.0f / float(side))).contiguous().realize()) {}
+  int64_t side;
+  Tensor ones, avg;
 };
 
 // Milliseconds since t0.
@@ -50,30 +54,54 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The side (512, 1024, 2048 or 4096) of the smallest chain of `links` matmuls that is still
+// running when a second chain's realize returns. The checks below need work that outlasts the
+// host's recording of the next realize: Lavapipe's 512 chains do (a few hundred milliseconds); a
+// GPU finishes those before the host has recorded the next one (an H100 did), not 4096 ones
+// (some 130 GFLOP a matmul). Larger sides keep every value exact (1/side is a power of two).
+int64_t side_in_flight(int links) {
+  Device& vk = device("VK");
+  for (int64_t side = 512; side <= 4096; side *= 2) {
+    ChainInputs in(side);
+    // Compiles both chains' kernels (a scale is a constant in the first one), then waits.
+    EXPECT_EQ(chain(in.ones, in.avg, links, 3).max().item<float>(), 4.0f);
+    EXPECT_EQ(chain(in.ones, in.avg, links, 4).max().item<float>(), 5.0f);
+    const Device::QueueCounts before = vk.queue_counts();
+    Tensor a = chain(in.ones, in.avg, links, 3).realize();
+    Tensor b = chain(in.ones, in.avg, links, 4).realize();
+    const Device::QueueCounts after = vk.queue_counts();
+    EXPECT_EQ(after.submitted, before.submitted + 2);  // nothing was reused from the reads above
+    const bool first_running = after.completed <= before.submitted;
+    EXPECT_EQ(b.max().item<float>(), 5.0f);
+    if (first_running) {
+      std::printf("chains of %d matmuls of %lld x %lld outlast a realize\n", links,
+                  static_cast<long long>(side), static_cast<long long>(side));
+      return side;
+    }
+  }
+  ADD_FAILURE() << "a chain of " << links << " matmuls of 4096 x 4096 had finished before the next "
+                << "chain's realize returned";
+  return 4096;
+}
+
 TEST(AsyncRealize, RealizeReturnsBeforeTheWorkEndsAndTheReadWaits) {
-  ChainInputs in;
-  EXPECT_EQ(chain(in.ones, in.avg, 16, 6).max().item<float>(), 7.0f);  // compiles the kernels
-  const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(chain(in.ones, in.avg, 16, 7).max().item<float>(), 8.0f);
-  // On Lavapipe a chain takes a few hundred milliseconds; a GPU may finish it before the checks.
-  const bool observable = ms_since(t0) > 50;
+  // The probe's chains (scales 3 and 4), whose kernels it compiled: a compile inside the second
+  // realize would give the first chain time to finish.
+  ChainInputs in(side_in_flight(16));
+  EXPECT_EQ(in.ones.sum().item<float>(), float(in.side * in.side));  // waits for everything
   Device& vk = device("VK");
   const Device::QueueCounts before = vk.queue_counts();
-  Tensor c = chain(in.ones, in.avg, 16).realize();
-  Tensor d = chain(in.ones, in.avg, 16, 2).realize();  // queued behind c's, without a wait either
+  Tensor c = chain(in.ones, in.avg, 16, 3).realize();
+  Tensor d = chain(in.ones, in.avg, 16, 4).realize();  // queued behind c's, without a wait either
   const Device::QueueCounts after = vk.queue_counts();
   EXPECT_EQ(after.host_waits, before.host_waits) << "realize waited for the device";
   EXPECT_EQ(after.submitted, before.submitted + 2);
-  if (observable) {
-    EXPECT_LT(after.completed, after.submitted) << "the chains had finished";
-  }
+  EXPECT_LE(after.completed, before.submitted) << "c's chain had finished";
   const std::vector<float> v = c.to_vector<float>();
-  EXPECT_EQ(d.max().item<float>(), 3.0f);
-  if (observable) {
-    EXPECT_GT(vk.queue_counts().host_waits, after.host_waits) << "the read did not wait";
-  }
-  EXPECT_EQ(v.size(), 512u * 512u);
-  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float x) { return x == 2.0f; }));
+  EXPECT_EQ(d.max().item<float>(), 5.0f);
+  EXPECT_GT(vk.queue_counts().host_waits, after.host_waits) << "the read did not wait";
+  EXPECT_EQ(v.size(), size_t(in.side * in.side));
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float x) { return x == 4.0f; }));
 }
 
 // A read waits for the submission that wrote its buffer, not for the device's whole queue: a
@@ -187,15 +215,15 @@ TEST(AsyncRealize, MemoryFreedInFlightIsNotReusedBeforeItsReadersFinish) {
 // submission here): past that, a realize waits for the oldest, so memory held by work in flight
 // stays bounded. An in-place update (an optimizer's) read at the end sees every step.
 TEST(AsyncRealize, ALoopThatNeverReadsRunsAheadByAtMostTwoRealizes) {
-  ChainInputs in;
-  Tensor w = Tensor::zeros({512, 512}).contiguous().realize();
+  // Chains that outlast a realize's recording (side_in_flight): the throttle then must block.
+  ChainInputs in(side_in_flight(8));
+  const int64_t side = in.side;
+  Tensor w = Tensor::zeros({side, side}).contiguous().realize();
   EXPECT_EQ(w.sum().item<float>(), 0.0f);
-  EXPECT_EQ((w + chain(in.ones, in.avg, 8)).max().item<float>(), 2.0f);  // compiles the kernels
-  // As above: the throttle blocks only where a chain takes longer than a realize to record
-  // (Lavapipe); a GPU may finish each before the next, and then it never has to wait.
-  const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ((w + chain(in.ones, in.avg, 8, 9)).max().item<float>(), 10.0f);
-  const bool observable = ms_since(t0) > 50;
+  // Compiles every step's kernels (its scale is a constant in one): a compile inside a step's
+  // realize would give the chains before it time to finish, and the throttle nothing to do.
+  for (int step = 1; step <= 6; ++step)
+    EXPECT_EQ((w + chain(in.ones, in.avg, 8, float(step))).max().item<float>(), float(step + 1));
   Device& vk = device("VK");
   const Device::QueueCounts start = vk.queue_counts();
   for (int step = 1; step <= 6; ++step) {
@@ -204,10 +232,9 @@ TEST(AsyncRealize, ALoopThatNeverReadsRunsAheadByAtMostTwoRealizes) {
     EXPECT_EQ(now.submitted - start.submitted, uint64_t(step));
     EXPECT_LE(now.submitted - now.completed, 2u) << "step " << step;
   }
-  if (observable) {
-    EXPECT_GT(vk.queue_counts().host_waits, start.host_waits) << "it never had to wait";
-  }
-  EXPECT_EQ(w.to_vector<float>(), std::vector<float>(512 * 512, 27.0f));  // sum of step + 1
+  EXPECT_GT(vk.queue_counts().host_waits, start.host_waits) << "it never had to wait";
+  EXPECT_EQ(w.to_vector<float>(),
+            std::vector<float>(size_t(side * side), 27.0f));  // sum of step + 1
 }
 
 // A device that runs nothing until it must: flush() returns at once, and the queued kernels run

@@ -13,6 +13,7 @@
 #include <vkgrad/vk/program.hpp>
 #include <vkgrad/vk/structure.hpp>
 
+#include "support/scoped_env.hpp"
 #include "support/validation_listener.hpp"
 #include "support/vk_fixture.hpp"
 
@@ -151,19 +152,7 @@ TEST(VkGroups, FoldsLongGridsIntoY) {
   EXPECT_EQ(Groups::cover(0, l).total(), 0u);
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using test::ScopedEnv;
 
 TEST(VkPipelineCache, LivesInTheCacheDirNamedAfterTheDevice) {
   Device& dev = test::vk_runtime().device;

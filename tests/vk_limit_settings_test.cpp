@@ -3,34 +3,21 @@
 // std::invalid_argument from deep inside device setup.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/vk/capabilities.hpp>
 
+#include "support/scoped_env.hpp"
+
 namespace vkg::vk {
 namespace {
 
-// Sets a variable for one scope, restoring what was there (CTest entries set these too).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 Limits some_limits() {
   Limits l;
@@ -48,6 +35,33 @@ TEST(LimitSettings, EachLowersItsLimitAndNeverRaisesIt) {
   EXPECT_EQ(l.max_storage_buffer_range, 4096u);
   EXPECT_EQ(l.max_texel_buffer_elements, 64u);
   EXPECT_EQ(l.max_sampled_images_per_stage, 1u << 20);
+}
+
+// The push-constant, workgroup-count and allocation-size settings that let a GPU's tests spill
+// arguments and fold grids (VkQueue.SpillsArgumentsThatExceedPushConstants,
+// Kernels.MoreWorkgroupsThan...).
+TEST(LimitSettings, PushConstantsWorkgroupCountsAndAllocationSizeAreLowered) {
+  ScopedEnv push("VKG_MAX_PUSH_CONSTANTS", "128"), groups("VKG_MAX_WORKGROUP_COUNT", "65535"),
+      allocation("VKG_MAX_ALLOCATION_SIZE", "268435456");
+  Limits l = some_limits();
+  l.max_push_constants_size = 256;
+  l.max_workgroup_count = {2147483647u, 65535u, 1000u};
+  l.max_memory_allocation_size = 4ull << 30;
+  lower_limits_by_env(l);
+  EXPECT_EQ(l.max_push_constants_size, 128u);
+  EXPECT_EQ(l.max_workgroup_count, (std::array<uint32_t, 3>{65535u, 65535u, 1000u}));
+  EXPECT_EQ(l.max_memory_allocation_size, 256ull << 20);
+}
+
+TEST(LimitSettings, TheHeapSettingLowersEveryHeapAndNeverRaisesOne) {
+  ScopedEnv heap("VKG_MAX_HEAP_SIZE", "1073741824");
+  std::vector<MemoryHeap> heaps{{80ull << 30, true}, {94ull << 30, false}, {256ull << 20, true}};
+  lower_heaps_by_env(heaps);
+  EXPECT_EQ(heaps[0].size, 1ull << 30);
+  EXPECT_EQ(heaps[1].size, 1ull << 30);
+  EXPECT_EQ(heaps[2].size, 256ull << 20);
+  ScopedEnv bad("VKG_MAX_HEAP_SIZE", "1G");
+  EXPECT_THROW(lower_heaps_by_env(heaps), Error);
 }
 
 TEST(LimitSettings, AnEmptyValueLeavesTheLimit) {

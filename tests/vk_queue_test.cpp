@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <vkgrad/core/error.hpp>
@@ -12,32 +13,34 @@
 #include <vkgrad/vk/args.hpp>
 #include <vkgrad/vk/queue.hpp>
 
+#include "support/scoped_env.hpp"
 #include "support/vk_fixture.hpp"
 
 namespace vkg::vk {
 namespace {
 
-Program make_program(const char* name, uint32_t push_bytes) {
-  return Program(test::vk_runtime().device, name, shaders::get(name).spirv, push_bytes);
+// The helpers take a runtime: most tests share test::vk_runtime(), a few make their own with
+// lowered limits (ScopedEnv), so that a GPU's larger limits do not keep them from their case.
+Program make_program(const char* name, uint32_t push_bytes, Runtime& rt = test::vk_runtime()) {
+  return Program(rt.device, name, shaders::get(name).spirv, push_bytes);
 }
 
 template <class T>
-Buffer upload_vector(const std::vector<T>& v) {
-  Runtime& rt = test::vk_runtime();
+Buffer upload_vector(const std::vector<T>& v, Runtime& rt = test::vk_runtime()) {
   Buffer b = rt.allocator.allocate(v.size() * sizeof(T));
   rt.transfer.upload(b, std::as_bytes(std::span(v)));
   return b;
 }
 
 template <class T>
-std::vector<T> download_vector(const Buffer& b, size_t count) {
+std::vector<T> download_vector(const Buffer& b, size_t count, Runtime& rt = test::vk_runtime()) {
   std::vector<T> v(count);
-  test::vk_runtime().transfer.download(b, std::as_writable_bytes(std::span(v)));
+  rt.transfer.download(b, std::as_writable_bytes(std::span(v)));
   return v;
 }
 
-Groups cover(uint64_t invocations, uint32_t local) {
-  return Groups::cover((invocations + local - 1) / local, test::vk_runtime().device.caps().limits);
+Groups cover(uint64_t invocations, uint32_t local, Runtime& rt = test::vk_runtime()) {
+  return Groups::cover((invocations + local - 1) / local, rt.device.caps().limits);
 }
 
 TEST(VkQueue, AddsTwoFloatBuffersExactly) {
@@ -126,20 +129,24 @@ TEST(VkQueue, IndependentDispatchesGetNoBarrierAndADependentOneGetsOne) {
   EXPECT_EQ(download_vector<uint32_t>(bufs[7], 64), std::vector<uint32_t>(64, 8));
 }
 
+// Lavapipe binds at most 128 MiB; a GPU's range (4 GiB on an H100) is past the largest single
+// allocation it makes, so no buffer there exceeds it: this runtime's range is lowered to 256 MiB
+// (VKG_MAX_STORAGE_BUFFER_RANGE, which only lowers), and the queue holds the kernel to it.
 TEST(VkQueue, KernelReadsAndWritesABufferLargerThanTheBindingRange) {
-  Runtime& rt = test::vk_runtime();
-  Program affine = make_program("affine_u32", 20);
+  const test::ScopedEnv range("VKG_MAX_STORAGE_BUFFER_RANGE", std::to_string(256u << 20));
+  Runtime rt;
+  Program affine = make_program("affine_u32", 20, rt);
   const uint64_t bytes = 300ull << 20;
   EXPECT_GT(bytes, rt.device.caps().limits.max_storage_buffer_range);
   const uint32_t n = static_cast<uint32_t>(bytes / 4);
   std::vector<uint32_t> x(n);
   for (uint32_t i = 0; i < n; ++i) x[i] = i * 2654435761u;
-  Buffer b = upload_vector(x);
+  Buffer b = upload_vector(x, rt);
   Queue q(rt.device, rt.allocator);
-  q.dispatch(affine, cover(n, 256), ArgPack().address(b).u32(n).u32(3).u32(7).bytes(),
+  q.dispatch(affine, cover(n, 256, rt), ArgPack().address(b).u32(n).u32(3).u32(7).bytes(),
              {{&b, Access::ReadWrite}});
   q.finish();
-  std::vector<uint32_t> y = download_vector<uint32_t>(b, n);
+  std::vector<uint32_t> y = download_vector<uint32_t>(b, n, rt);
   size_t wrong = 0, first_wrong = n;
   for (uint32_t i = 0; i < n; ++i)
     if (y[i] != x[i] * 3u + 7u) wrong++, first_wrong = std::min<size_t>(first_wrong, i);
@@ -147,15 +154,18 @@ TEST(VkQueue, KernelReadsAndWritesABufferLargerThanTheBindingRange) {
   EXPECT_EQ(y[n - 1], x[n - 1] * 3u + 7u);
 }
 
+// 21 addresses and a count (172 bytes) exceed Lavapipe's 128 bytes of push constants, not a GPU's
+// 256: this runtime's limit is lowered to 128 (VKG_MAX_PUSH_CONSTANTS), the Vulkan minimum.
 TEST(VkQueue, SpillsArgumentsThatExceedPushConstants) {
-  Runtime& rt = test::vk_runtime();
-  Program weighted = make_program("weighted_sum_u32", 8);
+  const test::ScopedEnv push("VKG_MAX_PUSH_CONSTANTS", "128");
+  Runtime rt;
+  Program weighted = make_program("weighted_sum_u32", 8, rt);
   constexpr uint32_t kSources = 20, kWords = 1000;
   std::vector<Buffer> src;
   for (uint32_t k = 0; k < kSources; ++k) {
     std::vector<uint32_t> v(kWords);
     for (uint32_t i = 0; i < kWords; ++i) v[i] = k * 1000 + i;
-    src.push_back(upload_vector(v));
+    src.push_back(upload_vector(v, rt));
   }
   Buffer dst[2] = {rt.allocator.allocate(kWords * 4), rt.allocator.allocate(kWords * 4)};
   Queue q(rt.device, rt.allocator);
@@ -173,13 +183,13 @@ TEST(VkQueue, SpillsArgumentsThatExceedPushConstants) {
       std::vector<BufferUse> uses;
       for (const Buffer& s : src) uses.push_back({&s, Access::Read});
       uses.push_back({&out, Access::Write});
-      q.dispatch(weighted, cover(count, 64), ArgPack().address(where).bytes(), uses);
+      q.dispatch(weighted, cover(count, 64, rt), ArgPack().address(where).bytes(), uses);
     }
     q.finish();
   }
   EXPECT_EQ(q.stats().submits, 2u);
-  const std::vector<uint32_t> full = download_vector<uint32_t>(dst[1], kWords);
-  const std::vector<uint32_t> part = download_vector<uint32_t>(dst[0], kWords);
+  const std::vector<uint32_t> full = download_vector<uint32_t>(dst[1], kWords, rt);
+  const std::vector<uint32_t> part = download_vector<uint32_t>(dst[0], kWords, rt);
   const uint32_t last_count = kWords / 2 + 1198 / 2 % 100;  // the last dispatch into dst[0]
   for (uint32_t i = 0; i < kWords; ++i) {
     uint32_t expect = 0;

@@ -183,6 +183,10 @@ VkDeviceSize Allocator::largest_request(uint32_t type) const {
                    caps.heaps[caps.memory_types[type].heap].size});
 }
 
+uint32_t Allocator::heap_of(Usage usage) const {
+  return device_.caps().memory_types[type_for_[static_cast<int>(usage)]].heap;
+}
+
 Buffer Allocator::allocate(VkDeviceSize bytes, Usage usage) {
   const Capabilities& caps = device_.caps();
   const uint32_t type = static_cast<uint32_t>(type_for_[static_cast<int>(usage)]);

@@ -71,6 +71,9 @@ class Allocator {
   // GPU and dropping every cached buffer; the allocator stays usable after either.
   Buffer allocate(VkDeviceSize bytes, Usage usage = Usage::Device);
 
+  // The memory heap (an index into Capabilities::heaps) that `usage` buffers come from.
+  uint32_t heap_of(Usage usage) const;
+
   // Returns cached buffers whose last use has completed to their blocks and frees empty blocks.
   void trim();
   // Waits for all submitted GPU work, then trims everything.

@@ -218,6 +218,7 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   if (!f.timeline_semaphore) caps.missing.push_back("timelineSemaphore");
   if (!f.synchronization2) caps.missing.push_back("synchronization2");
   lower_limits_by_env(caps.limits);
+  lower_heaps_by_env(caps.heaps);
   return caps;
 }
 
@@ -229,6 +230,15 @@ void lower_limits_by_env(Limits& l) {
   lower(l.max_storage_buffer_range, "VKG_MAX_STORAGE_BUFFER_RANGE");
   lower(l.max_texel_buffer_elements, "VKG_MAX_TEXEL_ELEMENTS");
   lower(l.max_sampled_images_per_stage, "VKG_MAX_SAMPLED_IMAGES");
+  lower(l.max_push_constants_size, "VKG_MAX_PUSH_CONSTANTS");
+  for (uint32_t& count : l.max_workgroup_count) lower(count, "VKG_MAX_WORKGROUP_COUNT");
+  if (const std::optional<uint64_t> v = env_count("VKG_MAX_ALLOCATION_SIZE"))
+    l.max_memory_allocation_size = std::min<VkDeviceSize>(l.max_memory_allocation_size, *v);
+}
+
+void lower_heaps_by_env(std::vector<MemoryHeap>& heaps) {
+  if (const std::optional<uint64_t> v = env_count("VKG_MAX_HEAP_SIZE"))
+    for (MemoryHeap& h : heaps) h.size = std::min<VkDeviceSize>(h.size, *v);
 }
 
 std::string describe(const Capabilities& c) {

@@ -106,8 +106,18 @@ Capabilities read_capabilities(VkPhysicalDevice physical);
 // the queue and the renderer seeing the same limit: VKG_MAX_STORAGE_BUFFER_RANGE (bytes),
 // VKG_MAX_TEXEL_ELEMENTS (maxTexelBufferElements), VKG_MAX_SAMPLED_IMAGES (sampled images per
 // stage, which uniform texel buffers count against). Each only lowers; a value that is not a
-// whole number is a vkg::Error naming the setting.
+// whole number is a vkg::Error naming the setting. Also VKG_MAX_PUSH_CONSTANTS (bytes) and
+// VKG_MAX_WORKGROUP_COUNT (each axis), so that a GPU's 256 bytes and 2^31 - 1 workgroups do not
+// keep tests from arguments that spill and grids folded over several axes; and
+// VKG_MAX_ALLOCATION_SIZE (maxMemoryAllocationSize, bytes), so that Lavapipe, whose one allocation
+// may take its whole heap, meets a GPU's heap of many allocations (an H100: 80 GB, 4 GiB each).
 void lower_limits_by_env(Limits& l);
+
+// VKG_MAX_HEAP_SIZE (bytes) lowers every memory heap's size, which the allocator keeps to as a
+// budget: tests reach device out-of-memory at a few GiB on an 80 GB GPU, in one process, without
+// taking the memory that tests running beside them need. Only lowers; a malformed value is an
+// error naming the setting.
+void lower_heaps_by_env(std::vector<MemoryHeap>& heaps);
 
 // Whether the physical device offers the device extension `name`.
 bool has_device_extension(VkPhysicalDevice physical, const char* name);

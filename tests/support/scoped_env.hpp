@@ -1,0 +1,30 @@
+// Sets an environment variable for one scope and restores what was there: for settings read
+// where a device or runtime starts (VKG_MAX_*, VKG_CACHE_DIR), so a test makes its own.
+#pragma once
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace vkg::test {
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace vkg::test
