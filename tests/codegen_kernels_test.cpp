@@ -101,13 +101,12 @@ TEST_F(Kernels, IntDivModWithNegativeOperandsAgree) {
 // cases C leaves undefined (exec_alu's nullopt), leaving them to the device.
 TEST_F(Kernels, DivisionByZeroAndWideShiftsAgreeWithTheCpuDeviceAndTheFolder) {
   const std::vector<int32_t> a{7, -7, 0, INT32_MIN, 5}, b{0, 0, 0, 0, 2};
-  auto out =
-      expect_agree(int_div_mod(dtypes::int32, 5), {Bytes(20), Bytes(20), to_bytes(a), to_bytes(b)});
+  auto out = expect_agree(int_div_mod(dtypes::int32, 5),
+                          {Bytes(20), Bytes(20), to_bytes(a), to_bytes(b)});
   EXPECT_EQ(from_bytes<int32_t>(out[0]), (std::vector<int32_t>{0, 0, 0, 0, 2}));
   EXPECT_EQ(from_bytes<int32_t>(out[1]), (std::vector<int32_t>{7, -7, 0, INT32_MIN, 1}));
   const std::vector<uint32_t> ua{7, 0, 4000000000u}, ub{0, 0, 0};
-  out = expect_agree(int_div_mod(dtypes::uint32, 3),
-                     {Bytes(12), Bytes(12), to_bytes(ua), to_bytes(ub)});
+  out = expect_agree(int_div_mod(dtypes::uint32, 3), {Bytes(12), Bytes(12), to_bytes(ua), to_bytes(ub)});
   EXPECT_EQ(from_bytes<uint32_t>(out[0]), (std::vector<uint32_t>{0, 0, 0}));
   EXPECT_EQ(from_bytes<uint32_t>(out[1]), ua);
   const std::vector<int8_t> na{-128, 9}, nb{0, 0};
@@ -123,24 +122,18 @@ TEST_F(Kernels, DivisionByZeroAndWideShiftsAgreeWithTheCpuDeviceAndTheFolder) {
     for (size_t i = 0; i < x.size(); ++i) {
       const int s = c[i] & 31;
       EXPECT_EQ(got[i], op == Ops::SHL ? int32_t(uint32_t(x[i]) << s) : x[i] >> s) << i;
-      const auto folded =
-          exec_alu(op, dtypes::int32, dtypes::int32, std::vector<int64_t>{x[i], c[i]});
-      if (c[i] >= 0 && c[i] < 32)
-        EXPECT_EQ(folded, got[i]) << i;
-      else
-        EXPECT_EQ(folded, std::nullopt) << i;
+      const auto folded = exec_alu(op, dtypes::int32, dtypes::int32, std::vector<int64_t>{x[i], c[i]});
+      if (c[i] >= 0 && c[i] < 32) EXPECT_EQ(folded, got[i]) << i;
+      else EXPECT_EQ(folded, std::nullopt) << i;
     }
   }
   const std::vector<uint8_t> bx{1, 0x80, 3}, bc{9, 15, 8};
   expect_agree(binary_op(Ops::SHL, dtypes::uint8, 3), {Bytes(3), to_bytes(bx), to_bytes(bc)});
   expect_agree(binary_op(Ops::SHR, dtypes::uint8, 3), {Bytes(3), to_bytes(bx), to_bytes(bc)});
   for (size_t i = 0; i < a.size(); ++i) {
-    const auto q =
-        exec_alu(Ops::IDIV, dtypes::int32, dtypes::int32, std::vector<int64_t>{a[i], b[i]});
-    if (b[i] == 0)
-      EXPECT_EQ(q, std::nullopt);
-    else
-      EXPECT_EQ(q, a[i] / b[i]);
+    const auto q = exec_alu(Ops::IDIV, dtypes::int32, dtypes::int32, std::vector<int64_t>{a[i], b[i]});
+    if (b[i] == 0) EXPECT_EQ(q, std::nullopt);
+    else EXPECT_EQ(q, a[i] / b[i]);
   }
 }
 
