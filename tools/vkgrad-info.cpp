@@ -1,12 +1,16 @@
 // vkgrad-info: prints the Vulkan devices vkgrad sees, which one it would choose (VK_DEVICE picks
 // another), and the capabilities record it read from that device.
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <string>
 
 #include <vkgrad/vk/capabilities.hpp>
 #include <vkgrad/vk/device.hpp>
 #include <vkgrad/vk/env.hpp>
 #include <vkgrad/vk/instance.hpp>
+
+extern char** environ;
 
 int main() {
   namespace vk = vkg::vk;
@@ -26,6 +30,14 @@ int main() {
     std::printf("\nchosen: %zu%s\n%s", chosen,
                 select.empty() ? " (set VK_DEVICE=<index or name> to pick another)" : "",
                 vk::describe(devices[chosen].caps).c_str());
+    // The VKG_ settings in force: VKG_MAX_* lower the limits printed above, others change the
+    // kernels (VKG_HEURISTICS, VKG_TEXEL_LOADS): a log read later must say so.
+    std::string settings;
+    for (char** e = environ; *e; ++e)
+      if (std::strncmp(*e, "VKG_", 4) == 0)
+        settings += std::string(settings.empty() ? "" : " ") + *e;
+    std::printf("settings: %s\n",
+                settings.empty() ? "none (no VKG_ variable set)" : settings.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vkgrad-info: %s\n", e.what());
