@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -15,6 +16,8 @@ namespace vkg::bench {
 namespace {
 
 void BM_Tensor_Attention_8x512x64(benchmark::State& state) {
+  // Each timed realize waits for its kernels (a realize returns once they are submitted).
+  const ScopedSetting sync("VKG_SYNC_REALIZE", 1);
   Tensor::manual_seed(3);
   Tensor q = Tensor::randn({8, 512, 64}, dtypes::float32, "VK"), k = Tensor::randn({8, 512, 64}, dtypes::float32, "VK"),
          v = Tensor::randn({8, 512, 64}, dtypes::float32, "VK");

@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 #include "tensor_reference_kernels.hpp"
@@ -28,7 +29,9 @@ const char* const kPassNames[] = {"forward", "input gradient", "weight gradient"
 void BM_Tensor_BeautifulMnistConv(benchmark::State& state) {
   ReferenceKernels& r = reference_kernels();
   if (!r.matmul_fits())
-    return state.SkipWithError("needs 8-wide subgroups with shuffle and push descriptors");
+    return state.SkipWithError("needs subgroups of 4 to 64 lanes with shuffle, push descriptors");
+  // Each timed realize waits for its kernels (a realize returns once they are submitted).
+  const ScopedSetting sync("VKG_SYNC_REALIZE", 1);
   const ConvLayer& c = kLayers[state.range(0)];
   const Pass pass = Pass(state.range(1));
   if (state.range(0) == 0 && pass == kInputGradient)
@@ -49,6 +52,7 @@ void BM_Tensor_BeautifulMnistConv(benchmark::State& state) {
   MatmulBuffers m(n);
   auto p = r.matmul(kBestRowsPerLane, kBestWorkgroup);
   m.run(*p, kBestRowsPerLane, kBestWorkgroup);
+  if (!m.right()) return state.SkipWithError("the reference matmul is wrong on this device");
   run();  // compiles
   double t_ref = 0, t_gen = 0;
   for (auto _ : state) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <vkgrad/core/context.hpp>
@@ -20,6 +21,10 @@ namespace vkg::bench {
 namespace {
 
 constexpr int64_t kStreamN = int64_t(16) << 20;
+// A realize returns once its kernels are submitted: the timed realizes wait for their work
+// (VKG_SYNC_REALIZE), or the wall clock would time the submission, and the generated kernels
+// would still run through the reference's next timing.
+constexpr const char* kSyncRealize = "VKG_SYNC_REALIZE";
 constexpr double kAddBytes = 3.0 * kStreamN * 4;
 
 // The reference add's buffers, made once.
@@ -75,6 +80,7 @@ BENCHMARK(BM_Reference_AddF32_16Mi)->Arg(0)->Arg(1)->UseManualTime()->Unit(bench
 // iteration; reports the generated kernel's GB/s and its ratio to the add's.
 template <class F>
 void versus_add(benchmark::State& state, double bytes, F&& make_output) {
+  const ScopedSetting sync(kSyncRealize, 1);
   make_output();  // compiles
   add_buffers().run();
   double t_ref = 0, t_gen = 0;
@@ -106,7 +112,7 @@ struct SumBuffers {
     std::vector<float> host(kStreamN, 1.0f);
     x = r.rt.allocator.allocate(kStreamN * 4);
     r.rt.transfer.upload(x, std::as_bytes(std::span(host)));
-    partials = r.rt.allocator.allocate(kSumWorkgroups * 64 / 8 * 4);
+    partials = r.rt.allocator.allocate(r.sum_partials() * 4);
     result = r.rt.allocator.allocate(4);
   }
   void run() {
@@ -116,7 +122,7 @@ struct SumBuffers {
                      vk::ArgPack().u32(uint32_t(kStreamN / 4)).bytes(), pass1);
     const vk::BufferUse pass2[] = {{&partials, vk::Access::Read}, {&result, vk::Access::Write}};
     r.queue.dispatch(r.sum_pass2, vk::Groups{1, 1, 1},
-                     vk::ArgPack().u32(kSumWorkgroups * 64 / 8 / 4).bytes(), pass2);
+                     vk::ArgPack().u32(r.sum_partials() / 4).bytes(), pass2);
     r.queue.finish();
   }
   float value() {
@@ -130,8 +136,9 @@ struct SumBuffers {
 // the add's GB/s and to the hand-written two-pass sum's time (vs_ref), measured alternately.
 void BM_Tensor_Sum_16Mi(benchmark::State& state) {
   ReferenceKernels& r = reference_kernels();
-  if (r.rt.device.caps().limits.subgroup_size != 8)
-    return state.SkipWithError("the reference sum's second pass needs 8-wide subgroups");
+  if (!r.matmul_fits())
+    return state.SkipWithError("the reference sum needs subgroups of 4 to 64 lanes");
+  const ScopedSetting sync(kSyncRealize, 1);
   static SumBuffers ref;
   ref.run();
   if (ref.value() != float(kStreamN)) return state.SkipWithError("the reference sum is wrong");
@@ -157,12 +164,15 @@ BENCHMARK(BM_Tensor_Sum_16Mi)->UseManualTime()->Unit(benchmark::kMillisecond);
 void BM_Reference_Matmul(benchmark::State& state) {
   ReferenceKernels& r = reference_kernels();
   if (!r.matmul_fits())
-    return state.SkipWithError("needs 8-wide subgroups with shuffle and push descriptors");
+    return state.SkipWithError("needs subgroups of 4 to 64 lanes with shuffle, push descriptors");
   const int64_t n = state.range(0);
   const int rpl = int(state.range(1)), wg = int(state.range(2));
   MatmulBuffers m(n);
   auto p = r.matmul(rpl, wg);
   m.run(*p, rpl, wg);
+  if (!m.right()) return state.SkipWithError("the reference matmul is wrong on this device");
+  state.SetLabel(std::to_string(r.subgroup()) + "-wide subgroups, workgroup " +
+                 std::to_string(r.workgroup_of(wg)));
   for (auto _ : state) state.SetIterationTime(seconds([&] { m.run(*p, rpl, wg); }));
   state.counters["GFLOPS"] = benchmark::Counter(
       2.0 * double(n * n * n) * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
@@ -178,13 +188,15 @@ BENCHMARK(BM_Reference_Matmul)
 void BM_Tensor_Matmul_1024(benchmark::State& state) {
   ReferenceKernels& r = reference_kernels();
   if (!r.matmul_fits())
-    return state.SkipWithError("needs 8-wide subgroups with shuffle and push descriptors");
-  ScopedSetting beam("BEAM", state.range(0)), timeout("BEAM_TIMEOUT", setting("BEAM_TIMEOUT", 60));
+    return state.SkipWithError("needs subgroups of 4 to 64 lanes with shuffle, push descriptors");
+  ScopedSetting beam("BEAM", state.range(0)), timeout("BEAM_TIMEOUT", setting("BEAM_TIMEOUT", 60)),
+      sync(kSyncRealize, 1);
   constexpr int64_t n = 1024;
   const Tensor a = filled({n, n}, 0.5f), b = filled({n, n}, 0.25f);
   MatmulBuffers m(n);
   auto p = r.matmul(kBestRowsPerLane, kBestWorkgroup);
   m.run(*p, kBestRowsPerLane, kBestWorkgroup);
+  if (!m.right()) return state.SkipWithError("the reference matmul is wrong on this device");
   a.matmul(b).realize();  // compiles
   double t_ref = 0, t_gen = 0;
   for (auto _ : state) {
