@@ -113,7 +113,14 @@ class VkDevice final : public Device {
 
   std::shared_ptr<Allocation> allocate(const Buffer& buffer) override {
     auto a = std::make_shared<VkAllocation>();
-    a->buffer = rt_.allocator.allocate(std::max<VkDeviceSize>(buffer.capacity_bytes(), 4));
+    try {
+      a->buffer = rt_.allocator.allocate(std::max<VkDeviceSize>(buffer.capacity_bytes(), 4));
+    } catch (const OutOfMemory& e) {
+      // The allocator speaks of bytes and Vulkan limits (maxMemoryAllocationSize, the heap); the
+      // user made a tensor of some dtype and element count: say which.
+      throw OutOfMemory(name_ + ": no memory for a " + buffer.dtype().name() + " tensor of " +
+                        std::to_string(buffer.count()) + " elements: " + e.what());
+    }
     return a;
   }
   void copy_in(Allocation& dst, std::span<const std::byte> src) override {

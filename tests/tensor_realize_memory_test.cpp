@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/schedule.hpp>
@@ -112,6 +113,24 @@ TEST(RealizeMemory, RefillAfterOutOfMemoryFitsAsManyAsTheFirstFill) {
   ASSERT_GE(first, 2u) << "the device should hold at least two 256 MiB tensors";
   ASSERT_LT(first, 64u) << "the device never ran out of memory";
   EXPECT_EQ(fill(), first);
+}
+
+// A tensor no Vulkan device holds (1 TiB of float32: past every heap; past maxMemoryAllocationSize
+// alone is an H100's 4 GiB of its 80 GB) is an OutOfMemory in the user's terms, the dtype and the
+// element count, with the size and the limit that refused it; the device computes as before. It
+// named bytes and a Vulkan limit only.
+TEST(RealizeMemory, ATensorNoDeviceMemoryHoldsIsAnErrorNamingItsDtypeAndSize) {
+  const int64_t n = int64_t(1) << 38;
+  try {
+    (Tensor::full({n}, 1.0f, dtypes::float32, "VK") + 1).realize();
+    ADD_FAILURE() << "1 TiB was allocated";
+  } catch (const OutOfMemory& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("float32 tensor of 274877906944 elements"), std::string::npos) << what;
+    EXPECT_NE(what.find("1099511627776 bytes"), std::string::npos) << what;
+  }
+  EXPECT_EQ(((Tensor::full({1024}, 3.0f, dtypes::float32, "VK") + 1) * 2).max().item<float>(),
+            8.0f);
 }
 
 // The CPU device's allocation that the host cannot satisfy, with a freed 1 MiB block in its pool
