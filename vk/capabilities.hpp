@@ -37,6 +37,11 @@ struct Limits {
   // semantics for signed zeros, infinities and nan (the SPIR-V SignedZeroInfNanPreserve mode).
   bool preserve_specials_float16 = false, preserve_specials_float32 = false,
        preserve_specials_float64 = false;
+  // shaderDenormPreserveFloat16/32/64 and shaderDenormFlushToZeroFloat16/32/64: a shader may
+  // ask that subnormal floats be kept (the DenormPreserve mode) or flushed to zero.
+  bool denorm_preserve_float16 = false, denorm_preserve_float32 = false,
+       denorm_preserve_float64 = false;
+  bool denorm_flush_float16 = false, denorm_flush_float32 = false, denorm_flush_float64 = false;
 };
 
 struct Features {
@@ -107,6 +112,11 @@ Capabilities read_capabilities(VkPhysicalDevice physical);
 // VKG_MAX_TEXEL_ELEMENTS (maxTexelBufferElements), VKG_MAX_SAMPLED_IMAGES (sampled images per
 // stage, which uniform texel buffers count against). Each only lowers; a value that is not a
 // whole number is a vkg::Error naming the setting.
+// Whether float32 subnormals may become 0 in kernels on this device: it cannot be asked to keep
+// them (no shaderDenormPreserveFloat32) and is not known to keep them anyway. Results on such a
+// device can differ from the CPU device's wherever a value falls below 2^-126.
+bool float32_subnormals_may_flush(const Capabilities& c);
+
 void lower_limits_by_env(Limits& l);
 
 // Whether the physical device offers the device extension `name`.
