@@ -11,12 +11,14 @@
 
 #include <vkgrad/codegen/glsl_renderer.hpp>
 #include <vkgrad/codegen/spirv_compiler.hpp>
+#include <vkgrad/devices/vk_target.hpp>
 
 #include "support/linear_programs.hpp"
 
 namespace vkg {
 namespace {
 
+using test::binary_op;
 using test::elementwise_add;
 
 std::vector<uint32_t> module_of(const Program& p, const GlslTarget& t = GlslTarget::everything()) {
@@ -78,6 +80,37 @@ TEST(FloatControls, KernelsAskToKeepSubnormalsForEachWidthTheyComputeIn) {
   // bfloat16 is float32 in registers: its subnormals are float32's.
   const auto bf16 = module_of(elementwise_add(dtypes::bfloat16, 64));
   EXPECT_EQ(mode_widths(bf16, kDenormPreserve), (std::vector<uint32_t>{32}));
+}
+
+// NVIDIA's H100 computed float16 ops in float32 without rounding (h(1) / h(3) gave 0.333333),
+// which Vulkan allows: a device with shaderFloat16 that keeps inf and nan (as that one reports)
+// still gets float32 arithmetic rounded to float16 by integer helpers after every op, unless
+// VKG_NATIVE_FLOAT16=1 asks for its own.
+TEST(FloatControls, Float16IsRoundedByTheKernelUnlessNativeArithmeticIsAsked) {
+  vk::Capabilities caps;
+  caps.driver_name = "NVIDIA";
+  caps.features.float16 = caps.features.storage_buffer_16bit = true;
+  caps.limits.preserve_specials_float16 = caps.limits.preserve_specials_float32 = true;
+  caps.limits.denorm_preserve_float32 = true;
+  caps.limits.max_workgroup_count = {65535, 65535, 65535};
+  caps.limits.max_push_constants_size = 128;
+  caps.limits.subgroup_size = 32;
+  ASSERT_EQ(std::getenv("VKG_NATIVE_FLOAT16"), nullptr);
+  const GlslTarget t = glsl_target_of(caps);
+  EXPECT_FALSE(t.float16);
+  EXPECT_TRUE(t.storage_16bit);
+  EXPECT_TRUE(t.denorm_preserve_float32);
+  const std::string glsl = render_glsl(binary_op(Ops::MUL, dtypes::float16, 4), t);
+  EXPECT_NE(glsl.find("f16_round("), std::string::npos) << glsl;
+  EXPECT_EQ(glsl.find("float16_t("), std::string::npos) << glsl;
+  EXPECT_FALSE(native_float16_asked(""));
+  EXPECT_FALSE(native_float16_asked("0"));
+  EXPECT_TRUE(native_float16_asked("1"));
+  ::setenv("VKG_NATIVE_FLOAT16", "1", 1);
+  EXPECT_TRUE(glsl_target_of(caps).float16);
+  caps.driver_name = "llvmpipe";  // folds float16 x - x to 0 for x = inf: never native
+  EXPECT_FALSE(glsl_target_of(caps).float16);
+  ::unsetenv("VKG_NATIVE_FLOAT16");
 }
 
 }  // namespace
