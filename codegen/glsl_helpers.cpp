@@ -526,6 +526,46 @@ std::string fmod_f64_body() {
   return uint64BitsToDouble(sign | (r << (eb - 1u)));)";
 }
 
+std::string sqrt_body(DType d) {
+  if (d.scalar == Scalar::Float64) return "return sqrt(a);";
+  if (d.scalar != Scalar::Float32) no_helper("sqrt_exact", d);
+  // Vulkan lets sqrt be off by about 3 ulp (NVIDIA's H100: 790 of 4921 roots 1 ulp off); IEEE
+  // and the CPU device round it correctly. The device's root s is moved an ulp at a time until x
+  // lies between the squares of the midpoints below and above it, compared exactly in integers:
+  // with x = m 2^e (m the 24-bit significand, or a subnormal's bits) and a candidate
+  // c = S 2^q, x >= ((2S + 1) / 2)^2 2^2q is m 2^(e - 2q + 2) >= (2S + 1)^2, both below 2^51
+  // near the root (a 64-bit compare on two words, umulExtended for the square; no shaderInt64).
+  // The upper midpoint of c - 1 is c's lower one, also where c is a power of two. A square of
+  // an odd number is never 4 x, so there are no ties. +0, -0, negatives, inf and nan keep the
+  // device's sqrt. A subnormal x is scaled by 2^50 (exactly, from its integer bits) for the
+  // first root, so a device that flushes subnormals starts near the root too.
+  return R"(uint ua = floatBitsToUint(a);
+  if (ua - 1u >= 0x7f7fffffu) return sqrt(a);
+  bool sub = ua < 0x00800000u;
+  uint m = sub ? ua : (ua & 0x7fffffu) | 0x800000u;
+  int e = sub ? -149 : int(ua >> 23) - 150;
+  float s = sub ? sqrt(float(ua) * uintBitsToFloat(0x0e000000u)) * uintBitsToFloat(0x33000000u)
+                : sqrt(a);
+  uint b = floatBitsToUint(s);
+  for (int step = 0; step < 8; ++step) {
+    bool above[2];
+    for (int k = 0; k < 2; ++k) {
+      uint c = b - uint(k);
+      uint twice = ((c & 0x7fffffu) | 0x800000u) * 2u + 1u;
+      int sh = e - 2 * (int(c >> 23) - 150) + 2;
+      uint th = sh >= 32 ? m << uint(sh - 32) : sh > 0 ? m >> uint(32 - sh) : 0u;
+      uint tl = sh >= 32 ? 0u : m << uint(max(sh, 0));
+      uint mh, ml;
+      umulExtended(twice, twice, mh, ml);
+      above[k] = th > mh || (th == mh && tl > ml);
+    }
+    if (above[0]) b++;
+    else if (!above[1]) b--;
+    else break;
+  }
+  return uintBitsToFloat(b);)";
+}
+
 std::string fmod_body(DType d) {
   if (d.scalar == Scalar::Float64) return fmod_f64_body();
   if (d.scalar != Scalar::Float32) no_helper("fmod_exact", d);
@@ -656,6 +696,7 @@ constexpr HelperSpec kHelpers[] = {
     {"erf_exact", 1, Scalar::Void, erf_body, true, "exp2_exact"},
     {"erfc_exact", 1, Scalar::Void, erfc_body, true, "exp2_exact"},
     {"fmod_exact", 2, Scalar::Void, fmod_body, true, ""},
+    {"sqrt_exact", 1, Scalar::Void, sqrt_body, true, ""},
     {"remainder_py", 2, Scalar::Void, remainder_body, true, "fmod_exact"},
     {"bf16_bits", 1, Scalar::UInt32, bf16_bits_body, false, ""},
     {"bf16_value", 1, Scalar::Float32, bf16_value_body, false, ""},
