@@ -723,7 +723,8 @@ const HelperSpec& spec(const std::string& name) {
 
 bool via_f32(const HelperSpec& s, DType d) { return s.f16_via_f32 && d.scalar == Scalar::Float16; }
 
-std::string scalar_body(const HelperSpec& s, DType d, bool float64) {
+std::string scalar_body(const HelperSpec& s, DType d, bool float64, bool exact_sqrt) {
+  if (!exact_sqrt && std::string_view(s.name) == "sqrt_exact") return "return sqrt(a);";
   if (float64 && s.body_float64 && d.scalar == Scalar::Float32) return s.body_float64();
   if (!via_f32(s, d)) return s.body(d);
   const char* args = s.arity == 1 ? "float(a)" : "float(a), float(b)";
@@ -741,7 +742,8 @@ std::string Helpers::use(const std::string& name, DType d) {
   if (via_f32(s, d)) use(name, dtypes::float32);
   if (*s.calls) use(s.calls, d.base());
   if (d.count == 1)
-    scalar_body(s, d, float64_);  // throws now, at the op, for a type it has no form for
+    scalar_body(s, d, float64_,
+                exact_sqrt_);  // throws now, at the op, for a type it has no form for
   seen_.insert(key);
   order_.push_back({name, d});
   return name;
@@ -757,7 +759,7 @@ std::string Helpers::definitions() const {
         s.arity == 1 ? fmt::format("{} a", t) : fmt::format("{} a, {} b", t, t);
     std::string body;
     if (d.count == 1) {
-      body = scalar_body(s, d, float64_);
+      body = scalar_body(s, d, float64_, exact_sqrt_);
     } else {
       std::string lanes;
       for (int k = 0; k < d.count; ++k) {

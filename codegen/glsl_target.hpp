@@ -58,6 +58,11 @@ struct GlslTarget {
   bool denorm_preserve_float16 = false;
   bool denorm_preserve_float32 = false;
   bool denorm_preserve_float64 = false;
+  // float32 sqrt is corrected to the correctly rounded root (glsl_helpers.cpp's sqrt_exact):
+  // Vulkan allows about 3 ulp, and NVIDIA's H100 was 1 ulp off. Off only where the device's sqrt
+  // is known to be IEEE's (Lavapipe: LLVM's sqrt, SSE's sqrtps), which spares its CPU time
+  // (bench_nn MlpAdamStep_Jit took ~12% more process CPU with the correction).
+  bool exact_sqrt = true;
 
   // Every optional feature on, with the minimum limits (tests render for it without a device).
   static GlslTarget everything() {

@@ -69,6 +69,7 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   t.preserve_specials_float16 = float16_keeps_specials;
   t.preserve_specials_float32 = caps.limits.preserve_specials_float32;
   t.preserve_specials_float64 = caps.limits.preserve_specials_float64;
+  t.exact_sqrt = caps.driver_name != "llvmpipe";
   t.denorm_preserve_float16 = caps.limits.denorm_preserve_float16;
   t.denorm_preserve_float32 = caps.limits.denorm_preserve_float32;
   t.denorm_preserve_float64 = caps.limits.denorm_preserve_float64;

@@ -167,6 +167,7 @@ TEST(FloatControls, Float16IsRoundedByTheKernelUnlessNativeArithmeticIsAsked) {
 class SqrtExact : public test::Kernels {};
 
 TEST_F(SqrtExact, ARootOffByUpToThreeUlpsIsMovedToTheCorrectlyRoundedOne) {
+  target_.exact_sqrt = true;  // Lavapipe's own kernels skip it: its sqrt is IEEE's
   std::vector<float> x;
   for (uint32_t bits :
        {0x1u, 0x2u, 0x3u, 0x7fffffu, 0x800000u, 0x800001u, 0x3f800000u, 0x3f800001u, 0x3f7fffffu,
