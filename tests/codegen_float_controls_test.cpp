@@ -101,7 +101,8 @@ Program multiply_add(DType d, int64_t n) {
 // NVIDIA's H100 fused a * b + c (1 ulp from the CPU device, which rounds the product): every float
 // add, subtract and multiply in the module is NoContraction, once, and the module stays valid.
 TEST(FloatControls, NoFloatArithmeticMayBeContracted) {
-  for (DType d : {dtypes::float32, dtypes::float64, dtypes::bfloat16}) {
+  // float16 natively (GlslTarget::everything()): also DenormPreserve 16 and 32 pass spirv-val.
+  for (DType d : {dtypes::float32, dtypes::float64, dtypes::bfloat16, dtypes::float16}) {
     SCOPED_TRACE(d.name());
     const auto m = module_of(multiply_add(d, 64));
     std::vector<uint32_t> arithmetic, no_contraction;
