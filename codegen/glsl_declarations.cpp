@@ -53,14 +53,22 @@ std::string bound_buffers(const Program& p, const GlslTarget& t, const ArgLayout
 // on every value was not needed, and would forbid fma contraction on GPUs (matmul). GLSL has
 // no syntax for it, so it is declared through GL_EXT_spirv_intrinsics (4466 is the capability,
 // 4461 the execution mode; SPIR-V 1.4 made float controls core, so no extension is needed).
+// DenormPreserve (capability 4464, mode 4459) likewise, where the device can keep subnormals:
+// NVIDIA flushes float32 subnormals to zero unless asked. glslang keeps only the last mode of
+// one id; spirv_execution_modes.cpp puts the other widths back after compilation.
 std::string preserve_specials(const GlslTarget& t, const Needs& n) {
   std::string modes;
-  if (t.preserve_specials_float16 && n.float16)
-    modes += "spirv_execution_mode(capabilities = [4466], 4461, 16);\n";
-  if (t.preserve_specials_float32)
-    modes += "spirv_execution_mode(capabilities = [4466], 4461, 32);\n";
-  if (t.preserve_specials_float64 && n.float64)
-    modes += "spirv_execution_mode(capabilities = [4466], 4461, 64);\n";
+  const bool width[3] = {n.float16, true, n.float64};  // float32: every kernel may compute in it
+  const bool specials[3] = {t.preserve_specials_float16, t.preserve_specials_float32,
+                            t.preserve_specials_float64};
+  const bool denorms[3] = {t.denorm_preserve_float16, t.denorm_preserve_float32,
+                           t.denorm_preserve_float64};
+  for (int w = 0; w < 3; ++w)
+    if (width[w] && specials[w])
+      modes += fmt::format("spirv_execution_mode(capabilities = [4466], 4461, {});\n", 16 << w);
+  for (int w = 0; w < 3; ++w)
+    if (width[w] && denorms[w])
+      modes += fmt::format("spirv_execution_mode(capabilities = [4464], 4459, {});\n", 16 << w);
   if (modes.empty()) return "";
   return "#extension GL_EXT_spirv_intrinsics : require\n" + modes;
 }

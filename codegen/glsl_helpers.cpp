@@ -526,6 +526,46 @@ std::string fmod_f64_body() {
   return uint64BitsToDouble(sign | (r << (eb - 1u)));)";
 }
 
+std::string sqrt_body(DType d) {
+  if (d.scalar == Scalar::Float64) return "return sqrt(a);";
+  if (d.scalar != Scalar::Float32) no_helper("sqrt_exact", d);
+  // Vulkan lets sqrt be off by about 3 ulp (NVIDIA's H100: 790 of 4921 roots 1 ulp off); IEEE
+  // and the CPU device round it correctly. The device's root s is moved an ulp at a time until x
+  // lies between the squares of the midpoints below and above it, compared exactly in integers:
+  // with x = m 2^e (m the 24-bit significand, or a subnormal's bits) and a candidate
+  // c = S 2^q, x >= ((2S + 1) / 2)^2 2^2q is m 2^(e - 2q + 2) >= (2S + 1)^2, both below 2^51
+  // near the root (a 64-bit compare on two words, umulExtended for the square; no shaderInt64).
+  // The upper midpoint of c - 1 is c's lower one, also where c is a power of two. A square of
+  // an odd number is never 4 x, so there are no ties. +0, -0, negatives, inf and nan keep the
+  // device's sqrt. A subnormal x is scaled by 2^50 (exactly, from its integer bits) for the
+  // first root, so a device that flushes subnormals starts near the root too.
+  return R"(uint ua = floatBitsToUint(a);
+  if (ua - 1u >= 0x7f7fffffu) return sqrt(a);
+  bool sub = ua < 0x00800000u;
+  uint m = sub ? ua : (ua & 0x7fffffu) | 0x800000u;
+  int e = sub ? -149 : int(ua >> 23) - 150;
+  float s = sub ? sqrt(float(ua) * uintBitsToFloat(0x0e000000u)) * uintBitsToFloat(0x33000000u)
+                : sqrt(a);
+  uint b = floatBitsToUint(s);
+  for (int step = 0; step < 8; ++step) {
+    bool above[2];
+    for (int k = 0; k < 2; ++k) {
+      uint c = b - uint(k);
+      uint twice = ((c & 0x7fffffu) | 0x800000u) * 2u + 1u;
+      int sh = e - 2 * (int(c >> 23) - 150) + 2;
+      uint th = sh >= 32 ? m << uint(sh - 32) : sh > 0 ? m >> uint(32 - sh) : 0u;
+      uint tl = sh >= 32 ? 0u : m << uint(max(sh, 0));
+      uint mh, ml;
+      umulExtended(twice, twice, mh, ml);
+      above[k] = th > mh || (th == mh && tl > ml);
+    }
+    if (above[0]) b++;
+    else if (!above[1]) b--;
+    else break;
+  }
+  return uintBitsToFloat(b);)";
+}
+
 std::string fmod_body(DType d) {
   if (d.scalar == Scalar::Float64) return fmod_f64_body();
   if (d.scalar != Scalar::Float32) no_helper("fmod_exact", d);
@@ -656,6 +696,7 @@ constexpr HelperSpec kHelpers[] = {
     {"erf_exact", 1, Scalar::Void, erf_body, true, "exp2_exact"},
     {"erfc_exact", 1, Scalar::Void, erfc_body, true, "exp2_exact"},
     {"fmod_exact", 2, Scalar::Void, fmod_body, true, ""},
+    {"sqrt_exact", 1, Scalar::Void, sqrt_body, true, ""},
     {"remainder_py", 2, Scalar::Void, remainder_body, true, "fmod_exact"},
     {"bf16_bits", 1, Scalar::UInt32, bf16_bits_body, false, ""},
     {"bf16_value", 1, Scalar::Float32, bf16_value_body, false, ""},
@@ -682,7 +723,8 @@ const HelperSpec& spec(const std::string& name) {
 
 bool via_f32(const HelperSpec& s, DType d) { return s.f16_via_f32 && d.scalar == Scalar::Float16; }
 
-std::string scalar_body(const HelperSpec& s, DType d, bool float64) {
+std::string scalar_body(const HelperSpec& s, DType d, bool float64, bool exact_sqrt) {
+  if (!exact_sqrt && std::string_view(s.name) == "sqrt_exact") return "return sqrt(a);";
   if (float64 && s.body_float64 && d.scalar == Scalar::Float32) return s.body_float64();
   if (!via_f32(s, d)) return s.body(d);
   const char* args = s.arity == 1 ? "float(a)" : "float(a), float(b)";
@@ -700,7 +742,8 @@ std::string Helpers::use(const std::string& name, DType d) {
   if (via_f32(s, d)) use(name, dtypes::float32);
   if (*s.calls) use(s.calls, d.base());
   if (d.count == 1)
-    scalar_body(s, d, float64_);  // throws now, at the op, for a type it has no form for
+    scalar_body(s, d, float64_,
+                exact_sqrt_);  // throws now, at the op, for a type it has no form for
   seen_.insert(key);
   order_.push_back({name, d});
   return name;
@@ -716,7 +759,7 @@ std::string Helpers::definitions() const {
         s.arity == 1 ? fmt::format("{} a", t) : fmt::format("{} a, {} b", t, t);
     std::string body;
     if (d.count == 1) {
-      body = scalar_body(s, d, float64_);
+      body = scalar_body(s, d, float64_, exact_sqrt_);
     } else {
       std::string lanes;
       for (int k = 0; k < d.count; ++k) {

@@ -61,7 +61,9 @@ DType register_dtype(DType d, const GlslTarget& t);
 class Helpers {
  public:
   // float64: the device computes in double (shaderFloat64); some float32 helpers are cheaper so.
-  explicit Helpers(bool float64 = false) : float64_(float64) {}
+  // exact_sqrt: sqrt_exact corrects the device's float32 root (else it is the device's sqrt).
+  explicit Helpers(bool float64 = false, bool exact_sqrt = true)
+      : float64_(float64), exact_sqrt_(exact_sqrt) {}
   // Returns the name to call; records the helper (and those it uses) for definitions().
   std::string use(const std::string& name, DType d);
   bool empty() const { return order_.empty(); }
@@ -71,6 +73,7 @@ class Helpers {
   std::vector<std::pair<std::string, DType>> order_;
   std::set<std::pair<std::string, int>> seen_;
   bool float64_ = false;
+  bool exact_sqrt_ = true;
 };
 
 // Expressions. Arguments are already rendered expressions; results are parenthesized or calls.

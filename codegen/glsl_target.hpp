@@ -51,6 +51,18 @@ struct GlslTarget {
   bool preserve_specials_float16 = false;
   bool preserve_specials_float32 = false;
   bool preserve_specials_float64 = false;
+  // The device keeps subnormal floats of that width when a shader asks
+  // (shaderDenormPreserveFloatN): the renderer then declares DenormPreserve. Without it NVIDIA
+  // flushed float32 subnormals to zero (1e-40 * 1 gave 0, log2 of a subnormal gave -191,
+  // bfloat16's smallest values vanished); the CPU device keeps them, as IEEE does.
+  bool denorm_preserve_float16 = false;
+  bool denorm_preserve_float32 = false;
+  bool denorm_preserve_float64 = false;
+  // float32 sqrt is corrected to the correctly rounded root (glsl_helpers.cpp's sqrt_exact):
+  // Vulkan allows about 3 ulp, and NVIDIA's H100 was 1 ulp off. Off only where the device's sqrt
+  // is known to be IEEE's (Lavapipe: LLVM's sqrt, SSE's sqrtps), which spares its CPU time
+  // (bench_nn MlpAdamStep_Jit took ~12% more process CPU with the correction).
+  bool exact_sqrt = true;
 
   // Every optional feature on, with the minimum limits (tests render for it without a device).
   static GlslTarget everything() {
@@ -59,6 +71,7 @@ struct GlslTarget {
     t.subgroup_shuffle = true;
     t.int64_atomics = true;
     t.preserve_specials_float16 = t.preserve_specials_float32 = t.preserve_specials_float64 = true;
+    t.denorm_preserve_float16 = t.denorm_preserve_float32 = t.denorm_preserve_float64 = true;
     return t;
   }
 };

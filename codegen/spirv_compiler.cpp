@@ -30,7 +30,8 @@ constexpr uint32_t kSpirvMagic = 0x07230203;
 constexpr size_t kSpirvHeaderWords = 5;
 
 // Bump when compile_glsl() changes how it turns source into SPIR-V, to orphan old cache entries.
-constexpr std::string_view kCacheFormat = "vkg-spirv-3";  // 3: every declared execution mode
+// 3: every declared execution mode; 4: float arithmetic NoContraction
+constexpr std::string_view kCacheFormat = "vkg-spirv-4";
 
 // A cache entry's header (spirv_compiler.hpp describes it); the module follows.
 constexpr uint32_t kEntryMagic = 0x53474B56;  // "VKGS" read as bytes
@@ -176,7 +177,7 @@ std::vector<uint32_t> compile_with_shaderc(std::string_view glsl, const SpirvCom
     throw CompileError(fmt::format("GLSL compile of {} failed:\n{}\n{}", o.name,
                                    result.GetErrorMessage(), numbered(glsl)));
   }
-  return with_declared_execution_modes({result.cbegin(), result.cend()}, glsl);
+  return with_no_contraction(with_declared_execution_modes({result.cbegin(), result.cend()}, glsl));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 #include <utility>
 
 namespace vkg {
@@ -59,6 +60,39 @@ std::vector<uint32_t> with_declared_execution_modes(std::vector<uint32_t> module
     const uint32_t added[] = {(4u << 16) | kOpExecutionMode, entry, mode, operand};
     module.insert(module.begin() + std::ptrdiff_t(first + 4), std::begin(added), std::end(added));
   }
+  return module;
+}
+
+std::vector<uint32_t> with_no_contraction(std::vector<uint32_t> module) {
+  constexpr uint32_t kOpDecorate = 71, kNoContraction = 42;
+  constexpr uint32_t kFloatArithmetic[] = {129, 131, 133, 142};  // FAdd FSub FMul VectorTimesScalar
+  if (module.size() <= kHeaderWords) return module;
+  std::vector<uint32_t> results;
+  std::set<uint32_t> decorated;
+  size_t annotations = 0, declarations = 0;  // where the first of each section starts
+  for (size_t i = kHeaderWords; i < module.size();) {
+    const uint32_t count = module[i] >> 16, opcode = module[i] & 0xffffu;
+    if (count == 0 || i + count > module.size()) return module;  // not a module we can walk
+    const bool annotation = (opcode >= 71 && opcode <= 75) || opcode == 332 || opcode == 5632 ||
+                            opcode == 5633;  // OpDecorate..OpGroupMemberDecorate, Id, String
+    if (annotation && !annotations) annotations = i;
+    if (!declarations && ((opcode >= 19 && opcode <= 39) || (opcode >= 41 && opcode <= 52) ||
+                          opcode == 59))  // types, constants, variables
+      declarations = i;
+    if (opcode == kOpDecorate && count == 3 && module[i + 2] == kNoContraction)
+      decorated.insert(module[i + 1]);
+    if (count >= 4 && std::find(std::begin(kFloatArithmetic), std::end(kFloatArithmetic), opcode) !=
+                          std::end(kFloatArithmetic))
+      results.push_back(module[i + 2]);
+    i += count;
+  }
+  const size_t at = annotations ? annotations : declarations;
+  if (!at) return module;
+  std::vector<uint32_t> added;
+  for (const uint32_t id : results)
+    if (decorated.insert(id).second)
+      added.insert(added.end(), {(3u << 16) | kOpDecorate, id, kNoContraction});
+  module.insert(module.begin() + std::ptrdiff_t(at), added.begin(), added.end());
   return module;
 }
 

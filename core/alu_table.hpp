@@ -52,7 +52,7 @@ inline constexpr uint8_t None = 0, Commutes = 1, Zeroless = 2, Folds = 4;
   X(EXP2,     1, Floats,               Same, Zeroless,             alu::exp2(x),            grads(g * out * std::numbers::ln2),         no_bounds,    helper("exp2_exact"))  \
   X(LOG2,     1, Floats,               Same, Zeroless,             alu::log2(x),            grads(g / (x * std::numbers::ln2)),         no_bounds,    helper("log2_exact"))  \
   X(SIN,      1, Floats,               Same, None,                 alu::sin(x),             grads(g * (std::numbers::pi / 2 - x).sin()), no_bounds,   helper("sin_exact"))   \
-  X(SQRT,     1, Floats,               Same, None,                 alu::sqrt(x),            grads(g / (out * 2)),                       no_bounds,    call_f16_via_f32("sqrt")) \
+  X(SQRT,     1, Floats,               Same, None,                 alu::sqrt(x),            grads(g / (out * 2)),                       no_bounds,    helper("sqrt_exact"))       \
   X(RECIP,    1, Floats,               Same, Zeroless,             alu::recip(x),           grads(-g * out * out),                      no_bounds,    custom)                \
   X(NEG,      1, Floats | Ints,        Same, Folds,                alu::neg(x),             grads(-g),                                  neg_bounds,   prefix("-"))           \
   /* zero, not none: floor, ceil, round and trunc pass a zero gradient on, as torch */                                    \

@@ -24,15 +24,26 @@ inline bool texel_loads_by_default(VkPhysicalDeviceType type, const std::string&
   return !(setting == "0" || setting == "false" || setting == "off");
 }
 
+// Whether VKG_NATIVE_FLOAT16 (`setting`, "" when unset) asks for the device's float16 arithmetic.
+inline bool native_float16_asked(const std::string& setting) {
+  return !(setting.empty() || setting == "0" || setting == "false" || setting == "off");
+}
+
 inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   GlslTarget t;
-  // float16 is computed natively only where the driver keeps inf, nan and signed zeros in it;
-  // elsewhere in float32, rounded to float16 after every op (codegen/glsl_half.cpp), which gives
-  // the same bits. Lavapipe (Mesa 22.3) reports shaderSignedZeroInfNanPreserveFloat16 but folds
-  // float16 x - x to 0 for x = inf all the same (SpecialValues.Float16ArithmeticKeepsInfAndNan).
+  // float16 is computed in float32 and rounded to float16 after every op, with integer bit
+  // operations (codegen/glsl_half.cpp), on every device unless VKG_NATIVE_FLOAT16=1 asks for the
+  // device's own float16 arithmetic. Why: Vulkan does not require float16 ops to round to float16
+  // (NVIDIA's H100 computed h(1) / h(3) as float32's 0.333333, not 0.333252, kept 65520 finite
+  // and 1e-8 nonzero through a cast to float16 and back, and gave inf for nan), while float32
+  // then one rounding is exactly the correctly rounded float16 result of + - * / and sqrt, the
+  // CPU device's. Native float16 needs, besides shaderFloat16, a driver that keeps inf, nan and
+  // signed zeros in it: Lavapipe (Mesa 22.3) reports shaderSignedZeroInfNanPreserveFloat16 but
+  // folds float16 x - x to 0 for x = inf (SpecialValues.Float16ArithmeticKeepsInfAndNan).
   const bool float16_keeps_specials =
       caps.limits.preserve_specials_float16 && caps.driver_name != "llvmpipe";
-  t.float16 = caps.features.float16 && float16_keeps_specials;
+  t.float16 = caps.features.float16 && float16_keeps_specials &&
+              native_float16_asked(vk::env_string("VKG_NATIVE_FLOAT16"));
   t.int8 = caps.features.int8;
   t.int16 = caps.features.int16;
   t.int64 = caps.features.int64;
@@ -58,6 +69,10 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   t.preserve_specials_float16 = float16_keeps_specials;
   t.preserve_specials_float32 = caps.limits.preserve_specials_float32;
   t.preserve_specials_float64 = caps.limits.preserve_specials_float64;
+  t.exact_sqrt = caps.driver_name != "llvmpipe";
+  t.denorm_preserve_float16 = caps.limits.denorm_preserve_float16;
+  t.denorm_preserve_float32 = caps.limits.denorm_preserve_float32;
+  t.denorm_preserve_float64 = caps.limits.denorm_preserve_float64;
   return t;
 }
 

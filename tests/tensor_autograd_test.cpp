@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "support/device_compare.hpp"
+#include "support/error_bound.hpp"
 #include "support/error_of.hpp"
 
 using namespace vkg;
@@ -381,19 +382,28 @@ TEST(AutogradErrors, MisuseIsAClearError) {
   expect_grad(x, {2, 2, 2});
 }
 
+// Within the forward error bound of the chain of sums the gradients are (support/error_bound.hpp):
+// the devices may reduce in another order (NVIDIA's 32-wide subgroups split them differently
+// from Lavapipe's 8), which moved a gradient by 6 ulps of itself.
 TEST(AutogradDevices, VulkanGradientsEqualTheCpuOracle) {
-  // A small MLP's input and weight gradients on both devices.
-  auto grads = [](const std::string& dev, int which) {
+  // A small MLP's input and weight gradients on both devices; with `magnitude`, the same on
+  // absolute values, which bounds every term of every sum.
+  auto grads = [](const std::string& dev, int which, bool magnitude) {
     std::vector<float> xv(8 * 5), w1v(5 * 6), w2v(6 * 3);
     for (size_t i = 0; i < xv.size(); ++i) xv[i] = float(int(i * 7 % 11) - 5) / 4;
     for (size_t i = 0; i < w1v.size(); ++i) w1v[i] = float(int(i * 5 % 13) - 6) / 8;
     for (size_t i = 0; i < w2v.size(); ++i) w2v[i] = float(int(i * 3 % 7) - 3) / 5;
+    if (magnitude)
+      for (auto* v : {&xv, &w1v, &w2v})
+        for (float& f : *v) f = std::abs(f);
     Tensor x(xv, {8, 5}, dev), w1 = Tensor(w1v, {5, 6}, dev).requires_grad_(),
                                w2 = Tensor(w2v, {6, 3}, dev).requires_grad_();
     const Tensor out = x.matmul(w1).relu().matmul(w2);
     (out * out).mean().backward();
     return which == 0 ? *w1.grad() : *w2.grad();
   };
-  EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) { return grads(dev, 0); }, 4));
-  EXPECT_TRUE(cpu_vk_agree([&](const std::string& dev) { return grads(dev, 1); }, 4));
+  // Sums of 5, 6, 3 and 8 terms and the mean's two roundings along the longest chain.
+  for (int which : {0, 1})
+    EXPECT_TRUE(within_sum_error_bound(grads("CPU", which, false), grads("VK", which, false),
+                                       grads("CPU", which, true), 24));
 }

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "support/device_compare.hpp"
+#include "support/error_bound.hpp"
 
 using namespace vkg;
 using namespace vkg::test;
@@ -267,15 +268,20 @@ TEST(Numerics, DotAndMatmulMatchClosedFormsOnOddShapes) {
   }
 }
 
+// Within the forward error bound of a 24-term dot product (support/error_bound.hpp), not a count
+// of ulps: a GPU reduces in another order than the CPU device, and where terms cancel the result
+// moves by many ulps of itself (NVIDIA: 270) while staying within rounding of the terms.
 TEST(Numerics, FloatMatmulAgreesWithTheCpuWithinRounding) {
   for (DType d : {dtypes::float32, dtypes::float16, dtypes::float64}) {
     SCOPED_TRACE(d.name());
-    EXPECT_TRUE(cpu_vk_agree(
-        [&](const std::string& dev) {
-          return random_tensor(d, {19, 24}, dev, 11, true)
-              .matmul(random_tensor(d, {24, 12}, dev, 12, true));
-        },
-        8));
+    auto product = [&](const std::string& dev, bool magnitude) {
+      const Tensor a = random_tensor(d, {19, 24}, dev, 11, true),
+                   b = random_tensor(d, {24, 12}, dev, 12, true);
+      if (!magnitude) return a.matmul(b);
+      return a.cast(dtypes::float64).abs().matmul(b.cast(dtypes::float64).abs());
+    };
+    EXPECT_TRUE(within_sum_error_bound(product("CPU", false), product("VK", false),
+                                       product("CPU", true), 24));
   }
 }
 

@@ -145,6 +145,12 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   l.preserve_specials_float16 = p12.shaderSignedZeroInfNanPreserveFloat16;
   l.preserve_specials_float32 = p12.shaderSignedZeroInfNanPreserveFloat32;
   l.preserve_specials_float64 = p12.shaderSignedZeroInfNanPreserveFloat64;
+  l.denorm_preserve_float16 = p12.shaderDenormPreserveFloat16;
+  l.denorm_preserve_float32 = p12.shaderDenormPreserveFloat32;
+  l.denorm_preserve_float64 = p12.shaderDenormPreserveFloat64;
+  l.denorm_flush_float16 = p12.shaderDenormFlushToZeroFloat16;
+  l.denorm_flush_float32 = p12.shaderDenormFlushToZeroFloat32;
+  l.denorm_flush_float64 = p12.shaderDenormFlushToZeroFloat64;
 
   uint32_t nfam = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &nfam, nullptr);
@@ -241,6 +247,12 @@ void lower_heaps_by_env(std::vector<MemoryHeap>& heaps) {
     for (MemoryHeap& h : heaps) h.size = std::min<VkDeviceSize>(h.size, *v);
 }
 
+bool float32_subnormals_may_flush(const Capabilities& c) {
+  // Lavapipe reports no shaderDenormPreserveFloat32 but keeps subnormals all the same (LLVM on
+  // the host's SSE/AVX without FTZ/DAZ); vkgrad's special-value tests check that on every run.
+  return !c.limits.denorm_preserve_float32 && c.driver_name != "llvmpipe";
+}
+
 std::string describe(const Capabilities& c) {
   const Limits& l = c.limits;
   const Features& f = c.features;
@@ -300,6 +312,15 @@ std::string describe(const Capabilities& c) {
                   yn(f.scalar_block_layout), yn(f.vulkan_memory_model), yn(f.integer_dot_product)));
   line(fmt::format("  cooperative matrix KHR {}, NV {}; memory budget {}",
                    yn(f.cooperative_matrix_khr), yn(f.cooperative_matrix_nv), yn(f.memory_budget)));
+  line(fmt::format(
+      "float controls (float16/32/64): keep subnormals {}/{}/{}, may flush them {}/{}/{}, "
+      "keep inf, nan and -0 {}/{}/{}",
+      yn(l.denorm_preserve_float16), yn(l.denorm_preserve_float32), yn(l.denorm_preserve_float64),
+      yn(l.denorm_flush_float16), yn(l.denorm_flush_float32), yn(l.denorm_flush_float64),
+      yn(l.preserve_specials_float16), yn(l.preserve_specials_float32),
+      yn(l.preserve_specials_float64)));
+  if (float32_subnormals_may_flush(c))
+    line("  float32 subnormals may be flushed to zero: the device cannot be asked to keep them");
   line(fmt::format("memory ({}):", c.unified_memory ? "unified, host maps device memory"
                                                     : "separate, staging for transfers"));
   for (size_t i = 0; i < c.heaps.size(); ++i)

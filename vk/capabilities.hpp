@@ -37,6 +37,11 @@ struct Limits {
   // semantics for signed zeros, infinities and nan (the SPIR-V SignedZeroInfNanPreserve mode).
   bool preserve_specials_float16 = false, preserve_specials_float32 = false,
        preserve_specials_float64 = false;
+  // shaderDenormPreserveFloat16/32/64 and shaderDenormFlushToZeroFloat16/32/64: a shader may
+  // ask that subnormal floats be kept (the DenormPreserve mode) or flushed to zero.
+  bool denorm_preserve_float16 = false, denorm_preserve_float32 = false,
+       denorm_preserve_float64 = false;
+  bool denorm_flush_float16 = false, denorm_flush_float32 = false, denorm_flush_float64 = false;
 };
 
 struct Features {
@@ -112,6 +117,11 @@ Capabilities read_capabilities(VkPhysicalDevice physical);
 // VKG_MAX_ALLOCATION_SIZE (maxMemoryAllocationSize, bytes), so that Lavapipe, whose one allocation
 // may take its whole heap, meets a GPU's heap of many allocations (an H100: 80 GB, 4 GiB each).
 void lower_limits_by_env(Limits& l);
+
+// Whether float32 subnormals may become 0 in kernels on this device: it cannot be asked to keep
+// them (no shaderDenormPreserveFloat32) and is not known to keep them anyway. Results on such a
+// device can differ from the CPU device's wherever a value falls below 2^-126.
+bool float32_subnormals_may_flush(const Capabilities& c);
 
 // VKG_MAX_HEAP_SIZE (bytes) lowers every memory heap's size, which the allocator keeps to as a
 // budget: tests reach device out-of-memory at a few GiB on an 80 GB GPU, in one process, without
