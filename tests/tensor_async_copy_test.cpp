@@ -141,8 +141,81 @@ TEST(AsyncCopy, OnlyWhatDependsOnACopyInFlightWaitsForIt) {
   // Its destination, read and read by a kernel on VK:1 (which waits for it on the queue).
   EXPECT_EQ(slow.to_vector<float>(), slow_values);
   EXPECT_TRUE(gated.passed);
+  EXPECT_EQ(before.to_vector<float>(), (std::vector<float>{-4, -2, 0, 2, 4}));
   EXPECT_EQ((slow + 1).to_vector<float>(), plus(slow_values, 1));
   EXPECT_EQ((slow.to("VK") * 2).sum().item<float>(), 2 * (0.5f * 1000 + 999.0f * 1000 / 2));
+}
+
+// Device-local memory (a discrete GPU's; Lavapipe's under VKG_FORCE_STAGING, CTest
+// tensor_device_local): copies go through staging buffers that the devices' queues copy to and
+// from, and still run off the realizing thread. Into VK:1 from a source whose copy thread waits at
+// the gate: the realize returns, a copy out of VK (staged too) and its read return, and the
+// destination's read and a kernel reading it see its values once the gate opens. (Not a read of
+// VK:1 itself: on one queue, as Lavapipe's, its staged download follows the copy's wait there.)
+TEST(AsyncCopy, ACopyIntoDeviceLocalMemoryRunsOffTheRealizingThread) {
+  if (maps_memory("VK:1"))
+    GTEST_SKIP() << "VK:1's memory is mapped (run with VKG_FORCE_STAGING=1 for this path)";
+  auto& gated = static_cast<GatedDevice&>(device("GATED"));
+  std::promise<void> open;
+  gated.gate = open.get_future().share();
+  gated.reached = {};
+  gated.passed = false;
+  std::atomic<bool> done{false}, late{false};
+  std::thread valve([&] {
+    for (int i = 0; i < 20000 && !done; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!done) {
+      late = true;
+      open.set_value();
+    }
+  });
+  Tensor before = (Tensor(iota(5, -2), {5}, "VK:1") * 2).realize();
+  const std::vector<float> slow_values = iota(1000, 0.5f);
+  Tensor slow = Tensor(slow_values, {1000}, "GATED").to("VK:1").realize();
+  ASSERT_EQ(gated.reached.get_future().wait_for(std::chrono::seconds(20)),
+            std::future_status::ready)
+      << "the copy never started";
+  const std::vector<float> u_values = iota(7, 3);
+  Tensor u(u_values, {7}, "VK");
+  EXPECT_EQ((u * 3).to("CPU").to_vector<float>(),
+            (std::vector<float>{9, 12, 15, 18, 21, 24, 27}));  // staged out of VK
+  EXPECT_FALSE(gated.passed) << "the copy ran before the reads that do not depend on it";
+  EXPECT_FALSE(late) << "a realize or read that does not depend on the copy waited for it";
+  done = true;
+  valve.join();
+  if (!late) open.set_value();
+  EXPECT_EQ(slow.to_vector<float>(), slow_values);
+  EXPECT_TRUE(gated.passed);
+  EXPECT_EQ(before.to_vector<float>(), (std::vector<float>{-4, -2, 0, 2, 4}));
+  EXPECT_EQ((slow + 1).to_vector<float>(), plus(slow_values, 1));
+  EXPECT_EQ((slow.to("VK") * 2).sum().item<float>(), 2 * (0.5f * 1000 + 999.0f * 1000 / 2));
+}
+
+// Out of device-local VK memory into a destination whose copy thread waits at the gate: the
+// realize returns once VK's queue has copied the source to staging memory (the thread reaches
+// the gate only after that), not once the copy is done, and the source may be overwritten by a
+// kernel queued after it while the copy still waits: the copy keeps the values it was given.
+TEST(AsyncCopy, ACopyOutOfDeviceLocalMemoryRunsOffTheRealizingThread) {
+  if (maps_memory("VK"))
+    GTEST_SKIP() << "VK's memory is mapped (run with VKG_FORCE_STAGING=1 for this path)";
+  auto& gated = static_cast<GatedDevice&>(device("GATED"));
+  std::promise<void> open;
+  gated.gate = open.get_future().share();
+  gated.reached = {};
+  gated.passed = false;
+  const std::vector<float> values = iota(4096, -7);
+  Tensor x = Tensor(values, {4096}, "VK").realize();
+  Tensor y = x.to("GATED").realize();  // returns with the copy thread on its way to the gate
+  ASSERT_EQ(gated.reached.get_future().wait_for(std::chrono::seconds(20)),
+            std::future_status::ready)
+      << "the copy never reached its destination's wait";
+  x.assign(x * 0 - 1).realize();  // the source, overwritten on VK while the copy waits
+  EXPECT_EQ(x.sum().item<float>(), -4096.0f);
+  EXPECT_FALSE(gated.passed);
+  open.set_value();
+  device("GATED").synchronize();  // its queue's wait for the copy (GatedDevice::wait_for)
+  EXPECT_TRUE(gated.passed);
+  EXPECT_EQ(y.to_vector<float>(), values);
 }
 
 }  // namespace
