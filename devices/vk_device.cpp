@@ -562,10 +562,12 @@ class VkDevice final : public Device {
     a.host_use = {};
   }
 
-  // Waits for everything queued and every copy this device's queue waits for.
+  // Waits for everything queued and every copy this device's queue waits for, and for the bridge
+  // worker to have returned from its signals (the exit wait runs this before drivers' statics go).
   void finish() {
     queue_.finish();
     bridge_.wait(bridge_value_);
+    bridge_worker_.drain();
     staged_in_.clear();
     recorded_kernels_.clear();  // submitted by finish() and done
     in_flight_kernels_.clear();
