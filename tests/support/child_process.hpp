@@ -3,8 +3,10 @@
 // leaves there at exit).
 #pragma once
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -14,9 +16,10 @@ extern char** environ;
 namespace vkg::test {
 
 // The child's exit status, or -1 if it could not be started or did not exit normally. Its output
-// goes to `log` (a file) when one is named, else to this process's.
+// goes to `log` (a file) when one is named, else to this process's. With `timeout_s`, a child
+// still running after that many seconds is killed (-1): a hang fails the test, not the suite.
 inline int run_child(const std::string& gtest_filter, const std::vector<std::string>& extra_env,
-                     const std::string& log = {}) {
+                     const std::string& log = {}, int timeout_s = 0) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
   env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
@@ -36,6 +39,17 @@ inline int run_child(const std::string& gtest_filter, const std::vector<std::str
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return -1;
   int status = 0;
+  for (int waited_ms = 0; timeout_s > 0; waited_ms += 10) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (done < 0) return -1;
+    if (waited_ms >= timeout_s * 1000) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    usleep(10000);
+  }
   if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
   return WEXITSTATUS(status);
 }
