@@ -371,7 +371,9 @@ class VkDevice final : public Device {
     save_pipeline_cache();
     std::vector<RunStat> out = std::exchange(pending_, {});
     // All of a realize's kernels are timed or none are (one RunOptions): times match in order.
-    const std::vector<vk::KernelTime> times = queue_.take_timings();
+    // The queue times its copies too (stage_out, stage_in, copy), which are no kernels of it.
+    std::vector<vk::KernelTime> times = queue_.take_timings();
+    std::erase_if(times, [](const vk::KernelTime& t) { return t.label == "copy"; });
     if (times.size() == out.size())
       for (size_t i = 0; i < out.size(); ++i) out[i].ns = times[i].ns;
     return out;
