@@ -351,9 +351,11 @@ struct HelperStats {
 
 HelperStats run_helper(const std::filesystem::path& cache) {
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe");
-  const std::string cmd = "VKG_BEAM_HELPER=1 BEAM=2 BEAM_TIMEOUT=2 VKG_CACHE_DIR='" +
-                          cache.string() + "' '" + exe +
-                          "' --gtest_filter=BeamCacheHelper.RealizeAndPrintCounters 2>&1";
+  const std::string cmd =
+      "env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS VKG_BEAM_HELPER=1 BEAM=2 BEAM_TIMEOUT=2 "
+      "VKG_CACHE_DIR='" +
+      cache.string() + "' '" + exe +
+      "' --gtest_filter=BeamCacheHelper.RealizeAndPrintCounters 2>&1";
   HelperStats s;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return s;

@@ -1,7 +1,5 @@
 // compile_glsl(): GLSL -> SPIR-V through shaderc, its error messages, and its disk cache.
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,9 +13,8 @@
 #include <vkgrad/codegen/spirv_compiler.hpp>
 #include <vkgrad/core/error.hpp>
 
+#include "support/child_process.hpp"
 #include "support/spirv_cache_entry.hpp"
-
-extern char** environ;
 
 namespace fs = std::filesystem;
 using vkg::compile_glsl;
@@ -149,21 +146,10 @@ TEST_F(SpirvCompiler, SecondProcessReadsTheCacheWithoutCompiling) {
   auto words = compile_glsl(src);
   fs::path report = dir_ / "child-report";
 
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
-  env_strings.push_back(std::string(kChildReportEnv) + "=" + report.string());
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe", filter = "--gtest_filter=SpirvCompilerChild.*";
-  char* argv[] = {exe.data(), filter.data(), nullptr};
-
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's compile failed";
+  EXPECT_EQ(vkg::test::run_child("SpirvCompilerChild.*",
+                                 {std::string(kChildReportEnv) + "=" + report.string()}),
+            0)
+      << "the child's compile failed";
   EXPECT_EQ(read_bytes(report), "shaderc_compiles=0")
       << "the child compiled instead of reading the cache";
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 extern char** environ;
@@ -21,7 +22,12 @@ namespace vkg::test {
 inline int run_child(const std::string& gtest_filter, const std::vector<std::string>& extra_env,
                      const std::string& log = {}, int timeout_s = 0) {
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  for (char** e = environ; *e; ++e) {
+    // A sharded run (GTEST_TOTAL_SHARDS) would hand the child's one test to another shard.
+    const std::string_view var(*e);
+    if (var.starts_with("GTEST_SHARD_INDEX=") || var.starts_with("GTEST_TOTAL_SHARDS=")) continue;
+    env_strings.emplace_back(var);
+  }
   env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
