@@ -58,8 +58,17 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
     now.set_value(stat);
     return now.get_future().share();
   }
-  std::byte* const s = from_dev.host_pointer(src);
-  std::byte* const d = to_dev.host_pointer(dst);
+  // Either side the host does not map (a discrete GPU's device-local memory) is staged: its
+  // device's queue copies the source into staging memory after its writers, or the staging
+  // memory into the destination once the host has filled it (the queue waits for that, the
+  // realizing thread does not).
+  auto done = std::make_shared<std::promise<void>>();
+  const std::shared_future<void> arrived = done->get_future().share();
+  std::byte* s = from_dev.host_pointer(src);
+  std::byte* d = to_dev.host_pointer(dst);
+  Device::Staged out, in;
+  if (!s) s = (out = from_dev.stage_out(src, bytes)).bytes;
+  if (s && !d) d = (in = to_dev.stage_in(dst, bytes, arrived)).bytes;
   if (!s || !d) {
     settle(from_dev);
     settle(to_dev);
@@ -70,13 +79,17 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
     now.set_value(stat);
     return now.get_future().share();
   }
-  // The task owns both allocations until its memcpy is done: whoever held them (a Jit's plan,
-  // reset or destroyed while the copy waits) may let go first, and a released range is handed
-  // out again once the device's queue is past it, which knows nothing of this thread.
+  // The task owns both allocations (and the staging memory) until its memcpy is done: whoever
+  // held them (a Jit's plan, reset or destroyed while the copy waits) may let go first, and a
+  // released range is handed out again once the device's queue is past it, which knows nothing
+  // of this thread.
+  std::function<void()> src_written =
+      out.bytes ? std::move(out.ready) : from_dev.when_done_with(src, false);
+  std::function<void()> dst_free = in.bytes ? [] {} : to_dev.when_done_with(dst, true);
   auto task = std::make_shared<std::packaged_task<RunStat()>>(
-      [stat, s, d, bytes, src_written = from_dev.when_done_with(src, false),
-       dst_free = to_dev.when_done_with(dst, true), src_memory = std::move(src_memory),
-       dst_memory = std::move(dst_memory)]() mutable {
+      [stat, s, d, bytes, src_written = std::move(src_written), dst_free = std::move(dst_free),
+       src_memory = std::move(src_memory), dst_memory = std::move(dst_memory),
+       staged_out = std::move(out.memory), staged_in = std::move(in.memory)]() mutable {
         src_written();
         dst_free();
         const auto start = std::chrono::steady_clock::now();
@@ -84,21 +97,22 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
         stat.ns = ns_since(start);
         src_memory.reset();  // (Allocator::release locks; GlobalCounters::mem_used is atomic)
         dst_memory.reset();
+        staged_out.reset();
+        staged_in.reset();
         return stat;
       });
-  auto done = std::make_shared<std::promise<void>>();
   std::shared_future<RunStat> result = task->get_future().share();
   copy_worker().post([task, done] {
     (*task)();  // keeps its exception in `result`
     done->set_value();
   });
-  const std::shared_future<void> arrived = done->get_future().share();
   // The host's own reads and writes of either buffer wait for the copy, recorded first: the
-  // task is posted, so it runs and writes `dst` even if a wait_for below throws.
-  to_dev.host_uses(dst, arrived);
-  from_dev.host_uses(src, arrived);
-  to_dev.wait_for(arrived);    // what reads the copy
-  from_dev.wait_for(arrived);  // what overwrites the source's memory next
+  // task is posted, so it runs and writes `dst` even if a wait_for below throws. A staged side
+  // is not touched by the host: its queue's copy orders it.
+  if (!in.bytes) to_dev.host_uses(dst, arrived);
+  if (!out.bytes) from_dev.host_uses(src, arrived);
+  if (!in.bytes) to_dev.wait_for(arrived);  // what reads the copy (stage_in's queue waits already)
+  if (!out.bytes) from_dev.wait_for(arrived);  // what overwrites the source's memory next
   return result;
 }
 

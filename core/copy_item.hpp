@@ -25,9 +25,14 @@ inline bool is_copy(const ScheduleItem& item) { return item.ast->op == Ops::COPY
 //    destination's memory, which the memory planner may have lent: Device::when_done_with);
 //    later work on both devices waits for it on their queues (Device::wait_for), the host does
 //    not. The CPU device runs its items on the host, so it waits there;
-//  - otherwise through host memory with the host waiting: `settle(device)` waits for the two
-//    devices first (the realize engine's, which also prints what they ran), then copy_out and
-//    copy_in.
+//  - where a side's memory is not mapped (a discrete GPU's device-local memory), the same through
+//    staging memory (Device::stage_out, stage_in): the source's queue copies it into staging
+//    memory after its writers, the copy thread copies that into the destination (or into the
+//    destination's staging memory, which its queue copies in once the thread is done). No side
+//    waits on the realizing thread, except the CPU device's;
+//  - where a device can stage nothing, through host memory with the host waiting: `settle(device)`
+//    waits for the two devices first (the realize engine's, which also prints what they ran), then
+//    copy_out and copy_in.
 // Returns the DEBUG=2 line, "copy N, VK:1 <- VK", ready once the copy is done (its time is the
 // copy's own, waits excluded); its get() throws what the copy met (a lost device).
 // The copy thread keeps `dst` and `src` alive until it has copied.

@@ -105,7 +105,7 @@ class Device {
   // ---- what a copy between two devices asks (core/copy_item.hpp) ----
   // The allocation's bytes where the host may read and write them directly (host-visible
   // memory: every buffer on Lavapipe and unified-memory GPUs, the CPU device's memory), else
-  // nullptr; the copy then goes through copy_out and copy_in, with the host waiting.
+  // nullptr; the copy then goes through staging memory (stage_out, stage_in).
   virtual std::byte* host_pointer(Allocation& memory) {
     (void)memory;
     return nullptr;
@@ -136,6 +136,29 @@ class Device {
   // this device's memory only through wait_for and this record, not for every copy in flight.
   virtual void host_uses(Allocation& memory, std::shared_future<void> event) {
     (void)memory, (void)event;
+  }
+  // Where host_pointer gives nullptr (device-local memory, a discrete GPU's): host-visible
+  // staging memory that stands in for the allocation in a copy between devices, so that the copy
+  // runs off the realizing thread as between mapped memories. `bytes` is null where the device
+  // cannot stage (the default): the copy then goes through copy_out and copy_in, both devices
+  // finished first.
+  struct Staged {
+    std::byte* bytes = nullptr;
+    std::function<void()> ready;   // stage_out: blocks until the bytes are there (any thread)
+    std::shared_ptr<void> memory;  // the staging memory, kept until the host is done with it
+  };
+  // Queues a copy of `memory`'s first `bytes` bytes into staging memory after the work queued so
+  // far that writes it; work queued later that overwrites `memory` follows that copy.
+  virtual Staged stage_out(Allocation& memory, size_t bytes) {
+    (void)memory, (void)bytes;
+    return {};
+  }
+  // Staging memory that the host fills until `filled` is ready, and a copy of it into `memory`
+  // queued behind a wait for `filled` (as wait_for): work queued later sees the bytes, and a
+  // read from the host (copy_out) waits for them; the calling thread does not wait.
+  virtual Staged stage_in(Allocation& memory, size_t bytes, std::shared_future<void> filled) {
+    (void)memory, (void)bytes, (void)filled;
+    return {};
   }
 
   // Kernels compiled so far, and how many of them run() had to compile itself (0 when prepare

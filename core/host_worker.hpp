@@ -6,6 +6,7 @@
 #pragma once
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -37,8 +38,19 @@ class HostWorker {
     {
       std::lock_guard lock(mu_);
       work_.push_back(std::move(work));
+      ++posted_;
     }
     ready_.notify_one();
+  }
+
+  // Blocks until every piece of work posted before the call has returned, not only done what a
+  // waiter can see: a device's bridge value is reached inside the driver's vkSignalSemaphore,
+  // which may still be running on this thread (in the validation layer) when a wait for the value
+  // returns; the exit wait must not let the drivers' statics be destroyed under it.
+  void drain() {
+    std::unique_lock lock(mu_);
+    const uint64_t target = posted_;
+    idle_.wait(lock, [&] { return finished_ >= target; });
   }
 
  private:
@@ -53,12 +65,19 @@ class HostWorker {
         work_.pop_front();
       }
       next();
+      next = nullptr;  // what it holds goes before it counts as finished
+      {
+        std::lock_guard lock(mu_);
+        ++finished_;
+      }
+      idle_.notify_all();
     }
   }
 
   std::mutex mu_;
-  std::condition_variable ready_;
+  std::condition_variable ready_, idle_;
   std::deque<std::function<void()>> work_;
+  uint64_t posted_ = 0, finished_ = 0;  // under mu_
   bool stopping_ = false;
   std::jthread thread_;  // last: joined before the queue it reads dies
 };

@@ -13,6 +13,11 @@
 #include <thread>
 #include <utility>
 
+#if defined(__linux__) || defined(__APPLE__)
+#include <pthread.h>
+#include <unistd.h>
+#endif
+
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/counters.hpp>
@@ -94,6 +99,35 @@ void wait_for_devices_at_exit() {
     }
   }
   std::fflush(stdout);
+}
+
+// Whether this is the thread whose return from main() runs exit().
+bool on_main_thread() {
+#if defined(__linux__)
+  return ::gettid() == ::getpid();
+#elif defined(__APPLE__)
+  return pthread_main_np() != 0;
+#else
+  return false;
+#endif
+}
+
+// The exit wait as a thread_local of the main thread: exit() destroys the calling thread's
+// thread_locals before it runs any atexit handler or static destructor (glibc's
+// __run_exit_handlers), so this wait comes before every one of them, also those a driver
+// registers after our last atexit registration. Lavapipe compiles a kernel's code when it first
+// runs, on its queue thread, and LLVM's function-local statics built then were destroyed at exit
+// while the queue thread still compiled: a segfault in LLVM (or a hang) in about 1 of 4 runs of a
+// program that returned with copies and kernels in flight (the copy pool's destructor, which runs
+// first, was joining its threads).
+struct MainThreadExitWait {
+  ~MainThreadExitWait() { wait_for_devices_at_exit(); }
+};
+void wait_first_at_exit() {
+  thread_local bool asked = false;
+  if (std::exchange(asked, true) || !on_main_thread()) return;
+  thread_local MainThreadExitWait wait;
+  (void)wait;
 }
 
 }  // namespace
@@ -241,6 +275,7 @@ std::string canonical_device(const std::string& name) {
 }
 
 Device& device(const std::string& requested) {
+  wait_first_at_exit();  // asked of every thread once: the main thread may open no device itself
   Registry& r = Registry::get();
   std::lock_guard lock(r.mu);
   const std::string name = canonical_device(requested);

@@ -254,6 +254,7 @@ class VkDevice final : public Device {
     // Submitted, not waited for: what reads its results waits for them (each buffer it uses has
     // this replay as its last user), so replays of several devices overlap.
     const vk::Queue::Ticket ticket = vk::Queue::point_ticket(queue_.replay(*r.commands));
+    staged_in_.clear();  // submitted before the replay
     for (const auto& [a, written] : r.touched) {
       a->last_use = ticket;
       if (written) a->last_write = ticket;
@@ -280,7 +281,7 @@ class VkDevice final : public Device {
   // whole life, so a copy between two such devices is a memcpy on a host thread; the queue learns
   // that it is done from the bridge, a timeline semaphore that thread signals, which the next
   // submission waits on. Device-local memory (a discrete GPU's) is not mapped: those copies go
-  // through copy_out and copy_in, with the host waiting.
+  // through staging buffers (stage_out, stage_in).
   std::byte* host_pointer(Allocation& memory) override {
     static_cast<VkAllocation&>(memory).fresh = false;  // the host may write it from now on
     return static_cast<VkAllocation&>(memory).buffer.mapped();
@@ -305,6 +306,35 @@ class VkDevice final : public Device {
   void host_uses(Allocation& memory, std::shared_future<void> event) override {
     static_cast<VkAllocation&>(memory).host_use = std::move(event);
   }
+  // Device-local memory: the queue copies it to and from staging buffers, recorded in schedule
+  // order with the kernels (the hazard tracker orders them with the kernels that write or read
+  // it), and the copy thread waits for the point of the copy out, the queue for the bridge value
+  // of the copy in. Neither blocks the realizing thread.
+  Staged stage_out(Allocation& memory, size_t bytes) override {
+    auto& a = static_cast<VkAllocation&>(memory);
+    a.fresh = false;
+    auto staging = std::make_shared<vk::Buffer>(rt_.allocator.allocate(bytes, vk::Usage::Staging));
+    queue_.copy(a.buffer, *staging, bytes);
+    const vk::Queue::Ticket ticket = queue_.ticket();
+    a.last_use = ticket;                      // what overwrites it follows the copy on the queue
+    const uint64_t point = point_of(ticket);  // submitted: the copy thread waits for it
+    vk::Timeline* timeline = &rt_.device.timeline();
+    std::byte* host = staging->mapped();
+    return {host, [timeline, point] { timeline->wait(point); }, std::move(staging)};
+  }
+  Staged stage_in(Allocation& memory, size_t bytes, std::shared_future<void> filled) override {
+    auto& a = static_cast<VkAllocation&>(memory);
+    a.fresh = false;
+    auto staging = std::make_shared<vk::Buffer>(rt_.allocator.allocate(bytes, vk::Usage::Staging));
+    wait_for(std::move(filled));  // submits what was recorded: only the copy below waits
+    queue_.copy(*staging, a.buffer, bytes);
+    a.last_use = a.last_write = queue_.ticket();
+    // Kept until its copy is submitted (a Buffer must outlive the recording that uses it); the
+    // allocator then hands it out again only once that submission has completed.
+    staged_in_.push_back(staging);
+    std::byte* host = staging->mapped();
+    return {host, {}, std::move(staging)};
+  }
   void wait_for(std::shared_future<void> event) override {
     const uint64_t value = ++bridge_value_;
     bridge_worker_.post([this, event = std::move(event), value] {
@@ -328,6 +358,7 @@ class VkDevice final : public Device {
     // step's memory stays held until its work is done: at most kRealizesInFlight realizes are
     // queued, the oldest waited for past that.
     flushed_.push_back(point);
+    staged_in_.clear();  // their copies are submitted
     while (flushed_.size() > kRealizesInFlight) {
       queue_.wait(flushed_.front());
       flushed_.pop_front();
@@ -349,7 +380,9 @@ class VkDevice final : public Device {
     save_pipeline_cache();
     std::vector<RunStat> out = std::exchange(pending_, {});
     // All of a realize's kernels are timed or none are (one RunOptions): times match in order.
-    const std::vector<vk::KernelTime> times = queue_.take_timings();
+    // The queue times its copies too (stage_out, stage_in, copy), which are no kernels of it.
+    std::vector<vk::KernelTime> times = queue_.take_timings();
+    std::erase_if(times, [](const vk::KernelTime& t) { return t.label == "copy"; });
     if (times.size() == out.size())
       for (size_t i = 0; i < out.size(); ++i) out[i].ns = times[i].ns;
     return out;
@@ -540,10 +573,13 @@ class VkDevice final : public Device {
     a.host_use = {};
   }
 
-  // Waits for everything queued and every copy this device's queue waits for.
+  // Waits for everything queued and every copy this device's queue waits for, and for the bridge
+  // worker to have returned from its signals (the exit wait runs this before drivers' statics go).
   void finish() {
     queue_.finish();
     bridge_.wait(bridge_value_);
+    bridge_worker_.drain();
+    staged_in_.clear();
     recorded_kernels_.clear();  // submitted by finish() and done
     in_flight_kernels_.clear();
   }
@@ -566,6 +602,8 @@ class VkDevice final : public Device {
   std::vector<std::shared_ptr<CompiledKernel>> recorded_kernels_;
   std::deque<std::pair<uint64_t, std::vector<std::shared_ptr<CompiledKernel>>>> in_flight_kernels_;
   std::atomic<int64_t> compiled_{0}, compiled_in_run_{0};
+  // Staging buffers whose copy into device memory (stage_in) may not be submitted yet.
+  std::vector<std::shared_ptr<vk::Buffer>> staged_in_;
   // Pipelines created since the pipeline cache was last saved (set by compiling threads).
   std::atomic<bool> pipelines_unsaved_ = false;
 };

@@ -1,11 +1,14 @@
 // HostPool (core/host_worker.hpp), the threads copies between devices run on: every piece of work
 // runs, at most max_threads at once and in the order given once the bound is reached, and the
-// pool keeps no more threads than its bound however much work it is given.
+// pool keeps no more threads than its bound however much work it is given. HostWorker's drain.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include <vkgrad/core/host_worker.hpp>
@@ -59,6 +62,30 @@ TEST(HostPool, WorkThatWaitsForEarlierWorkFinishesAtABoundOfOne) {
       });
   }
   EXPECT_EQ(done.load(), 50);
+}
+
+}  // namespace
+}  // namespace vkg
+
+// drain() returns once the work posted before it has returned, not once it has made its result
+// visible: a device's exit wait sees its bridge value reached while the thread that signalled it
+// is still inside the driver, and must not let the drivers' statics go under that thread.
+namespace vkg {
+namespace {
+
+TEST(HostWorker, DrainWaitsForWorkToReturnNotOnlyForWhatItSignals) {
+  HostWorker worker;
+  std::promise<void> signalled;
+  std::atomic<bool> returned{false};
+  worker.post([&] {
+    signalled.set_value();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // still "in the driver"
+    returned = true;
+  });
+  signalled.get_future().wait();
+  worker.drain();
+  EXPECT_TRUE(returned);
+  worker.drain();  // nothing posted since: returns at once
 }
 
 }  // namespace

@@ -4,12 +4,17 @@
 // device (GATED, host memory) keeps the copy thread waiting at a gate the test opens, so the
 // order is asserted through the gate, not through wall time.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -17,6 +22,8 @@
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/mapped_memory.hpp>
 #include <vkgrad/vkgrad.hpp>
+
+#include "support/child_process.hpp"
 
 namespace vkg {
 namespace {
@@ -88,33 +95,71 @@ std::vector<float> plus(std::vector<float> v, float k) {
   return v;
 }
 
+// GATED's gate, closed for one test. The valve opens it after 20 s if the test has not (a read
+// that waits for the copy would otherwise hang the test instead of failing it): late() says it
+// had to. Opened at the end of the test at the latest.
+class ClosedGate {
+ public:
+  ClosedGate() : gated_(static_cast<GatedDevice&>(device("GATED"))) {
+    gated_.gate = open_.get_future().share();
+    gated_.reached = {};
+    gated_.passed = false;
+    valve_ = std::thread([this] {
+      for (int i = 0; i < 20000 && !done_; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (!done_) {
+        late_ = true;
+        open_.set_value();
+      }
+    });
+  }
+  ~ClosedGate() { open(); }
+  ClosedGate(const ClosedGate&) = delete;
+  ClosedGate& operator=(const ClosedGate&) = delete;
+
+  void open() {
+    if (!valve_.joinable()) return;
+    done_ = true;
+    valve_.join();
+    if (!late_) open_.set_value();
+  }
+  bool late() const { return late_; }
+  // The copy thread got to the gate within 20 s.
+  bool reached() {
+    return gated_.reached.get_future().wait_for(std::chrono::seconds(20)) ==
+           std::future_status::ready;
+  }
+  bool passed() const { return gated_.passed; }
+
+ private:
+  GatedDevice& gated_;
+  std::promise<void> open_;
+  std::atomic<bool> done_{false}, late_{false};
+  std::thread valve_;
+};
+
+// Once the gate is open: the slow copy's destination, read and read by a kernel on VK:1 (which
+// waits for it on the queue), and `before`, written on VK:1 before the copy.
+void expect_arrived(const ClosedGate& gate, const Tensor& before, const Tensor& slow,
+                    const std::vector<float>& slow_values) {
+  EXPECT_EQ(slow.to_vector<float>(), slow_values);
+  EXPECT_TRUE(gate.passed());
+  EXPECT_EQ(before.to_vector<float>(), (std::vector<float>{-4, -2, 0, 2, 4}));
+  EXPECT_EQ((slow + 1).to_vector<float>(), plus(slow_values, 1));
+  EXPECT_EQ((slow.to("VK") * 2).sum().item<float>(), 2 * (0.5f * 1000 + 999.0f * 1000 / 2));
+}
+
 TEST(AsyncCopy, OnlyWhatDependsOnACopyInFlightWaitsForIt) {
   if (!maps_memory("VK:1"))
     GTEST_SKIP() << "VK:1's memory is not mapped: copies to it go through the host, waited for";
-  auto& gated = static_cast<GatedDevice&>(device("GATED"));
-  std::promise<void> open;
-  gated.gate = open.get_future().share();
-  gated.reached = {};
-  gated.passed = false;
-  // Opens the gate if the reads below wait for the copy, so that the test fails instead of
-  // hanging; `late` says it had to.
-  std::atomic<bool> done{false}, late{false};
-  std::thread valve([&] {
-    for (int i = 0; i < 20000 && !done; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (!done) {
-      late = true;
-      open.set_value();
-    }
-  });
+  // Opened by the valve if the reads below wait for the copy.
+  ClosedGate gate;
 
   const std::vector<float> before_values = iota(5, -2);
   Tensor before = (Tensor(before_values, {5}, "VK:1") * 2).realize();  // on the copy's device
   const std::vector<float> slow_values = iota(1000, 0.5f);
   Tensor slow = Tensor(slow_values, {1000}, "GATED").to("VK:1").realize();
-  ASSERT_EQ(gated.reached.get_future().wait_for(std::chrono::seconds(20)),
-            std::future_status::ready)
-      << "the copy never started";
+  ASSERT_TRUE(gate.reached()) << "the copy never started";
 
   const std::vector<float> u_values = iota(7, 3);
   Tensor u(u_values, {7}, "VK");
@@ -132,17 +177,96 @@ TEST(AsyncCopy, OnlyWhatDependsOnACopyInFlightWaitsForIt) {
   std::vector<float> mapped(7);
   std::memcpy(mapped.data(), m.data, m.size);
   EXPECT_EQ(mapped, (std::vector<float>{6, 8, 10, 12, 14, 16, 18}));
-  EXPECT_FALSE(gated.passed) << "the copy ran before the reads that do not depend on it";
-  EXPECT_FALSE(late) << "a read that does not depend on the copy waited for it";
+  EXPECT_FALSE(gate.passed()) << "the copy ran before the reads that do not depend on it";
+  EXPECT_FALSE(gate.late()) << "a read that does not depend on the copy waited for it";
 
-  done = true;
-  valve.join();
-  if (!late) open.set_value();
-  // Its destination, read and read by a kernel on VK:1 (which waits for it on the queue).
-  EXPECT_EQ(slow.to_vector<float>(), slow_values);
-  EXPECT_TRUE(gated.passed);
-  EXPECT_EQ((slow + 1).to_vector<float>(), plus(slow_values, 1));
-  EXPECT_EQ((slow.to("VK") * 2).sum().item<float>(), 2 * (0.5f * 1000 + 999.0f * 1000 / 2));
+  gate.open();
+  expect_arrived(gate, before, slow, slow_values);
+}
+
+// Device-local memory (a discrete GPU's; Lavapipe's under VKG_FORCE_STAGING, CTest
+// tensor_device_local): copies go through staging buffers that the devices' queues copy to and
+// from, and still run off the realizing thread. Into VK:1 from a source whose copy thread waits at
+// the gate: the realize returns, a copy out of VK (staged too) and its read return, and the
+// destination's read and a kernel reading it see its values once the gate opens. (Not a read of
+// VK:1 itself: on one queue, as Lavapipe's, its staged download follows the copy's wait there.)
+TEST(AsyncCopy, ACopyIntoDeviceLocalMemoryRunsOffTheRealizingThread) {
+  if (maps_memory("VK:1"))
+    GTEST_SKIP() << "VK:1's memory is mapped (run with VKG_FORCE_STAGING=1 for this path)";
+  ClosedGate gate;
+  Tensor before = (Tensor(iota(5, -2), {5}, "VK:1") * 2).realize();
+  const std::vector<float> slow_values = iota(1000, 0.5f);
+  Tensor slow = Tensor(slow_values, {1000}, "GATED").to("VK:1").realize();
+  ASSERT_TRUE(gate.reached()) << "the copy never started";
+  const std::vector<float> u_values = iota(7, 3);
+  Tensor u(u_values, {7}, "VK");
+  EXPECT_EQ((u * 3).to("CPU").to_vector<float>(),
+            (std::vector<float>{9, 12, 15, 18, 21, 24, 27}));  // staged out of VK
+  EXPECT_FALSE(gate.passed()) << "the copy ran before the reads that do not depend on it";
+  EXPECT_FALSE(gate.late()) << "a realize or read that does not depend on the copy waited for it";
+  gate.open();
+  expect_arrived(gate, before, slow, slow_values);
+}
+
+// Out of device-local VK memory into a destination whose copy thread waits at the gate: the
+// realize returns once VK's queue has copied the source to staging memory (the thread reaches
+// the gate only after that), not once the copy is done, and the source may be overwritten by a
+// kernel queued after it while the copy still waits: the copy keeps the values it was given.
+TEST(AsyncCopy, ACopyOutOfDeviceLocalMemoryRunsOffTheRealizingThread) {
+  if (maps_memory("VK"))
+    GTEST_SKIP() << "VK's memory is mapped (run with VKG_FORCE_STAGING=1 for this path)";
+  ClosedGate gate;
+  const std::vector<float> values = iota(4096, -7);
+  Tensor x = Tensor(values, {4096}, "VK").realize();
+  Tensor y = x.to("GATED").realize();  // returns with the copy thread on its way to the gate
+  ASSERT_TRUE(gate.reached()) << "the copy never reached its destination's wait";
+  x.assign(x * 0 - 1).realize();  // the source, overwritten on VK while the copy waits
+  EXPECT_EQ(x.sum().item<float>(), -4096.0f);
+  EXPECT_FALSE(gate.passed());
+  gate.open();
+  device("GATED").synchronize();  // its queue's wait for the copy (GatedDevice::wait_for)
+  EXPECT_TRUE(gate.passed());
+  EXPECT_EQ(y.to_vector<float>(), values);
+}
+
+// A program that returns with copies between devices in flight behind kernels exits cleanly. The
+// exit wait runs before every atexit handler and static destructor (a thread_local of the main
+// thread, core/realize.cpp): before it, the copy pool's destructor ran first and joined copy
+// threads waiting for kernels that Lavapipe's queue thread was still compiling with LLVM, whose
+// function-local statics built during that compile had already been destroyed: a segfault in
+// LLVM or a hang (-1 here), in 3 of 8 runs of this child on a loaded machine.
+TEST(AsyncCopy, ExitWaitsForCopiesInFlight) {
+  for (int run = 0; run < 3; ++run) {
+    const std::filesystem::path log =
+        std::filesystem::temp_directory_path() /
+        ("vkg_copy_exit_" + std::to_string(::getpid()) + "_" + std::to_string(run) + ".log");
+    const int status =
+        test::run_child("AsyncCopyChild.*", {"VKG_TEST_COPY_EXIT=1", "DEBUG=1"}, log.string(), 120);
+    std::stringstream text;
+    text << std::ifstream(log).rdbuf();
+    EXPECT_EQ(status, 0) << "run " << run << ":\n" << text.str();
+    std::filesystem::remove(log);
+  }
+}
+
+TEST(AsyncCopyChild, EndsWithCopiesInFlight) {
+  if (!std::getenv("VKG_TEST_COPY_EXIT"))
+    GTEST_SKIP() << "runs only as ExitWaitsForCopiesInFlight's child";
+  // One realize from host data: its kernels are compiled for the device as they first run, on
+  // Lavapipe's queue thread, while the process returns.
+  const std::vector<float> values(256 * 256, 1.0f / 256);
+  Tensor a(values, {256, 256}, "VK");
+  Tensor b(values, {256, 256}, "VK:1");
+  Tensor c = a;
+  for (int i = 0; i < 6; ++i) c = c.matmul(a);
+  std::vector<Tensor> copies;
+  for (int i = 0; i < 4; ++i) {
+    copies.push_back((c + float(i)).to("VK:1"));
+    copies.push_back((b * float(i)).to("VK"));
+  }
+  std::vector<Tensor*> all;
+  for (Tensor& t : copies) all.push_back(&t);
+  realize(all);  // never read: the copies wait for the chain when the process returns
 }
 
 }  // namespace

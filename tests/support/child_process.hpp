@@ -3,8 +3,10 @@
 // leaves there at exit).
 #pragma once
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 #include <string_view>
@@ -15,9 +17,10 @@ extern char** environ;
 namespace vkg::test {
 
 // The child's exit status, or -1 if it could not be started or did not exit normally. Its output
-// goes to `log` (a file) when one is named, else to this process's.
+// goes to `log` (a file) when one is named, else to this process's. With `timeout_s`, a child
+// still running after that many seconds is killed (-1): a hang fails the test, not the suite.
 inline int run_child(const std::string& gtest_filter, const std::vector<std::string>& extra_env,
-                     const std::string& log = {}) {
+                     const std::string& log = {}, int timeout_s = 0) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     // A sharded run (GTEST_TOTAL_SHARDS) would hand the child's one test to another shard.
@@ -42,6 +45,17 @@ inline int run_child(const std::string& gtest_filter, const std::vector<std::str
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return -1;
   int status = 0;
+  for (int waited_ms = 0; timeout_s > 0; waited_ms += 10) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (done < 0) return -1;
+    if (waited_ms >= timeout_s * 1000) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    usleep(10000);
+  }
   if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
   return WEXITSTATUS(status);
 }
