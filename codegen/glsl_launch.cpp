@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <variant>
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
@@ -55,16 +56,33 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
     const size_t n = program.buffers.size();
     l.texel.assign(n, 0);
     size_t texel_views = 0;
-    for (const BufferParam& b : program.buffers)
-      if (!b.written && b.dtype.count == 1 && b.count > 0 &&
+    size_t descriptors = n;
+    // Written buffers qualify only where the kernel loads them and stores them plainly.
+    std::vector<bool> loaded(n, false), combined(n, false);
+    if (target.texel_loads_written)
+      for (const UOpPtr& u : program.uops) {
+        if ((u->op != Ops::LOAD && u->op != Ops::STORE) || u->src.empty() ||
+            u->src[0]->op != Ops::INDEX || u->src[0]->src.at(0)->op != Ops::DEFINE_GLOBAL)
+          continue;
+        const auto slot = size_t(u->src[0]->src[0]->arg_as<int64_t>());
+        if (slot >= n) continue;
+        if (u->op == Ops::LOAD) loaded[slot] = true;
+        if (u->op == Ops::STORE && std::holds_alternative<int64_t>(u->arg)) combined[slot] = true;
+      }
+    for (const BufferParam& b : program.buffers) {
+      const auto slot = size_t(b.slot);
+      const bool rw = b.written && slot < n && loaded[slot] && !combined[slot];
+      if ((!b.written || rw) && b.dtype.count == 1 && b.count > 0 &&
           uint64_t(b.count) <= target.max_texel_buffer_elements &&
           (b.dtype.scalar == Scalar::Float32 || b.dtype.scalar == Scalar::Int32 ||
            b.dtype.scalar == Scalar::UInt32) &&
-          texel_views < target.max_texel_descriptors) {
-        l.texel[size_t(b.slot)] = 1;
+          texel_views < target.max_texel_descriptors &&
+          (!rw || descriptors < target.max_bound_buffers)) {
+        l.texel[slot] = rw ? 1 | ArgLayout::kTexelWritten : 1;
         ++texel_views;
+        descriptors += rw;  // the storage buffer and the view
       }
-    size_t descriptors = n;
+    }
     for (const UOpPtr& u : program.uops) {
       if (u->op != Ops::LOAD || u->src.empty() || u->src[0]->op != Ops::INDEX) continue;
       const UOp& buffer = *u->src[0]->src.at(0);
