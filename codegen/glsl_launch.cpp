@@ -100,6 +100,23 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
         ++texel_views;
       }
     }
+    // The word view only where a load reads through it: a scalar, or a vector read lane by lane
+    // (no view of its width, or an index not proven aligned). A view no load reads is a pushed
+    // descriptor for nothing (the MLP step's Adam kernel had four); its time on Lavapipe was
+    // within the noise of a loaded machine.
+    std::vector<bool> words(n, false);
+    for (const UOpPtr& u : program.uops) {
+      if (u->op != Ops::LOAD || u->src.empty() || u->src[0]->op != Ops::INDEX ||
+          u->src[0]->src.at(0)->op != Ops::DEFINE_GLOBAL)
+        continue;
+      const auto slot = size_t(u->src[0]->src[0]->arg_as<int64_t>());
+      if (slot >= n) continue;
+      const int w = u->dtype.count;
+      words[slot] = words[slot] || w == 1 || !(l.texel[slot] & w) || u->src[0]->src.size() < 2 ||
+                    !aligned_vector_index(u->src[0]->src[1].get(), u->dtype);
+    }
+    for (size_t slot = 0; slot < n; ++slot)
+      if (!words[slot] && (l.texel[slot] & (2 | 4))) l.texel[slot] &= uint8_t(~1u);
   }
   return l;
 }
