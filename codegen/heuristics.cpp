@@ -200,16 +200,18 @@ bool is_costly(Ops op) {
 // Whether the reduce computes a costly op that is the same for every output along `axis` (every
 // load below it has stride 0 there): a softmax's backward fused into the next weight gradient
 // (dlogits[b, c] = exp(..) / sum(..) - onehot, the same for every input o of w2[c, o]).
-bool shares_costly_op(const Kernel& k, int axis) {
+// With `varying` >= 0, only an op that also varies along that axis counts.
+bool shares_costly_op(const Kernel& k, int axis, int varying = -1) {
   for (const UOp* u : toposort(k.ast().get())) {
     if (!is_costly(u->op)) continue;
-    bool varies = false, loads = false;
+    bool varies = false, loads = false, varies_there = varying < 0;
     for (const UOp* x : toposort(u))
       if (x->op == Ops::LOAD) {
         loads = true;
         varies = varies || load_stride(k, x, axis) != 0;
+        varies_there = varies_there || load_stride(k, x, varying) != 0;
       }
-    if (loads && !varies) return true;
+    if (loads && !varies && varies_there) return true;
   }
   return false;
 }
@@ -266,12 +268,15 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
   // A shuffle tile's lanes hand their loaded rows to each other, and what the kernel computes
   // from those rows every lane computes for every row of the tile: a costly op fused into the
   // reduce (a softmax's backward in the matmul after it, dlogits[b, c] @ w2[c, o]) then runs 8
-  // times per tile and again in each column group. Where such an op is the same along the
-  // columns, the tile takes columns only: one row per invocation, up to 64 columns while a
-  // workgroup's worth of invocations is left. The MLP step's hidden-layer input gradient (128 x
-  // 128 from dlogits 128 x 10): 162 -> 90 us on Lavapipe (DEBUG=2, load 10). A device trait, as
-  // share_costly_ops below.
-  if (tile && traits.share_costly_ops && shares_costly_op(k, tile->lane)) {
+  // times per tile and again in each column group. Where such an op varies along the shuffled
+  // rows and is the same along the columns, the tile takes columns only: one row per
+  // invocation, up to 64 columns while a workgroup's worth of invocations is left. (An op that
+  // is the same along the rows too, a per-channel scale in a convolution's reduce, is computed
+  // once per lane and keeps the tile.) The MLP step's hidden-layer input gradient (128 x 128
+  // from dlogits 128 x 10): 162 -> 90 us on Lavapipe (DEBUG=2, load 10); beautiful_mnist's last
+  // layer's (512 x 576 from 512 x 10), the only kernel of its step that changes: a median of
+  // 3.07 -> 1.51 ms over 5 steps at load 8 (noisy). A device trait, as share_costly_ops below.
+  if (tile && traits.share_costly_ops && shares_costly_op(k, tile->lane, tile->shuffle)) {
     const int n = tile->lane;
     for (int i = 0; i < 3; ++i)  // output_count: the invocations left
       if (divides(k, n, 4) && output_count(k) / 4 >= traits.default_workgroup)

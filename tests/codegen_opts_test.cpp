@@ -699,7 +699,8 @@ TEST_F(Opts, LavapipeHeuristicsShareACostlyOpAcrossMoreColumns) {
 // hidden layer's input gradient from a softmax's backward): the quotients depend on b, which the
 // tile would shuffle, so every lane would divide for all 8 lanes' rows. With share_costly_ops the
 // tile takes 64 columns of one row instead (d / s computed once per row and column group); a
-// plain product of the same shape keeps its shuffle tile.
+// plain product of the same shape, or one whose costly op does not vary along the rows, keeps
+// its shuffle tile.
 TEST_F(Opts, LavapipeHeuristicsGiveUpAShuffleTileThatWouldRepeatACostlyOp) {
   const DeviceTraits cpu = lavapipe_traits();
   const int64_t batch = 128, classes = 10, outs = 128;
@@ -718,6 +719,13 @@ TEST_F(Opts, LavapipeHeuristicsGiveUpAShuffleTileThatWouldRepeatACostlyOp) {
   EXPECT_EQ(agree(rows), matmul_closed_form(q, w, batch, classes, outs));
   const Lowered plain = lowered(dt.matmul(wt), {}, &cpu);
   EXPECT_NE(plain.describe.find("SHUFFLE"), std::string::npos) << plain.describe;
+  // A costly op that does not vary along the shuffled rows (d[b, c] * (1 / s[c])) is computed
+  // once per lane: the tile stays.
+  std::vector<float> sc(static_cast<size_t>(classes));
+  for (int64_t c = 0; c < classes; ++c) sc[size_t(c)] = float(1 << (c % 3));
+  const Lowered per_class =
+      lowered((dt * Tensor(sc, {1, classes}).reciprocal()).matmul(wt), {}, &cpu);
+  EXPECT_NE(per_class.describe.find("SHUFFLE"), std::string::npos) << per_class.describe;
   DeviceTraits without = cpu;
   without.share_costly_ops = false;
   const Lowered shuffled = lowered((dt / Tensor(s, {batch, 1})).matmul(wt), {}, &without);
