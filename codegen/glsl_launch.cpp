@@ -57,8 +57,10 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
     l.texel.assign(n, 0);
     size_t texel_views = 0;
     size_t descriptors = n;
-    // Written buffers qualify only where the kernel loads them and stores them plainly.
-    std::vector<bool> loaded(n, false), combined(n, false);
+    // Written buffers qualify only where the kernel loads them, every load before the first
+    // store (as the linearizer orders them; a view need not see the dispatch's own writes), and
+    // stores them plainly.
+    std::vector<bool> loaded(n, false), stored(n, false), excluded(n, false);
     if (target.texel_loads_written)
       for (const UOpPtr& u : program.uops) {
         if ((u->op != Ops::LOAD && u->op != Ops::STORE) || u->src.empty() ||
@@ -66,12 +68,17 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
           continue;
         const auto slot = size_t(u->src[0]->src[0]->arg_as<int64_t>());
         if (slot >= n) continue;
-        if (u->op == Ops::LOAD) loaded[slot] = true;
-        if (u->op == Ops::STORE && std::holds_alternative<int64_t>(u->arg)) combined[slot] = true;
+        if (u->op == Ops::LOAD) {
+          loaded[slot] = true;
+          excluded[slot] = excluded[slot] || stored[slot];
+        } else {
+          stored[slot] = true;
+          excluded[slot] = excluded[slot] || std::holds_alternative<int64_t>(u->arg);
+        }
       }
     for (const BufferParam& b : program.buffers) {
       const auto slot = size_t(b.slot);
-      const bool rw = b.written && slot < n && loaded[slot] && !combined[slot];
+      const bool rw = b.written && slot < n && loaded[slot] && !excluded[slot];
       if ((!b.written || rw) && b.dtype.count == 1 && b.count > 0 &&
           uint64_t(b.count) <= target.max_texel_buffer_elements &&
           (b.dtype.scalar == Scalar::Float32 || b.dtype.scalar == Scalar::Int32 ||

@@ -150,6 +150,14 @@ TEST(TexelLoads, BuffersAlsoWrittenAreReadThroughViewsBesideTheirStorageBuffer) 
   // Each written view takes a descriptor beside the storage buffer: with room for 5, only a.
   t.max_bound_buffers = 5;
   EXPECT_EQ(arg_layout(exchange(), t).texel, (std::vector<uint8_t>{1 | 8, 0, 0, 0}));
+  // A load after a store to the same buffer must see that store: no view.
+  B late("E_texel_store_then_load");
+  auto x = late.global(dtypes::float32, 4, true), y = late.global(dtypes::float32, 4, true);
+  auto i = late.special("lidx0", 4);
+  late.store(x, i, late.load(y, i));
+  late.store(y, i, late.load(x, i));
+  EXPECT_EQ(arg_layout(late.build({1, 1, 1}, {4, 1, 1}), t).texel,
+            (std::vector<uint8_t>{0, 1 | 8}));
 }
 
 // out[i] = sum of x_k[i] over `operands` read-only float32 buffers, one invocation per element.
