@@ -526,6 +526,11 @@ GENERATED_BENCH(BM_TexelLoads_GenForward_UtbVec, "mlp_forward.comp", Read::UtbVe
 GENERATED_BENCH(BM_TexelLoads_GenWeightGrad_Ssbo, "mlp_weight_grad.comp", Read::Ssbo);
 GENERATED_BENCH(BM_TexelLoads_GenWeightGrad_Utb, "mlp_weight_grad.comp", Read::Utb);
 GENERATED_BENCH(BM_TexelLoads_GenWeightGrad_UtbVec, "mlp_weight_grad.comp", Read::UtbVec4);
+// Adam's update of the 784x128 weight, whose m, v and weight the kernel reads and writes: read
+// through storage buffers (adam_ssbo.comp) or through texel views of copies (adam_texel.comp,
+// as GlslTarget::texel_loads_written reads them; a copy times the same as an alias).
+GENERATED_BENCH(BM_TexelLoads_GenAdam_Ssbo, "adam_ssbo.comp", Read::UtbVec4);
+GENERATED_BENCH(BM_TexelLoads_GenAdam_Texel, "adam_texel.comp", Read::UtbVec4);
 
 }  // namespace
 }  // namespace vkg::bench

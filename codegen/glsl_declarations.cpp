@@ -21,12 +21,13 @@ std::string bound_buffers(const Program& p, const GlslTarget& t, const ArgLayout
   for (const BufferParam& b : p.buffers) {
     if (layout.texel_read(size_t(b.slot))) {
       // Read through texel views of its 32-bit words (glsl_launch.hpp's ArgLayout::texel).
+      const bool written = layout.texel_written(size_t(b.slot));
       for (int w : {1, 2, 4})
         if (layout.texel[size_t(b.slot)] & w)
-          h += fmt::format("layout(set = 0, binding = {}) uniform usamplerBuffer data{}{};\n",
-                           texel_binding(p.buffers.size(), size_t(b.slot), w), b.slot,
-                           w == 1 ? "" : fmt::format("x{}", w));
-      continue;
+          h += fmt::format("layout(set = 0, binding = {}) uniform usamplerBuffer data{}{}{};\n",
+                           texel_binding(p.buffers.size(), size_t(b.slot), w, written), b.slot,
+                           written ? "t" : "", w == 1 ? "" : fmt::format("x{}", w));
+      if (!written) continue;  // else stored through its storage buffer, declared below
     }
     const std::string access = b.written ? "" : "readonly ";
     h += fmt::format(

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <variant>
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
@@ -55,16 +56,40 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
     const size_t n = program.buffers.size();
     l.texel.assign(n, 0);
     size_t texel_views = 0;
-    for (const BufferParam& b : program.buffers)
-      if (!b.written && b.dtype.count == 1 && b.count > 0 &&
+    size_t descriptors = n;
+    // Written buffers qualify only where the kernel loads them, every load before the first
+    // store (as the linearizer orders them; a view need not see the dispatch's own writes), and
+    // stores them plainly.
+    std::vector<bool> loaded(n, false), stored(n, false), excluded(n, false);
+    if (target.texel_loads_written)
+      for (const UOpPtr& u : program.uops) {
+        if ((u->op != Ops::LOAD && u->op != Ops::STORE) || u->src.empty() ||
+            u->src[0]->op != Ops::INDEX || u->src[0]->src.at(0)->op != Ops::DEFINE_GLOBAL)
+          continue;
+        const auto slot = size_t(u->src[0]->src[0]->arg_as<int64_t>());
+        if (slot >= n) continue;
+        if (u->op == Ops::LOAD) {
+          loaded[slot] = true;
+          excluded[slot] = excluded[slot] || stored[slot];
+        } else {
+          stored[slot] = true;
+          excluded[slot] = excluded[slot] || std::holds_alternative<int64_t>(u->arg);
+        }
+      }
+    for (const BufferParam& b : program.buffers) {
+      const auto slot = size_t(b.slot);
+      const bool rw = b.written && slot < n && loaded[slot] && !excluded[slot];
+      if ((!b.written || rw) && b.dtype.count == 1 && b.count > 0 &&
           uint64_t(b.count) <= target.max_texel_buffer_elements &&
           (b.dtype.scalar == Scalar::Float32 || b.dtype.scalar == Scalar::Int32 ||
            b.dtype.scalar == Scalar::UInt32) &&
-          texel_views < target.max_texel_descriptors) {
-        l.texel[size_t(b.slot)] = 1;
+          texel_views < target.max_texel_descriptors &&
+          (!rw || descriptors < target.max_bound_buffers)) {
+        l.texel[slot] = rw ? 1 | ArgLayout::kTexelWritten : 1;
         ++texel_views;
+        descriptors += rw;  // the storage buffer and the view
       }
-    size_t descriptors = n;
+    }
     for (const UOpPtr& u : program.uops) {
       if (u->op != Ops::LOAD || u->src.empty() || u->src[0]->op != Ops::INDEX) continue;
       const UOp& buffer = *u->src[0]->src.at(0);
@@ -82,6 +107,23 @@ ArgLayout arg_layout(const Program& program, const GlslTarget& target) {
         ++texel_views;
       }
     }
+    // The word view only where a load reads through it: a scalar, or a vector read lane by lane
+    // (no view of its width, or an index not proven aligned). A view no load reads is a pushed
+    // descriptor for nothing (the MLP step's Adam kernel had four); its time on Lavapipe was
+    // within the noise of a loaded machine.
+    std::vector<bool> words(n, false);
+    for (const UOpPtr& u : program.uops) {
+      if (u->op != Ops::LOAD || u->src.empty() || u->src[0]->op != Ops::INDEX ||
+          u->src[0]->src.at(0)->op != Ops::DEFINE_GLOBAL)
+        continue;
+      const auto slot = size_t(u->src[0]->src[0]->arg_as<int64_t>());
+      if (slot >= n) continue;
+      const int w = u->dtype.count;
+      words[slot] = words[slot] || w == 1 || !(l.texel[slot] & w) || u->src[0]->src.size() < 2 ||
+                    !aligned_vector_index(u->src[0]->src[1].get(), u->dtype);
+    }
+    for (size_t slot = 0; slot < n; ++slot)
+      if (!words[slot] && (l.texel[slot] & (2 | 4))) l.texel[slot] &= uint8_t(~1u);
   }
   return l;
 }

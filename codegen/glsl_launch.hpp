@@ -39,16 +39,25 @@ struct ArgLayout {
   uint32_t push_constant_bytes = 0;  // arg_bytes, or 8 when spilled
   // Bound only, GlslTarget::texel_loads: per slot, the texel views the kernel reads the buffer
   // through (empty or 0: a storage buffer at binding = slot). Bit 1: 32-bit words at binding =
-  // slot; bit 2: pairs of words at n + slot; bit 4: quads at 2n + slot (n buffers). Vector views
-  // are added for the vector widths the kernel loads at aligned indices (aligned_vector_index)
-  // while the descriptors fit max_bound_buffers and the views max_texel_descriptors.
+  // slot (only where some load reads single words); bit 2: pairs of words at n + slot; bit 4:
+  // quads at 2n + slot (n buffers). Vector views are added for the vector widths the kernel
+  // loads at aligned indices (aligned_vector_index) while the descriptors fit max_bound_buffers
+  // and the views max_texel_descriptors.
+  // Bit 8 (kTexelWritten, GlslTarget::texel_loads_written): the kernel also writes the buffer, so
+  // its storage buffer stays at binding = slot for the stores and the 1-word view moves to
+  // 3n + slot.
   std::vector<uint8_t> texel;
+  static constexpr uint8_t kTexelWritten = 8;
   bool texel_read(size_t slot) const { return slot < texel.size() && texel[slot]; }
+  bool texel_written(size_t slot) const {
+    return texel_read(slot) && (texel[slot] & kTexelWritten);
+  }
 };
 
 // The descriptor binding of slot's texel view of `width` words (1, 2 or 4) in a kernel of n
-// buffers (ArgLayout::texel).
-inline uint32_t texel_binding(size_t n, size_t slot, int width) {
+// buffers (ArgLayout::texel); `written`: the slot also has its storage buffer (kTexelWritten).
+inline uint32_t texel_binding(size_t n, size_t slot, int width, bool written = false) {
+  if (width == 1 && written) return uint32_t(3 * n + slot);
   return uint32_t((width == 4 ? 2 * n : width == 2 ? n : 0) + slot);
 }
 

@@ -429,26 +429,32 @@ class Renderer {
   std::string texel_element(const UOp& buffer, const std::string& index, DType d,
                             const UOp* index_node) {
     const std::string& b = name_of(&buffer);
-    const uint8_t views = layout_.texel[size_t(buffer.arg_as<int64_t>())];
+    const auto slot = size_t(buffer.arg_as<int64_t>());
+    const uint8_t views = layout_.texel[slot];
+    // A buffer the kernel also writes names its views dataNt, dataNtx4 (dataN, dataNx4 are its
+    // storage buffer).
+    const std::string b1 = layout_.texel_written(slot) ? b + "t" : b;
     const std::string cast = d.is_float()      ? "uintBitsToFloat"
                              : d.is_unsigned() ? ""
                                                : glsl::type_name(d);
-    if (d.count == 1) return fmt::format("{}(texelFetch({}, {}).x)", cast, b, index);
+    if (d.count == 1) return fmt::format("{}(texelFetch({}, {}).x)", cast, b1, index);
     if ((views & d.count) && aligned_vector(index_node, d))
-      return fmt::format("{}(texelFetch({}x{}, ({})>>{}).{})", cast, b, d.count, index,
+      return fmt::format("{}(texelFetch({}x{}, ({})>>{}).{})", cast, b1, d.count, index,
                          d.count == 4 ? 2 : 1, d.count == 4 ? "xyzw" : "xy");
     std::string lanes;
     for (int k = 0; k < d.count; ++k)
-      lanes += fmt::format("{}texelFetch({}, {}+{}).x", k ? ", " : "", b, index, k);
+      lanes += fmt::format("{}texelFetch({}, {}+{}).x", k ? ", " : "", b1, index, k);
     return fmt::format("{}(uvec{}({}))", cast, d.count, lanes);
   }
 
   // The element(s) at `index` of `buffer`, as an lvalue-ish expression of dtype d. `index_node`
   // is the index's UOp where the text is that index (bound buffers read vectors by it).
+  // `load`: for reading (a texel view where the layout has one), else for storing.
   std::string element(const UOp& buffer, const std::string& index, DType d,
-                      const UOp* index_node = nullptr) {
+                      const UOp* index_node = nullptr, bool load = false) {
     const std::string& b = name_of(&buffer);
-    if (buffer.op == Ops::DEFINE_GLOBAL && layout_.texel_read(size_t(buffer.arg_as<int64_t>())))
+    if (load && buffer.op == Ops::DEFINE_GLOBAL &&
+        layout_.texel_read(size_t(buffer.arg_as<int64_t>())))
       return texel_element(buffer, index, d, index_node);
     if (layout_.bound && buffer.op == Ops::DEFINE_GLOBAL && d.count > 1) {
       // The index is a multiple of the width, so a shift divides exactly (negative too) and costs
@@ -568,17 +574,18 @@ class Renderer {
           // A neighbour may atomically store the other half of this word while we read it (an
           // in-place update): a plain read of it would be a data race under the Vulkan memory
           // model, so a kernel that also stores into the buffer reads the word atomically.
-          std::string word = element(buffer, fmt::format("({})>>1", at_k), u.dtype.base());
+          std::string word =
+              element(buffer, fmt::format("({})>>1", at_k), u.dtype.base(), nullptr, true);
           if (stored_.count(&buffer)) word = fmt::format("atomicOr({}, 0u)", word);
           bits = fmt::format("(({} >> (uint(({})&1)<<4)) & 0xffffu)", word, at_k);
         } else {
-          bits = "uint(" + element(buffer, at_k, u.dtype.base()) + ")";
+          bits = "uint(" + element(buffer, at_k, u.dtype.base(), nullptr, true) + ")";
         }
         v += (k ? ", " : "") + glsl::half_value(u.dtype.base(), bits, helpers_);
       }
       if (u.dtype.count > 1) v = fmt::format("{}({})", glsl::type_name(reg(u.dtype)), v);
     } else {
-      v = element(buffer, at, u.dtype, index.src[1].get());
+      v = element(buffer, at, u.dtype, index.src[1].get(), true);
       if (u.dtype.is_bool() && buffer.op == Ops::DEFINE_GLOBAL)
         v = glsl::bool_from_storage(u.dtype, v);
     }

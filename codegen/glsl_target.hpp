@@ -39,6 +39,13 @@ struct GlslTarget {
   // into a loop over the SIMD lanes with a bounds check each, and a texel fetch into one gather;
   // the MLP step's forward matmul reads 33% faster (bench_vk BM_TexelLoads_Gen*).
   bool texel_loads = false;
+  // With texel_loads, buffers a kernel both reads and writes (an optimizer's in-place update)
+  // are read through texel views too, and written through their storage buffer. Safe because
+  // the linearizer puts every load of a buffer before any store to it (no invocation reads what
+  // this dispatch wrote), so the view never needs to see the dispatch's own writes; kernels with
+  // a combining (atomic) store to the buffer keep the storage path. Adam's update of the MLP
+  // step's 784x128 weight: 15% less CPU (bench_vk BM_TexelLoads_GenAdam*).
+  bool texel_loads_written = false;
   uint64_t max_texel_buffer_elements = 0;
   // Uniform texel buffers count against the device's sampled images per stage
   // (maxPerStageDescriptorSampledImages, as low as 16): past it, read-only buffers stay storage

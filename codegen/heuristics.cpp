@@ -200,16 +200,18 @@ bool is_costly(Ops op) {
 // Whether the reduce computes a costly op that is the same for every output along `axis` (every
 // load below it has stride 0 there): a softmax's backward fused into the next weight gradient
 // (dlogits[b, c] = exp(..) / sum(..) - onehot, the same for every input o of w2[c, o]).
-bool shares_costly_op(const Kernel& k, int axis) {
+// With `varying` >= 0, only an op that also varies along that axis counts.
+bool shares_costly_op(const Kernel& k, int axis, int varying = -1) {
   for (const UOp* u : toposort(k.ast().get())) {
     if (!is_costly(u->op)) continue;
-    bool varies = false, loads = false;
+    bool varies = false, loads = false, varies_there = varying < 0;
     for (const UOp* x : toposort(u))
       if (x->op == Ops::LOAD) {
         loads = true;
         varies = varies || load_stride(k, x, axis) != 0;
+        varies_there = varies_there || load_stride(k, x, varying) != 0;
       }
-    if (loads && !varies) return true;
+    if (loads && !varies && varies_there) return true;
   }
   return false;
 }
@@ -260,10 +262,27 @@ void apply_heuristics(Kernel& k, const DeviceTraits& traits) {
         k.apply({OptOp::UPCAST, a, k.full_shape()[size_t(a)]});
     return;
   }
-  const std::optional<ShuffleAxes> tile =
+  std::optional<ShuffleAxes> tile =
       traits.shuffle_lanes > 0 ? shuffle_axes(k, traits.shuffle_lanes, traits.shuffle_rows_per_lane)
                                : std::nullopt;
-  if (tile) {
+  // A shuffle tile's lanes hand their loaded rows to each other, and what the kernel computes
+  // from those rows every lane computes for every row of the tile: a costly op fused into the
+  // reduce (a softmax's backward in the matmul after it, dlogits[b, c] @ w2[c, o]) then runs 8
+  // times per tile and again in each column group. Where such an op varies along the shuffled
+  // rows and is the same along the columns, the tile takes columns only: one row per
+  // invocation, up to 64 columns while a workgroup's worth of invocations is left. (An op that
+  // is the same along the rows too, a per-channel scale in a convolution's reduce, is computed
+  // once per lane and keeps the tile.) The MLP step's hidden-layer input gradient (128 x 128
+  // from dlogits 128 x 10): 162 -> 90 us on Lavapipe (DEBUG=2, load 10); beautiful_mnist's last
+  // layer's (512 x 576 from 512 x 10), the only kernel of its step that changes: a median of
+  // 3.07 -> 1.51 ms over 5 steps at load 8 (noisy). A device trait, as share_costly_ops below.
+  if (tile && traits.share_costly_ops && shares_costly_op(k, tile->lane, tile->shuffle)) {
+    const int n = tile->lane;
+    for (int i = 0; i < 3; ++i)  // output_count: the invocations left
+      if (divides(k, n, 4) && output_count(k) / 4 >= traits.default_workgroup)
+        k.apply({OptOp::UPCAST, n, 4});
+    tile.reset();
+  } else if (tile) {
     // One subgroup per workgroup. Its lanes take neighbouring vec4 columns (`lane`); each lane
     // loads rows_per_lane rows of A's tile and shuffles hand them to the others: every
     // invocation keeps a (lanes * rows_per_lane) x 4 block of outputs, and per 4 steps of the

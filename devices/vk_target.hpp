@@ -59,6 +59,10 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
       std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
   t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;
   t.texel_loads = texel_loads_by_default(caps.type, vk::env_string("VKG_TEXEL_LOADS"));
+  // VKG_TEXEL_WRITTEN=0 keeps buffers a kernel also writes on the storage path (for comparing).
+  const std::string written = vk::env_string("VKG_TEXEL_WRITTEN");
+  t.texel_loads_written =
+      t.texel_loads && !(written == "0" || written == "false" || written == "off");
   // Lowered by VKG_MAX_TEXEL_ELEMENTS and VKG_MAX_SAMPLED_IMAGES (vk::lower_limits_by_env), so
   // tests reach the storage-buffer fallbacks; the queue checks against the same limits.
   t.max_texel_buffer_elements = caps.limits.max_texel_buffer_elements;
@@ -84,12 +88,11 @@ inline std::vector<vk::Binding> bindings_of(const ArgLayout& layout, size_t n) {
   if (!layout.bound) return b;
   for (size_t slot = 0; slot < n; ++slot) {
     const uint32_t use = uint32_t(slot);
-    if (!layout.texel_read(slot)) {
-      b.push_back({use, use, vk::BindingKind::Storage});
-      continue;
-    }
+    const bool written = layout.texel_written(slot);
+    if (!layout.texel_read(slot) || written) b.push_back({use, use, vk::BindingKind::Storage});
+    if (!layout.texel_read(slot)) continue;
     const uint8_t views = layout.texel[slot];
-    if (views & 1) b.push_back({texel_binding(n, slot, 1), use, vk::BindingKind::Texel32});
+    if (views & 1) b.push_back({texel_binding(n, slot, 1, written), use, vk::BindingKind::Texel32});
     if (views & 2) b.push_back({texel_binding(n, slot, 2), use, vk::BindingKind::Texel32x2});
     if (views & 4) b.push_back({texel_binding(n, slot, 4), use, vk::BindingKind::Texel32x4});
   }

@@ -728,6 +728,44 @@ TEST_F(Opts, LavapipeHeuristicsShareACostlyOpAcrossMoreColumns) {
   }
 }
 
+// The same for a shape that takes a shuffle tile (out[b, o] = sum_c (d[b, c] / s[b]) w[c, o], the
+// hidden layer's input gradient from a softmax's backward): the quotients depend on b, which the
+// tile would shuffle, so every lane would divide for all 8 lanes' rows. With share_costly_ops the
+// tile takes 64 columns of one row instead (d / s computed once per row and column group); a
+// plain product of the same shape, or one whose costly op does not vary along the rows, keeps
+// its shuffle tile.
+TEST_F(Opts, LavapipeHeuristicsGiveUpAShuffleTileThatWouldRepeatACostlyOp) {
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t batch = 128, classes = 10, outs = 128;
+  const std::vector<float> d = ints(batch * classes, 7, 11, 5), w = ints(classes * outs, 5, 13, 6);
+  std::vector<float> s(static_cast<size_t>(batch)), q(static_cast<size_t>(batch * classes));
+  for (int64_t b = 0; b < batch; ++b) s[size_t(b)] = float(1 << (b % 3));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t c = 0; c < classes; ++c)
+      q[size_t(b * classes + c)] = d[size_t(b * classes + c)] / s[size_t(b)];
+  const Tensor dt(d, {batch, classes}), wt(w, {classes, outs});
+  const Lowered rows = lowered((dt / Tensor(s, {batch, 1})).matmul(wt), {}, &cpu);
+  EXPECT_NE(rows.describe.find("opts=[UPCAST(axis=1, amount=4), UPCAST(axis=1, amount=4), "
+                               "UPCAST(axis=1, amount=4)]"),
+            std::string::npos)
+      << rows.describe;
+  EXPECT_EQ(agree(rows), matmul_closed_form(q, w, batch, classes, outs));
+  const Lowered plain = lowered(dt.matmul(wt), {}, &cpu);
+  EXPECT_NE(plain.describe.find("SHUFFLE"), std::string::npos) << plain.describe;
+  // A costly op that does not vary along the shuffled rows (d[b, c] * (1 / s[c])) is computed
+  // once per lane: the tile stays.
+  std::vector<float> sc(static_cast<size_t>(classes));
+  for (int64_t c = 0; c < classes; ++c) sc[size_t(c)] = float(1 << (c % 3));
+  const Lowered per_class =
+      lowered((dt * Tensor(sc, {1, classes}).reciprocal()).matmul(wt), {}, &cpu);
+  EXPECT_NE(per_class.describe.find("SHUFFLE"), std::string::npos) << per_class.describe;
+  DeviceTraits without = cpu;
+  without.share_costly_ops = false;
+  const Lowered shuffled = lowered((dt / Tensor(s, {batch, 1})).matmul(wt), {}, &without);
+  EXPECT_NE(shuffled.describe.find("SHUFFLE"), std::string::npos) << shuffled.describe;
+  EXPECT_EQ(agree(shuffled), matmul_closed_form(q, w, batch, classes, outs));
+}
+
 // The same shared quotient where the register tile's rows are two short axes taken whole
 // (out[i, j, o] = sum_b (d[b, i, j] / s[b]) h[b, o], i and j 3 and 5 long, d stored j-major so
 // that they do not merge): 4 columns x 15 rows are 60 accumulators, so the 16 columns (240) are

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <vkgrad/codegen/glsl_launch.hpp>
+#include <vkgrad/core/scatter_combine.hpp>
 #include <vkgrad/devices/vk_target.hpp>
 
 #include "support/kernel_agree.hpp"
@@ -66,9 +67,10 @@ TEST(TexelLoads, ReadOnly32BitBuffersWithinTheLimitAreTexelBuffers) {
   const Program p = copies();
   const ArgLayout l = arg_layout(p, texel_target(1 << 20));
   ASSERT_TRUE(l.bound);
-  // Written buffers (0-5) and int64 (11) stay storage buffers; v gets a quad view too, u none:
-  // its vec4 at 4i + 1 is never aligned, so the renderer reads it lane by lane.
-  EXPECT_EQ(l.texel, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 1, 1, 1, 0}));
+  // Written buffers (0-5) and int64 (11) stay storage buffers; v gets a quad view and no word
+  // view (it is read by aligned vec4s only), u no quad view: its vec4 at 4i + 1 is never
+  // aligned, so the renderer reads it lane by lane through the word view.
+  EXPECT_EQ(l.texel, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 4, 1, 1, 1, 0}));
   const std::string s = render_and_compile(p, texel_target(1 << 20));
   EXPECT_TRUE(has(s, "layout(set = 0, binding = 6) uniform usamplerBuffer data6;")) << s;
   EXPECT_TRUE(has(s, "layout(set = 0, binding = 31) uniform usamplerBuffer data7x4;")) << s;
@@ -79,13 +81,14 @@ TEST(TexelLoads, ReadOnly32BitBuffersWithinTheLimitAreTexelBuffers) {
   EXPECT_TRUE(has(s, "layout(std430, set = 0, binding = 0) buffer Data0 { float v[]; }")) << s;
   EXPECT_FALSE(has(s, "Data6")) << s;
   EXPECT_FALSE(has(s, "data8x4")) << s;  // no descriptor the kernel never reads
+  EXPECT_FALSE(has(s, "usamplerBuffer data7;")) << s;
 }
 
 TEST(TexelLoads, BuffersPastTheLimitOrWithTheSettingOffStayStorageBuffers) {
   const Program p = copies();
   // 16 elements fit, u's 20 do not.
   EXPECT_EQ(arg_layout(p, texel_target(16)).texel,
-            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 0, 1, 1, 0}));
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 4, 0, 1, 1, 0}));
   GlslTarget off = texel_target(1 << 20);
   off.texel_loads = false;
   EXPECT_TRUE(arg_layout(p, off).texel.empty());
@@ -97,8 +100,64 @@ TEST(TexelLoads, BuffersPastTheLimitOrWithTheSettingOffStayStorageBuffers) {
   // Vector views only while the descriptors fit: 12 buffers + 1 view = 13.
   GlslTarget tight = texel_target(1 << 20);
   tight.max_bound_buffers = 13;
-  EXPECT_EQ(arg_layout(p, tight).texel,
-            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 1, 1, 1, 0}));
+  EXPECT_EQ(arg_layout(p, tight).texel, (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 4, 1, 1, 1, 0}));
+}
+
+// In place, 4 invocations: a and b (16 float32 each) exchange their elements, scalars in a and
+// aligned vec4s in b (every load before every store, as the linearizer orders them); c[i] = a[i]
+// written only; s gets an atomic sum of its old value (a combining store keeps the storage path).
+Program exchange() {
+  B b("E_texel_exchange");
+  auto a = b.global(dtypes::float32, 16, true), v = b.global(dtypes::float32, 16, true),
+       c = b.global(dtypes::float32, 16, true), s = b.global(dtypes::int32, 4, true);
+  auto i = b.special("lidx0", 4);
+  std::vector<UOpPtr> old_a;
+  for (int k = 0; k < 4; ++k) old_a.push_back(b.load(a, i * 4 + k));
+  auto old_v = b.load(v, i * 4, nullptr, nullptr, 4);
+  auto old_s = b.load(s, i);
+  for (int k = 0; k < 4; ++k)
+    b.store(a, i * 4 + k,
+            b.emit(UOp::make(Ops::GEP, dtypes::float32, {old_v}, std::vector<int64_t>{k})));
+  b.store(v, i * 4, b.emit(UOp::make(Ops::VECTORIZE, DType{Scalar::Float32, 4}, old_a)));
+  for (int k = 0; k < 4; ++k) b.store(c, i * 4 + k, old_a[size_t(k)]);
+  b.emit(
+      UOp::make(Ops::STORE, dtypes::void_, {B::index(s, i), old_s}, int64_t(ScatterCombine::Sum)));
+  return b.build({1, 1, 1}, {4, 1, 1});
+}
+
+// GlslTarget::texel_loads_written: a buffer the kernel loads and plainly stores gets texel views
+// for the loads (bit 8, kTexelWritten) beside its storage buffer for the stores; one it only
+// writes, or stores into by an atomic, gets none.
+TEST(TexelLoads, BuffersAlsoWrittenAreReadThroughViewsBesideTheirStorageBuffer) {
+  GlslTarget t = texel_target(1 << 20);
+  EXPECT_EQ(arg_layout(exchange(), t).texel, (std::vector<uint8_t>{0, 0, 0, 0}));
+  t.texel_loads_written = true;
+  const ArgLayout l = arg_layout(exchange(), t);
+  EXPECT_EQ(l.texel, (std::vector<uint8_t>{1 | 8, 4 | 8, 0, 0}));
+  EXPECT_TRUE(l.texel_written(0));
+  EXPECT_FALSE(l.texel_written(2));
+  const std::string s = render_and_compile(exchange(), t);
+  // 4 buffers: the word views of written slots at 3n + slot, quads at 2n + slot as always.
+  EXPECT_TRUE(has(s, "layout(set = 0, binding = 12) uniform usamplerBuffer data0t;")) << s;
+  EXPECT_TRUE(has(s, "layout(set = 0, binding = 9) uniform usamplerBuffer data1tx4;")) << s;
+  EXPECT_TRUE(has(s, "layout(std430, set = 0, binding = 0) buffer Data0 { float v[]; }")) << s;
+  EXPECT_TRUE(has(s, "layout(std430, set = 0, binding = 1) buffer Data1x4 { vec4 v[]; }")) << s;
+  EXPECT_TRUE(has(s, "uintBitsToFloat(texelFetch(data0t, ")) << s;
+  EXPECT_TRUE(has(s, "uintBitsToFloat(texelFetch(data1tx4, ")) << s;
+  EXPECT_FALSE(has(s, "data1t;")) << s;  // v is read by aligned vec4s only
+  EXPECT_FALSE(has(s, "data2t")) << s;
+  EXPECT_FALSE(has(s, "data3t")) << s;
+  // Each written view takes a descriptor beside the storage buffer: with room for 5, only a.
+  t.max_bound_buffers = 5;
+  EXPECT_EQ(arg_layout(exchange(), t).texel, (std::vector<uint8_t>{1 | 8, 0, 0, 0}));
+  // A load after a store to the same buffer must see that store: no view.
+  B late("E_texel_store_then_load");
+  auto x = late.global(dtypes::float32, 4, true), y = late.global(dtypes::float32, 4, true);
+  auto i = late.special("lidx0", 4);
+  late.store(x, i, late.load(y, i));
+  late.store(y, i, late.load(x, i));
+  EXPECT_EQ(arg_layout(late.build({1, 1, 1}, {4, 1, 1}), t).texel,
+            (std::vector<uint8_t>{0, 1 | 8}));
 }
 
 // out[i] = sum of x_k[i] over `operands` read-only float32 buffers, one invocation per element.
@@ -136,7 +195,7 @@ TEST(TexelLoads, TexelViewsStopAtTheSampledImageLimit) {
             (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0}));
   five.max_texel_descriptors = 6;
   EXPECT_EQ(arg_layout(copies(), five).texel,
-            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 1 | 4, 1, 1, 1, 0}));
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 4, 1, 1, 1, 0}));
 }
 
 // Bits that a float conversion could change: nan payloads of both signs, signalling nan,
@@ -186,7 +245,7 @@ TEST_F(TexelLoadsOnDevice, EveryBitComesThroughScalarAndVectorLoads) {
                          return t;
                        }())
                 .texel.at(7),
-            1 | 4);
+            4);
   run_copies(target_.max_texel_buffer_elements);
 }
 
@@ -212,6 +271,25 @@ TEST_F(TexelLoadsOnDevice, ManyOperandsPastTheSampledImageLimitReadAsStorageBuff
   }
   run_on_vulkan(p, buffers);
   EXPECT_EQ(from_bytes<float>(buffers[0]), expected);
+}
+
+// On the device, every bit comes through the views of buffers the kernel also writes, and the
+// loads see the values from before the dispatch.
+TEST_F(TexelLoadsOnDevice, BuffersUpdatedInPlaceReadEveryBitBeforeTheirStores) {
+  target_.texel_loads = true;
+  target_.texel_loads_written = true;
+  const Program p = exchange();
+  ASSERT_EQ(arg_layout(p, target_).texel.at(1), 4 | 8);
+  const std::vector<uint32_t> a = special_bits(16);
+  std::vector<uint32_t> v(16);
+  for (size_t k = 0; k < 16; ++k) v[k] = a[15 - k] ^ 0x80000000u;
+  const std::vector<int32_t> s{1, -2, 3, 1 << 20};
+  std::vector<Bytes> buffers{to_bytes(a), to_bytes(v), Bytes(64), to_bytes(s)};
+  run_on_vulkan(p, buffers);
+  EXPECT_EQ(from_bytes<uint32_t>(buffers[0]), v);
+  EXPECT_EQ(from_bytes<uint32_t>(buffers[1]), a);
+  EXPECT_EQ(from_bytes<uint32_t>(buffers[2]), a);
+  EXPECT_EQ(from_bytes<int32_t>(buffers[3]), (std::vector<int32_t>{2, -4, 6, 1 << 21}));
 }
 
 // VKG_TEXEL_LOADS: unset, texel loads where the Vulkan device is a CPU (Lavapipe) only; 0 never;
