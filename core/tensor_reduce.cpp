@@ -213,9 +213,10 @@ Tensor Tensor::var(Axes axes, bool keepdim, int64_t correction) const {
   for (int64_t a : ax) n *= shape()[size_t(a)];
   const Tensor centered = *this - mean(ax, true);
   if (has_symbolic_shape()) {
+    // As below, a correction past the count divides by 0 (nan), not by a negative count (-0).
     const SymInt count = reduced_count(sym_shape(), ax) - SymInt(correction);
     const Tensor sq = (centered * centered).sum(ax, keepdim);
-    return sq / Tensor::from_size(count, device()).cast(sq.dtype());
+    return sq / Tensor::from_size(count, device()).maximum(0).cast(sq.dtype());
   }
   return (centered * centered).sum(ax, keepdim) / double(std::max<int64_t>(0, n - correction));
 }

@@ -92,4 +92,21 @@ TEST(SymbolicFuzzRegressions, APaddedExpandTimesAMatrixKeepsTheSignOfZero) {
       {10, 12, 9}, 4);
 }
 
+// Seed 7300667: the variance of no elements (a plain axis of size 0 of a symbolic tensor) with
+// the default correction of 1 divided by -1 (-0) where the plain one divides by max(0, n - 1) = 0
+// (nan, as torch); likewise a correction past a symbolic count (n - 2 at n = 1).
+TEST(SymbolicFuzzRegressions, AVarianceWithACorrectionPastTheCountIsNan) {
+  check(
+      [](bool sym, int64_t value, const std::string& dev) {
+        const SymInt n = size(sym, value);
+        const Tensor v0 =
+            random_tensor(dtypes::float32, {value, 4, 3}, dev, 1336525265u).reshape({n, 4, 3});
+        const Tensor none = v0.shrink({{0, n}, {3, 4}, {0, 0}});  // (n, 1, 0)
+        return Tensor::cat(std::vector<Tensor>{none.var(2, false).reshape({-1}),
+                                               v0.var(0, false, 2).reshape({-1})},
+                           0);
+      },
+      {10, 1, 2, 3}, 4);
+}
+
 }  // namespace
