@@ -364,7 +364,9 @@ UOpPtr Lowerer::value_partial(const UOp* n, const Combo& c) {
 // one node, which reads no reduce RANGE, and every RANGE has a constant size of at least 1. A max
 // of copies of x is x (max(-inf, x) and max(INT_MIN, x) are x, nan included), so no loop is needed;
 // and Lavapipe got `acc = max(acc, 0)` in a loop from INT_MIN wrong: it gave INT_MIN (elementwise
-// fuzzer seeds 800062, 800611, an int max of a value folded to the constant 0).
+// fuzzer seeds 800062, 800611, an int max of a value folded to the constant 0). A RANGE of a
+// symbolic size (bound at run time, possibly 0) gives `size > 0 ? x : identity`: the loop gave
+// INT_MIN there too on Lavapipe, for every binding.
 UOpPtr Lowerer::invariant_value(const UOp* n, const Combo& c) {
   UOpPtr same;
   for (const Combo& u : unroll_combos(c)) {
@@ -374,14 +376,22 @@ UOpPtr Lowerer::invariant_value(const UOp* n, const Combo& c) {
   }
   if (!same) return nullptr;
   std::vector<const UOp*> ranges;
+  UOpPtr nonempty;  // every symbolic RANGE has a step, or null where all sizes are constants
   for (const UOpPtr& r : axis_idx_) {
     if (!r || r->op != Ops::RANGE) continue;
-    const UOp& size = *r->src[0];
-    if (size.op != Ops::CONST || !size.src.empty() || size.const_int() < 1) return nullptr;
+    const UOpPtr& size = r->src[0];
+    if (size->op == Ops::CONST && size->src.empty()) {
+      if (size->const_int() < 1) return nullptr;
+    } else if (size->vmin() < 1) {
+      const UOpPtr steps = size->const_like(0)->lt(size);
+      nonempty = nonempty ? nonempty->alu(Ops::AND, {steps}) : steps;
+    }
     ranges.push_back(r.get());
   }
   for (const UOp* u : toposort(same.get()))
     if (std::find(ranges.begin(), ranges.end(), u) != ranges.end()) return nullptr;
+  if (nonempty)
+    return nonempty->where(same, UOp::const_(n->dtype, reduce_identity(Ops::MAX, n->dtype)));
   return same;
 }
 

@@ -116,12 +116,17 @@ Grads reshape_grad(const GradArgs& a) {
 
 Grads expand_grad(const GradArgs& a) {
   // The source has the result's rank (Tensor::expand reshapes first). Symbolic sizes compare by
-  // expression: a 1 expanded to n is summed back even where n is bound to 1.
+  // expression: a 1 expanded to n is summed back even where n is bound to 1. Only a 1 is
+  // broadcast: a size that is not 1 expanded to an equal one of another spelling (i + j against
+  // a plain 5 where a symbolic cat meets a plain tensor) is a relabeling, its gradient passed on.
   const std::vector<UOpPtr> in = shape_exprs(*a.n.src[0]), out = shape_exprs(a.n);
   std::vector<int64_t> axes;
-  for (size_t i = 0; i < in.size(); ++i)
-    if (a.in_shape()[i] != a.ints()[i] || simplify(in[i]) != simplify(out[i]))
+  for (size_t i = 0; i < in.size(); ++i) {
+    const UOpPtr from = simplify(in[i]);
+    const bool one = from->is_const() && from->const_value() == 1;
+    if (a.in_shape()[i] != a.ints()[i] || (one && from != simplify(out[i])))
       axes.push_back(int64_t(i));
+  }
   return {axes.empty() ? a.g : a.g.sum(axes, true)};
 }
 

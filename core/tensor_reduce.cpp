@@ -60,6 +60,13 @@ Scalarish reduce_identity(Ops op, DType d) {
   return int64_t(op == Ops::MUL ? 1 : 0);
 }
 
+// The number of elements a reduce over `axes` of `shape` takes per output, as a size.
+SymInt reduced_count(const SymShape& shape, const std::vector<int64_t>& axes) {
+  SymInt n = 1;
+  for (int64_t a : axes) n = n * shape[size_t(a)];
+  return n;
+}
+
 }  // namespace
 
 // The most elements one output of a reduce kernel sums (or maxes) in its loop. Larger reduces
@@ -130,8 +137,17 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
     return finish(flat.reshape(split_shape).reduce(op, Axes{last}, false, name));
   }
   // Over no elements the result is the identity, as a constant: a kernel would hoist the loads
-  // out of its zero-trip loop and read element 0 of an empty buffer.
-  if (count == 0 && !axes.empty()) {
+  // out of its zero-trip loop and read element 0 of an empty buffer. Only a plain 0 is empty at
+  // every binding: a size that is an expression equal to 0 now (i - 1 at i = 1) is a kernel, or a
+  // Jit's replays at other bindings would give the identity.
+  bool plain_empty = count == 0 && !has_symbolic_shape();
+  if (count == 0 && has_symbolic_shape()) {
+    const SymShape sizes = sym_shape();
+    for (int64_t a : axes)
+      plain_empty =
+          plain_empty || (!sizes[size_t(a)].is_symbolic() && sizes[size_t(a)].value() == 0);
+  }
+  if (plain_empty && !axes.empty()) {
     if (has_symbolic_shape()) {
       // Expanded to the kept axes' symbolic sizes, so a Jit's replays give the shape of their
       // binding (the plain sizes of the capture's stayed: symbolic fuzzer seed 20261415).
@@ -152,6 +168,14 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
   Tensor out = *this;
   if (!axes.empty())
     out = Tensor(UOp::make(Ops::REDUCE_AXIS, dtype(), {node()}, ReduceArg{op, axes}));
+  if (!axes.empty() && op == Ops::ADD && dtype().is_float() && has_symbolic_shape()) {
+    // A float sum's loop starts from -0 (so that a sum of -0s is -0); over no elements it must
+    // give +0, as the constant above does. Where the reduced size is an expression that can be 0
+    // at some binding, the kernel picks +0 when it is.
+    const SymInt n = reduced_count(sym_shape(), axes);
+    if (n.is_symbolic() && n.expr()->vmin() <= 0)
+      out = (Tensor::from_size(n, device()) > 0).where(out, 0.0).cast(dtype());
+  }
   return keepdim ? out : reduced_shape(out, *this, axes, false);
 }
 
@@ -169,17 +193,6 @@ Tensor Tensor::max(Axes axes, bool keepdim) const {
                   ")");
   return reduce(Ops::MAX, std::move(axes), keepdim, "max");
 }
-
-namespace {
-
-// The number of elements a reduce over `axes` of `shape` takes per output, as a size.
-SymInt reduced_count(const SymShape& shape, const std::vector<int64_t>& axes) {
-  SymInt n = 1;
-  for (int64_t a : axes) n = n * shape[size_t(a)];
-  return n;
-}
-
-}  // namespace
 
 Tensor Tensor::mean(Axes axes, bool keepdim) const {
   const std::vector<int64_t> ax = reduce_axes(axes, shape(), "mean");
@@ -200,9 +213,10 @@ Tensor Tensor::var(Axes axes, bool keepdim, int64_t correction) const {
   for (int64_t a : ax) n *= shape()[size_t(a)];
   const Tensor centered = *this - mean(ax, true);
   if (has_symbolic_shape()) {
+    // As below, a correction past the count divides by 0 (nan), not by a negative count (-0).
     const SymInt count = reduced_count(sym_shape(), ax) - SymInt(correction);
     const Tensor sq = (centered * centered).sum(ax, keepdim);
-    return sq / Tensor::from_size(count, device()).cast(sq.dtype());
+    return sq / Tensor::from_size(count, device()).maximum(0).cast(sq.dtype());
   }
   return (centered * centered).sum(ax, keepdim) / double(std::max<int64_t>(0, n - correction));
 }

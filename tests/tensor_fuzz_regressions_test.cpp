@@ -138,3 +138,24 @@ TEST(FuzzRegressions, APaddedBfloat16RowTimesInfIsNan) {
     for (float e : v) EXPECT_TRUE(std::isnan(e)) << e;
   }
 }
+
+// The same over a symbolic size (a loop bound at run time, which the fold above skipped): VK gave
+// INT_MIN for the max and INT_MAX for the min at every binding. Over a variable that can be 0, the
+// fold keeps the loop's answer for no steps.
+TEST(FuzzRegressions, IntMaxOfFoldedZeroOverASymbolicSizeIsZero) {
+  const Variable vi("i", 1, 10), vk("k", 0, 10);
+  for (const std::string& dev : kDevices)
+    for (int64_t i : {1, 3, 5}) {
+      SCOPED_TRACE(dev + ", i = " + std::to_string(i));
+      std::vector<int32_t> data(size_t(2 * i));
+      for (int64_t k = 0; k < 2 * i; ++k) data[size_t(k)] = int32_t(k * 3 - 4);
+      const Tensor plain(data, {2, i}, dev);
+      for (const Tensor& x : {plain.reshape({2, vi.bind(i)}), plain.reshape({2, vk.bind(i)})}) {
+        const Tensor zero = x.lt(x).cast(dtypes::int32);
+        EXPECT_EQ(zero.max({1}).to_vector<int32_t>(), (std::vector<int32_t>{0, 0}));
+        EXPECT_EQ(zero.max({}).item<int32_t>(), 0);
+        EXPECT_EQ(zero.min({1}).to_vector<int32_t>(), (std::vector<int32_t>{0, 0}));
+        EXPECT_EQ((zero - 7).max({1}).to_vector<int32_t>(), (std::vector<int32_t>{-7, -7}));
+      }
+    }
+}

@@ -121,6 +121,43 @@ TEST_P(SymbolicGrad, ExpandToASymbolicSize) {
       });
 }
 
+// Two variables: a cat of (3, i) and (3, j), and a pad of (3, i) by j, each meeting a plain
+// (3, i + j) tensor. Broadcasting relabels the plain 5 as i + j with an EXPAND of equal sizes,
+// whose gradient was summed to (3, 1) ("the gradient rule of EXPAND gave shape (3, 1) for a
+// source of shape (3, 5) (internal)"). i + j stays 5, so the plain tensor keeps its shape and the
+// backward compiles once.
+TEST_P(SymbolicGrad, CatAndPadOfTwoVariables) {
+  const Variable vj("j", 1, 10);
+  int64_t later = 0;
+  for (auto [i, j] : {std::pair<int64_t, int64_t>{1, 4}, {3, 2}, {2, 3}, {4, 1}}) {
+    auto grads = [&](bool sym) {
+      Tensor a(values(3 * i, 1), {3, i}, GetParam()), b(values(3 * j, 2), {3, j}, GetParam());
+      a.requires_grad_();
+      b.requires_grad_();
+      const Tensor as = sym ? a.reshape({3, vi.bind(i)}) : a;
+      const Tensor bs = sym ? b.reshape({3, vj.bind(j)}) : b;
+      const Tensor plain(values(3 * (i + j), 3), {3, i + j}, GetParam());
+      const Tensor cat = Tensor::cat(std::vector<Tensor>{as, bs}, 1) * plain;
+      const Tensor pad =
+          (sym ? as.pad({{0, 0}, {vj.bind(j), 0}}) : a.pad({{0, 0}, {j, 0}})) + plain;
+      (cat * cat * (cat + 3) + pad * pad).sum().backward();
+      std::vector<float> g = a.grad()->to_vector<float>();
+      const std::vector<float> h = b.grad()->to_vector<float>();
+      g.insert(g.end(), h.begin(), h.end());
+      return g;
+    };
+    const int64_t before = compiled();
+    const std::vector<float> got = grads(true);
+    if (i != 1) later += compiled() - before;
+    const std::vector<float> want = grads(false);
+    ASSERT_EQ(got.size(), want.size()) << "i = " << i << ", j = " << j;
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_NEAR(got[k], want[k], 1e-5f * (1 + std::fabs(want[k])))
+          << "i = " << i << ", j = " << j << " at " << k;
+  }
+  EXPECT_EQ(later, 0) << "the symbolic backward compiled kernels again for a new binding";
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, SymbolicGrad, testing::Values("CPU", "VK"));
 
 }  // namespace

@@ -309,6 +309,32 @@ TEST_P(SymbolicJit, AReduceOfNoElementsFollowsTheBinding) {
   }
 }
 
+// A reduce over a size that is an expression equal to 0 at the capture (i - 1 at i = 1) is a
+// kernel for every binding, not the captured constant: it replayed as the identity at every i.
+// The mean of no elements is nan at i = 1 on both sides.
+TEST_P(SymbolicJit, AReduceOfAnExpressionThatIsZeroAtTheCapture) {
+  auto symbolic = [&](int64_t i) {
+    return std::vector<Tensor>{input({i, 3}, 0).reshape({vi.bind(i), 3})};
+  };
+  auto plain = [&](int64_t i) { return std::vector<Tensor>{input({i, 3}, 0)}; };
+  auto rest = [](const Tensor& x) {  // rows 1 .. i - 1
+    return x.shrink({{1, x.sym_shape()[0]}, {0, 3}});
+  };
+  const std::vector<int64_t> order = {2, 1, 3, 1, 10, 4};
+  check([&](const std::vector<Tensor>& in) { return rest(in[0]).sum(0); }, symbolic, plain, order);
+  check([&](const std::vector<Tensor>& in) { return rest(in[0]).prod(0, true) * 2; }, symbolic,
+        plain, order);
+  check([&](const std::vector<Tensor>& in) { return rest(in[0]).mean(0) + 1; }, symbolic, plain,
+        order);
+  // An empty float sum is +0, as the plain one: 1 / sum is +inf, not -inf (the kernel's loop
+  // starts from -0).
+  check(
+      [&](const std::vector<Tensor>& in) {
+        return (rest(in[0]).sum(0).reciprocal() > 0).cast(dtypes::float32);
+      },
+      symbolic, plain, order);
+}
+
 // A reduce captured where n = 1 keeps n where it was, not at a 1 of the plain axes: the replays
 // gave (n, 1) reduced over its last axis the shape (1, n) (symbolic fuzzer seed 20261805), and a
 // matmul, which sums its last axis, likewise.
