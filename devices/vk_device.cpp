@@ -124,9 +124,13 @@ class VkDevice final : public Device {
       a->buffer = rt_.allocator.allocate(std::max<VkDeviceSize>(buffer.capacity_bytes(), 4));
     } catch (const OutOfMemory& e) {
       // The allocator speaks of bytes and Vulkan limits (maxMemoryAllocationSize, the heap); the
-      // user made a tensor of some dtype and element count: say which.
+      // user made a tensor of some dtype and element count: say which. The bytes asked for are
+      // the capacity's, room for max_count() elements where a captured step reserves it.
+      std::string elements = std::to_string(buffer.capacity()) + " elements";
+      if (buffer.capacity() != buffer.count())
+        elements += " (room for every binding of its " + std::to_string(buffer.count()) + ")";
       throw OutOfMemory(name_ + ": no memory for a " + buffer.dtype().name() + " tensor of " +
-                        std::to_string(buffer.count()) + " elements: " + e.what());
+                        elements + ": " + e.what());
     }
     return a;
   }
