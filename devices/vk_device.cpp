@@ -88,7 +88,14 @@ class VkDevice final : public Device {
     // (8 rows x vec4) halves the loads per multiply-add (bench_tensor BM_Tensor_Matmul_1024).
     // VKG_HEURISTICS=gpu gives a CPU device a GPU's traits: Lavapipe then makes the kernels a
     // discrete GPU gets (GROUP reductions, no shuffle tiles), to reproduce a GPU's failure in CI.
-    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && vk::env_string("VKG_HEURISTICS") != "gpu") {
+    // Any other value is an error (vk/env.hpp): a mistyped "GPU" would silently keep the CPU's
+    // kernels and a CI rerun would check nothing.
+    const std::string heuristics = vk::env_string("VKG_HEURISTICS");
+    if (!heuristics.empty() && heuristics != "gpu")
+      throw Error("VKG_HEURISTICS=" + heuristics +
+                  " is not a setting: it takes 'gpu' (a GPU's kernel heuristics on any device) "
+                  "or is unset or empty (the device's own)");
+    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && heuristics != "gpu") {
       traits_.tile_rows = 8;
       // ... and with subgroupShuffle, tiles whose broadcast operand is loaded once per lane and
       // shuffled: a load with a per-lane address is a loop over the lanes there, a shuffle one
@@ -117,9 +124,13 @@ class VkDevice final : public Device {
       a->buffer = rt_.allocator.allocate(std::max<VkDeviceSize>(buffer.capacity_bytes(), 4));
     } catch (const OutOfMemory& e) {
       // The allocator speaks of bytes and Vulkan limits (maxMemoryAllocationSize, the heap); the
-      // user made a tensor of some dtype and element count: say which.
+      // user made a tensor of some dtype and element count: say which. The bytes asked for are
+      // the capacity's, room for max_count() elements where a captured step reserves it.
+      std::string elements = std::to_string(buffer.capacity()) + " elements";
+      if (buffer.capacity() != buffer.count())
+        elements += " (room for every binding of its " + std::to_string(buffer.count()) + ")";
       throw OutOfMemory(name_ + ": no memory for a " + buffer.dtype().name() + " tensor of " +
-                        std::to_string(buffer.count()) + " elements: " + e.what());
+                        elements + ": " + e.what());
     }
     return a;
   }

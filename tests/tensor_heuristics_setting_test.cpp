@@ -27,11 +27,12 @@ TEST(HeuristicsSettingChild, SumsALongVector) {
   EXPECT_EQ(Tensor::ones({1 << 16}).contiguous().sum().item<float>(), 65536.0f);
 }
 
-// The child's DEBUG=3 output with VKG_HEURISTICS set to `value` ("" as unset).
-std::string child_log(const std::string& value) {
+// The child's DEBUG=3 output with VKG_HEURISTICS set to `value` ("" as unset); its exit status
+// is expected to be `expected_status`.
+std::string child_log(const std::string& value, int expected_status = 0) {
   const std::filesystem::path log =
       std::filesystem::temp_directory_path() /
-      ("vkgrad-heuristics-" + std::to_string(::getpid()) + (value.empty() ? "-unset" : "-gpu"));
+      ("vkgrad-heuristics-" + std::to_string(::getpid()) + "-" + (value.empty() ? "unset" : value));
   const int status = test::run_child(
       "HeuristicsSettingChild.*",
       {std::string(kChildEnv) + "=1", "DEBUG=3", "VKG_HEURISTICS=" + value}, log.string());
@@ -39,7 +40,7 @@ std::string child_log(const std::string& value) {
   std::stringstream text;
   text << in.rdbuf();
   std::filesystem::remove(log);
-  EXPECT_EQ(status, 0) << text.str();
+  EXPECT_EQ(status, expected_status) << text.str();
   return text.str();
 }
 
@@ -51,6 +52,14 @@ TEST(HeuristicsSetting, GpuHeuristicsGroupALongSumOnAnyDevice) {
   if (own.find("GROUP(") == std::string::npos) {
     EXPECT_NE(own, gpu);  // a CPU device: its own heuristics made other kernels
   }
+}
+
+// A mistyped value once kept the device's own heuristics silently: it is a vkg::Error naming the
+// setting and the values it takes.
+TEST(HeuristicsSetting, AnUnknownValueIsAnErrorNamingTheSetting) {
+  const std::string log = child_log("GPU", /*expected_status=*/1);
+  EXPECT_NE(log.find("VKG_HEURISTICS=GPU"), std::string::npos) << log;
+  EXPECT_NE(log.find("'gpu'"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <string>
 
+#include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/counters.hpp>
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/core/schedule.hpp>
 #include <vkgrad/vkgrad.hpp>
 
@@ -131,6 +133,23 @@ TEST(RealizeMemory, ATensorNoDeviceMemoryHoldsIsAnErrorNamingItsDtypeAndSize) {
   }
   EXPECT_EQ(((Tensor::full({1024}, 3.0f, dtypes::float32, "VK") + 1) * 2).max().item<float>(),
             8.0f);
+}
+
+// A symbolic buffer that reserves room for every binding (vkg::Jit's capture) asks for
+// max_count() elements' bytes: the message counts those, as the bytes it prints do. It printed
+// the binding's 4 elements beside 1 TiB.
+TEST(RealizeMemory, AReservedSymbolicBufferNoDeviceHoldsNamesTheElementsItsBytesAreFor) {
+  Buffer buffer("VK", dtypes::float32, 4);
+  buffer.set_max_count(int64_t(1) << 38);
+  buffer.reserve_max();
+  try {
+    device("VK").allocate(buffer);
+    ADD_FAILURE() << "1 TiB was allocated";
+  } catch (const OutOfMemory& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("float32 tensor of 274877906944 elements"), std::string::npos) << what;
+    EXPECT_NE(what.find("1099511627776 bytes"), std::string::npos) << what;
+  }
 }
 
 // The CPU device's allocation that the host cannot satisfy, with a freed 1 MiB block in its pool

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <vkgrad/core/error.hpp>
@@ -87,6 +88,34 @@ TEST(LimitSettings, AMalformedValueIsAnErrorNamingTheSetting) {
   ScopedEnv images("VKG_MAX_SAMPLED_IMAGES", "eight");
   Limits l = some_limits();
   EXPECT_THROW(lower_limits_by_env(l), Error);
+}
+
+// VKG_MAX_WORKGROUP_COUNT=0 divided by zero where a launch is folded (SIGFPE), and push
+// constants below 8 bytes failed every kernel with a message that did not name the setting.
+TEST(LimitSettings, AValueBelowTheLeastThatWorksIsAnErrorNamingTheSetting) {
+  for (const auto& [name, bad] :
+       {std::pair{"VKG_MAX_WORKGROUP_COUNT", "0"}, std::pair{"VKG_MAX_PUSH_CONSTANTS", "4"},
+        std::pair{"VKG_MAX_PUSH_CONSTANTS", "0"}}) {
+    ScopedEnv setting(name, bad);
+    Limits l = some_limits();
+    l.max_push_constants_size = 256;
+    l.max_workgroup_count = {65535u, 65535u, 65535u};
+    try {
+      lower_limits_by_env(l);
+      ADD_FAILURE() << name << "=" << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + "=" + bad), std::string::npos)
+          << e.what();
+    }
+  }
+  // The least values themselves work.
+  ScopedEnv push("VKG_MAX_PUSH_CONSTANTS", "8"), groups("VKG_MAX_WORKGROUP_COUNT", "1");
+  Limits l = some_limits();
+  l.max_push_constants_size = 256;
+  l.max_workgroup_count = {65535u, 65535u, 65535u};
+  lower_limits_by_env(l);
+  EXPECT_EQ(l.max_push_constants_size, 8u);
+  EXPECT_EQ(l.max_workgroup_count, (std::array<uint32_t, 3>{1u, 1u, 1u}));
 }
 
 }  // namespace

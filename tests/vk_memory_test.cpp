@@ -176,9 +176,13 @@ void fill_past_the_heap(Runtime& rt) {
   held.clear();
 
   // Usable again: the memory held by the failed attempt and the cache is recovered on demand, for
-  // as many pieces as before and a request of another size (which no cached buffer serves).
+  // a request of another size while the cache holds pieces (which none of them serves: half a
+  // piece is in another size bucket, where piece - 3 MiB rounded into a 256 MiB piece's own), and
+  // as many pieces as before.
+  const uint64_t misses = alloc.stats().cache_misses;
+  Buffer other = alloc.allocate(piece / 2);
+  EXPECT_EQ(alloc.stats().cache_misses, misses + 1) << "a cached piece served half a piece";
   for (size_t i = 0; i + 2 < first; ++i) held.push_back(alloc.allocate(piece));
-  Buffer other = alloc.allocate(piece - 3 * kMiB);
   Buffer small = alloc.allocate(4096);
   std::vector<std::byte> data = pattern(4096, 9), back(4096);
   Transfer transfer(rt.device, alloc);

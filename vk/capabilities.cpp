@@ -229,15 +229,24 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
 }
 
 void lower_limits_by_env(Limits& l) {
-  const auto lower = [](uint32_t& limit, const char* name) {
-    if (const std::optional<uint64_t> v = env_count(name))
+  // `least`: the lowest value that still works, with why; a lower one is an error naming the
+  // setting here rather than a SIGFPE or a kernel's failure later.
+  const auto lower = [](uint32_t& limit, const char* name, uint64_t least = 0,
+                        const char* why = "") {
+    if (const std::optional<uint64_t> v = env_count(name)) {
+      if (*v < least)
+        throw Error(
+            fmt::format("{}={} is below {}, the least that works ({})", name, *v, least, why));
       limit = uint32_t(std::min<uint64_t>(limit, *v));
+    }
   };
   lower(l.max_storage_buffer_range, "VKG_MAX_STORAGE_BUFFER_RANGE");
   lower(l.max_texel_buffer_elements, "VKG_MAX_TEXEL_ELEMENTS");
   lower(l.max_sampled_images_per_stage, "VKG_MAX_SAMPLED_IMAGES");
-  lower(l.max_push_constants_size, "VKG_MAX_PUSH_CONSTANTS");
-  for (uint32_t& count : l.max_workgroup_count) lower(count, "VKG_MAX_WORKGROUP_COUNT");
+  lower(l.max_push_constants_size, "VKG_MAX_PUSH_CONSTANTS", 8,
+        "a kernel whose arguments spill to a buffer pushes its 8-byte address");
+  for (uint32_t& count : l.max_workgroup_count)
+    lower(count, "VKG_MAX_WORKGROUP_COUNT", 1, "a launch needs one workgroup per dimension");
   if (const std::optional<uint64_t> v = env_count("VKG_MAX_ALLOCATION_SIZE"))
     l.max_memory_allocation_size = std::min<VkDeviceSize>(l.max_memory_allocation_size, *v);
 }

@@ -21,11 +21,20 @@ namespace vkg::test {
 // still running after that many seconds is killed (-1): a hang fails the test, not the suite.
 inline int run_child(const std::string& gtest_filter, const std::vector<std::string>& extra_env,
                      const std::string& log = {}, int timeout_s = 0) {
+  // An inherited variable that extra_env also names is left out: getenv returns the first match,
+  // so a child given "DEBUG=3" would otherwise still read the parent's DEBUG=1.
+  const auto named_in_extra = [&extra_env](std::string_view var) {
+    const std::string_view name = var.substr(0, var.find('='));
+    for (const std::string& x : extra_env)
+      if (std::string_view(x).substr(0, x.find('=')) == name) return true;
+    return false;
+  };
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     // A sharded run (GTEST_TOTAL_SHARDS) would hand the child's one test to another shard.
     const std::string_view var(*e);
     if (var.starts_with("GTEST_SHARD_INDEX=") || var.starts_with("GTEST_TOTAL_SHARDS=")) continue;
+    if (named_in_extra(var)) continue;
     env_strings.emplace_back(var);
   }
   env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
