@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <initializer_list>
+
 namespace vkg::glsl {
 
 namespace {
@@ -62,13 +64,24 @@ std::string preserve_specials(const GlslTarget& t, const Needs& n) {
   const bool width[3] = {n.float16, true, n.float64};  // float32: every kernel may compute in it
   const bool specials[3] = {t.preserve_specials_float16, t.preserve_specials_float32,
                             t.preserve_specials_float64};
-  const bool denorms[3] = {t.denorm_preserve_float16, t.denorm_preserve_float32,
-                           t.denorm_preserve_float64};
+  const bool keeps[3] = {t.denorm_preserve_float16, t.denorm_preserve_float32,
+                         t.denorm_preserve_float64};
+  bool denorms[3];
+  for (int w = 0; w < 3; ++w) denorms[w] = width[w] && keeps[w];
+  // Widths whose denormal modes must agree (VUID-RuntimeSpirv-denormBehaviorIndependence-06289,
+  // -06290): all of them declared where any is and the device keeps each, else none.
+  auto tie = [&](std::initializer_list<int> group) {
+    bool any = false, all = true;
+    for (int w : group) any = any || denorms[w], all = all && keeps[w];
+    for (int w : group) denorms[w] = any && all;
+  };
+  if (t.denorm_independence == GlslTarget::DenormIndependence::Bit32Only) tie({0, 2});
+  if (t.denorm_independence == GlslTarget::DenormIndependence::None) tie({0, 1, 2});
   for (int w = 0; w < 3; ++w)
     if (width[w] && specials[w])
       modes += fmt::format("spirv_execution_mode(capabilities = [4466], 4461, {});\n", 16 << w);
   for (int w = 0; w < 3; ++w)
-    if (width[w] && denorms[w])
+    if (denorms[w])
       modes += fmt::format("spirv_execution_mode(capabilities = [4464], 4459, {});\n", 16 << w);
   if (modes.empty()) return "";
   return "#extension GL_EXT_spirv_intrinsics : require\n" + modes;

@@ -65,6 +65,13 @@ struct GlslTarget {
   bool denorm_preserve_float16 = false;
   bool denorm_preserve_float32 = false;
   bool denorm_preserve_float64 = false;
+  // Which widths' denormal modes may differ in one kernel (Vulkan's denormBehaviorIndependence):
+  // with Bit32Only float16 and float64 are declared together or neither, with None all three.
+  // A tied width the kernel does not compute in is declared where the device keeps it (Vulkan
+  // asks only shaderDenormPreserveFloatN of a DenormPreserve); where one tied width cannot be
+  // kept, none of them is declared and their subnormals may flush (vkgrad-info says so).
+  enum class DenormIndependence : uint8_t { All, Bit32Only, None };
+  DenormIndependence denorm_independence = DenormIndependence::All;
   // float32 sqrt is corrected to the correctly rounded root (glsl_helpers.cpp's sqrt_exact):
   // Vulkan allows about 3 ulp, and NVIDIA's H100 was 1 ulp off. Off only where the device's sqrt
   // is known to be IEEE's (Lavapipe: LLVM's sqrt, SSE's sqrtps), which spares its CPU time

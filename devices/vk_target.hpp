@@ -29,7 +29,9 @@ inline bool native_float16_asked(const std::string& setting) {
   return !(setting.empty() || setting == "0" || setting == "false" || setting == "off");
 }
 
-inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
+// `native_float16`: whether the device's own float16 arithmetic is asked (VKG_NATIVE_FLOAT16, by
+// default); tests pass it so as not to set the environment that other threads read.
+inline GlslTarget glsl_target_of(const vk::Capabilities& caps, bool native_float16) {
   GlslTarget t;
   // float16 is computed in float32 and rounded to float16 after every op, with integer bit
   // operations (codegen/glsl_half.cpp), on every device unless VKG_NATIVE_FLOAT16=1 asks for the
@@ -42,8 +44,7 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   // folds float16 x - x to 0 for x = inf (SpecialValues.Float16ArithmeticKeepsInfAndNan).
   const bool float16_keeps_specials =
       caps.limits.preserve_specials_float16 && caps.driver_name != "llvmpipe";
-  t.float16 = caps.features.float16 && float16_keeps_specials &&
-              native_float16_asked(vk::env_string("VKG_NATIVE_FLOAT16"));
+  t.float16 = caps.features.float16 && float16_keeps_specials && native_float16;
   t.int8 = caps.features.int8;
   t.int16 = caps.features.int16;
   t.int64 = caps.features.int64;
@@ -77,7 +78,17 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
   t.denorm_preserve_float16 = caps.limits.denorm_preserve_float16;
   t.denorm_preserve_float32 = caps.limits.denorm_preserve_float32;
   t.denorm_preserve_float64 = caps.limits.denorm_preserve_float64;
+  t.denorm_independence =
+      caps.limits.denorm_independence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL
+          ? GlslTarget::DenormIndependence::All
+      : caps.limits.denorm_independence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY
+          ? GlslTarget::DenormIndependence::Bit32Only
+          : GlslTarget::DenormIndependence::None;
   return t;
+}
+
+inline GlslTarget glsl_target_of(const vk::Capabilities& caps) {
+  return glsl_target_of(caps, native_float16_asked(vk::env_string("VKG_NATIVE_FLOAT16")));
 }
 
 // The push descriptors of a kernel rendered with `layout` for n buffers, for vk::Program: none

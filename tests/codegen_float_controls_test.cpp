@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,22 @@ std::vector<uint32_t> mode_widths(const std::vector<uint32_t>& m, uint32_t mode)
   return widths;
 }
 
+// spirv-val (Debian's spirv-tools, which scripts/deps.sh installs) accepts the module. Missing,
+// it fails rather than skips: the float-controls checks would otherwise pass unchecked.
+testing::AssertionResult spirv_valid(const std::vector<uint32_t>& m, const std::string& name) {
+  if (std::system("spirv-val --version > /dev/null 2>&1") != 0)
+    return testing::AssertionFailure() << "spirv-val is not installed (Debian's spirv-tools)";
+  const std::string file = testing::TempDir() + name + ".spv";
+  FILE* f = std::fopen(file.c_str(), "wb");
+  if (!f) return testing::AssertionFailure() << "cannot write " << file;
+  std::fwrite(m.data(), 4, m.size(), f);
+  std::fclose(f);
+  const int rc = std::system(("spirv-val --target-env vulkan1.3 " + file).c_str());
+  std::remove(file.c_str());
+  if (rc == 0) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << "spirv-val rejects " << name;
+}
+
 // NVIDIA flushed float32 subnormals to zero (1e-40 + 0 gave 0) where the kernel did not ask to
 // keep them: a device with shaderDenormPreserveFloatN is asked, for every width it computes in,
 // and the widths survive glslang's keeping one mode per id.
@@ -86,6 +103,58 @@ TEST(FloatControls, KernelsAskToKeepSubnormalsForEachWidthTheyComputeIn) {
   // bfloat16 is float32 in registers: its subnormals are float32's.
   const auto bf16 = module_of(elementwise_add(dtypes::bfloat16, 64));
   EXPECT_EQ(mode_widths(bf16, kDenormPreserve), (std::vector<uint32_t>{32}));
+}
+
+// Vulkan's denormBehaviorIndependence: with 32_BIT_ONLY (RADV on GFX9+) float16's and float64's
+// denormal modes must be the same, with NONE all three (VUID-RuntimeSpirv-
+// denormBehaviorIndependence-06289, -06290). A tied width is declared along with the one the
+// kernel computes in where the device keeps it, and none of the group where it does not.
+TEST(FloatControls, TiedWidthsAskToKeepSubnormalsTogetherOrNotAtAll) {
+  using I = GlslTarget::DenormIndependence;
+  auto widths = [](DType d, I independence, int cannot_keep = 0) {
+    GlslTarget t = GlslTarget::everything();  // native float16
+    t.denorm_independence = independence;
+    if (cannot_keep == 16) t.denorm_preserve_float16 = false;
+    if (cannot_keep == 32) t.denorm_preserve_float32 = false;
+    if (cannot_keep == 64) t.denorm_preserve_float64 = false;
+    const auto m = module_of(elementwise_add(d, 64), t);
+    EXPECT_TRUE(spirv_valid(m, "denorm_independence"));
+    return mode_widths(m, kDenormPreserve);
+  };
+  using W = std::vector<uint32_t>;
+  // Independent: each width the kernel computes in.
+  EXPECT_EQ(widths(dtypes::float64, I::All), (W{32, 64}));
+  EXPECT_EQ(widths(dtypes::float16, I::All), (W{16, 32}));
+  EXPECT_EQ(widths(dtypes::float64, I::All, 16), (W{32, 64}));
+  // 32_BIT_ONLY: float16 and float64 together.
+  EXPECT_EQ(widths(dtypes::float32, I::Bit32Only), (W{32}));
+  EXPECT_EQ(widths(dtypes::float64, I::Bit32Only), (W{16, 32, 64}));
+  EXPECT_EQ(widths(dtypes::float16, I::Bit32Only), (W{16, 32, 64}));
+  EXPECT_EQ(widths(dtypes::float64, I::Bit32Only, 16), (W{32}));
+  EXPECT_EQ(widths(dtypes::float16, I::Bit32Only, 64), (W{32}));
+  EXPECT_EQ(widths(dtypes::float64, I::Bit32Only, 32), (W{16, 64}));
+  // NONE: all three or none, float32 kernels too.
+  EXPECT_EQ(widths(dtypes::float32, I::None), (W{16, 32, 64}));
+  EXPECT_EQ(widths(dtypes::float64, I::None), (W{16, 32, 64}));
+  EXPECT_EQ(widths(dtypes::float32, I::None, 64), W{});
+  EXPECT_EQ(widths(dtypes::float16, I::None, 32), W{});
+
+  // The capabilities record carries the property to the target, and says which widths may flush.
+  vk::Capabilities caps;
+  caps.limits.denorm_preserve_float32 = caps.limits.denorm_preserve_float64 = true;
+  caps.limits.denorm_independence = VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY;
+  EXPECT_EQ(glsl_target_of(caps, false).denorm_independence, I::Bit32Only);
+  EXPECT_TRUE(vk::denorm_preserve_declarable(caps.limits, 32));
+  EXPECT_FALSE(vk::denorm_preserve_declarable(caps.limits, 64));
+  EXPECT_NE(vk::describe(caps).find("float64 subnormals may be flushed"), std::string::npos)
+      << vk::describe(caps);
+  caps.limits.denorm_independence = VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
+  EXPECT_EQ(glsl_target_of(caps, false).denorm_independence, I::None);
+  EXPECT_TRUE(vk::float32_subnormals_may_flush(caps));
+  caps.limits.denorm_preserve_float16 = true;
+  EXPECT_FALSE(vk::float32_subnormals_may_flush(caps));
+  caps.limits.denorm_independence = VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
+  EXPECT_EQ(glsl_target_of(caps, false).denorm_independence, I::All);
 }
 
 // out[i] = a[i] * b[i] + c[i] - a[i]: the shape a driver fuses into an fma.
@@ -118,15 +187,7 @@ TEST(FloatControls, NoFloatArithmeticMayBeContracted) {
               no_contraction.end());
     EXPECT_TRUE(std::includes(no_contraction.begin(), no_contraction.end(), arithmetic.begin(),
                               arithmetic.end()));
-    // spirv-val (Debian's spirv-tools), where installed, accepts the module.
-    if (std::system("spirv-val --version > /dev/null 2>&1") != 0) continue;
-    const std::string file = testing::TempDir() + "float_controls_" + d.name() + ".spv";
-    FILE* f = std::fopen(file.c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    std::fwrite(m.data(), 4, m.size(), f);
-    std::fclose(f);
-    EXPECT_EQ(std::system(("spirv-val --target-env vulkan1.3 " + file).c_str()), 0);
-    std::remove(file.c_str());
+    EXPECT_TRUE(spirv_valid(m, "float_controls_" + d.name()));
   }
 }
 
@@ -143,8 +204,7 @@ TEST(FloatControls, Float16IsRoundedByTheKernelUnlessNativeArithmeticIsAsked) {
   caps.limits.max_workgroup_count = {65535, 65535, 65535};
   caps.limits.max_push_constants_size = 128;
   caps.limits.subgroup_size = 32;
-  ASSERT_EQ(std::getenv("VKG_NATIVE_FLOAT16"), nullptr);
-  const GlslTarget t = glsl_target_of(caps);
+  const GlslTarget t = glsl_target_of(caps, false);
   EXPECT_FALSE(t.float16);
   EXPECT_TRUE(t.storage_16bit);
   EXPECT_TRUE(t.denorm_preserve_float32);
@@ -154,11 +214,9 @@ TEST(FloatControls, Float16IsRoundedByTheKernelUnlessNativeArithmeticIsAsked) {
   EXPECT_FALSE(native_float16_asked(""));
   EXPECT_FALSE(native_float16_asked("0"));
   EXPECT_TRUE(native_float16_asked("1"));
-  ::setenv("VKG_NATIVE_FLOAT16", "1", 1);
-  EXPECT_TRUE(glsl_target_of(caps).float16);
+  EXPECT_TRUE(glsl_target_of(caps, true).float16);
   caps.driver_name = "llvmpipe";  // folds float16 x - x to 0 for x = inf: never native
-  EXPECT_FALSE(glsl_target_of(caps).float16);
-  ::unsetenv("VKG_NATIVE_FLOAT16");
+  EXPECT_FALSE(glsl_target_of(caps, true).float16);
 }
 
 // sqrt_exact moves the device's root to the correctly rounded one. Lavapipe's root is already

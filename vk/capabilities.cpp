@@ -151,6 +151,7 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   l.denorm_flush_float16 = p12.shaderDenormFlushToZeroFloat16;
   l.denorm_flush_float32 = p12.shaderDenormFlushToZeroFloat32;
   l.denorm_flush_float64 = p12.shaderDenormFlushToZeroFloat64;
+  l.denorm_independence = p12.denormBehaviorIndependence;
 
   uint32_t nfam = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &nfam, nullptr);
@@ -259,7 +260,18 @@ void lower_heaps_by_env(std::vector<MemoryHeap>& heaps) {
 bool float32_subnormals_may_flush(const Capabilities& c) {
   // Lavapipe reports no shaderDenormPreserveFloat32 but keeps subnormals all the same (LLVM on
   // the host's SSE/AVX without FTZ/DAZ); vkgrad's special-value tests check that on every run.
-  return !c.limits.denorm_preserve_float32 && c.driver_name != "llvmpipe";
+  return !denorm_preserve_declarable(c.limits, 32) && c.driver_name != "llvmpipe";
+}
+
+bool denorm_preserve_declarable(const Limits& l, int bits) {
+  const bool keeps[3] = {l.denorm_preserve_float16, l.denorm_preserve_float32,
+                         l.denorm_preserve_float64};
+  const int w = bits == 16 ? 0 : bits == 32 ? 1 : 2;
+  if (l.denorm_independence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE)
+    return keeps[0] && keeps[1] && keeps[2];
+  if (l.denorm_independence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY && w != 1)
+    return keeps[0] && keeps[2];
+  return keeps[w];
 }
 
 std::string describe(const Capabilities& c) {
@@ -328,8 +340,22 @@ std::string describe(const Capabilities& c) {
       yn(l.denorm_flush_float16), yn(l.denorm_flush_float32), yn(l.denorm_flush_float64),
       yn(l.preserve_specials_float16), yn(l.preserve_specials_float32),
       yn(l.preserve_specials_float64)));
+  line(fmt::format("  denormal modes set apart for {}",
+                   l.denorm_independence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL
+                       ? "every width"
+                   : l.denorm_independence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY
+                       ? "float32 only (float16 and float64 together)"
+                       : "no width (all together)"));
   if (float32_subnormals_may_flush(c))
     line("  float32 subnormals may be flushed to zero: the device cannot be asked to keep them");
+  // A width the device keeps on its own but cannot declare, for a tied width that it cannot keep.
+  for (int bits : {16, 64})
+    if ((bits == 16 ? l.denorm_preserve_float16 : l.denorm_preserve_float64) &&
+        !denorm_preserve_declarable(l, bits))
+      line(
+          fmt::format("  float{} subnormals may be flushed to zero: its denormal mode is tied to "
+                      "a width whose subnormals the device cannot keep",
+                      bits));
   line(fmt::format("memory ({}):", c.unified_memory ? "unified, host maps device memory"
                                                     : "separate, staging for transfers"));
   for (size_t i = 0; i < c.heaps.size(); ++i)

@@ -42,6 +42,10 @@ struct Limits {
   bool denorm_preserve_float16 = false, denorm_preserve_float32 = false,
        denorm_preserve_float64 = false;
   bool denorm_flush_float16 = false, denorm_flush_float32 = false, denorm_flush_float64 = false;
+  // denormBehaviorIndependence: which widths' denormal modes a shader may set apart. 32_BIT_ONLY
+  // (RADV on GFX9+) ties float16's to float64's, NONE ties all three (VUID-RuntimeSpirv-
+  // denormBehaviorIndependence-06289 and -06290).
+  VkShaderFloatControlsIndependence denorm_independence = VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
 };
 
 struct Features {
@@ -122,6 +126,11 @@ void lower_limits_by_env(Limits& l);
 // them (no shaderDenormPreserveFloat32) and is not known to keep them anyway. Results on such a
 // device can differ from the CPU device's wherever a value falls below 2^-126.
 bool float32_subnormals_may_flush(const Capabilities& c);
+
+// Whether kernels may ask to keep subnormals of `bits` (16, 32, 64): the device keeps them on
+// request (shaderDenormPreserveFloatN) and so does every width tied to it by
+// denormBehaviorIndependence, since tied widths must be declared together or not at all.
+bool denorm_preserve_declarable(const Limits& l, int bits);
 
 // VKG_MAX_HEAP_SIZE (bytes) lowers every memory heap's size, which the allocator keeps to as a
 // budget: tests reach device out-of-memory at a few GiB on an 80 GB GPU, in one process, without
