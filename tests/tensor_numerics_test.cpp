@@ -271,18 +271,68 @@ TEST(Numerics, DotAndMatmulMatchClosedFormsOnOddShapes) {
 // Within the forward error bound of a 24-term dot product (support/error_bound.hpp), not a count
 // of ulps: a GPU reduces in another order than the CPU device, and where terms cancel the result
 // moves by many ulps of itself (NVIDIA: 270) while staying within rounding of the terms.
+// float16 accumulates in float32 and rounds once (Tensor::sum), on both devices: its bound is
+// float32's over the 24 terms plus a float16 rounding of each side's result (~1 float16 ulp),
+// not float16's unit roundoff over 24 terms (~140 ulps).
+Tensor float_product(DType d, const std::string& dev, bool magnitude) {
+  const Tensor a = random_tensor(d, {19, 24}, dev, 11, true),
+               b = random_tensor(d, {24, 12}, dev, 12, true);
+  if (!magnitude) return a.matmul(b);
+  return a.cast(dtypes::float64).abs().matmul(b.cast(dtypes::float64).abs());
+}
+
 TEST(Numerics, FloatMatmulAgreesWithTheCpuWithinRounding) {
   for (DType d : {dtypes::float32, dtypes::float16, dtypes::float64}) {
     SCOPED_TRACE(d.name());
-    auto product = [&](const std::string& dev, bool magnitude) {
-      const Tensor a = random_tensor(d, {19, 24}, dev, 11, true),
-                   b = random_tensor(d, {24, 12}, dev, 12, true);
-      if (!magnitude) return a.matmul(b);
-      return a.cast(dtypes::float64).abs().matmul(b.cast(dtypes::float64).abs());
-    };
-    EXPECT_TRUE(within_sum_error_bound(product("CPU", false), product("VK", false),
-                                       product("CPU", true), 24));
+    const Tensor cpu = float_product(d, "CPU", false), vk = float_product(d, "VK", false),
+                 magnitude = float_product(d, "CPU", true);
+    if (d == dtypes::float16)
+      EXPECT_TRUE(within_widened_sum_error_bound(cpu, vk, magnitude, 24, dtypes::float32));
+    else
+      EXPECT_TRUE(within_sum_error_bound(cpu, vk, magnitude, 24));
   }
+}
+
+// The float16 bound catches an error one float16 step past it: each of several results is moved
+// away from zero a step at a time; the last step within the bound passes, the next fails (and
+// float16's unit roundoff over 24 terms, the bound before, let that through).
+TEST(Numerics, Float16MatmulBoundFailsJustAboveIt) {
+  const Tensor cpu = float_product(dtypes::float16, "CPU", false),
+               magnitude = float_product(dtypes::float16, "CPU", true);
+  const std::vector<double> h = values_of(cpu), m = values_of(magnitude);
+  const double u = std::ldexp(1.0, -11),
+               gamma = 24 * std::ldexp(1.0, -24) / (1 - 24 * std::ldexp(1.0, -24));
+  auto bound = [&](size_t i, double v) {
+    return 2 * gamma * (1 + u) * m[i] + u * (std::abs(h[i]) + std::abs(v)) + std::ldexp(1.0, -24);
+  };
+  // The next float16 from v away from zero (h[i] is a float16, so each step is one).
+  auto step = [](double v) {
+    const double a = std::abs(v);
+    const double ulp =
+        a < std::ldexp(1.0, -14) ? std::ldexp(1.0, -24) : std::ldexp(1.0, std::ilogb(a) - 10);
+    return v + std::copysign(ulp, v);
+  };
+  auto with = [&](size_t i, double v) {
+    std::vector<float> moved(h.begin(), h.end());
+    moved[i] = float(v);
+    return Tensor(moved, cpu.shape(), "CPU").cast(dtypes::float16);
+  };
+  int checked = 0;
+  for (size_t i = 0; i < h.size(); i += 23) {
+    if (h[i] == 0) continue;
+    double inside = h[i], outside = step(h[i]);
+    while (std::abs(outside - h[i]) <= bound(i, outside)) inside = outside, outside = step(outside);
+    SCOPED_TRACE("element " + std::to_string(i) + ": " + std::to_string(h[i]) + " moved to " +
+                 std::to_string(outside) + ", bound " + std::to_string(bound(i, outside)));
+    EXPECT_LE(std::abs(outside - h[i]), 2 * bound(i, outside));  // "a little above"
+    EXPECT_TRUE(
+        within_widened_sum_error_bound(cpu, with(i, inside), magnitude, 24, dtypes::float32));
+    EXPECT_FALSE(
+        within_widened_sum_error_bound(cpu, with(i, outside), magnitude, 24, dtypes::float32));
+    EXPECT_TRUE(within_sum_error_bound(cpu, with(i, outside), magnitude, 24));
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
 }
 
 TEST(Numerics, MovementOpsAndTheirChainsAgreeWithTheCpu) {
