@@ -536,10 +536,14 @@ std::string sqrt_body(DType d) {
   // c = S 2^q, x >= ((2S + 1) / 2)^2 2^2q is m 2^(e - 2q + 2) >= (2S + 1)^2, both below 2^51
   // near the root (a 64-bit compare on two words, umulExtended for the square; no shaderInt64).
   // The upper midpoint of c - 1 is c's lower one, also where c is a power of two. A square of
-  // an odd number is never 4 x, so there are no ties. +0, -0, negatives, inf and nan keep the
-  // device's sqrt. A subnormal x is scaled by 2^50 (exactly, from its integer bits) for the
-  // first root, so a device that flushes subnormals starts near the root too.
+  // an odd number is never 4 x, so there are no ties. A negative non-zero x (-inf, and negative
+  // subnormals, which a device that flushes subnormals would take as -0 and give -0) is nan by
+  // its bits; +0, -0, inf and nan keep the device's sqrt. A subnormal x is scaled by 2^50
+  // (exactly, from its integer bits) for the first root, so a flushing device starts near the
+  // root too. With c within a few ulps of the root, the shift sh below is 24 to 27 for normal x
+  // and up to ~50 for subnormals, never negative (where the right shift would drop bits).
   return R"(uint ua = floatBitsToUint(a);
+  if (ua > 0x80000000u && ua <= 0xff800000u) return uintBitsToFloat(0x7fc00000u);
   if (ua - 1u >= 0x7f7fffffu) return sqrt(a);
   bool sub = ua < 0x00800000u;
   uint m = sub ? ua : (ua & 0x7fffffu) | 0x800000u;
@@ -554,7 +558,7 @@ std::string sqrt_body(DType d) {
       uint twice = ((c & 0x7fffffu) | 0x800000u) * 2u + 1u;
       int sh = e - 2 * (int(c >> 23) - 150) + 2;
       uint th = sh >= 32 ? m << uint(sh - 32) : sh > 0 ? m >> uint(32 - sh) : 0u;
-      uint tl = sh >= 32 ? 0u : m << uint(max(sh, 0));
+      uint tl = sh >= 32 ? 0u : sh >= 0 ? m << uint(sh) : m >> uint(min(-sh, 31));
       uint mh, ml;
       umulExtended(twice, twice, mh, ml);
       above[k] = th > mh || (th == mh && tl > ml);
