@@ -6,7 +6,7 @@ VKG_PACKAGES=(
   libvulkan-dev                             # Vulkan loader and headers
   mesa-vulkan-drivers                       # Lavapipe: a Vulkan device on any CPU
   vulkan-validationlayers                   # the Khronos validation layer the tests run under
-  libshaderc-dev glslang-dev spirv-tools    # GLSL -> SPIR-V at run time (shaderc + its archives)
+  libshaderc-dev glslang-dev spirv-tools    # GLSL -> SPIR-V at run time (shaderc + its archives); spirv-val for test_codegen
   glslang-tools                             # glslangValidator: the runtime's own shaders at build time
   libfmt-dev                                # string formatting
   libgtest-dev                              # the test suites
