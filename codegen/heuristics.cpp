@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_set>
 
 #include <vkgrad/core/error.hpp>
 
@@ -200,9 +201,16 @@ bool is_costly(Ops op) {
 // Whether the reduce computes a costly op that is the same for every output along `axis` (every
 // load below it has stride 0 there): a softmax's backward fused into the next weight gradient
 // (dlogits[b, c] = exp(..) / sum(..) - onehot, the same for every input o of w2[c, o]).
-// With `varying` >= 0, only an op that also varies along that axis counts.
+// With `varying` >= 0, only an op that also varies along that axis counts. Only ops fused into
+// the reduce (below a REDUCE_AXIS) count: one after it (a matmul's rows scaled by 1 / norm[b])
+// runs once per output whatever the tile, and a per-row op there would otherwise drop the tile
+// of a plain matmul (3-5x slower on Lavapipe).
 bool shares_costly_op(const Kernel& k, int axis, int varying = -1) {
-  for (const UOp* u : toposort(k.ast().get())) {
+  std::unordered_set<const UOp*> below_reduce;
+  for (const UOp* r : toposort(k.ast().get()))
+    if (r->op == Ops::REDUCE_AXIS)
+      for (const UOp* x : toposort(r->src[0].get())) below_reduce.insert(x);
+  for (const UOp* u : below_reduce) {
     if (!is_costly(u->op)) continue;
     bool varies = false, loads = false, varies_there = varying < 0;
     for (const UOp* x : toposort(u))

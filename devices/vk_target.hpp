@@ -60,10 +60,6 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps, bool native_float
       std::min(caps.limits.max_push_descriptors, caps.limits.max_storage_buffers_per_stage);
   t.max_storage_buffer_range = caps.limits.max_storage_buffer_range;
   t.texel_loads = texel_loads_by_default(caps.type, vk::env_string("VKG_TEXEL_LOADS"));
-  // VKG_TEXEL_WRITTEN=0 keeps buffers a kernel also writes on the storage path (for comparing).
-  const std::string written = vk::env_string("VKG_TEXEL_WRITTEN");
-  t.texel_loads_written =
-      t.texel_loads && !(written == "0" || written == "false" || written == "off");
   // Lowered by VKG_MAX_TEXEL_ELEMENTS and VKG_MAX_SAMPLED_IMAGES (vk::lower_limits_by_env), so
   // tests reach the storage-buffer fallbacks; the queue checks against the same limits.
   t.max_texel_buffer_elements = caps.limits.max_texel_buffer_elements;
@@ -71,6 +67,11 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps, bool native_float
   // Texel views start at a Buffer's offset, which is a multiple of 256 (vk/allocator.cpp), the
   // largest minTexelBufferOffsetAlignment Vulkan allows; a device that asks more gets none.
   if (caps.limits.min_texel_buffer_offset_alignment > 256) t.texel_loads = false;
+  // After that: texel_loads_written never holds without texel_loads.
+  // VKG_TEXEL_WRITTEN=0 keeps buffers a kernel also writes on the storage path (for comparing).
+  const std::string written = vk::env_string("VKG_TEXEL_WRITTEN");
+  t.texel_loads_written =
+      t.texel_loads && !(written == "0" || written == "false" || written == "off");
   t.preserve_specials_float16 = float16_keeps_specials;
   t.preserve_specials_float32 = caps.limits.preserve_specials_float32;
   t.preserve_specials_float64 = caps.limits.preserve_specials_float64;

@@ -766,6 +766,32 @@ TEST_F(Opts, LavapipeHeuristicsGiveUpAShuffleTileThatWouldRepeatACostlyOp) {
   EXPECT_EQ(agree(shuffled), matmul_closed_form(q, w, batch, classes, outs));
 }
 
+// A costly op after the reduce (a matmul's rows scaled by 1 / s[b]: a per-row rsqrt or 1 / norm,
+// attention's p @ v * (1 / sum)) runs once per output whatever the tile: the kernel keeps the
+// plain matmul's shuffle tile and opts (it took 3-5x longer with UPCASTs only), and its values.
+TEST_F(Opts, LavapipeHeuristicsKeepTheShuffleTileForACostlyOpAfterTheReduce) {
+  const DeviceTraits cpu = lavapipe_traits();
+  const int64_t m = 128, k = 256, n = 128;
+  const std::vector<float> x = ints(m * k, 7, 11, 5), w = ints(k * n, 5, 13, 6);
+  std::vector<float> s(static_cast<size_t>(m));
+  for (int64_t b = 0; b < m; ++b) s[size_t(b)] = float(1 << (b % 3));
+  std::vector<float> want = matmul_closed_form(x, w, m, k, n);
+  for (int64_t b = 0; b < m; ++b)
+    for (int64_t j = 0; j < n; ++j) want[size_t(b * n + j)] /= s[size_t(b)];
+  const Tensor xt(x, {m, k}), wt(w, {k, n}), st(s, {m, 1});
+  const auto opts_of = [](const std::string& describe) {
+    const size_t at = describe.find("opts=[");
+    return at == std::string::npos ? describe : describe.substr(at, describe.find(']', at) - at);
+  };
+  const Lowered plain = lowered(xt.matmul(wt), {}, &cpu);
+  EXPECT_NE(plain.describe.find("SHUFFLE"), std::string::npos) << plain.describe;
+  for (const Tensor& scaled : {xt.matmul(wt) * st.reciprocal(), xt.matmul(wt) / st}) {
+    const Lowered l = lowered(scaled, {}, &cpu);
+    EXPECT_EQ(opts_of(l.describe), opts_of(plain.describe)) << l.describe;
+    EXPECT_EQ(agree(l), want);
+  }
+}
+
 // The same shared quotient where the register tile's rows are two short axes taken whole
 // (out[i, j, o] = sum_b (d[b, i, j] / s[b]) h[b, o], i and j 3 and 5 long, d stored j-major so
 // that they do not merge): 4 columns x 15 rows are 60 accumulators, so the 16 columns (240) are

@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <vkgrad/codegen/glsl_launch.hpp>
@@ -319,6 +321,37 @@ TEST(TexelLoads, TheSettingDefaultsToCpuDevicesAndForcesBothWays) {
     setenv("VKG_TEXEL_LOADS", restore.c_str(), 1);
   else
     unsetenv("VKG_TEXEL_LOADS");
+}
+
+// A device whose texel views would need a larger offset alignment than a Buffer's 256 gets no
+// texel loads, and then none for the buffers a kernel also writes either (texel_loads_written is
+// decided after that limit, so the target never holds one without the other).
+TEST(TexelLoads, AnAlignmentOver256TurnsOffWrittenTexelLoadsToo) {
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved;
+  for (const char* name : {"VKG_TEXEL_LOADS", "VKG_TEXEL_WRITTEN"}) {
+    const char* value = std::getenv(name);
+    saved.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
+    unsetenv(name);
+  }
+  vk::Capabilities caps;
+  caps.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  caps.limits.min_texel_buffer_offset_alignment = 256;
+  GlslTarget t = glsl_target_of(caps);
+  EXPECT_TRUE(t.texel_loads);
+  EXPECT_TRUE(t.texel_loads_written);
+  caps.limits.min_texel_buffer_offset_alignment = 512;
+  t = glsl_target_of(caps);
+  EXPECT_FALSE(t.texel_loads);
+  EXPECT_FALSE(t.texel_loads_written);
+  setenv("VKG_TEXEL_LOADS", "1", 1);  // forcing them on does not pass the limit either
+  t = glsl_target_of(caps);
+  EXPECT_FALSE(t.texel_loads);
+  EXPECT_FALSE(t.texel_loads_written);
+  for (const auto& [name, value] : saved)
+    if (value)
+      setenv(name, value->c_str(), 1);
+    else
+      unsetenv(name);
 }
 
 }  // namespace
