@@ -141,7 +141,8 @@ class Device {
   // staging memory that stands in for the allocation in a copy between devices, so that the copy
   // runs off the realizing thread as between mapped memories. `bytes` is null where the device
   // cannot stage (the default): the copy then goes through copy_out and copy_in, both devices
-  // finished first.
+  // finished first. Both throw vkg::OutOfMemory where the staging memory does not fit (the whole
+  // copy is one allocation); run_copy then copies that way too.
   struct Staged {
     std::byte* bytes = nullptr;
     std::function<void()> ready;   // stage_out: blocks until the bytes are there (any thread)
