@@ -25,6 +25,13 @@ namespace {
 // copies of different buffers do not queue behind one another.
 HostPool& copy_worker() {
   static HostPool pool;
+  // The exit wait must run before the pool's destructor joins its threads (core/realize.cpp). The
+  // main thread's own wait runs before every static destructor, but where only other threads
+  // open devices the wait is an atexit handler registered at the first device's opening, before
+  // this pool was built: registered again now, it runs first (it waits once, at its latest
+  // registration).
+  static const bool waits_first = (keep_exit_wait_after_driver_statics(), true);
+  (void)waits_first;
   return pool;
 }
 
