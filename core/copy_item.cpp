@@ -83,7 +83,7 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   } catch (const OutOfMemory&) {
   }
   try {
-    if (s && !d) d = (in = to_dev.stage_in(dst, bytes, arrived)).bytes;
+    if (s && !d) d = (in = to_dev.stage_in(dst_memory, bytes, arrived)).bytes;
   } catch (const OutOfMemory&) {
   }
   if (!s || !d) {

@@ -156,8 +156,10 @@ class Device {
   }
   // Staging memory that the host fills until `filled` is ready, and a copy of it into `memory`
   // queued behind a wait for `filled` (as wait_for): work queued later sees the bytes, and a
-  // read from the host (copy_out) waits for them; the calling thread does not wait.
-  virtual Staged stage_in(Allocation& memory, size_t bytes, std::shared_future<void> filled) {
+  // read from the host (copy_out) waits for them; the calling thread does not wait. The device
+  // keeps `memory` until that copy is submitted (whoever else holds it may let go first).
+  virtual Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes,
+                          std::shared_future<void> filled) {
     (void)memory, (void)bytes, (void)filled;
     return {};
   }
