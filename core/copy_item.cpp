@@ -25,6 +25,13 @@ namespace {
 // copies of different buffers do not queue behind one another.
 HostPool& copy_worker() {
   static HostPool pool;
+  // The exit wait must run before the pool's destructor joins its threads (core/realize.cpp). The
+  // main thread's own wait runs before every static destructor, but where only other threads
+  // open devices the wait is an atexit handler registered at the first device's opening, before
+  // this pool was built: registered again now, it runs first (it waits once, at its latest
+  // registration).
+  static const bool waits_first = (keep_exit_wait_after_driver_statics(), true);
+  (void)waits_first;
   return pool;
 }
 
@@ -67,9 +74,20 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   std::byte* s = from_dev.host_pointer(src);
   std::byte* d = to_dev.host_pointer(dst);
   Device::Staged out, in;
-  if (!s) s = (out = from_dev.stage_out(src, bytes)).bytes;
-  if (s && !d) d = (in = to_dev.stage_in(dst, bytes, arrived)).bytes;
+  // Staging takes the whole tensor's bytes in one allocation on each side: where that does not
+  // fit (the heap, or maxMemoryAllocationSize: 4 GiB on an H100), the copy goes the synchronous
+  // way below, whose transfers stage in fixed-size chunks. Both allocate before recording or
+  // posting anything, so a refusal leaves nothing behind.
+  try {
+    if (!s) s = (out = from_dev.stage_out(src, bytes)).bytes;
+  } catch (const OutOfMemory&) {
+  }
+  try {
+    if (s && !d) d = (in = to_dev.stage_in(dst_memory, bytes, arrived)).bytes;
+  } catch (const OutOfMemory&) {
+  }
   if (!s || !d) {
+    out = {};  // its staging memory (submitted, never read): copy_out below stages its own
     settle(from_dev);
     settle(to_dev);
     std::vector<std::byte> host(bytes);

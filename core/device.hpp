@@ -141,7 +141,8 @@ class Device {
   // staging memory that stands in for the allocation in a copy between devices, so that the copy
   // runs off the realizing thread as between mapped memories. `bytes` is null where the device
   // cannot stage (the default): the copy then goes through copy_out and copy_in, both devices
-  // finished first.
+  // finished first. Both throw vkg::OutOfMemory where the staging memory does not fit (the whole
+  // copy is one allocation); run_copy then copies that way too.
   struct Staged {
     std::byte* bytes = nullptr;
     std::function<void()> ready;   // stage_out: blocks until the bytes are there (any thread)
@@ -155,8 +156,10 @@ class Device {
   }
   // Staging memory that the host fills until `filled` is ready, and a copy of it into `memory`
   // queued behind a wait for `filled` (as wait_for): work queued later sees the bytes, and a
-  // read from the host (copy_out) waits for them; the calling thread does not wait.
-  virtual Staged stage_in(Allocation& memory, size_t bytes, std::shared_future<void> filled) {
+  // read from the host (copy_out) waits for them; the calling thread does not wait. The device
+  // keeps `memory` until that copy is submitted (whoever else holds it may let go first).
+  virtual Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes,
+                          std::shared_future<void> filled) {
     (void)memory, (void)bytes, (void)filled;
     return {};
   }

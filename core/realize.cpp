@@ -123,9 +123,21 @@ bool on_main_thread() {
 struct MainThreadExitWait {
   ~MainThreadExitWait() { wait_for_devices_at_exit(); }
 };
+// Another thread that opened devices registers the exit wait again as it ends: the atexit
+// registration made at the first device's opening runs after the destructors of statics built
+// since, Lavapipe's compiler statics among them (its queue thread compiles a kernel as it first
+// runs), and a program whose main thread returns after joining such a thread hung in them.
+struct ThreadExitWait {
+  ~ThreadExitWait() { std::atexit(wait_for_devices_at_exit); }
+};
 void wait_first_at_exit() {
   thread_local bool asked = false;
-  if (std::exchange(asked, true) || !on_main_thread()) return;
+  if (std::exchange(asked, true)) return;
+  if (!on_main_thread()) {
+    thread_local ThreadExitWait later;
+    (void)later;
+    return;
+  }
   thread_local MainThreadExitWait wait;
   (void)wait;
 }

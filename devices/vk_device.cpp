@@ -333,16 +333,19 @@ class VkDevice final : public Device {
     std::byte* host = staging->mapped();
     return {host, [timeline, point] { timeline->wait(point); }, std::move(staging)};
   }
-  Staged stage_in(Allocation& memory, size_t bytes, std::shared_future<void> filled) override {
-    auto& a = static_cast<VkAllocation&>(memory);
+  Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes,
+                  std::shared_future<void> filled) override {
+    auto& a = static_cast<VkAllocation&>(*memory);
     a.fresh = false;
     auto staging = std::make_shared<vk::Buffer>(rt_.allocator.allocate(bytes, vk::Usage::Staging));
     wait_for(std::move(filled));  // submits what was recorded: only the copy below waits
     queue_.copy(*staging, a.buffer, bytes);
     a.last_use = a.last_write = queue_.ticket();
-    // Kept until its copy is submitted (a Buffer must outlive the recording that uses it); the
-    // allocator then hands it out again only once that submission has completed.
+    // Both kept until the copy is submitted (a Buffer must outlive the recording that uses it):
+    // the copy thread lets go of them after its memcpy, which may come first. The allocator then
+    // hands them out again only once that submission has completed.
     staged_in_.push_back(staging);
+    staged_in_.push_back(memory);
     std::byte* host = staging->mapped();
     return {host, {}, std::move(staging)};
   }
@@ -614,7 +617,7 @@ class VkDevice final : public Device {
   std::deque<std::pair<uint64_t, std::vector<std::shared_ptr<CompiledKernel>>>> in_flight_kernels_;
   std::atomic<int64_t> compiled_{0}, compiled_in_run_{0};
   // Staging buffers whose copy into device memory (stage_in) may not be submitted yet.
-  std::vector<std::shared_ptr<vk::Buffer>> staged_in_;
+  std::vector<std::shared_ptr<void>> staged_in_;  // and their destinations
   // Pipelines created since the pipeline cache was last saved (set by compiling threads).
   std::atomic<bool> pipelines_unsaved_ = false;
 };

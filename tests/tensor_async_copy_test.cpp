@@ -15,6 +15,7 @@
 #include <future>
 #include <memory>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -229,6 +230,36 @@ TEST(AsyncCopy, ACopyOutOfDeviceLocalMemoryRunsOffTheRealizingThread) {
   EXPECT_EQ(y.to_vector<float>(), values);
 }
 
+// Staging a copy takes the tensor's bytes again in one allocation on each side. Where that does
+// not fit, the copy goes through the devices' chunked transfers (32 MiB of staging) instead: it
+// threw OutOfMemory out of the realize. The child's heaps are 256 MiB (VKG_MAX_HEAP_SIZE) and its
+// memory device-local (VKG_FORCE_STAGING), so a 160 MiB tensor fits but its staging copy does not.
+TEST(AsyncCopy, ACopyWhoseStagingMemoryDoesNotFitGoesInChunks) {
+  EXPECT_EQ(test::run_child("AsyncCopyChild.CopiesTensorsTooBigToStage",
+                            {"VKG_TEST_COPY_NO_STAGING_ROOM=1", "VKG_FORCE_STAGING=1",
+                             "VKG_MAX_HEAP_SIZE=268435456"}),
+            0);
+}
+
+TEST(AsyncCopyChild, CopiesTensorsTooBigToStage) {
+  if (!std::getenv("VKG_TEST_COPY_NO_STAGING_ROOM"))
+    GTEST_SKIP() << "runs only as ACopyWhoseStagingMemoryDoesNotFitGoesInChunks's child";
+  ASSERT_FALSE(maps_memory("VK"));
+  ASSERT_FALSE(maps_memory("VK:1"));
+  const int64_t n = int64_t(40) << 20;  // int32: 160 MiB
+  std::vector<int32_t> want(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) want[size_t(i)] = int32_t(3 * i + 1);
+  Tensor x = Tensor(want, {n}, "VK").realize();  // uploaded in chunks
+  {
+    Tensor on_cpu = x.to("CPU").realize();  // out of VK: stage_out does not fit
+    EXPECT_EQ(on_cpu.to_vector<int32_t>(), want);
+    Tensor back = on_cpu.to("VK:1").realize();  // into VK:1: stage_in does not fit
+    EXPECT_EQ((back - 1).max().item<int32_t>(), int32_t(3 * (n - 1)));
+  }
+  Tensor across = x.to("VK:1").realize();  // neither side fits its staging
+  EXPECT_EQ(across.to_vector<int32_t>(), want);
+}
+
 // A program that returns with copies between devices in flight behind kernels exits cleanly. The
 // exit wait runs before every atexit handler and static destructor (a thread_local of the main
 // thread, core/realize.cpp): before it, the copy pool's destructor ran first and joined copy
@@ -249,9 +280,37 @@ TEST(AsyncCopy, ExitWaitsForCopiesInFlight) {
   }
 }
 
+// The same where only another thread opens devices and realizes, and has ended: the exit wait is
+// then no thread_local of the main thread but an atexit handler, registered at the first device's
+// opening before the copy pool and Lavapipe's compiler statics were built, whose destructors ran
+// first (a hang in 2 of 2 runs). It is registered again as the pool is built and as a thread that
+// asked for a device ends.
+TEST(AsyncCopy, ExitWaitsForCopiesInFlightFromAnotherThread) {
+  for (int run = 0; run < 3; ++run) {
+    const std::filesystem::path log =
+        std::filesystem::temp_directory_path() /
+        ("vkg_copy_exit_thread_" + std::to_string(::getpid()) + "_" + std::to_string(run) + ".log");
+    const int status = test::run_child("AsyncCopyChild.*", {"VKG_TEST_COPY_EXIT=thread", "DEBUG=1"},
+                                       log.string(), 120);
+    std::stringstream text;
+    text << std::ifstream(log).rdbuf();
+    EXPECT_EQ(status, 0) << "run " << run << ":\n" << text.str();
+    std::filesystem::remove(log);
+  }
+}
+
+void end_with_copies_in_flight();
+
 TEST(AsyncCopyChild, EndsWithCopiesInFlight) {
-  if (!std::getenv("VKG_TEST_COPY_EXIT"))
-    GTEST_SKIP() << "runs only as ExitWaitsForCopiesInFlight's child";
+  const char* mode = std::getenv("VKG_TEST_COPY_EXIT");
+  if (!mode) GTEST_SKIP() << "runs only as ExitWaitsForCopiesInFlight's child";
+  if (std::string(mode) == "thread")
+    std::thread(end_with_copies_in_flight).join();
+  else
+    end_with_copies_in_flight();
+}
+
+void end_with_copies_in_flight() {
   // One realize from host data: its kernels are compiled for the device as they first run, on
   // Lavapipe's queue thread, while the process returns.
   const std::vector<float> values(256 * 256, 1.0f / 256);

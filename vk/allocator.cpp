@@ -202,6 +202,33 @@ Buffer Allocator::allocate(VkDeviceSize bytes, Usage usage) {
   if (bytes > caps.limits.max_memory_allocation_size)
     throw never("maxMemoryAllocationSize", caps.limits.max_memory_allocation_size);
 
+  try {
+    return allocate_once(bytes, usage, type);
+  } catch (const OutOfMemory&) {
+    // Memory held outside the cache (a Transfer's staging area, allocated by the first read after
+    // an earlier out-of-memory) would otherwise stay out of every later fill for good.
+    std::vector<std::function<void()>> reclaimers;
+    {
+      std::lock_guard lock(reclaimers_mutex_);
+      for (auto& r : reclaimers_) reclaimers.push_back(r.second);
+    }
+    if (reclaimers.empty()) throw;
+    for (auto& r : reclaimers) r();
+  }
+  return allocate_once(bytes, usage, type);
+}
+
+void Allocator::add_reclaimer(const void* owner, std::function<void()> reclaim) {
+  std::lock_guard lock(reclaimers_mutex_);
+  reclaimers_.emplace_back(owner, std::move(reclaim));
+}
+
+void Allocator::remove_reclaimer(const void* owner) {
+  std::lock_guard lock(reclaimers_mutex_);
+  std::erase_if(reclaimers_, [&](const auto& r) { return r.first == owner; });
+}
+
+Buffer Allocator::allocate_once(VkDeviceSize bytes, Usage usage, uint32_t type) {
   VkDeviceSize capacity = bucket_capacity(bytes);
   if (capacity > largest_request(type)) capacity = std::max(align_up(bytes, kAlign), kAlign);
 

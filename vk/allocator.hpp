@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,12 @@ class Allocator {
   // GPU and dropping every cached buffer; the allocator stays usable after either.
   Buffer allocate(VkDeviceSize bytes, Usage usage = Usage::Device);
 
+  // Memory held outside the cache (a Transfer's staging area) that its holder can let go of when
+  // memory runs out: allocate() calls every reclaimer, without the allocator's lock, before its
+  // last try. Removed by the same `owner` before it goes. Thread-safe.
+  void add_reclaimer(const void* owner, std::function<void()> reclaim);
+  void remove_reclaimer(const void* owner);
+
   // The memory heap (an index into Capabilities::heaps) that `usage` buffers come from.
   uint32_t heap_of(Usage usage) const;
 
@@ -103,6 +110,7 @@ class Allocator {
   };
   using CacheKey = std::pair<uint32_t, VkDeviceSize>;  // memory type, capacity
 
+  Buffer allocate_once(VkDeviceSize bytes, Usage usage, uint32_t type);
   void release(detail::Block* block, VkDeviceSize offset, VkDeviceSize capacity) noexcept;
   bool take_cached(uint32_t type, VkDeviceSize capacity, detail::Block*& block,
                    VkDeviceSize& offset);
@@ -129,6 +137,8 @@ class Allocator {
   std::vector<VkDeviceSize> heap_used_;
   uint64_t next_block_id_ = 1, next_seq_ = 0;
   AllocatorStats stats_;
+  std::mutex reclaimers_mutex_;
+  std::vector<std::pair<const void*, std::function<void()>>> reclaimers_;
 };
 
 }  // namespace vkg::vk

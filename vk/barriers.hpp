@@ -31,6 +31,16 @@ inline constexpr BarrierKind kExecutionHazard{kWorkStages, 0, kWorkStages, 0};
 // First in every submission: orders it after all earlier submissions to the queue, which
 // submission order alone does not do.
 inline constexpr BarrierKind kSubmissionStart = kMemoryHazard;
+// First in a submission that waits on a semaphore (Queue::wait_before_next): the host may write
+// memory such a batch reads after vkQueueSubmit (a copy between devices fills stage_in's staging
+// buffer, then signals the bridge the batch waits on). vkQueueSubmit's implicit host-write
+// visibility covers only writes made before it, and a semaphore signal from the host is an
+// execution dependency: a barrier from the host stage makes those writes available and visible
+// (the memory is host-coherent, so no flush is needed). One more stage bit in the barrier every
+// batch starts with, not another barrier.
+inline constexpr BarrierKind kSubmissionStartAfterHost{kWorkStages | VK_PIPELINE_STAGE_2_HOST_BIT,
+                                                       kWorkWrites | VK_ACCESS_2_HOST_WRITE_BIT,
+                                                       kWorkStages, kWorkAccess};
 // Last in every submission: makes its writes visible to the host once its point has completed.
 inline constexpr BarrierKind kSubmissionEnd{kWorkStages, kWorkWrites, VK_PIPELINE_STAGE_2_HOST_BIT,
                                             VK_ACCESS_2_HOST_READ_BIT | VK_ACCESS_2_HOST_WRITE_BIT};

@@ -105,7 +105,7 @@ void Queue::begin_batch(VkCommandBufferUsageFlags usage) {
     recording_.reset();
     throw_result(r, "vkBeginCommandBuffer");
   }
-  record_barrier(recording_->cmd, kSubmissionStart);
+  record_barrier(recording_->cmd, waits_.empty() ? kSubmissionStart : kSubmissionStartAfterHost);
   hazards_.reset();
   bound_ = VK_NULL_HANDLE;
 }

@@ -32,9 +32,24 @@ Transfer::Transfer(Device& device, Allocator& allocator, const TransferOptions& 
       allocator_(allocator),
       options_(options) {
   options_.staging_bytes = std::max<VkDeviceSize>(options_.staging_bytes / 512 * 512, 512);
+  // 32 MiB held for the device's life would keep a tensor's worth of a full heap out of every
+  // fill after the first read: memory running out takes it back.
+  allocator_.add_reclaimer(this, [this] { release_staging(); });
+}
+
+void Transfer::release_staging() {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || !staging_) return;
+  try {
+    for (const Slot& s : slots_) timeline_.wait(s.point);  // an upload may still read it
+  } catch (...) {
+    return;  // a lost device: keep it, as the destructor's wait would
+  }
+  staging_ = Buffer{};
 }
 
 Transfer::~Transfer() {
+  allocator_.remove_reclaimer(this);
   try {
     for (const Slot& s : slots_) timeline_.wait(s.point);
   } catch (...) {
@@ -43,6 +58,11 @@ Transfer::~Transfer() {
 
 void Transfer::ensure_staging() {
   if (staging_) return;
+  if (!pool_) create_pool();
+  staging_ = allocator_.allocate(options_.staging_bytes, Usage::Staging);
+}
+
+void Transfer::create_pool() {
   VkCommandPoolCreateInfo info =
       structure<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -58,7 +78,6 @@ void Transfer::ensure_staging() {
   alloc.commandBufferCount = 1;
   for (Slot& s : slots_)
     check(vkAllocateCommandBuffers(device_.get(), &alloc, &s.cmd), "vkAllocateCommandBuffers");
-  staging_ = allocator_.allocate(options_.staging_bytes, Usage::Staging);
 }
 
 uint64_t Transfer::compute_point(uint64_t after) {

@@ -63,6 +63,10 @@ class Transfer {
     uint64_t point = 0;  // timeline_ point of its last copy
   };
   void ensure_staging();
+  void create_pool();
+  // Gives the staging area back (the allocator's out-of-memory reclaimer), unless a transfer on
+  // another thread uses it now; the next transfer allocates it again.
+  void release_staging();
   // Records and submits one copy in the slot's command buffer; returns its timeline point. On the
   // copy engine's queue it starts after the compute queue's point `after` (0: none).
   uint64_t submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
@@ -75,7 +79,9 @@ class Transfer {
   Timeline& timeline_;
   Allocator& allocator_;
   TransferOptions options_;
-  std::mutex mutex_;
+  // Recursive: the allocator's out-of-memory reclaimer (release_staging) may run on a thread that
+  // is inside upload or download already (ensure_staging's allocation).
+  std::recursive_mutex mutex_;
   Buffer staging_;
   UniqueCommandPool pool_;
   std::array<Slot, 2> slots_;
