@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
 out=.gpu
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo /.gpu/ >>.git/info/exclude; }
+exclude=$(git rev-parse --git-path info/exclude)  # .git is a file in a worktree
+grep -qx '/.gpu/' "$exclude" 2>/dev/null || { mkdir -p "$(dirname "$exclude")"; echo /.gpu/ >>"$exclude"; }
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" "$stage/layer" "$out"
 bins=("$build"/tests/test_* "$build"/bench/bench_* "$build"/tools/vkgrad-info)
