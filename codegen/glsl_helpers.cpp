@@ -304,11 +304,22 @@ std::string fdiv_body(DType d) {
                      dbl ? "1.1102230246251565e-16lf" : "5.9604645e-08f", remainder(1));
 }
 
+// float32 division's zeros, infinities and nan, decided by the bits as IEEE says; past it, a
+// and b are finite and nonzero.
+constexpr const char* kFdivSpecials = R"(uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+  uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, sign = (ua ^ ub) & 0x80000000u;
+  if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == 0u && xb == 0u) ||
+      (xa == 0x7f800000u && xb == 0x7f800000u))
+    return uintBitsToFloat(0x7fc00000u);
+  if (xa == 0x7f800000u || xb == 0u) return uintBitsToFloat(sign | 0x7f800000u);
+  if (xa == 0u || xb == 0x7f800000u) return uintBitsToFloat(sign);)";
+
 std::string fdiv_via_double_body() {
   // Correctly rounded float32 division in double, where the device has shaderFloat64: its cost
   // over a multiply is half of fdiv_body's on Lavapipe (bench_tensor's Divide_4Mi). With
   // a = A 2^i, b = B 2^j for 24-bit integers A, B, the exact quotient is never a midpoint between
-  // two floats (nor between two subnormals), and its distance from one is a nonzero integer over
+  // two normal floats (between two subnormals it can be: below), and its distance from one is a
+  // nonzero integer over
   // B 2^24 ulps of the quotient's binade: more than 2^-49 of the quotient. The double quotient
   // is within 2^-52 of it where the driver computes da * (1 / db) with each step rounded, and
   // within 2^-50.6 with the 2.5 ulp Vulkan allows, so it lies on the same side of every
@@ -316,7 +327,7 @@ std::string fdiv_via_double_body() {
   // bits (the first dropped bit decides: no ties), not by float(q), whose rounding mode Vulkan
   // leaves to the driver. Zeros, infinities and nan are decided by the bits as in fdiv_body.
   // Subnormal operands enter the double from their integer bits and subnormal quotients leave
-  // as integer bits (q 2^149 rounded: never half an integer away), so neither depends on
+  // as integer bits (q 2^149 rounded, ties to even), so neither depends on
   // whether the device flushes float subnormals; overflow is decided against the midpoint
   // between the largest float and 2^128, which no quotient equals.
   // The kernel's Needs do not record float64 for this: glslang keeps one SignedZeroInfNanPreserve
@@ -324,23 +335,37 @@ std::string fdiv_via_double_body() {
   // fuzz test's 1 / (x * -0.0) gave +inf). The double operands here are finite and nonzero and
   // need none; glslang adds the Float64 capability, and the device enables shaderFloat64 where it
   // has it, the only place this form is chosen.
-  return R"(uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
-  uint xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu, sign = (ua ^ ub) & 0x80000000u;
-  if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == 0u && xb == 0u) ||
-      (xa == 0x7f800000u && xb == 0x7f800000u))
-    return uintBitsToFloat(0x7fc00000u);
-  if (xa == 0x7f800000u || xb == 0u) return uintBitsToFloat(sign | 0x7f800000u);
-  if (xa == 0u || xb == 0x7f800000u) return uintBitsToFloat(sign);
+  return std::string(kFdivSpecials) + R"(
   double da = xa < 0x00800000u ? double(xa) * 1.401298464324817e-45lf : double(uintBitsToFloat(xa));
   double db = xb < 0x00800000u ? double(xb) * 1.401298464324817e-45lf : double(uintBitsToFloat(xb));
   double q = da / db;
   if (q >= 3.4028235677973366e38lf) return uintBitsToFloat(sign | 0x7f800000u);
-  if (q < 1.1754943508222875e-38lf)
-    return uintBitsToFloat(sign | uint(floor(q * 7.1362384635298e44lf + 0.5lf)));
+  if (q < 1.1754943508222875e-38lf) {
+    // q 2^149 rounded to the nearest integer, ties to even (5 2^-149 / 2 is 2 2^-149). With
+    // a = A 2^i, b = B 2^j (A, B < 2^24) a quotient that is no tie lies at least 2^-26 from one,
+    // and q 2^149 < 2^23 is within 2^-27.6 of the exact value: 2^-27 tells a tie from no tie.
+    double t = q * 7.1362384635298e44lf, f = floor(t), h = t - f - 0.5lf;
+    uint n = uint(f);
+    n += abs(h) < 7.450580596923828e-9lf ? (n & 1u) : h > 0.0lf ? 1u : 0u;
+    return uintBitsToFloat(sign | n);
+  }
   // float exponent = double exponent - (1023 - 127); 23 bits of significand, then round.
   uvec2 w = unpackDouble2x32(q);
   uint f = ((((w.y >> 20) - 896u) << 23) | ((w.y & 0xfffffu) << 3) | (w.x >> 29)) + ((w.x >> 28) & 1u);
   return uintBitsToFloat(sign | f);)";
+}
+
+std::string fdiv_float_of_double_body() {
+  // Where the device divides doubles exactly and rounds double to float as IEEE does
+  // (GlslTarget::float_of_double_division), the double quotient of the finite nonzero operands
+  // rounded by the device is the correctly rounded quotient (fdiv_via_double_body says why): half
+  // the cost of that body on Lavapipe. Zeros, infinities and nan still go by the bits: the kernel
+  // declares SignedZeroInfNanPreserve for float32 only (see fdiv_via_double_body), and without it
+  // Lavapipe's compiler folded x / double(0.0) to 0. `precise` keeps the quotient from being
+  // rewritten into an inexact form.
+  return std::string(kFdivSpecials) + R"(
+  precise double q = double(a) / double(b);
+  return float(q);)";
 }
 
 std::string sin_body(DType d) {
@@ -727,8 +752,12 @@ const HelperSpec& spec(const std::string& name) {
 
 bool via_f32(const HelperSpec& s, DType d) { return s.f16_via_f32 && d.scalar == Scalar::Float16; }
 
-std::string scalar_body(const HelperSpec& s, DType d, bool float64, bool exact_sqrt) {
+std::string scalar_body(const HelperSpec& s, DType d, bool float64, bool exact_sqrt,
+                        bool float_of_double_division) {
   if (!exact_sqrt && std::string_view(s.name) == "sqrt_exact") return "return sqrt(a);";
+  if (float_of_double_division && std::string_view(s.name) == "fdiv_exact" &&
+      d.scalar == Scalar::Float32)
+    return fdiv_float_of_double_body();
   if (float64 && s.body_float64 && d.scalar == Scalar::Float32) return s.body_float64();
   if (!via_f32(s, d)) return s.body(d);
   const char* args = s.arity == 1 ? "float(a)" : "float(a), float(b)";
@@ -746,8 +775,8 @@ std::string Helpers::use(const std::string& name, DType d) {
   if (via_f32(s, d)) use(name, dtypes::float32);
   if (*s.calls) use(s.calls, d.base());
   if (d.count == 1)
-    scalar_body(s, d, float64_,
-                exact_sqrt_);  // throws now, at the op, for a type it has no form for
+    scalar_body(s, d, float64_, exact_sqrt_,
+                float_of_double_division_);  // throws now, at the op, for a type it has no form for
   seen_.insert(key);
   order_.push_back({name, d});
   return name;
@@ -763,7 +792,7 @@ std::string Helpers::definitions() const {
         s.arity == 1 ? fmt::format("{} a", t) : fmt::format("{} a, {} b", t, t);
     std::string body;
     if (d.count == 1) {
-      body = scalar_body(s, d, float64_, exact_sqrt_);
+      body = scalar_body(s, d, float64_, exact_sqrt_, float_of_double_division_);
     } else {
       std::string lanes;
       for (int k = 0; k < d.count; ++k) {

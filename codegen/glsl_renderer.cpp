@@ -865,7 +865,7 @@ class Renderer {
   std::set<std::pair<Scalar, int>> pointer_types_;
   std::set<std::pair<int64_t, int>> bound_vectors_;  // (slot, width) of vector accesses
   std::set<int64_t> bound_bits_;  // slots a float scatter reaches as bits (need_combine)
-  glsl::Helpers helpers_{t_.float64, t_.exact_sqrt};
+  glsl::Helpers helpers_{t_.float64, t_.exact_sqrt, t_.float_of_double_division};
   bool vector_access_ = false;
   bool shuffles_ = false;
   std::unordered_map<const UOp*, std::string> names_;

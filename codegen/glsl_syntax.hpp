@@ -62,8 +62,12 @@ class Helpers {
  public:
   // float64: the device computes in double (shaderFloat64); some float32 helpers are cheaper so.
   // exact_sqrt: sqrt_exact corrects the device's float32 root (else it is the device's sqrt).
-  explicit Helpers(bool float64 = false, bool exact_sqrt = true)
-      : float64_(float64), exact_sqrt_(exact_sqrt) {}
+  // float_of_double_division: GlslTarget's (fdiv_exact for float32 is one double division).
+  explicit Helpers(bool float64 = false, bool exact_sqrt = true,
+                   bool float_of_double_division = false)
+      : float64_(float64),
+        exact_sqrt_(exact_sqrt),
+        float_of_double_division_(float64 && float_of_double_division) {}
   // Returns the name to call; records the helper (and those it uses) for definitions().
   std::string use(const std::string& name, DType d);
   bool empty() const { return order_.empty(); }
@@ -74,6 +78,7 @@ class Helpers {
   std::set<std::pair<std::string, int>> seen_;
   bool float64_ = false;
   bool exact_sqrt_ = true;
+  bool float_of_double_division_ = false;
 };
 
 // Expressions. Arguments are already rendered expressions; results are parenthesized or calls.

@@ -12,6 +12,7 @@
 
 #include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/schedule_horizontal.hpp>
 #include <vkgrad/core/schedule_multi_output.hpp>
 #include <vkgrad/core/shape_tracker.hpp>
 #include <vkgrad/core/symbolic_shape.hpp>
@@ -788,6 +789,7 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
   }
   if (has_assign) order_around_assigns(sched, access);
   merge_multi_output(sched);  // after the order is final: it keeps it
+  merge_horizontal(sched);    // after it: a member is a whole kernel of one output
   return sched;
 }
 

@@ -76,6 +76,7 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps, bool native_float
   t.preserve_specials_float32 = caps.limits.preserve_specials_float32;
   t.preserve_specials_float64 = caps.limits.preserve_specials_float64;
   t.exact_sqrt = caps.driver_name != "llvmpipe";
+  t.float_of_double_division = t.float64 && caps.driver_name == "llvmpipe";
   t.denorm_preserve_float16 = caps.limits.denorm_preserve_float16;
   t.denorm_preserve_float32 = caps.limits.denorm_preserve_float32;
   t.denorm_preserve_float64 = caps.limits.denorm_preserve_float64;

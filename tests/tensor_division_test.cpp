@@ -164,3 +164,19 @@ TEST(Division, RandomAndHardFloat32PairsMatchTheHostBitForBit) {
   EXPECT_TRUE(cpu_vk_agree(
       [&](const std::string& dev) { return Tensor(a, {len}, dev) / Tensor(b, {len}, dev); }));
 }
+
+// A divisor the kernel compiler knows to be 0 (an unsigned byte below 0 is false): the division
+// still gives IEEE's inf and nan. Lavapipe folded the double form's x / double(0.0) to 0 before
+// zeros were decided by the bits first (the differential fuzzer's seed 20261333).
+TEST(Division, ByABooleanTheCompilerKnowsIsFalseGivesInfinityAndNan) {
+  for (const char* dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    const Tensor x(std::vector<uint8_t>{0, 1, 2, 255}, {4}, dev);
+    const std::vector<float> q = x.div(x.lt(Tensor::full_like(x, int64_t(0)))).to_vector<float>();
+    ASSERT_EQ(q.size(), 4u);
+    EXPECT_TRUE(std::isnan(q[0]));
+    EXPECT_EQ(q[1], INFINITY);
+    EXPECT_EQ(q[2], INFINITY);
+    EXPECT_EQ(q[3], INFINITY);
+  }
+}
