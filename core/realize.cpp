@@ -123,10 +123,10 @@ bool on_main_thread() {
 struct MainThreadExitWait {
   ~MainThreadExitWait() { wait_for_devices_at_exit(); }
 };
-// Another thread that opened devices registers the exit wait again as it ends: the atexit
-// registration made at the first device's opening runs after the destructors of statics built
-// since, Lavapipe's compiler statics among them (its queue thread compiles a kernel as it first
-// runs), and a program whose main thread returns after joining such a thread hung in them.
+// Where this library was loaded by another thread (dlopen), the main thread's wait cannot be made:
+// a thread that opens devices registers the atexit wait again as it ends. That is a fallback
+// with a race: a static that a driver builds after the last registration is destroyed before the
+// wait (below).
 struct ThreadExitWait {
   ~ThreadExitWait() { std::atexit(wait_for_devices_at_exit); }
 };
@@ -141,6 +141,16 @@ void wait_first_at_exit() {
   thread_local MainThreadExitWait wait;
   (void)wait;
 }
+
+// The main thread's wait is made as the library loads (on the main thread, for a program linked
+// with it), not when the main thread first opens a device: a program whose devices only other
+// threads open must wait first too. Its atexit waits ran after the destructor of the GDB JIT
+// listener that LLVM builds (a function-local static) at Lavapipe's first kernel compile, on its
+// queue thread, often after the thread that realized had ended: that compile, still running
+// through exit, then spun in the destroyed listener's map and the exit wait never returned
+// (AsyncCopy.ExitWaitsForCopiesInFlightFromAnotherThread: a hang in 3 of 30 runs on 2 busy cores;
+// gdb showed the listener's destructor among the exit handlers already run).
+[[maybe_unused]] const bool main_thread_waits_first = (wait_first_at_exit(), true);
 
 }  // namespace
 
