@@ -197,8 +197,6 @@ Device& device(const std::string& name);
 // some on its first compiles): registers the exit wait for work in flight again, so that it runs
 // before their destructors (atexit runs handlers in reverse order of registration). Lavapipe's
 // queue thread crashed in LLVM's destructors at exit otherwise. Running the wait twice is harmless.
-// A fallback: the main thread's wait, a thread_local made as the library loads, runs before
-// every atexit handler; these registrations count where exit() runs on another thread.
 void keep_exit_wait_after_driver_statics();
 
 // The name a device is known by: upper case, with ":0" dropped ("vk:0" -> "VK"), so that two

@@ -188,6 +188,8 @@ void wait_first_at_exit() {
 
 }  // namespace
 
+// A fallback: the main thread's wait, made as the library loads, runs before every atexit
+// handler; these registrations count where the library was loaded or exit() runs on another thread.
 void keep_exit_wait_after_driver_statics() { std::atexit(wait_for_devices_at_exit); }
 
 namespace {
