@@ -182,7 +182,7 @@ void wait_first_at_exit() {
 // listener that LLVM builds (a function-local static) at Lavapipe's first kernel compile, on its
 // queue thread, often after the thread that realized had ended: that compile, still running
 // through exit, then spun in the destroyed listener's map and the exit wait never returned
-// (AsyncCopy.ExitWaitsForCopiesInFlightFromAnotherThread: a hang in 3 of 30 runs on 2 busy cores;
+// (AsyncCopy.ExitWaitsForCopiesInFlightFromAnotherThread: a hang in 8 of 60 runs on 2 busy cores;
 // gdb showed the listener's destructor among the exit handlers already run).
 [[maybe_unused]] const bool main_thread_waits_first = (wait_first_at_exit(), true);
 

@@ -289,7 +289,7 @@ TEST(AsyncCopy, ExitWaitsForCopiesInFlight) { expect_three_clean_exits("1"); }
 // was built and as that thread ended: LLVM builds its GDB JIT listener (a function-local static)
 // at Lavapipe's first kernel compile, on the queue thread, which could come after the last
 // registration; its destructor then ran first, and the compile still running spun in it while the
-// exit wait waited for that compile (a hang in 3 of 30 runs on 2 busy cores). The main thread's
+// exit wait waited for that compile (a hang in 8 of 60 runs on 2 busy cores). The main thread's
 // wait is now made as the library loads, whichever thread opens devices.
 TEST(AsyncCopy, ExitWaitsForCopiesInFlightFromAnotherThread) { expect_three_clean_exits("thread"); }
 
