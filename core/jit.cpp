@@ -349,7 +349,7 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
     // its schedules (core/memory_planner.hpp). Planning again over the whole capture would need
     // memory of its own, as the capture's graphs (its gradients, the loss's graph) keep the
     // originals in the realized-node cache.
-    std::lock_guard lock(engine_mutex());
+    const auto lock = lock_engine();
     std::unordered_set<const Allocation*> held;
     for (ReplayStep& step : plan->steps) {
       std::vector<std::vector<Allocation*>> memory;
@@ -409,7 +409,7 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
   }
   if (!to_realize.empty()) realize(to_realize);
   {
-    std::lock_guard lock(engine_mutex());
+    const auto lock = lock_engine();
     for (size_t i = 0; i < in.size(); ++i) {
       const std::vector<UOpPtr> views = views_of(in[i].node());
       if (sharded_axis(*in[i].node()) != plan.input_axes[i])

@@ -36,6 +36,10 @@ bool& reserve_symbolic_max();
 
 // Serializes realizes and replays: allocation state lives in shared Buffers.
 std::mutex& engine_mutex();
+// Takes engine_mutex(). Once exit has begun on another thread (core/realize.cpp: the exit wait),
+// the calling thread waits for the process to end instead (10 s, then a vkg::Error), so that a
+// thread still running when main returned starts no new work under the drivers' teardown.
+std::unique_lock<std::mutex> lock_engine();
 // Takes the copies between devices that realizes left in flight and that have ended, without
 // waiting for the others, and throws the error of one that failed (naming the copy and its
 // realize). Under engine_mutex().

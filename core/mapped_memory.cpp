@@ -20,7 +20,7 @@ MappedMemory mapped_memory(Tensor& t) {
   const Buffer& b = buffer_of(*n);
   const size_t bytes = size_t(t.numel()) * size_t(t.dtype().itemsize());
   if (b.nbytes() != bytes || b.dtype() != t.dtype()) return {};
-  std::lock_guard lock(engine_mutex());
+  const auto lock = lock_engine();
   settle_ended_copies();
   Device& dev = device(b.device());
   const bool fresh = !b.storage().allocation;  // nothing has used its memory: no need to wait

@@ -57,6 +57,39 @@ std::mutex engine_mu;
 // stuck in a realize) must not hang the exit forever.
 constexpr auto kExitLockWait = std::chrono::seconds(2);
 
+// The thread that runs exit(), once the exit wait has begun (no thread before). The devices take
+// no new work then from other threads: a realize or read that another thread begins later (a
+// detached thread still running when main returned) waits for the process to end (lock_engine),
+// so that nothing new reaches the drivers while their statics are destroyed. The exiting thread
+// itself goes on: an atexit handler of the program's may still read a tensor.
+std::atomic<std::thread::id> exiting_thread{};
+
+// How long such a thread waits before it gives up with an Error: the process normally ends
+// first, and a detached thread never wakes. A thread that exit joins (one of a static thread
+// pool, whose destructor joins it) must not hang the exit: it gets the error and can end.
+// VKG_EXIT_THREAD_WAIT_MS sets it (tests).
+std::chrono::milliseconds exit_thread_wait() {
+  const char* ms = std::getenv("VKG_EXIT_THREAD_WAIT_MS");
+  return std::chrono::milliseconds(ms ? std::atoll(ms) : 10000);
+}
+
+// Waits for the process to end, then throws. Says so once under DEBUG>=1 (from the environment:
+// settings may be gone by now).
+[[noreturn]] void wait_for_the_process_to_end() {
+  static std::atomic<bool> said = false;
+  const char* debug = std::getenv("DEBUG");
+  if (debug && std::atoi(debug) >= 1 && !said.exchange(true)) {
+    std::printf("exit: a realize or read begun on another thread during exit waits for the end\n");
+    std::fflush(stdout);
+  }
+  const auto wait = exit_thread_wait();
+  std::this_thread::sleep_for(wait);
+  throw Error("realize or read on a thread other than the one running exit(): exit began " +
+              std::to_string(wait.count()) +
+              " ms ago and the devices take no new work (join the threads that use vkgrad "
+              "before main returns)");
+}
+
 // A realize returns once its work is submitted (Device::flush), so work may still run when the
 // program ends: exit waits for it first, before the drivers' own statics are torn down under it
 // (registered at the first device's opening, and again after a driver built new statics, so it
@@ -72,6 +105,7 @@ void wait_for_devices_at_exit() {
   // once per registration.
   static bool ran = false;
   if (std::exchange(ran, true)) return;
+  exiting_thread = std::this_thread::get_id();  // first: realizes begun from now on wait
   std::unique_lock engine(engine_mu, std::defer_lock);
   const auto give_up = std::chrono::steady_clock::now() + kExitLockWait;
   while (!engine.try_lock()) {
@@ -123,10 +157,10 @@ bool on_main_thread() {
 struct MainThreadExitWait {
   ~MainThreadExitWait() { wait_for_devices_at_exit(); }
 };
-// Another thread that opened devices registers the exit wait again as it ends: the atexit
-// registration made at the first device's opening runs after the destructors of statics built
-// since, Lavapipe's compiler statics among them (its queue thread compiles a kernel as it first
-// runs), and a program whose main thread returns after joining such a thread hung in them.
+// Where this library was loaded by another thread (dlopen), the main thread's wait cannot be made:
+// a thread that opens devices registers the atexit wait again as it ends. That is a fallback
+// with a race: a static that a driver builds after the last registration is destroyed before the
+// wait (below).
 struct ThreadExitWait {
   ~ThreadExitWait() { std::atexit(wait_for_devices_at_exit); }
 };
@@ -142,8 +176,20 @@ void wait_first_at_exit() {
   (void)wait;
 }
 
+// The main thread's wait is made as the library loads (on the main thread, for a program linked
+// with it), not when the main thread first opens a device: a program whose devices only other
+// threads open must wait first too. Its atexit waits ran after the destructor of the GDB JIT
+// listener that LLVM builds (a function-local static) at Lavapipe's first kernel compile, on its
+// queue thread, often after the thread that realized had ended: that compile, still running
+// through exit, then spun in the destroyed listener's map and the exit wait never returned
+// (AsyncCopy.ExitWaitsForCopiesInFlightFromAnotherThread: a hang in 8 of 60 runs on 2 busy cores;
+// gdb showed the listener's destructor among the exit handlers already run).
+[[maybe_unused]] const bool main_thread_waits_first = (wait_first_at_exit(), true);
+
 }  // namespace
 
+// A fallback: the main thread's wait, made as the library loads, runs before every atexit
+// handler; these registrations count where the library was loaded or exit() runs on another thread.
 void keep_exit_wait_after_driver_statics() { std::atexit(wait_for_devices_at_exit); }
 
 namespace {
@@ -398,6 +444,16 @@ bool& reserve_symbolic_max() {
 
 std::mutex& engine_mutex() { return engine_mu; }
 
+std::unique_lock<std::mutex> lock_engine() {
+  std::unique_lock lock(engine_mu);
+  const std::thread::id exiting = exiting_thread.load();
+  if (exiting != std::thread::id() && exiting != std::this_thread::get_id()) {
+    lock.unlock();
+    wait_for_the_process_to_end();
+  }
+  return lock;
+}
+
 void settle_ended_copies() { settle_copies(false, int(setting("DEBUG"))); }
 
 void replay_copy(const ScheduleItem& item) {
@@ -445,7 +501,7 @@ void realize(std::span<Tensor* const> tensors) {
     }
     return;
   }
-  std::lock_guard lock(engine_mu);
+  const auto lock = lock_engine();
   ++realizes_begun;
   // An earlier realize's copy that failed says so before this one does anything: re-running this
   // realize then runs it whole.
@@ -591,7 +647,7 @@ std::vector<std::byte> Tensor::bytes() const {
   }
   // Under the engine's lock: a Buffer's allocation is set once, and another thread may be
   // reading (or realizing from) the same buffer now.
-  std::lock_guard lock(engine_mu);
+  const auto lock = lock_engine();
   // The read waits only for the copies between devices that its buffer depends on: copy_out waits
   // for a copy that writes the buffer (Device::host_uses) and for the kernels that write it, which
   // waited on their queue for the copies they read. Copies of other buffers go on; those that
