@@ -80,6 +80,11 @@ class Device {
     uint64_t submitted = 0;
     uint64_t completed = 0;
     uint64_t host_waits = 0;
+    // Whether staged copies run on a queue of their own (a copy engine), and how often a kernel
+    // was made to wait for one there: only kernels that use a buffer a copy writes (or overwrite
+    // one it reads) wait, and only while that copy has not completed.
+    bool copy_queue = false;
+    uint64_t copy_waits = 0;
   };
   virtual QueueCounts queue_counts() { return {}; }
 

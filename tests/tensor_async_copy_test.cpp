@@ -209,6 +209,43 @@ TEST(AsyncCopy, ACopyIntoDeviceLocalMemoryRunsOffTheRealizingThread) {
   expect_arrived(gate, before, slow, slow_values);
 }
 
+// Where staged copies run on a queue of their own (a GPU's copy engine; on Lavapipe a timeline of
+// their own, VKG_TRANSFER_QUEUE_ON_COMPUTE=1 with VKG_FORCE_STAGING=1, CTest
+// tensor_copy_timeline), a copy into VK:1 that waits at the gate holds up on VK:1's compute queue
+// only the kernel that reads its destination, which waits for the copy's point on the copy queue;
+// a kernel reading another buffer is submitted without that wait (on a GPU it runs meanwhile; on
+// Lavapipe's one VkQueue it still runs after the copy, in queue order). Both are asserted through
+// the waits counted, then the values once the gate opens. Two realizes on VK:1 at most while the
+// gate is closed: a third's flush would wait for the oldest (kRealizesInFlight).
+TEST(AsyncCopy, OnACopyQueueOnlyTheKernelReadingACopyWaitsForIt) {
+  if (maps_memory("VK:1"))
+    GTEST_SKIP() << "VK:1's memory is mapped (run with VKG_FORCE_STAGING=1 for this path)";
+  Device& vk1 = device("VK:1");
+  if (!vk1.queue_counts().copy_queue)
+    GTEST_SKIP() << "VK:1's copies share its compute queue's timeline (no copy engine; "
+                    "VKG_TRANSFER_QUEUE_ON_COMPUTE=1 gives them one)";
+  Tensor before = (Tensor(iota(5, -2), {5}, "VK:1") * 2).realize();
+  vk1.synchronize();  // its upload is done: nothing below waits for it
+  ClosedGate gate;
+  const std::vector<float> slow_values = iota(1000, 0.5f);
+  Tensor slow = Tensor(slow_values, {1000}, "GATED").to("VK:1").realize();
+  ASSERT_TRUE(gate.reached()) << "the copy never started";
+  const uint64_t waits = vk1.queue_counts().copy_waits;
+  Tensor other = (before + 1).realize();
+  EXPECT_EQ(vk1.queue_counts().copy_waits, waits)
+      << "a kernel that does not read the copy waited for it";
+  Tensor reader = (slow * 2).realize();
+  EXPECT_EQ(vk1.queue_counts().copy_waits, waits + 1)
+      << "the kernel reading the copy's destination did not wait for it on the queue";
+  EXPECT_FALSE(gate.passed());
+  gate.open();
+  EXPECT_EQ(other.to_vector<float>(), (std::vector<float>{-3, -1, 1, 3, 5}));
+  std::vector<float> doubled = slow_values;
+  for (float& v : doubled) v *= 2;
+  EXPECT_EQ(reader.to_vector<float>(), doubled);
+  EXPECT_EQ(slow.to_vector<float>(), slow_values);
+}
+
 // Out of device-local VK memory into a destination whose copy thread waits at the gate: the
 // realize returns once VK's queue has copied the source to staging memory (the thread reaches
 // the gate only after that), not once the copy is done, and the source may be overwritten by a
