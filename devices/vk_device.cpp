@@ -215,9 +215,12 @@ std::vector<RunStat> VkDevice::flush() {
   // A loop that never reads would otherwise run ahead of the device without bound, and every
   // step's memory stays held until its work is done: at most kRealizesInFlight realizes are
   // queued, the oldest waited for past that.
-  flushed_.push_back(point);
+  // Copies between devices queued on the copy queue count too: a loop of copies alone would
+  // otherwise queue them without bound (each holding its staging memory).
+  flushed_.push_back({point, rt_.transfer.timeline().submitted()});
   while (flushed_.size() > kRealizesInFlight) {
-    queue_.wait(flushed_.front());
+    queue_.wait(flushed_.front().first);
+    rt_.transfer.timeline().wait(flushed_.front().second);
     flushed_.pop_front();
   }
   while (!in_flight_kernels_.empty() &&

@@ -103,9 +103,9 @@ class VkDevice final : public Device {
   void host_uses(Allocation& memory, std::shared_future<void> event) override {
     static_cast<VkAllocation&>(memory).host_use = std::move(event);
   }
-  Staged stage_out(Allocation& memory, size_t bytes) override;
-  Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes,
-                  std::shared_future<void> filled) override;
+  Staged stage_out(Allocation& memory, size_t bytes, size_t chunk) override;
+  Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes, size_t chunk,
+                  std::span<const std::shared_future<void>> filled) override;
   void wait_for(std::shared_future<void> event) override;
 
  private:
@@ -172,7 +172,8 @@ class VkDevice final : public Device {
   KernelCache<CompiledKernel> cache_;
   std::vector<RunStat> pending_;
   static constexpr size_t kRealizesInFlight = 2;
-  std::deque<uint64_t> flushed_;  // the points of the last flushes
+  // The points of the last flushes: the compute queue's and the copy queue's (Transfer).
+  std::deque<std::pair<uint64_t, uint64_t>> flushed_;
   // Kernels recorded since the last submit, and those of submissions that may still run.
   std::vector<std::shared_ptr<CompiledKernel>> recorded_kernels_;
   std::deque<std::pair<uint64_t, std::vector<std::shared_ptr<CompiledKernel>>>> in_flight_kernels_;

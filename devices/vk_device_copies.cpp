@@ -113,45 +113,64 @@ std::function<void()> VkDevice::when_done_with(Allocation& memory, bool writing)
 
 // Device-local memory: staging buffers that the copy engine's queue (the compute queue's where
 // there is none) copies into after the kernels that write the buffer, or out of once the host
-// has filled them (the bridge value of `filled`). The copy thread waits for the point of the
-// copy out; the kernels that use the buffer wait for the copy in (wait_for_copies). Neither
+// has filled them (the bridge values of `filled`), one submission per chunk: the host copies one
+// chunk while the queue copies the next. The copy thread waits for the point of a chunk's copy
+// out; the kernels that use the buffer wait for the last copy in (wait_for_copies). Neither
 // blocks the realizing thread.
-Device::Staged VkDevice::stage_out(Allocation& memory, size_t bytes) {
+Device::Staged VkDevice::stage_out(Allocation& memory, size_t bytes, size_t chunk) {
   auto& a = static_cast<VkAllocation&>(memory);
   a.fresh = false;
+  chunk = std::max<size_t>(chunk, 1);
   auto staging = std::make_shared<vk::Buffer>(rt_.allocator.allocate(bytes, vk::Usage::Staging));
   // Submits the batch that writes it if it is the one being recorded. On the compute queue's own
-  // timeline the copy then follows it in queue order; kernels recorded since that read the
-  // buffer may run after the copy (reads), and those that write it are submitted after it.
+  // timeline the copies then follow it in queue order; kernels recorded since that read the
+  // buffer may run after the copies (reads), and those that write it are submitted after them.
   const uint64_t written = point_of(a.last_write);
   std::vector<VkSemaphoreSubmitInfo> waits;
   if (rt_.transfer.own_timeline() && written > 0)
     waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), written));
-  const uint64_t point = rt_.transfer.queue_copy(a.buffer, 0, *staging, 0, bytes, waits,
-                                                 /*host_wrote=*/false);
-  a.copy_read = point;  // what overwrites it waits for the copy
+  // The later chunks follow the first in queue order: only it waits for the writer.
+  std::vector<uint64_t> points;
+  for (size_t at = 0; at < bytes; at += chunk) {
+    std::span<const VkSemaphoreSubmitInfo> first;
+    if (points.empty()) first = waits;
+    points.push_back(rt_.transfer.queue_copy(a.buffer, at, *staging, at,
+                                             std::min(chunk, bytes - at), first,
+                                             /*host_wrote=*/false));
+  }
+  if (!points.empty()) a.copy_read = points.back();  // what overwrites it waits for the copies
   vk::Timeline* copies = &rt_.transfer.timeline();
   std::byte* host = staging->mapped();
-  return {host, [copies, point] { copies->wait(point); }, std::move(staging)};
+  return {host,
+          [copies, points = std::move(points), chunk](size_t n) {
+            if (n > 0 && !points.empty())
+              copies->wait(points[std::min(points.size(), (n + chunk - 1) / chunk) - 1]);
+          },
+          std::move(staging)};
 }
 
 Device::Staged VkDevice::stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes,
-                                  std::shared_future<void> filled) {
+                                  size_t chunk, std::span<const std::shared_future<void>> filled) {
   auto& a = static_cast<VkAllocation&>(*memory);
   const bool fresh = std::exchange(a.fresh, false);
+  chunk = std::max<size_t>(chunk, 1);
   auto staging = std::make_shared<vk::Buffer>(rt_.allocator.allocate(bytes, vk::Usage::Staging));
   // Kernels still reading its old bytes go first (submitted now if being recorded); earlier
-  // copies on the copy queue that use it precede it in queue order.
+  // copies on the copy queue that use it precede these in queue order.
   const uint64_t used = fresh ? 0 : point_of(a.last_use);
-  std::vector<VkSemaphoreSubmitInfo> waits{
-      semaphore_wait(bridge_.semaphore(), bridge_after(std::move(filled)))};
-  if (rt_.transfer.own_timeline() && used > 0)
-    waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), used));
   // Submitted here, so the copy thread may let go of the staging memory and the destination
-  // after its memcpy, before the copy has run: the allocator hands them out again only once the
-  // copy queue's work submitted before their release has completed.
-  a.copy_write = rt_.transfer.queue_copy(*staging, 0, a.buffer, 0, bytes, waits,
-                                         /*host_wrote=*/true);
+  // after its memcpy, before the copies have run: the allocator hands them out again only once
+  // the copy queue's work submitted before their release has completed.
+  for (size_t i = 0, at = 0; i < filled.size(); ++i, at += chunk) {
+    const size_t n = std::min(chunk, bytes - std::min(at, bytes));
+    std::vector<VkSemaphoreSubmitInfo> waits{
+        semaphore_wait(bridge_.semaphore(), bridge_after(filled[i]))};
+    if (i == 0 && rt_.transfer.own_timeline() && used > 0)
+      waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), used));
+    if (n > 0)
+      a.copy_write = rt_.transfer.queue_copy(*staging, at, a.buffer, at, n, waits,
+                                             /*host_wrote=*/true);
+  }
   std::byte* host = staging->mapped();
   return {host, {}, std::move(staging)};
 }

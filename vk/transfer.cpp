@@ -110,6 +110,7 @@ uint64_t Transfer::queue_copy(const Buffer& src, VkDeviceSize src_offset, const 
                               std::span<const VkSemaphoreSubmitInfo> waits, bool host_wrote) {
   check_range(src, src_offset, bytes, "copy");
   check_range(dst, dst_offset, bytes, "copy");
+  if (bytes == 0) throw Error("a queued copy of 0 bytes (internal: Vulkan copies at least one)");
   std::lock_guard lock(mutex_);
   if (!pool_) create_pool();
   Slot slot;

@@ -64,6 +64,7 @@ class Transfer {
   // value (`host_wrote`: one of them is signalled by the host after it wrote `src`) and after the
   // copies submitted before it. Returns its point on timeline(), which the caller's later work
   // on `dst` (and writes to `src`) must wait for. Its command buffer is reused once it is done.
+  // `bytes` > 0 (Vulkan has no empty copy): vkg::Error otherwise.
   uint64_t queue_copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
                       VkDeviceSize dst_offset, VkDeviceSize bytes,
                       std::span<const VkSemaphoreSubmitInfo> waits, bool host_wrote);
