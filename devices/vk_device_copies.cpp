@@ -129,15 +129,13 @@ Device::Staged VkDevice::stage_out(Allocation& memory, size_t bytes, size_t chun
   std::vector<VkSemaphoreSubmitInfo> waits;
   if (rt_.transfer.own_timeline() && written > 0)
     waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), written));
-  // The later chunks follow the first in queue order: only it waits for the writer.
+  // Every chunk waits for the writer, not only the first: a semaphore wait makes the kernels'
+  // writes visible to its own submission only (an already signalled wait costs nothing).
   std::vector<uint64_t> points;
-  for (size_t at = 0; at < bytes; at += chunk) {
-    std::span<const VkSemaphoreSubmitInfo> first;
-    if (points.empty()) first = waits;
+  for (size_t at = 0; at < bytes; at += chunk)
     points.push_back(rt_.transfer.queue_copy(a.buffer, at, *staging, at,
-                                             std::min(chunk, bytes - at), first,
+                                             std::min(chunk, bytes - at), waits,
                                              /*host_wrote=*/false));
-  }
   if (!points.empty()) a.copy_read = points.back();  // what overwrites it waits for the copies
   vk::Timeline* copies = &rt_.transfer.timeline();
   std::byte* host = staging->mapped();
@@ -165,7 +163,7 @@ Device::Staged VkDevice::stage_in(const std::shared_ptr<Allocation>& memory, siz
     const size_t n = std::min(chunk, bytes - std::min(at, bytes));
     std::vector<VkSemaphoreSubmitInfo> waits{
         semaphore_wait(bridge_.semaphore(), bridge_after(filled[i]))};
-    if (i == 0 && rt_.transfer.own_timeline() && used > 0)
+    if (rt_.transfer.own_timeline() && used > 0)  // each chunk: as for stage_out's
       waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), used));
     if (n > 0)
       a.copy_write = rt_.transfer.queue_copy(*staging, at, a.buffer, at, n, waits,
