@@ -257,6 +257,27 @@ TEST(AsyncCopy, OnACopyQueueOnlyTheKernelReadingACopyWaitsForIt) {
   }
 }
 
+// Out of device-local VK memory into a destination whose copy thread waits at the gate: the
+// realize returns once VK's queue has copied the source to staging memory (the thread reaches
+// the gate only after that), not once the copy is done, and the source may be overwritten by a
+// kernel queued after it while the copy still waits: the copy keeps the values it was given.
+TEST(AsyncCopy, ACopyOutOfDeviceLocalMemoryRunsOffTheRealizingThread) {
+  if (maps_memory("VK"))
+    GTEST_SKIP() << "VK's memory is mapped (run with VKG_FORCE_STAGING=1 for this path)";
+  ClosedGate gate;
+  const std::vector<float> values = iota(4096, -7);
+  Tensor x = Tensor(values, {4096}, "VK").realize();
+  Tensor y = x.to("GATED").realize();  // returns with the copy thread on its way to the gate
+  ASSERT_TRUE(gate.reached()) << "the copy never reached its destination's wait";
+  x.assign(x * 0 - 1).realize();  // the source, overwritten on VK while the copy waits
+  EXPECT_EQ(x.sum().item<float>(), -4096.0f);
+  EXPECT_FALSE(gate.passed());
+  gate.open();
+  device("GATED").synchronize();  // its queue's wait for the copy (GatedDevice::wait_for)
+  EXPECT_TRUE(gate.passed());
+  EXPECT_EQ(y.to_vector<float>(), values);
+}
+
 // A staged copy moves in chunks (about eight, at least 1 MiB: core/copy_item.cpp) that the
 // source's queue, the copy thread and the destination's queue hand on one by one: a tensor of
 // three whole chunks and a short fourth (12 bytes) arrives whole in every direction, and a kernel
