@@ -28,8 +28,9 @@ inline bool is_copy(const ScheduleItem& item) { return item.ast->op == Ops::COPY
 //  - where a side's memory is not mapped (a discrete GPU's device-local memory), the same through
 //    staging memory (Device::stage_out, stage_in): the source's queue copies it into staging
 //    memory after its writers, the copy thread copies that into the destination (or into the
-//    destination's staging memory, which its queue copies in once the thread is done). No side
-//    waits on the realizing thread, except the CPU device's;
+//    destination's staging memory, which its queue copies in once the thread is done), chunk by
+//    chunk so that the three copies overlap. No side waits on the realizing thread, except the
+//    CPU device's;
 //  - where a device can stage nothing, through host memory with the host waiting: `settle(device)`
 //    waits for the two devices first (the realize engine's, which also prints what they ran), then
 //    copy_out and copy_in.

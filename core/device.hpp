@@ -80,6 +80,11 @@ class Device {
     uint64_t submitted = 0;
     uint64_t completed = 0;
     uint64_t host_waits = 0;
+    // Whether staged copies run on a queue of their own (a copy engine), and how often a kernel
+    // was made to wait for one there: only kernels that use a buffer a copy writes (or overwrite
+    // one it reads) wait, and only while that copy has not completed.
+    bool copy_queue = false;
+    uint64_t copy_waits = 0;
   };
   virtual QueueCounts queue_counts() { return {}; }
 
@@ -143,24 +148,27 @@ class Device {
   // cannot stage (the default): the copy then goes through copy_out and copy_in, both devices
   // finished first. Both throw vkg::OutOfMemory where the staging memory does not fit (the whole
   // copy is one allocation); run_copy then copies that way too.
+  // The device copies in chunks of `chunk` bytes (the last may be shorter), each on its own, so
+  // that the host's copy of one chunk overlaps the device's copies of the others.
   struct Staged {
     std::byte* bytes = nullptr;
-    std::function<void()> ready;   // stage_out: blocks until the bytes are there (any thread)
+    // stage_out: blocks until the first n bytes are there (any thread; n a chunk's end).
+    std::function<void(size_t n)> ready;
     std::shared_ptr<void> memory;  // the staging memory, kept until the host is done with it
   };
-  // Queues a copy of `memory`'s first `bytes` bytes into staging memory after the work queued so
-  // far that writes it; work queued later that overwrites `memory` follows that copy.
-  virtual Staged stage_out(Allocation& memory, size_t bytes) {
-    (void)memory, (void)bytes;
+  // Queues copies of `memory`'s first `bytes` bytes into staging memory after the work queued so
+  // far that writes it; work queued later that overwrites `memory` follows those copies.
+  virtual Staged stage_out(Allocation& memory, size_t bytes, size_t chunk) {
+    (void)memory, (void)bytes, (void)chunk;
     return {};
   }
-  // Staging memory that the host fills until `filled` is ready, and a copy of it into `memory`
-  // queued behind a wait for `filled` (as wait_for): work queued later sees the bytes, and a
-  // read from the host (copy_out) waits for them; the calling thread does not wait. The device
-  // keeps `memory` until that copy is submitted (whoever else holds it may let go first).
-  virtual Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes,
-                          std::shared_future<void> filled) {
-    (void)memory, (void)bytes, (void)filled;
+  // Staging memory that the host fills, and copies of it into `memory`, chunk i's queued behind a
+  // wait for filled[i] (as wait_for): work queued later sees the bytes, and a read from the host
+  // (copy_out) waits for them; the calling thread does not wait. The device keeps `memory` until
+  // those copies are submitted (whoever else holds it may let go first).
+  virtual Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes, size_t chunk,
+                          std::span<const std::shared_future<void>> filled) {
+    (void)memory, (void)bytes, (void)chunk, (void)filled;
     return {};
   }
 

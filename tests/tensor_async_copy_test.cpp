@@ -209,6 +209,54 @@ TEST(AsyncCopy, ACopyIntoDeviceLocalMemoryRunsOffTheRealizingThread) {
   expect_arrived(gate, before, slow, slow_values);
 }
 
+// Where staged copies run on a queue of their own (a GPU's copy engine; on Lavapipe a timeline of
+// their own, VKG_TRANSFER_QUEUE_ON_COMPUTE=1 with VKG_FORCE_STAGING=1, CTest
+// tensor_copy_timeline), a copy into VK:1 that waits at the gate holds up on VK:1's compute queue
+// only a kernel that reads its destination, which waits for the copy's point on the copy queue;
+// a kernel reading another buffer is submitted without that wait (on a GPU it runs meanwhile; on
+// Lavapipe's one VkQueue it still runs after the copy, in queue order). Asserted through the
+// waits counted, then the values once the gate opens. One realize on VK:1 after the copy per
+// closed gate: a third realize in flight would wait for the oldest (kRealizesInFlight), the copy.
+TEST(AsyncCopy, OnACopyQueueOnlyTheKernelReadingACopyWaitsForIt) {
+  if (maps_memory("VK:1"))
+    GTEST_SKIP() << "VK:1's memory is mapped (run with VKG_FORCE_STAGING=1 for this path)";
+  Device& vk1 = device("VK:1");
+  if (!vk1.queue_counts().copy_queue)
+    GTEST_SKIP() << "VK:1's copies share its compute queue's timeline (no copy engine; "
+                    "VKG_TRANSFER_QUEUE_ON_COMPUTE=1 gives them one)";
+  Tensor before = (Tensor(iota(5, -2), {5}, "VK:1") * 2).realize();
+  vk1.synchronize();  // its upload is done: nothing below waits for it
+  const std::vector<float> slow_values = iota(1000, 0.5f);
+  {
+    ClosedGate gate;
+    Tensor slow = Tensor(slow_values, {1000}, "GATED").to("VK:1").realize();
+    ASSERT_TRUE(gate.reached()) << "the copy never started";
+    const uint64_t waits = vk1.queue_counts().copy_waits;
+    Tensor other = (before + 1).realize();
+    EXPECT_EQ(vk1.queue_counts().copy_waits, waits)
+        << "a kernel that does not read the copy waited for it";
+    EXPECT_FALSE(gate.passed());
+    gate.open();
+    EXPECT_EQ(other.to_vector<float>(), (std::vector<float>{-3, -1, 1, 3, 5}));
+    EXPECT_EQ(slow.to_vector<float>(), slow_values);
+  }
+  {
+    ClosedGate gate;
+    Tensor slow = Tensor(slow_values, {1000}, "GATED").to("VK:1").realize();
+    ASSERT_TRUE(gate.reached()) << "the copy never started";
+    const uint64_t waits = vk1.queue_counts().copy_waits;
+    Tensor reader = (slow * 2).realize();
+    EXPECT_EQ(vk1.queue_counts().copy_waits, waits + 1)
+        << "the kernel reading the copy's destination did not wait for it on the queue";
+    EXPECT_FALSE(gate.passed());
+    gate.open();
+    std::vector<float> doubled = slow_values;
+    for (float& v : doubled) v *= 2;
+    EXPECT_EQ(reader.to_vector<float>(), doubled);
+    EXPECT_FALSE(gate.late());
+  }
+}
+
 // Out of device-local VK memory into a destination whose copy thread waits at the gate: the
 // realize returns once VK's queue has copied the source to staging memory (the thread reaches
 // the gate only after that), not once the copy is done, and the source may be overwritten by a
@@ -228,6 +276,23 @@ TEST(AsyncCopy, ACopyOutOfDeviceLocalMemoryRunsOffTheRealizingThread) {
   device("GATED").synchronize();  // its queue's wait for the copy (GatedDevice::wait_for)
   EXPECT_TRUE(gate.passed());
   EXPECT_EQ(y.to_vector<float>(), values);
+}
+
+// A staged copy moves in chunks (about eight, at least 1 MiB: core/copy_item.cpp) that the
+// source's queue, the copy thread and the destination's queue hand on one by one: a tensor of
+// three whole chunks and a short fourth (12 bytes) arrives whole in every direction, and a kernel
+// that reads it sees all of it. (With mapped memory, Lavapipe's default, it is one memcpy.)
+TEST(AsyncCopy, ACopyOfSeveralChunksArrivesWhole) {
+  const size_t n = (size_t(3) << 20) / 4 + 3;
+  std::vector<int32_t> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = int32_t(i % 1000003) - 500000;
+  Tensor x = Tensor(values, {int64_t(n)}, "VK").realize();
+  EXPECT_EQ(x.to("VK:1").to_vector<int32_t>(), values);  // out of VK, into VK:1
+  Tensor on_cpu = x.to("CPU").realize();                 // out of VK only
+  EXPECT_EQ(on_cpu.to_vector<int32_t>(), values);
+  std::vector<int32_t> plus_one = values;
+  for (int32_t& v : plus_one) v += 1;
+  EXPECT_EQ((on_cpu.to("VK:1") + 1).to_vector<int32_t>(), plus_one);  // into VK:1 only
 }
 
 // Staging a copy takes the tensor's bytes again in one allocation on each side. Where that does

@@ -3,11 +3,14 @@
 // and runs after it; commands recorded before the wait do not wait.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
 #include <vkgrad/vk/queue.hpp>
+#include <vkgrad/vk/structure.hpp>
 
 #include "support/vk_fixture.hpp"
 
@@ -54,6 +57,45 @@ TEST(VkBridge, AWaitWithNothingRecordedAfterItStillHolds) {
   EXPECT_FALSE(rt.device.timeline().wait(point, 20'000'000ull));
   bridge.signal(3);
   EXPECT_TRUE(rt.device.timeline().wait(point, 5'000'000'000ull));
+}
+
+// Transfer::queue_copy, the copy engine's half of a copy between devices (devices/
+// vk_device_copies.cpp): submitted at once, it waits for a semaphore the host signals once it has
+// filled the source (written after the submit), copies those bytes, and does not block the host.
+// On Lavapipe it runs on the compute queue, or on a timeline of its own there with
+// VKG_TRANSFER_QUEUE_ON_COMPUTE=1; on a GPU with a copy engine, on that engine's queue.
+TEST(VkBridge, AQueuedCopyWaitsForTheHostToFillItsSource) {
+  Runtime& rt = test::vk_runtime();
+  Timeline bridge(rt.device.get(), VK_NULL_HANDLE);
+  constexpr size_t kWords = 1 << 16;
+  Buffer staging = rt.allocator.allocate(kWords * 4, Usage::Staging);
+  ASSERT_NE(staging.mapped(), nullptr);
+  Buffer dst = rt.allocator.allocate(kWords * 4);
+  VkSemaphoreSubmitInfo wait =
+      structure<VkSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SUBMIT_INFO);
+  wait.semaphore = bridge.semaphore();
+  wait.value = 1;
+  wait.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
+  const uint64_t point = rt.transfer.queue_copy(staging, 0, dst, 0, kWords * 4, {&wait, 1},
+                                                /*host_wrote=*/true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(rt.transfer.timeline().done(point)) << "ran before the bridge was signalled";
+  std::vector<uint32_t> words(kWords);
+  for (uint32_t i = 0; i < kWords; ++i) words[i] = i * 2654435761u;
+  std::memcpy(staging.mapped(), words.data(), kWords * 4);
+  bridge.signal(1);
+  EXPECT_TRUE(rt.transfer.timeline().wait(point, 5'000'000'000ull));
+  std::vector<uint32_t> back(kWords);
+  rt.transfer.download(dst, std::as_writable_bytes(std::span(back)));
+  EXPECT_EQ(back, words);
+  // A second copy, with no wait, after the first in queue order: its command buffer is the
+  // first's again (done), and it sees the first's bytes (a copy of the copy, at an offset).
+  Buffer twice = rt.allocator.allocate(kWords * 4);
+  const uint64_t second = rt.transfer.queue_copy(dst, 4, twice, 0, kWords * 4 - 4, {}, false);
+  EXPECT_GT(second, point);
+  rt.transfer.timeline().wait(second);
+  rt.transfer.download(twice, std::as_writable_bytes(std::span(back)));
+  EXPECT_TRUE(std::equal(words.begin() + 1, words.end(), back.begin()));
 }
 
 }  // namespace

@@ -168,7 +168,7 @@ Allocator::Allocator(Device& device, const AllocatorOptions& options)
 
 Allocator::~Allocator() {
   try {
-    device_.timeline().wait_all();
+    wait_for_device();
   } catch (...) {
     // A lost device runs nothing any more; freeing is safe.
   }
@@ -273,7 +273,7 @@ bool Allocator::take_cached(uint32_t type, VkDeviceSize capacity, detail::Block*
   if (it == cache_.end() || it->second.empty()) return false;
   // The front entry was released first, so it is the first to become ready.
   const Cached& c = it->second.front();
-  if (!device_.timeline().done(c.ready_at)) return false;
+  if (!ready(c)) return false;
   block = c.block;
   offset = c.offset;
   stats_.cached_bytes -= capacity;
@@ -348,7 +348,7 @@ detail::Block* Allocator::new_block(uint32_t type, VkDeviceSize size, bool dedic
           usage_name(usage), bytes_text(size), result_name(r), heap, bytes_text(heap_used_[heap]),
           bytes_text(caps.heaps[heap].size), stats_.blocks));
     // Waiting lets every cached buffer go back to its block, and empty blocks back to the driver.
-    device_.timeline().wait_all();
+    wait_for_device();
     trim_locked();
   }
 }
@@ -424,7 +424,10 @@ void Allocator::release(detail::Block* block, VkDeviceSize offset, VkDeviceSize 
   stats_.live_bytes -= capacity;
   try {
     const uint64_t ready_at = device_.timeline().submitted();
-    cache_[{block->type, capacity}].push_back({block, offset, capacity, ready_at, next_seq_++});
+    const uint64_t copies_ready_at =
+        device_.transfer_timeline() ? device_.transfer_timeline()->submitted() : 0;
+    cache_[{block->type, capacity}].push_back(
+        {block, offset, capacity, ready_at, copies_ready_at, next_seq_++});
     stats_.cached_bytes += capacity;
     while (stats_.cached_bytes > options_.max_cached_bytes && evict_oldest_ready()) {
     }
@@ -433,14 +436,23 @@ void Allocator::release(detail::Block* block, VkDeviceSize offset, VkDeviceSize 
   }
 }
 
+bool Allocator::ready(const Cached& c) {
+  Timeline* copies = device_.transfer_timeline();
+  return device_.timeline().done(c.ready_at) && (!copies || copies->done(c.copies_ready_at));
+}
+
+void Allocator::wait_for_device() {
+  device_.timeline().wait_all();
+  if (Timeline* copies = device_.transfer_timeline()) copies->wait_all();
+}
+
 bool Allocator::evict_oldest_ready() {
   auto oldest = cache_.end();
   for (auto it = cache_.begin(); it != cache_.end(); ++it)
     if (!it->second.empty() &&
         (oldest == cache_.end() || it->second.front().seq < oldest->second.front().seq))
       oldest = it;
-  if (oldest == cache_.end() || !device_.timeline().done(oldest->second.front().ready_at))
-    return false;
+  if (oldest == cache_.end() || !ready(oldest->second.front())) return false;
   Cached c = oldest->second.front();
   oldest->second.pop_front();
   if (oldest->second.empty()) cache_.erase(oldest);
@@ -502,7 +514,7 @@ void Allocator::trim() {
 }
 
 void Allocator::reclaim() {
-  device_.timeline().wait_all();
+  wait_for_device();
   trim();
 }
 

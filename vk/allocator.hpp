@@ -106,7 +106,10 @@ class Allocator {
     detail::Block* block;
     VkDeviceSize offset, capacity;
     uint64_t ready_at;  // timeline point after which the GPU no longer uses it
-    uint64_t seq;       // release order, for evicting the oldest first
+    // The same on the copy engine's timeline (Device::transfer_timeline), 0 where there is none:
+    // copies there use buffers too, and the compute queue's points say nothing of them.
+    uint64_t copies_ready_at;
+    uint64_t seq;  // release order, for evicting the oldest first
   };
   using CacheKey = std::pair<uint32_t, VkDeviceSize>;  // memory type, capacity
 
@@ -122,6 +125,9 @@ class Allocator {
   void return_range(detail::Block* block, VkDeviceSize offset, VkDeviceSize capacity);
   void free_block(detail::Block* block);
   bool evict_oldest_ready();
+  bool ready(const Cached& c);
+  // Waits for all work submitted to the device's queues (compute and copy engine).
+  void wait_for_device();
   void trim_locked();
   VkDeviceSize largest_request(uint32_t type) const;
 

@@ -51,6 +51,14 @@ inline constexpr BarrierKind kCopyQueueStart{
     VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
     VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT,
     VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT};
+// First in a copy-engine submission that waits on a semaphore the host signals (a copy between
+// devices into this device: the host fills the staging memory after the copy was submitted), as
+// kSubmissionStartAfterHost for the compute queue.
+inline constexpr BarrierKind kCopyQueueStartAfterHost{
+    VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT | VK_PIPELINE_STAGE_2_HOST_BIT,
+    VK_ACCESS_2_TRANSFER_WRITE_BIT | VK_ACCESS_2_HOST_WRITE_BIT,
+    VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT,
+    VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT};
 inline constexpr BarrierKind kCopyQueueEnd{
     VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT, VK_ACCESS_2_TRANSFER_WRITE_BIT,
     VK_PIPELINE_STAGE_2_HOST_BIT, VK_ACCESS_2_HOST_READ_BIT | VK_ACCESS_2_HOST_WRITE_BIT};

@@ -52,6 +52,7 @@ Transfer::~Transfer() {
   allocator_.remove_reclaimer(this);
   try {
     for (const Slot& s : slots_) timeline_.wait(s.point);
+    for (const Slot& s : queued_) timeline_.wait(s.point);
   } catch (...) {
   }
 }
@@ -84,19 +85,63 @@ uint64_t Transfer::compute_point(uint64_t after) {
   return std::min(after, device_.timeline().submitted());
 }
 
-uint64_t Transfer::submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
-                               VkDeviceSize dst_offset, VkDeviceSize bytes, uint64_t after) {
+bool Transfer::own_timeline() const { return &timeline_ != &device_.timeline(); }
+
+void Transfer::record_copy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
+                           VkDeviceSize dst_offset, VkDeviceSize bytes, bool host_wrote) {
   VkCommandBufferBeginInfo begin =
       structure<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(slot.cmd, &begin), "vkBeginCommandBuffer");
+  check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
   // A copy-engine queue supports transfer stages only; the semaphores order it with kernels.
-  const bool own_queue = &timeline_ != &device_.timeline();
-  record_barrier(slot.cmd, own_queue ? kCopyQueueStart : kSubmissionStart);
+  const bool own_queue = own_timeline();
+  if (own_queue)
+    record_barrier(cmd, host_wrote ? kCopyQueueStartAfterHost : kCopyQueueStart);
+  else
+    record_barrier(cmd, host_wrote ? kSubmissionStartAfterHost : kSubmissionStart);
   VkBufferCopy region{src_offset, dst_offset, bytes};
-  vkCmdCopyBuffer(slot.cmd, src, dst, 1, &region);
-  record_barrier(slot.cmd, own_queue ? kCopyQueueEnd : kSubmissionEnd);
-  check(vkEndCommandBuffer(slot.cmd), "vkEndCommandBuffer");
+  vkCmdCopyBuffer(cmd, src, dst, 1, &region);
+  record_barrier(cmd, own_queue ? kCopyQueueEnd : kSubmissionEnd);
+  check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+}
+
+uint64_t Transfer::queue_copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
+                              VkDeviceSize dst_offset, VkDeviceSize bytes,
+                              std::span<const VkSemaphoreSubmitInfo> waits, bool host_wrote) {
+  check_range(src, src_offset, bytes, "copy");
+  check_range(dst, dst_offset, bytes, "copy");
+  if (bytes == 0) throw Error("a queued copy of 0 bytes (internal: Vulkan copies at least one)");
+  std::lock_guard lock(mutex_);
+  if (!pool_) create_pool();
+  Slot slot;
+  if (!queued_.empty() && timeline_.done(queued_.front().point)) {
+    slot = queued_.front();
+    queued_.pop_front();
+  } else {
+    VkCommandBufferAllocateInfo alloc =
+        structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    alloc.commandPool = pool_.get();
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(device_.get(), &alloc, &slot.cmd), "vkAllocateCommandBuffers");
+  }
+  try {
+    record_copy(slot.cmd, src.handle(), src.offset() + src_offset, dst.handle(),
+                dst.offset() + dst_offset, bytes, host_wrote);
+    slot.point = timeline_.submit(slot.cmd, waits);
+  } catch (...) {
+    slot.point = 0;  // never submitted: free for the next copy
+    queued_.push_front(slot);
+    throw;
+  }
+  queued_.push_back(slot);
+  return slot.point;
+}
+
+uint64_t Transfer::submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
+                               VkDeviceSize dst_offset, VkDeviceSize bytes, uint64_t after) {
+  record_copy(slot.cmd, src, src_offset, dst, dst_offset, bytes, /*host_wrote=*/false);
+  const bool own_queue = own_timeline();
   // On its own queue, a copy starts after the compute queue's point `after` (what writes a
   // download's source, or still reads an upload's destination).
   VkSemaphoreSubmitInfo wait =

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <span>
 
@@ -57,6 +58,22 @@ class Transfer {
   // Bytes moved through the staging area so far (tests check which path ran).
   uint64_t staged_bytes() const { return staged_bytes_; }
 
+  // A copy between two buffers, submitted now to the copy engine's queue (the compute queue where
+  // the device has none) and not waited for: a copy between devices' half on this device
+  // (devices/vk_device_copies.cpp). It starts once every semaphore of `waits` has reached its
+  // value (`host_wrote`: one of them is signalled by the host after it wrote `src`) and after the
+  // copies submitted before it. Returns its point on timeline(), which the caller's later work
+  // on `dst` (and writes to `src`) must wait for. Its command buffer is reused once it is done.
+  // `bytes` > 0 (Vulkan has no empty copy): vkg::Error otherwise.
+  uint64_t queue_copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
+                      VkDeviceSize dst_offset, VkDeviceSize bytes,
+                      std::span<const VkSemaphoreSubmitInfo> waits, bool host_wrote);
+  // The timeline copies run on: the copy engine's where the device has one, else the compute
+  // queue's (Device::transfer_timeline).
+  Timeline& timeline() { return timeline_; }
+  // Whether that is a timeline of its own, which the compute queue's work must wait on.
+  bool own_timeline() const;
+
  private:
   struct Slot {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -73,6 +90,9 @@ class Transfer {
                        VkDeviceSize dst_offset, VkDeviceSize bytes, uint64_t after);
   // `after`, with kAllSubmitted read as the compute queue's last submitted point.
   uint64_t compute_point(uint64_t after);
+  // Records the copy with the barriers its queue needs around it (ends the command buffer).
+  void record_copy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
+                   VkDeviceSize dst_offset, VkDeviceSize bytes, bool host_wrote);
 
   Device& device_;
   // The copy engine's timeline where the device has one, else the compute queue's.
@@ -85,6 +105,7 @@ class Transfer {
   Buffer staging_;
   UniqueCommandPool pool_;
   std::array<Slot, 2> slots_;
+  std::deque<Slot> queued_;  // queue_copy's command buffers, oldest first
   uint64_t staged_bytes_ = 0;
 };
 
