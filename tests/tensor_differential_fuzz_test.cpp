@@ -32,6 +32,7 @@
 
 #include "support/differential_fuzz.hpp"
 #include "support/fuzz_generators.hpp"
+#include "support/fuzz_host_ints.hpp"
 
 namespace vkg {
 namespace {
@@ -404,6 +405,8 @@ class ProgramGen {
       };
     }
     const std::string name = u.name;
+    if (!host && d.is_int() && exact_in_double(d))
+      host = host_int_unary_fn(name, name == "logical_not" ? dtypes::bool_ : d, host_map);
     // Rounding to an integer jumps by a whole unit where an inexact value is an ulp off.
     if ((name == "trunc" || name == "floor" || name == "ceil" || name == "round") && d.is_float() &&
         inexact(prog_, a))
@@ -464,6 +467,16 @@ class ProgramGen {
         return host_map(in, cmp ? dtypes::bool_ : dtypes::float32,
                         [h](const std::vector<double>& x) { return double(float(h(x[0], x[1]))); });
       };
+    }
+    // Integers: the documented semantics in int64 (support/fuzz_host_ints.hpp). Both operands of
+    // one dtype, but for a shift's amount, which may be of any integer dtype.
+    const std::string bname = b_.name;
+    const DType db = vals_[b].dtype();
+    const bool shift = bname == "lshift" || bname == "rshift";
+    if (d.is_int() && exact_in_double(d) &&
+        (db == d || (shift && db.is_int() && exact_in_double(db)))) {
+      const bool to_bool = bname.size() == 2 || bname.rfind("logical_", 0) == 0;
+      host = host_int_binary_fn(bname, to_bool ? dtypes::bool_ : d, host_map);
     }
     // Quotients and remainders jump by a whole divisor where an inexact value is an ulp off
     // (exp(x)^2 fmod y gave 0 on one device, 41 on the other: JIT fuzzer seed 1000577).
