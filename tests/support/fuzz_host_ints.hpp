@@ -55,6 +55,9 @@ inline std::optional<double> host_int_binary(const std::string& name, double xd,
   if (name == "le") return double(x <= y);
   if (name == "eq") return double(x == y);
   if (name == "ne") return double(x != y);
+  if (name == "gt") return double(x > y);
+  if (name == "ge") return double(x >= y);
+  if (name == "logical_or") return double(x != 0 || y != 0);
   if (name == "logical_and") return double(x != 0 && y != 0);
   if (name == "logical_xor") return double((x != 0) != (y != 0));
   if (name == "pow") {
