@@ -175,3 +175,24 @@ TEST(FuzzRegressions, ErfcOfAnIntegerInTheTailKeepsItsDigits) {
     }
   }
 }
+
+// Elementwise fuzzer seed 77000540: the int min (and max) of x * 0 gave INT_MAX (INT_MIN) on VK.
+// The kernel's loop acc = max(acc, x * 0) from INT_MIN is right, but Lavapipe's LLVM folds x * 0
+// to 0 and then gets the loop wrong, as for the constant 0 (IntMaxOfFoldedZeroIsZero); the
+// lowerer now simplifies the reduced value before asking whether it is the same in every step.
+TEST(FuzzRegressions, IntMinAndMaxOfAValueThatIsZeroInEveryStep) {
+  std::vector<int32_t> data(21);
+  for (int i = 0; i < 21; ++i) data[size_t(i)] = i * 7 - 50;
+  for (const std::string& dev : kDevices) {
+    SCOPED_TRACE(dev);
+    const Tensor x(data, {3, 7}, dev);
+    const Tensor zero = x * Tensor::full_like(x, int64_t(0));
+    for (const Tensor& z : {zero, zero.bitwise_and(x), x - x, x.bitwise_xor(x)}) {
+      EXPECT_EQ(z.min({1}, true).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0}));
+      EXPECT_EQ(z.max({1}).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0}));
+      EXPECT_EQ(z.bitwise_not().max({}).item<int32_t>(), -1);
+    }
+    const Tensor b = Tensor(std::vector<int8_t>{-128, 5, 127}, {3}, dev);
+    EXPECT_EQ((b * Tensor::full_like(b, int64_t(0))).max({0}).item<int8_t>(), 0);
+  }
+}
