@@ -458,12 +458,37 @@ std::string erf_taylor_poly() {
   return poly;
 }
 
+// erfc(a) for a >= 0.5 (or inf): Numerical Recipes' erfcc, t exp(p(t) - a^2) with
+// t = 1 / (1 + a/2) (relative error below 1.2e-7). The exponent is the hard part: rounding a^2
+// (49 at a = 7) costs an ulp of a^2 in the argument, which exp turns into ~|a^2| ulps of the
+// result (137 ulps at a = 8.45, against libm). So a = s + (a - s) with s's low 12 bits cleared:
+// s^2 is exact and a^2 = s^2 + (a - s)(a + s), the second small; exp(-s^2) = 2^-n exp(-r) with
+// r = s^2 - n ln2 by Cody and Waite (n < 2^8 times ln2's 9-bit head is exact, and so is s^2 minus
+// it, a multiple of s^2's ulp below 1/2). 2^-n is applied in two exact steps, the last one
+// rounding once into the subnormal range. erfc underflows to 0 past 10.06.
+std::string erfc_tail_body(DType d) {
+  if (d.scalar != Scalar::Float32) no_helper("erfc_tail", d);
+  return R"(if (a > 10.5f) return 0.0f;
+  float t = 1.0f / (1.0f + 0.5f * a);
+  float p = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
+            t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
+            t * (-0.82215223f + t * 0.17087277f))))))));
+  float s = uintBitsToFloat(floatBitsToUint(a) & 0xfffff000u);
+  precise float ss = s * s;
+  float n = floor(ss * 1.44269504f + 0.5f);
+  precise float r = (ss - n * 0.693359375f) + n * 2.12194440e-4f;
+  precise float q = (s - a) * (s + a) + p;
+  precise float v = t * exp2_exact((q - r) * 1.44269504f);
+  int k = int(n), k1 = k / 2;
+  precise float y = v * uintBitsToFloat(uint(127 - k1) << 23);
+  return y * uintBitsToFloat(uint(127 - (k - k1)) << 23);)";
+}
+
 std::string erf_body(DType d) {
   if (d.scalar != Scalar::Float32) no_helper("erf_exact", d);
   // GLSL has no erf. |a| < 1: its Taylor series (erf_taylor_poly), which keeps -0. |a| >= 1:
-  // 1 - erfc, with erfc from Numerical Recipes' erfcc
-  // (relative error below 1.2e-7) and exp through exp2_exact: erfc <= 0.16 there, so its error
-  // is a fraction of erf's ulp. inf needs no case (exp2 of -inf is 0); nan is decided by the bits.
+  // 1 - erfc_tail: erfc <= 0.16 there, so its error is a fraction of erf's ulp. nan is decided
+  // by the bits.
   const std::string poly = erf_taylor_poly();
   return fmt::format(R"(uint b = floatBitsToUint(a);
   if ((b & 0x7fffffffu) > 0x7f800000u) return a;
@@ -472,11 +497,7 @@ std::string erf_body(DType d) {
     float t = a * a;
     return a * ({});
   }}
-  float t = 1.0f / (1.0f + 0.5f * x);
-  float p = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
-            t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
-            t * (-0.82215223f + t * 0.17087277f))))))));
-  float erfc = t * exp2_exact((p - x * x) * 1.44269504f);
+  float erfc = erfc_tail(x);
   return (b >> 31) != 0u ? erfc - 1.0f : 1.0f - erfc;)",
                      poly);
 }
@@ -484,9 +505,8 @@ std::string erf_body(DType d) {
 std::string erfc_body(DType d) {
   if (d.scalar != Scalar::Float32) no_helper("erfc_exact", d);
   // |a| < 0.5: 1 - erf(a) from erf's Taylor series (erfc > 0.47 there, so erf's rounding costs
-  // about an ulp). Beyond: Numerical Recipes' erfcc for |a| (relative error below 1.2e-7, so the
-  // tail keeps its digits down to where it underflows, near a = 10), and erfc(a) = 2 - erfc(-a)
-  // below zero. inf: t = 0 and exp2 of -inf is 0; nan is decided by the bits.
+  // about an ulp). Beyond: erfc_tail(|a|), which keeps its digits down to where it underflows,
+  // and erfc(a) = 2 - erfc(-a) below zero. nan is decided by the bits.
   return fmt::format(R"(uint b = floatBitsToUint(a);
   if ((b & 0x7fffffffu) > 0x7f800000u) return a;
   float x = uintBitsToFloat(b & 0x7fffffffu);
@@ -494,11 +514,7 @@ std::string erfc_body(DType d) {
     float t = a * a;
     return 1.0f - a * ({});
   }}
-  float t = 1.0f / (1.0f + 0.5f * x);
-  float p = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
-            t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
-            t * (-0.82215223f + t * 0.17087277f))))))));
-  float erfc = t * exp2_exact((p - x * x) * 1.44269504f);
+  float erfc = erfc_tail(x);
   return (b >> 31) != 0u ? 2.0f - erfc : erfc;)",
                      erf_taylor_poly());
 }
@@ -722,8 +738,9 @@ constexpr HelperSpec kHelpers[] = {
     {"exp2_exact", 1, Scalar::Void, exp2_body, true, ""},
     {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, "", fdiv_via_double_body},
     {"sin_exact", 1, Scalar::Void, sin_body, true, ""},
-    {"erf_exact", 1, Scalar::Void, erf_body, true, "exp2_exact"},
-    {"erfc_exact", 1, Scalar::Void, erfc_body, true, "exp2_exact"},
+    {"erfc_tail", 1, Scalar::Void, erfc_tail_body, true, "exp2_exact"},
+    {"erf_exact", 1, Scalar::Void, erf_body, true, "erfc_tail"},
+    {"erfc_exact", 1, Scalar::Void, erfc_body, true, "erfc_tail"},
     {"fmod_exact", 2, Scalar::Void, fmod_body, true, ""},
     {"sqrt_exact", 1, Scalar::Void, sqrt_body, true, ""},
     {"remainder_py", 2, Scalar::Void, remainder_body, true, "fmod_exact"},

@@ -370,7 +370,9 @@ UOpPtr Lowerer::value_partial(const UOp* n, const Combo& c) {
 UOpPtr Lowerer::invariant_value(const UOp* n, const Combo& c) {
   UOpPtr same;
   for (const Combo& u : unroll_combos(c)) {
-    const UOpPtr v = value(n->src[0].get(), u);
+    // Simplified: LLVM sees through an integer x * 0 or x & 0 to the constant, and then got the
+    // loop wrong (elementwise fuzzer seed 77000540: max of x * 0 gave INT_MIN).
+    const UOpPtr v = simplify(value(n->src[0].get(), u));
     if (same && v != same) return nullptr;
     same = v;
   }

@@ -350,7 +350,7 @@ class Tensor {
   // ---- scans (along one axis; a 0-d tensor counts as one element) ----
   // cumprod accumulates as prod does. cummax and cummin answer the running extreme and, as torch,
   // the last position at or before each element that holds it (int32); a nan is the extreme from
-  // where it appears. Their gradient, as max's, is split among tied elements.
+  // where it appears. Their gradient goes to that position, as torch's.
   Tensor cumprod(int64_t axis = 0) const;
   std::pair<Tensor, Tensor> cummax(int64_t axis = 0) const;
   std::pair<Tensor, Tensor> cummin(int64_t axis = 0) const;
@@ -365,7 +365,7 @@ class Tensor {
   // The k largest (smallest) along `axis`, in order, with their positions.
   std::pair<Tensor, Tensor> topk(int64_t k, int64_t axis = -1, bool largest = true) const;
   // torch.max(dim) / torch.min(dim): the extreme along `axis` and the first position of it. The
-  // values' gradient is max's (split among ties), not torch's (all to the named position).
+  // values' gradient goes all to that position, as torch's (max's splits it among ties).
   std::pair<Tensor, Tensor> max_with_indices(int64_t axis, bool keepdim = false) const;
   std::pair<Tensor, Tensor> min_with_indices(int64_t axis, bool keepdim = false) const;
   // torch.unique(sorted=True, return_inverse=True, return_counts=True) over all elements: the

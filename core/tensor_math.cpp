@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -128,7 +129,6 @@ Tensor Tensor::sigmoid() const {
   const Tensor r = (e + 1.0).reciprocal();
   return x.ge(0).where(r, e * r);
 }
-
 
 // (max(bx, 0) + log(1 + exp(-|bx|))) / b: the exp never overflows, and a large x gives x. At 0
 // maximum splits its gradient (1/2) and |x|' is 0, so softplus'(0) = 1/2 = sigmoid(0), as torch.
@@ -279,10 +279,34 @@ Tensor int_pow(const Tensor& base, const Tensor& e) {
 
 }  // namespace
 
+namespace {
+
+// torch's gradients of b^x (pow_backward_self, pow_backward_exponent), written out: derived from
+// the composition above they are wrong where its special cases pick a constant (d/dx b^x at
+// b = 1 gave 0, not x; d/dx b^x at x = 0 gave 0, not log b) and nan where 2^(x log2 |b|) meets
+// b = 0 (d/db b^2 at 0 is 0, d/db b^0.5 at 0 is inf). d/db is 0 where x = 0; d/dx is 0 where
+// b = 0 and x >= 0, and nan for a negative base (log b), as torch.
+Tensor with_pow_gradient(const Tensor& result, const Tensor& b, const Tensor& x) {
+  if (!b.requires_grad() && !x.requires_grad()) return result;
+  const UOpPtr bn = b.node(), xn = x.node(), rn = result.node();
+  return Tensor(with_custom_gradient(
+      rn, {bn, xn}, [bn, xn, rn](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+        const Tensor base(bn), exponent(xn), out(rn);
+        const Tensor zero = out.scalar_like(0.0);
+        const Tensor db = exponent.eq(0.0).where(zero, g * exponent * base.pow(exponent - 1.0));
+        const Tensor dx =
+            base.eq(0.0).logical_and(exponent.ge(0.0)).where(zero, g * out * base.log());
+        return {db, dx};
+      }));
+}
+
+}  // namespace
+
 // Floats: 2^(e log2 |b|) with the sign of a negative base from an integer exponent's parity, nan
 // for a finite negative base and a fractional exponent, and x^0 = 1 and 1^x = 1 for every x (nan
 // included), as torch and C's pow (C11 F.10.4.4): an infinite exponent is even, (-1)^+-inf is 1,
-// and -0 and -inf are negative bases ((-0)^-1 = -inf, (-inf)^0.5 = inf).
+// and -0 and -inf are negative bases ((-0)^-1 = -inf, (-inf)^0.5 = inf). Its gradient is torch's
+// (with_pow_gradient).
 Tensor Tensor::pow(const Tensor& e) const {
   DType out;
   try {
@@ -295,7 +319,7 @@ Tensor Tensor::pow(const Tensor& e) const {
                 describe(e));
   const Shape s = broadcast_shape(shape(), e.shape(), "pow");
   if (out.is_int()) return int_pow(cast(out).broadcast_to(s), e.cast(out).broadcast_to(s));
-  const Tensor b = cast(out), x = e.cast(out);
+  const Tensor b = cast(out).broadcast_to(s), x = e.cast(out).broadcast_to(s);
   const Tensor magnitude = (b.abs().log2() * x).exp2();
   const Tensor is_int = x.trunc().eq(x);  // inf too
   const Tensor half = x * 0.5;
@@ -308,7 +332,7 @@ Tensor Tensor::pow(const Tensor& e) const {
                       b.scalar_like(std::numeric_limits<double>::quiet_NaN()), magnitude));
   // 1^x, x^0 and (-1)^+-inf (whose magnitude is 2^(0 * inf), nan) are 1.
   const Tensor one = x.eq(0.0).logical_or(b.eq(1.0)).logical_or(b.eq(-1.0).logical_and(x.isinf()));
-  return one.where(b.scalar_like(1.0), signed_).broadcast_to(s);
+  return with_pow_gradient(one.where(b.scalar_like(1.0), signed_), b, x);
 }
 
 // A whole exponent is computed by multiplying (exact, and right for negative bases: pow(x, 2) is
@@ -323,6 +347,13 @@ Tensor Tensor::pow(Scalarish e) const {
     throw Error("pow: integer tensor " + describe(*this) + " to the negative power " +
                 std::to_string(int64_t(v)));
   int64_t n = int64_t(std::abs(v));
+  if (n == 0 &&
+      requires_grad()) {  // 1, with torch's zero gradient (not none: x stays in the graph)
+    const UOpPtr x = node();
+    return Tensor(with_custom_gradient(ones_like(*this).node(), {x}, [x](const Tensor& g) {
+      return std::vector<std::optional<Tensor>>{Tensor::zeros_like(g).cast(Tensor(x).dtype())};
+    }));
+  }
   Tensor result = ones_like(*this), b = *this;
   bool first = true;
   for (; n > 0; n >>= 1) {
@@ -394,9 +425,11 @@ namespace {
 // renderer masks to the width, so out-of-range lanes compute something defined before the where.
 Tensor shift_by(const Tensor& x, const Tensor& bits, Ops op, std::string_view name) {
   if (!x.dtype().is_int() || !bits.dtype().is_int())
-    throw Error(std::string(name) + ": needs integer tensors, got " + describe(x) + " and " + describe(bits));
+    throw Error(std::string(name) + ": needs integer tensors, got " + describe(x) + " and " +
+                describe(bits));
   if (x.device() != bits.device())
-    throw Error(std::string(name) + ": tensors are on different devices (" + x.device() + " and " + bits.device() + ")");
+    throw Error(std::string(name) + ": tensors are on different devices (" + x.device() + " and " +
+                bits.device() + ")");
   const int64_t width = x.dtype().scalar_size() * 8;
   const Shape s = broadcast_shape(x.shape(), bits.shape(), name);
   const Tensor xs = x.expand(s), amount = bits.expand(s);
@@ -404,7 +437,8 @@ Tensor shift_by(const Tensor& x, const Tensor& bits, Ops op, std::string_view na
   const Tensor in_range =
       amount.ge(Tensor::zeros({}, amount.dtype(), x.device()))
           .logical_and(amount.lt(Tensor::full({}, width, amount.dtype(), x.device())));
-  const Tensor safe = in_range.where(amount, Tensor::zeros({}, amount.dtype(), x.device())).cast(x.dtype());
+  const Tensor safe =
+      in_range.where(amount, Tensor::zeros({}, amount.dtype(), x.device())).cast(x.dtype());
   const Tensor shifted(UOp::make(op, x.dtype(), {xs.node(), safe.node()}));
   const Tensor zero = Tensor::zeros({}, x.dtype(), x.device());
   const Tensor outside = op == Ops::SHL || x.dtype().is_unsigned()
@@ -415,8 +449,12 @@ Tensor shift_by(const Tensor& x, const Tensor& bits, Ops op, std::string_view na
 
 }  // namespace
 
-Tensor Tensor::lshift(const Tensor& bits) const { return shift_by(*this, bits, Ops::SHL, "lshift"); }
-Tensor Tensor::rshift(const Tensor& bits) const { return shift_by(*this, bits, Ops::SHR, "rshift"); }
+Tensor Tensor::lshift(const Tensor& bits) const {
+  return shift_by(*this, bits, Ops::SHL, "lshift");
+}
+Tensor Tensor::rshift(const Tensor& bits) const {
+  return shift_by(*this, bits, Ops::SHR, "rshift");
+}
 
 // ---- comparisons and where with scalars ----
 

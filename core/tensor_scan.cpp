@@ -4,6 +4,7 @@
 #include <limits>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -194,7 +195,17 @@ std::pair<Tensor, Tensor> running_max(const Tensor& key, int64_t axis, std::stri
   along[size_t(ax)] = n;
   const Tensor position = Tensor::arange(0, n, 1, key.device()).reshape(along);
   const Tensor indices = scan(reaches.where(position, 0), ax, ScanOp::Max, name);
-  return {values, indices};
+  if (!key.requires_grad()) return {values, indices};
+  // torch's gradient (cummaxmin_backward): each running extreme's to the position its index names,
+  // not split among tied elements as the scan's own would be.
+  const UOpPtr k = key.node(), at = indices.node();
+  return {Tensor(with_custom_gradient(values.node(), {k},
+                                      [k, at, ax](const Tensor& g) {
+                                        return std::vector<std::optional<Tensor>>{
+                                            Tensor::zeros_like(Tensor(k)).scatter_add(
+                                                ax, Tensor(at), g.cast(Tensor(k).dtype()))};
+                                      })),
+          indices};
 }
 
 }  // namespace

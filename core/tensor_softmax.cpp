@@ -24,12 +24,14 @@ Tensor shifted(const Tensor& x, int64_t axis) { return x - detached(x.max(axis, 
 
 Tensor Tensor::softmax(int64_t axis) const {
   normalize_axis(axis, shape(), "softmax");  // checked here, so that an error names softmax
+  if (numel() == 0) return as_float(*this);  // as torch: no max to shift by, nothing to do
   const Tensor e = shifted(as_float(*this), axis).exp();
   return e / e.sum(axis, true);
 }
 
 Tensor Tensor::log_softmax(int64_t axis) const {
   normalize_axis(axis, shape(), "log_softmax");
+  if (numel() == 0) return as_float(*this);
   const Tensor m = shifted(as_float(*this), axis);
   return m - m.exp().sum(axis, true).log();
 }
@@ -38,6 +40,8 @@ Tensor Tensor::log_softmax(int64_t axis) const {
 // that the result is -inf or +inf as in exact arithmetic, not inf - inf = nan.
 Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
   const Tensor x = as_float(*this);
+  if (numel() == 0)  // torch: log(0) = -inf for every sum over no elements (of the sum's shape)
+    return Tensor::full_like(x.sum(axes, keepdim), -std::numeric_limits<double>::infinity());
   const Tensor m = detached(x.max(axes, true));
   const Tensor inf =
       Tensor::full({}, std::numeric_limits<double>::infinity(), x.dtype(), x.device());

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -38,7 +39,8 @@ Tensor belongs_after(const Keyed& a, const Keyed& b, bool descending, int64_t re
   Tensor tie = a.values.eq(b.values);
   if (a.values.dtype().is_float()) {
     const Tensor an = a.values.isnan(), bn = b.values.isnan();
-    later = later.logical_or(descending ? bn.logical_and(an.logical_not()) : an.logical_and(bn.logical_not()));
+    later = later.logical_or(descending ? bn.logical_and(an.logical_not())
+                                        : an.logical_and(bn.logical_not()));
     tie = tie.logical_or(an.logical_and(bn));
   }
   const Tensor by_position = a.positions.gt(b.positions);
@@ -89,7 +91,8 @@ Keyed bitonic_sort(const Tensor& x, bool descending) {
           }())};
   for (int64_t block = 2; block <= padded; block *= 2) {
     k = exchange(k, block / 2, true, descending, n);
-    for (int64_t half = block / 4; half >= 1; half /= 2) k = exchange(k, half, false, descending, n);
+    for (int64_t half = block / 4; half >= 1; half /= 2)
+      k = exchange(k, half, false, descending, n);
   }
   std::vector<std::pair<int64_t, int64_t>> keep;
   for (int64_t d : shape) keep.emplace_back(0, d);
@@ -108,12 +111,14 @@ Tensor sort_key(const Tensor& x, bool descending) {
     const Tensor f = x.cast(dtypes::float32);
     const Tensor zero = Tensor::zeros({}, dtypes::uint32, x.device());
     const Tensor canonical_nan = Tensor::full({}, int64_t(0x7fc00000), dtypes::uint32, x.device());
-    const Tensor bits = f.isnan().where(canonical_nan, f.eq(0).where(zero, f.bitcast(dtypes::uint32)));
+    const Tensor bits =
+        f.isnan().where(canonical_nan, f.eq(0).where(zero, f.bitcast(dtypes::uint32)));
     return bits.rshift(31).ne(0).where(bits.bitwise_not(), bits.bitwise_or(sign));
   };
-  const Tensor key = d.is_float()                      ? float_key()
-                     : d.is_bool() || d.is_unsigned() ? x.cast(dtypes::uint32)
-                                                        : x.cast(dtypes::int32).bitcast(dtypes::uint32).bitwise_xor(sign);
+  const Tensor key = d.is_float() ? float_key()
+                     : d.is_bool() || d.is_unsigned()
+                         ? x.cast(dtypes::uint32)
+                         : x.cast(dtypes::int32).bitcast(dtypes::uint32).bitwise_xor(sign);
   return descending ? key.bitwise_not() : key;
 }
 
@@ -128,7 +133,8 @@ Tensor packed_sort_positions(const Tensor& x, bool descending) {
   const Tensor key = sort_key(x, descending).pad(pads, int64_t(0xffffffffu)).cast(dtypes::uint64);
   Shape along(shape.size(), 1);
   along.back() = padded;
-  const Tensor position = Tensor::arange(0, padded, 1, x.device()).reshape(along).cast(dtypes::uint64);
+  const Tensor position =
+      Tensor::arange(0, padded, 1, x.device()).reshape(along).cast(dtypes::uint64);
   Tensor packed = key.lshift(32).bitwise_or(position).contiguous();
   Shape wide = shape;
   wide.back() = padded;
@@ -192,8 +198,11 @@ Tensor tournament_positions(const Tensor& x, int64_t k, bool descending, int64_t
     place_f.back() = c;
     const Tensor at = Tensor::arange(0, c, 1, device).cast(dtypes::int32);
     const Tensor earlier = at.reshape(place_f).lt(at.reshape(place_e));
-    const Tensor rank =
-        f.lt(e).logical_or(f.eq(e).logical_and(earlier)).cast(dtypes::int32).sum(-1).cast(dtypes::int32);
+    const Tensor rank = f.lt(e)
+                            .logical_or(f.eq(e).logical_and(earlier))
+                            .cast(dtypes::int32)
+                            .sum(-1)
+                            .cast(dtypes::int32);
     Shape ranks(cut.size() + 1, 1);
     ranks.back() = k;
     const Tensor chosen =
@@ -214,7 +223,8 @@ std::pair<Tensor, Tensor> Tensor::sort(int64_t axis, bool descending) const {
   if (ndim() == 0) return {*this, Tensor::zeros({}, dtypes::int32, device())};
   const int ax = normalize_axis(axis, shape(), "sort");
   if (shape()[size_t(ax)] > int64_t(INT32_MAX))
-    throw Error("sort: axis " + std::to_string(ax) + " of " + desc(*this) + " is too long for int32 positions");
+    throw Error("sort: axis " + std::to_string(ax) + " of " + desc(*this) +
+                " is too long for int32 positions");
   const Tensor last = transpose(ax, -1);
   if (dtype().scalar_size() <= 4 && !requires_grad()) {
     const Tensor positions = packed_sort_positions(last, descending);
@@ -228,7 +238,9 @@ std::pair<Tensor, Tensor> Tensor::sort(int64_t axis, bool descending) const {
   return {values, sorted.positions.transpose(ax, -1)};
 }
 
-Tensor Tensor::argsort(int64_t axis, bool descending) const { return sort(axis, descending).second; }
+Tensor Tensor::argsort(int64_t axis, bool descending) const {
+  return sort(axis, descending).second;
+}
 
 std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t axis, bool largest) const {
   const Tensor x = ndim() == 0 ? reshape({1}) : *this;
@@ -258,12 +270,41 @@ std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t axis, bool largest) co
   return {values, positions};
 }
 
+namespace {
+
+// torch.max(dim)'s gradient (value_selecting_reduction_backward): all to the position the index
+// names, where max's own splits it among tied elements.
+std::pair<Tensor, Tensor> to_named_position(const Tensor& x, const Tensor& values,
+                                            const Tensor& index, int64_t axis, bool keepdim) {
+  if (!x.requires_grad() || x.ndim() == 0) return {values, index};
+  const int ax = normalize_axis(axis, x.shape(), "max_with_indices");
+  const UOpPtr xn = x.node(), at = index.node();
+  return {Tensor(with_custom_gradient(
+              values.node(), {xn},
+              [xn, at, ax, keepdim](const Tensor& g) {
+                const Tensor src(xn);
+                const Tensor i = keepdim ? Tensor(at) : Tensor(at).unsqueeze(ax);
+                const Tensor gk = keepdim ? g : g.unsqueeze(ax);
+                Shape along(size_t(src.ndim()), 1);
+                along[size_t(ax)] = src.shape()[size_t(ax)];
+                const Tensor position =
+                    Tensor::arange(0, along[size_t(ax)], 1, src.device()).reshape(along);
+                return std::vector<std::optional<Tensor>>{
+                    position.eq(i.cast(position.dtype()))
+                        .where(gk.expand(src.shape()), Tensor::zeros({}, gk.dtype(), src.device()))
+                        .cast(src.dtype())};
+              })),
+          index};
+}
+
+}  // namespace
+
 std::pair<Tensor, Tensor> Tensor::max_with_indices(int64_t axis, bool keepdim) const {
-  return {max(axis, keepdim), argmax(axis, keepdim)};
+  return to_named_position(*this, max(axis, keepdim), argmax(axis, keepdim), axis, keepdim);
 }
 
 std::pair<Tensor, Tensor> Tensor::min_with_indices(int64_t axis, bool keepdim) const {
-  return {min(axis, keepdim), argmin(axis, keepdim)};
+  return to_named_position(*this, min(axis, keepdim), argmin(axis, keepdim), axis, keepdim);
 }
 
 // The sort runs on the device; the host reads where neighbours differ (nan differs from every

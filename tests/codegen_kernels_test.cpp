@@ -101,12 +101,13 @@ TEST_F(Kernels, IntDivModWithNegativeOperandsAgree) {
 // cases C leaves undefined (exec_alu's nullopt), leaving them to the device.
 TEST_F(Kernels, DivisionByZeroAndWideShiftsAgreeWithTheCpuDeviceAndTheFolder) {
   const std::vector<int32_t> a{7, -7, 0, INT32_MIN, 5}, b{0, 0, 0, 0, 2};
-  auto out = expect_agree(int_div_mod(dtypes::int32, 5),
-                          {Bytes(20), Bytes(20), to_bytes(a), to_bytes(b)});
+  auto out =
+      expect_agree(int_div_mod(dtypes::int32, 5), {Bytes(20), Bytes(20), to_bytes(a), to_bytes(b)});
   EXPECT_EQ(from_bytes<int32_t>(out[0]), (std::vector<int32_t>{0, 0, 0, 0, 2}));
   EXPECT_EQ(from_bytes<int32_t>(out[1]), (std::vector<int32_t>{7, -7, 0, INT32_MIN, 1}));
   const std::vector<uint32_t> ua{7, 0, 4000000000u}, ub{0, 0, 0};
-  out = expect_agree(int_div_mod(dtypes::uint32, 3), {Bytes(12), Bytes(12), to_bytes(ua), to_bytes(ub)});
+  out = expect_agree(int_div_mod(dtypes::uint32, 3),
+                     {Bytes(12), Bytes(12), to_bytes(ua), to_bytes(ub)});
   EXPECT_EQ(from_bytes<uint32_t>(out[0]), (std::vector<uint32_t>{0, 0, 0}));
   EXPECT_EQ(from_bytes<uint32_t>(out[1]), ua);
   const std::vector<int8_t> na{-128, 9}, nb{0, 0};
@@ -122,18 +123,24 @@ TEST_F(Kernels, DivisionByZeroAndWideShiftsAgreeWithTheCpuDeviceAndTheFolder) {
     for (size_t i = 0; i < x.size(); ++i) {
       const int s = c[i] & 31;
       EXPECT_EQ(got[i], op == Ops::SHL ? int32_t(uint32_t(x[i]) << s) : x[i] >> s) << i;
-      const auto folded = exec_alu(op, dtypes::int32, dtypes::int32, std::vector<int64_t>{x[i], c[i]});
-      if (c[i] >= 0 && c[i] < 32) EXPECT_EQ(folded, got[i]) << i;
-      else EXPECT_EQ(folded, std::nullopt) << i;
+      const auto folded =
+          exec_alu(op, dtypes::int32, dtypes::int32, std::vector<int64_t>{x[i], c[i]});
+      if (c[i] >= 0 && c[i] < 32)
+        EXPECT_EQ(folded, got[i]) << i;
+      else
+        EXPECT_EQ(folded, std::nullopt) << i;
     }
   }
   const std::vector<uint8_t> bx{1, 0x80, 3}, bc{9, 15, 8};
   expect_agree(binary_op(Ops::SHL, dtypes::uint8, 3), {Bytes(3), to_bytes(bx), to_bytes(bc)});
   expect_agree(binary_op(Ops::SHR, dtypes::uint8, 3), {Bytes(3), to_bytes(bx), to_bytes(bc)});
   for (size_t i = 0; i < a.size(); ++i) {
-    const auto q = exec_alu(Ops::IDIV, dtypes::int32, dtypes::int32, std::vector<int64_t>{a[i], b[i]});
-    if (b[i] == 0) EXPECT_EQ(q, std::nullopt);
-    else EXPECT_EQ(q, a[i] / b[i]);
+    const auto q =
+        exec_alu(Ops::IDIV, dtypes::int32, dtypes::int32, std::vector<int64_t>{a[i], b[i]});
+    if (b[i] == 0)
+      EXPECT_EQ(q, std::nullopt);
+    else
+      EXPECT_EQ(q, a[i] / b[i]);
   }
 }
 
@@ -220,6 +227,8 @@ int ulps_for(Ops op) {
       return 2;
     case Ops::ERF:  // the renderer's own series and erfc (glsl_helpers.cpp) against glibc's erff
       return 4;
+    case Ops::ERFC:  // Numerical Recipes' erfcc with an exact square (glsl_helpers.cpp's erfc_tail)
+      return 8;
     default:
       return 0;
   }
@@ -232,7 +241,7 @@ TEST_P(FloatEdges, UnaryOpsAgreeOnInfNanAndEdgeValues) {
   const int64_t n = int64_t(kEdges.size());
   std::vector<Ops> ops{Ops::SQRT, Ops::RECIP, Ops::NEG, Ops::TRUNC};
   if (d != dtypes::float64)
-    ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::ERF});  // GLSL has no double ones
+    ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::ERF, Ops::ERFC});  // no double ones
   for (Ops op : ops) {
     SCOPED_TRACE(op_name(op));
     expect_agree(unary_op(op, d, n), {Bytes(n * d.itemsize()), pack_floats(d, kEdges)},
@@ -298,6 +307,18 @@ TEST_F(Kernels, ErfAgreesWithLibmAcrossItsRange) {
     x.push_back(v);
   const int64_t n = int64_t(x.size());
   expect_agree(unary_op(Ops::ERF, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 4);
+}
+
+// erfc through its tail, where it falls from 0.48 to subnormals and then 0 (past 10.06): within 8
+// ulp of glibc's erfcf (6 at worst over a grid 8x finer). Rounding x^2 in the exponent lost up to
+// 137 ulps there (8.2e-6 relative at x = 8.45; erfc(7) gave 4.1838169e-23, not 4.1838257e-23).
+TEST_F(Kernels, ErfcKeepsItsDigitsInItsTail) {
+  std::vector<float> x;
+  for (float v = -10.5f; v <= 10.5f; v += 0.0107421875f) x.push_back(v);
+  for (float v : {0.49999997f, 0.5f, 7.0f, 8.45305f, 9.9f, 10.06f, 10.5f, 10.500001f, 1e-30f})
+    x.push_back(v);
+  const int64_t n = int64_t(x.size());
+  expect_agree(unary_op(Ops::ERFC, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 8);
 }
 
 // Lavapipe's 65535 workgroups per axis; a GPU's x axis takes 2^31 - 1, so the target rendered

@@ -98,6 +98,54 @@ TEST(AutogradKinks, TiesSplitForMaxAndGoToTheFirstForMaxPool) {
   }
 }
 
+// torch.max(dim) / torch.min(dim) and cummax / cummin send each value's gradient to the position
+// their index names (the first extreme; for the scans the last at or before, ties and nan
+// included), as torch; max and min along axes (amax, amin) split it. Before, these split too.
+TEST(AutogradKinks, IndexedExtremesSendTheGradientToTheNamedPosition) {
+  expect_grad({5, 5, 1}, [](const Tensor& x) { return x.max_with_indices(0).first; }, {1, 0, 0});
+  expect_grad({1, 1, 5}, [](const Tensor& x) { return x.min_with_indices(0, true).first; },
+              {1, 0, 0});
+  // Running max of [2, 2, 1, 3]: [2, 2, 2, 3] at positions [0, 1, 1, 3].
+  expect_grad({2, 2, 1, 3}, [](const Tensor& x) { return x.cummax(0).first; }, {1, 2, 0, 1});
+  expect_grad({0, 0, 1}, [](const Tensor& x) { return x.cummin(0).first; }, {1, 2, 0});
+  for (const char* dev : {"CPU", "VK"}) {  // along axis 1 of [2, 3], the weights telling rows apart
+    Tensor x = Tensor(std::vector<float>{4, 4, 0, 1, 7, 7}, {2, 3}, dev).requires_grad_();
+    (x.max_with_indices(1).first * Tensor(std::vector<float>{1, 10}, {2}, dev)).sum().backward();
+    EXPECT_EQ(values(*x.grad()), (std::vector<double>{1, 0, 0, 0, 10, 0})) << dev;
+  }
+}
+
+// torch's pow_backward_self / _exponent. Derived from pow's composition (2^(x log2|b|) with its
+// special cases picked by where) these were wrong on both devices: d/db b^x at b = 1 gave 0, not
+// x; d/dx 2^x at x = 0 gave 0, not ln 2; b = 0 gave nan for d/db b^2, b^1.5, b^0 and d/dx 0^x.
+TEST(AutogradKinks, PowGradientsFollowTorchAtZeroAndOne) {
+  auto tensor = [](std::vector<float> v, const Tensor& like) {
+    return Tensor(v, {int64_t(v.size())}, like.device());
+  };
+  // d/db b^x: x b^(x-1), 0 where x = 0.
+  expect_grad({1, 1, 0, 0, 0, 0},
+              [&](const Tensor& b) {
+                return b.pow(tensor({3, -2, 2, 1.5f, 1, 0}, b));
+              },
+              {3, -2, 0, 0, 1, 0});
+  // d/dx b^x: b^x ln b, 0 where b = 0 and x >= 0.
+  expect_grad({0, 3, 0, 2},
+              [&](const Tensor& x) {
+                return tensor({2, 2, 0, 0}, x).pow(x);
+              },
+              {std::log(2.0), 8 * std::log(2.0), 0, 0});
+  expect_grad({0, 2}, [](const Tensor& b) { return b.pow(0.0) * 3 + b; }, {1, 1});
+  for (const char* dev : {"CPU", "VK"}) {  // 0.5 * 0^-0.5 = inf; a negative base's ln is nan
+    EXPECT_EQ(grad_at(
+                  {0}, [](const Tensor& b) { return b.pow(0.5); }, dev)[0],
+              INFINITY)
+        << dev;
+    Tensor x = Tensor(std::vector<float>{2}, {1}, dev).requires_grad_();
+    Tensor(std::vector<float>{-2}, {1}, dev).pow(x).sum().backward();
+    EXPECT_TRUE(std::isnan(values(*x.grad())[0])) << dev;
+  }
+}
+
 TEST(AutogradKinks, ResultsOfALeafRequireGrad) {
   Tensor w = Tensor(std::vector<float>{1, 2}, {2}).requires_grad_();
   EXPECT_TRUE((w * 2).sum().requires_grad());

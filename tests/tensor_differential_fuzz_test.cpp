@@ -32,6 +32,7 @@
 
 #include "support/differential_fuzz.hpp"
 #include "support/fuzz_generators.hpp"
+#include "support/fuzz_host_ints.hpp"
 
 namespace vkg {
 namespace {
@@ -220,7 +221,7 @@ class ProgramGen {
     const Tensor& ta = vals_[a];
     const DType da = ta.dtype();
     const int64_t nd = int64_t(ta.shape().size());
-    switch (pick(0, 21)) {
+    switch (pick(0, 23)) {
       case 0:
       case 1:
         return unary(a);
@@ -292,6 +293,10 @@ class ProgramGen {
         return slice(a);
       case 18:
         return with_constant(a);
+      case 19:
+        return bitcast(a);
+      case 20:
+        return composite(a);
       default:
         return binary(a);
     }
@@ -370,8 +375,11 @@ class ProgramGen {
     static const U table[] = {
         {"operator-", &Tensor::operator-, false, false, [](double x) { return -x; }},
         {"abs", &Tensor::abs, false, false, [](double x) { return std::fabs(x); }},
-        {"relu", &Tensor::relu, false, false, nullptr},
-        {"sign", &Tensor::sign, false, false, nullptr},
+        // relu keeps nan; relu(-0) and sign(-0) are +0, sign(nan) is nan.
+        {"relu", &Tensor::relu, false, false,
+         [](double x) { return x > 0 || std::isnan(x) ? x : 0.0; }},
+        {"sign", &Tensor::sign, false, false,
+         [](double x) { return std::isnan(x) ? x : double(x > 0) - double(x < 0); }},
         {"exp2", &Tensor::exp2, true, false, nullptr},
         {"log2", &Tensor::log2, true, false, nullptr},
         {"sqrt", &Tensor::sqrt, true, false, [](double x) { return std::sqrt(x); }},
@@ -385,25 +393,35 @@ class ProgramGen {
         {"floor", &Tensor::floor, false, false, [](double x) { return std::floor(x); }},
         {"ceil", &Tensor::ceil, false, false, [](double x) { return std::ceil(x); }},
         {"round", &Tensor::round, false, false, [](double x) { return std::nearbyint(x); }},
-        {"square", &Tensor::square, false, false, nullptr},
-        {"isnan", &Tensor::isnan, false, false, nullptr},
-        {"isinf", &Tensor::isinf, false, false, nullptr},
-        {"logical_not", &Tensor::logical_not, false, false, nullptr},
+        {"square", &Tensor::square, false, false, [](double x) { return x * x; }},
+        {"isnan", &Tensor::isnan, false, false, [](double x) { return double(std::isnan(x)); }},
+        {"isinf", &Tensor::isinf, false, false, [](double x) { return double(std::isinf(x)); }},
+        {"logical_not", &Tensor::logical_not, false, false,
+         [](double x) { return double(x == 0); }},
         {"bitwise_not", &Tensor::bitwise_not, false, true, nullptr},
         {"signbit", &Tensor::signbit, false, false, nullptr},
+        {"erf", &Tensor::erf, true, false, [](double x) { return std::erf(x); }},
+        {"erfc", &Tensor::erfc, true, false, [](double x) { return std::erfc(x); }},
+        {"isfinite", &Tensor::isfinite, false, false,
+         [](double x) { return double(std::isfinite(x)); }},
     };
     const U& u = table[size_t(pick(0, int(std::size(table)) - 1))];
     if (u.ints_only && d.is_float()) return;
     (void)u.floats_only;  // integers are promoted to float by these: allowed
     const auto f = u.f;
     HostFn host;
+    const std::string name = u.name;
+    // erf and erfc are within 4 ulps of libm's (codegen_kernels_test's ErfAgreesWithLibm...);
+    // the others are exact.
+    const uint64_t ulps = name == "erf" || name == "erfc" ? 4 : 0;
     if (u.host && d == dtypes::float32) {
       host = [h = u.host](const std::vector<HostArray>& in) -> std::optional<HostArray> {
         return host_map(in, dtypes::float32,
                         [h](const std::vector<double>& x) { return double(float(h(x[0]))); });
       };
     }
-    const std::string name = u.name;
+    if (!host && d.is_int() && exact_in_double(d))
+      host = host_int_unary_fn(name, name == "logical_not" ? dtypes::bool_ : d, host_map);
     // Rounding to an integer jumps by a whole unit where an inexact value is an ulp off.
     if ((name == "trunc" || name == "floor" || name == "ceil" || name == "round") && d.is_float() &&
         inexact(prog_, a))
@@ -417,7 +435,7 @@ class ProgramGen {
     }
     add(
         name == "operator-" ? "-" + v(a) : v(a) + "." + name + "()", {a},
-        [a, f](const auto& x, const auto&) { return (x[a].*f)(); }, host);
+        [a, f](const auto& x, const auto&) { return (x[a].*f)(); }, host, ulps);
   }
 
   void binary(size_t a) {
@@ -439,7 +457,7 @@ class ProgramGen {
         {"remainder", &Tensor::remainder, nullptr},
         {"maximum", &Tensor::maximum, nullptr},
         {"minimum", &Tensor::minimum, nullptr},
-        {"pow", &Tensor::pow, nullptr},
+        {"pow", &Tensor::pow, [](double x, double y) { return std::pow(x, y); }},
         {"bitwise_and", &Tensor::bitwise_and, nullptr},
         {"bitwise_or", &Tensor::bitwise_or, nullptr},
         {"bitwise_xor", &Tensor::bitwise_xor, nullptr},
@@ -449,10 +467,13 @@ class ProgramGen {
         {"le", &Tensor::le, [](double x, double y) { return double(x <= y); }},
         {"eq", &Tensor::eq, [](double x, double y) { return double(x == y); }},
         {"ne", &Tensor::ne, [](double x, double y) { return double(x != y); }},
+        {"gt", &Tensor::gt, [](double x, double y) { return double(x > y); }},
+        {"ge", &Tensor::ge, [](double x, double y) { return double(x >= y); }},
         {"copysign", &Tensor::copysign, nullptr},
         {"atan2", &Tensor::atan2, nullptr},
         {"logical_and", &Tensor::logical_and, nullptr},
         {"logical_xor", &Tensor::logical_xor, nullptr},
+        {"logical_or", &Tensor::logical_or, nullptr},
     };
     const B& b_ = table[size_t(pick(0, int(std::size(table)) - 1))];
     const size_t b = partner(a, chance(70) ? std::optional<DType>(d) : std::nullopt);
@@ -464,6 +485,16 @@ class ProgramGen {
         return host_map(in, cmp ? dtypes::bool_ : dtypes::float32,
                         [h](const std::vector<double>& x) { return double(float(h(x[0], x[1]))); });
       };
+    }
+    // Integers: the documented semantics in int64 (support/fuzz_host_ints.hpp). Both operands of
+    // one dtype, but for a shift's amount, which may be of any integer dtype.
+    const std::string bname = b_.name;
+    const DType db = vals_[b].dtype();
+    const bool shift = bname == "lshift" || bname == "rshift";
+    if (d.is_int() && exact_in_double(d) &&
+        (db == d || (shift && db.is_int() && exact_in_double(db)))) {
+      const bool to_bool = bname.size() == 2 || bname.rfind("logical_", 0) == 0;
+      host = host_int_binary_fn(bname, to_bool ? dtypes::bool_ : d, host_map);
     }
     // Quotients and remainders jump by a whole divisor where an inexact value is an ulp off
     // (exp(x)^2 fmod y gave 0 on one device, 41 on the other: JIT fuzzer seed 1000577).
@@ -479,9 +510,12 @@ class ProgramGen {
           });
       return;
     }
+    // A float pow is exp2(y * log2|x|) in float32: an ulp of t = y * log2|x| (|t| < 150 for a
+    // finite result) is up to ~180 ulps of 2^t; its special cases (C11 F.10.4.4) are exact.
+    const uint64_t ulps = bname == "pow" && d.is_float() ? 512 : 0;
     add(
         v(a) + "." + b_.name + "(" + v(b) + ")", {a, b},
-        [a, b, f](const auto& x, const auto&) { return (x[a].*f)(x[b]); }, host);
+        [a, b, f](const auto& x, const auto&) { return (x[a].*f)(x[b]); }, host, ulps);
   }
 
   void reduce(size_t a) {
@@ -679,6 +713,116 @@ class ProgramGen {
               std::to_string(step) + "}";
     }
     add(v(a) + "[" + text + "}]", {a}, [a, idx](const auto& x, const auto&) { return x[a][idx]; });
+  }
+
+  // A bitcast to another dtype (of another size too, where the last axis divides), checked on the
+  // host byte by byte. A float's nan is made 0 first: the bits of a nan that arithmetic makes are
+  // unspecified (IEEE 754-2019 6.2.3). Not of a value an ulp may separate between devices: its
+  // bits would differ by more than an ulp as integers.
+  void bitcast(size_t a) {
+    const DType d = vals_[a].dtype();
+    if (reorders_sums(prog_, a)) return;
+    static const DType to_dtypes[] = {dtypes::float32,  dtypes::int32,  dtypes::uint32,
+                                      dtypes::int16,    dtypes::uint16, dtypes::float16,
+                                      dtypes::bfloat16, dtypes::int8,   dtypes::uint8,
+                                      dtypes::int64,    dtypes::uint64};
+    const DType to = to_dtypes[pick(0, int(std::size(to_dtypes)) - 1)];
+    const bool wrap = d.is_float();
+    const std::string src = wrap ? v(a) + ".isnan().where(0, " + v(a) + ")" : v(a);
+    HostFn host;
+    if (exact_in_double(d) && exact_in_double(to))
+      host = [to](const std::vector<HostArray>& in) -> std::optional<HostArray> {
+        const HostArray& x = in[0];
+        std::vector<std::byte> bytes;
+        for (double e : x.v) {
+          const auto b = element_bytes(x.dtype, std::isnan(e) ? 0.0 : e);
+          bytes.insert(bytes.end(), b.begin(), b.end());
+        }
+        Shape shape = x.shape;
+        if (!shape.empty()) shape.back() = shape.back() * x.dtype.scalar_size() / to.scalar_size();
+        HostArray out{shape, {}, to};
+        for (size_t i = 0; i + size_t(to.scalar_size()) <= bytes.size();
+             i += size_t(to.scalar_size()))
+          out.v.push_back(test::element(to, bytes.data() + i));
+        return out;
+      };
+    add(
+        src + ".bitcast(" + dtype_cpp(to) + ")", {a},
+        [a, to, wrap](const auto& x, const auto&) {
+          return (wrap ? x[a].isnan().where(0, x[a]) : x[a]).bitcast(to);
+        },
+        host);
+  }
+
+  // Ops composed of reductions and elementwise ones: std and var with a correction (past the
+  // count too), logsumexp, softmax, log_softmax; and triangle masks and rolls, which are
+  // index arithmetic.
+  void composite(size_t a) {
+    const Shape s = vals_[a].shape();
+    const int64_t nd = int64_t(s.size());
+    const std::string ax = nd ? std::to_string(pick(0, int(nd) - 1)) : "0";
+    const int64_t axis = nd ? std::stoll(ax) : 0;
+    switch (pick(0, 5)) {
+      case 0: {
+        std::vector<int64_t> axes;
+        for (int64_t i = 0; i < nd; ++i)
+          if (chance(50)) axes.push_back(i);
+        const bool keep = chance(40), sd = chance(50);
+        const int64_t correction = pick(0, 2);
+        add(v(a) + (sd ? ".std(" : ".var(") + ints_str(axes) + (keep ? ", true, " : ", false, ") +
+                std::to_string(correction) + ")",
+            {a}, [a, axes, keep, sd, correction](const auto& x, const auto&) {
+              return sd ? x[a].std(axes, keep, correction) : x[a].var(axes, keep, correction);
+            });
+        return;
+      }
+      case 1: {
+        std::vector<int64_t> axes;
+        for (int64_t i = 0; i < nd; ++i)
+          if (chance(50)) axes.push_back(i);
+        const bool keep = chance(40);
+        add(v(a) + ".logsumexp(" + ints_str(axes) + (keep ? ", true)" : ")"), {a},
+            [a, axes, keep](const auto& x, const auto&) { return x[a].logsumexp(axes, keep); });
+        return;
+      }
+      case 2: {
+        if (nd == 0) return;
+        const bool log = chance(50);
+        add(v(a) + (log ? ".log_softmax(" : ".softmax(") + ax + ")", {a},
+            [a, axis, log](const auto& x, const auto&) {
+              return log ? x[a].log_softmax(axis) : x[a].softmax(axis);
+            });
+        return;
+      }
+      case 3: {
+        const int64_t k = pick(-3, 3);
+        const bool upper = chance(50);
+        add(v(a) + (upper ? ".triu(" : ".tril(") + std::to_string(k) + ")", {a},
+            [a, k, upper](const auto& x, const auto&) {
+              return upper ? x[a].triu(k) : x[a].tril(k);
+            });
+        return;
+      }
+      case 4: {
+        if (nd == 0) return;
+        const int64_t shift = pick(-9, 9);
+        add(v(a) + ".roll({" + std::to_string(shift) + "}, {" + ax + "})", {a},
+            [a, shift, axis](const auto& x, const auto&) { return x[a].roll({shift}, {axis}); });
+        return;
+      }
+      default: {  // lerp and logaddexp with a partner
+        const size_t b = partner(a, vals_[a].dtype());
+        if (chance(50)) {
+          const double w = std::vector<double>{0.0, 0.25, 0.5, 1.0, -0.5, 2.0}[size_t(pick(0, 5))];
+          add(v(a) + ".lerp(" + v(b) + ", " + fmt_double(w) + ")", {a, b},
+              [a, b, w](const auto& x, const auto&) { return x[a].lerp(x[b], w); });
+        } else {
+          add(v(a) + ".logaddexp(" + v(b) + ")", {a, b},
+              [a, b](const auto& x, const auto&) { return x[a].logaddexp(x[b]); });
+        }
+        return;
+      }
+    }
   }
 
   // An in-place update of a fresh realized buffer by a value that reads it (at the element written,

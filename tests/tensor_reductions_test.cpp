@@ -240,3 +240,18 @@ TEST(TensorReductions, MisuseNamesOpAndShape) {
   EXPECT_NE(m.find("argmin"), std::string::npos) << m;
   EXPECT_NE(m.find("(2, 0)"), std::string::npos) << m;
 }
+
+// As torch: softmax and log_softmax of an empty tensor are that empty tensor, and logsumexp over
+// no elements is log(0) = -inf. They threw "max: cannot reduce a tensor with no elements".
+TEST(Reductions, SoftmaxAndLogsumexpOfEmptyTensorsAreTorchs) {
+  for (const char* dev : {"CPU", "VK"}) {
+    SCOPED_TRACE(dev);
+    const Tensor e = Tensor::zeros({0, 2}, dtypes::float32, dev);
+    EXPECT_EQ(e.softmax(0).shape(), (Shape{0, 2}));
+    EXPECT_EQ(e.log_softmax(1).shape(), (Shape{0, 2}));
+    EXPECT_EQ(e.logsumexp({0}).to_vector<float>(), (std::vector<float>{-INFINITY, -INFINITY}));
+    EXPECT_EQ(e.logsumexp({0}, true).shape(), (Shape{1, 2}));
+    EXPECT_EQ(e.logsumexp({1}).shape(), (Shape{0}));
+    EXPECT_EQ(Tensor::zeros({0}, dtypes::int32, dev).logsumexp({}).item<float>(), -INFINITY);
+  }
+}

@@ -37,6 +37,24 @@ struct HostArray {
 
 inline HostArray host_of(const Tensor& t) { return {t.shape(), test::values(t), t.dtype()}; }
 
+// The bytes of value v as an element of dtype d (v must be one: a float of d, an integer in
+// range; the 64-bit integers past 2^53 are not).
+inline std::vector<std::byte> element_bytes(DType d, double v) {
+  std::vector<std::byte> out(size_t(d.scalar_size()));
+  visit_dtype(d, [&](auto tag) {
+    using T = decltype(tag);
+    T t;
+    if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
+      t = T(float(v));
+    else if constexpr (std::is_same_v<T, bool>)
+      t = v != 0;
+    else
+      t = T(v);
+    std::memcpy(out.data(), &t, sizeof(T));
+  });
+  return out;
+}
+
 // ---- a program: steps that make values, replayable on any device ----
 
 using HostFn = std::function<std::optional<HostArray>(const std::vector<HostArray>&)>;
@@ -100,8 +118,10 @@ inline std::string ints_str(const std::vector<int64_t>& v) {
 // a value to an integer turns one ulp into a whole unit (exp then uint32: seeds 27 and 100572), so
 // the generators cast only exact values to integers.
 inline bool inexact(const Program& p, size_t i) {
-  static const char* approximate[] = {".exp(", ".exp2(",  ".log(",     ".log2(", ".sin(",
-                                      ".pow(", ".atan2(", ".sigmoid(", ".tanh(", ".logcumsumexp("};
+  static const char* approximate[] = {
+      ".exp(",       ".exp2(",    ".log(",         ".log2(",         ".sin(", ".pow(",
+      ".atan2(",     ".sigmoid(", ".tanh(",        ".logcumsumexp(", ".erf(", ".erfc(",
+      ".logsumexp(", ".softmax(", ".log_softmax(", ".logaddexp(",    ".lerp("};
   std::vector<bool> in(i + 1, false);  // steps come after their operands
   for (size_t k = 0; k <= i; ++k) {
     const Step& s = p.steps[k];
@@ -126,7 +146,9 @@ inline bool reorders_sums(const Program& p, size_t i) {
                                ".avg_pool(",
                                ".adaptive_avg_pool(",
                                ".scatter_reduce(",
-                               ".scatter_add("};
+                               ".scatter_add(",
+                               ".std(",
+                               ".var("};
   std::vector<bool> in(i + 1, false);
   for (size_t k = 0; k <= i; ++k) {
     const Step& s = p.steps[k];
@@ -251,6 +273,13 @@ inline std::string check_host(const Program& p, const std::vector<Tensor>& stepw
       if (!ok && s.host_relative_sum && std::isnan(w)) ok = std::isnan(x);
       if (!ok && s.host_relative_sum && std::isinf(x) && abs_sum[k] >= 3.4e38)
         ok = true;  // float32 partial sums overflow where float64's stay finite
+      if (!ok && s.host_ulps && got.dtype().is_float() && !std::isnan(w) && !std::isnan(x)) {
+        // w rounded to the result's dtype first: the reference is float64's value.
+        const DType d = got.dtype();
+        const auto wb = element_bytes(d, w), xb = element_bytes(d, x);
+        ok = test::ulps(d, wb.data(), xb.data()) <= s.host_ulps &&
+             (w != 0 || x != 0 || std::signbit(w) == std::signbit(x));
+      }
       if (!ok)
         return "v" + std::to_string(i) + "[" + std::to_string(k) + "] = " + std::to_string(x) +
                ", float64 host " + std::to_string(w) + " (" + s.text + ")";
