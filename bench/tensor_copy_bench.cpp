@@ -36,7 +36,9 @@ void copy_bench(benchmark::State& state, const char* from, const char* to) {
     auto t0 = clock::now();
     {
       Tensor y = x.to(to);  // a new COPY node each time: its realized value dies with y
-      y.realize();
+      y.realize();  // returns with the copy in flight (core/copy_item.hpp): wait for it here,
+      device(to).synchronize();    // so that the copy is timed whole and the memcpy below does not
+      device(from).synchronize();  // run beside it
     }
     const std::chrono::duration<double> copy = clock::now() - t0;
     t0 = clock::now();

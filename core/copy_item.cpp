@@ -106,6 +106,13 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
       d = (in = to_dev.stage_in(dst_memory, bytes, chunk, events)).bytes;
     }
   } catch (const OutOfMemory&) {
+    // stage_in records every chunk before submitting any, but a submission that failed midway
+    // left the earlier chunks on the destination's queue waiting for their `filled`: the
+    // fallback below waits for that queue (settle), so they must not wait for this copy. They
+    // copy staging memory nobody filled; copy_in overwrites it after they are done.
+    if (filled)
+      for (auto& p : *filled) p.set_value();
+    filled.reset();
   }
   if (!s || !d) {
     out = {};  // its staging memory (submitted, never read): copy_out below stages its own
@@ -118,10 +125,11 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
     now.set_value(stat);
     return now.get_future().share();
   }
-  // The task owns both allocations (and the staging memory) until its memcpy is done: whoever
-  // held them (a Jit's plan, reset or destroyed while the copy waits) may let go first, and a
-  // released range is handed out again once the device's queue is past it, which knows nothing
-  // of this thread.
+  // The copy thread owns both allocations (and the staging memory) until its memcpy is done:
+  // whoever held them (a Jit's plan, reset or destroyed while the copy waits) may let go first,
+  // and a released range is handed out again once the device's queue is past it, which knows
+  // nothing of this thread. It lets go only after `filled` and `done` are set: releasing locks
+  // the allocator, whose out-of-memory path waits for the queues, which wait for those.
   std::function<void()> src_written = out.bytes ? [] {} : from_dev.when_done_with(src, false);
   std::function<void(size_t)> src_staged = std::move(out.ready);  // chunk by chunk
   std::function<void()> dst_free = in.bytes ? [] {} : to_dev.when_done_with(dst, true);
@@ -129,9 +137,7 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   auto copied = std::make_shared<size_t>(0);  // chunks whose `filled` is set
   auto task = std::make_shared<std::packaged_task<RunStat()>>(
       [stat, s, d, bytes, chunk, chunks, filled, copied, src_written = std::move(src_written),
-       src_staged = std::move(src_staged), dst_free = std::move(dst_free),
-       src_memory = std::move(src_memory), dst_memory = std::move(dst_memory),
-       staged_out = std::move(out.memory), staged_in = std::move(in.memory)]() mutable {
+       src_staged = std::move(src_staged), dst_free = std::move(dst_free)]() mutable {
         src_written();
         dst_free();
         stat.ns = 0;  // the memcpys' own time, not the waits for the chunks between them
@@ -144,20 +150,22 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
           if (filled) (*filled)[i].set_value();
           *copied = i + 1;
         }
-        src_memory.reset();  // (Allocator::release locks; GlobalCounters::mem_used is atomic)
-        dst_memory.reset();
-        staged_out.reset();
-        staged_in.reset();
         return stat;
       });
   std::shared_future<RunStat> result = task->get_future().share();
-  copy_worker().post([task, done, filled, copied] {
+  copy_worker().post([task, done, filled, copied, src_memory = std::move(src_memory),
+                      dst_memory = std::move(dst_memory), staged_out = std::move(out.memory),
+                      staged_in = std::move(in.memory)]() mutable {
     (*task)();  // keeps its exception in `result`
     // A copy that failed (a lost device) still ends the destination queue's waits; its result
     // throws what it met.
     if (filled)
       for (size_t i = *copied; i < filled->size(); ++i) (*filled)[i].set_value();
     done->set_value();
+    src_memory.reset();  // (Allocator::release locks; GlobalCounters::mem_used is atomic)
+    dst_memory.reset();
+    staged_out.reset();
+    staged_in.reset();
   });
   // The host's own reads and writes of either buffer wait for the copy, recorded first: the
   // task is posted, so it runs and writes `dst` even if a wait_for below throws. A staged side

@@ -131,12 +131,21 @@ Device::Staged VkDevice::stage_out(Allocation& memory, size_t bytes, size_t chun
     waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), written));
   // Every chunk waits for the writer, not only the first: a semaphore wait makes the kernels'
   // writes visible to its own submission only (an already signalled wait costs nothing).
-  std::vector<uint64_t> points;
+  std::vector<vk::Transfer::Copy> chunks;
   for (size_t at = 0; at < bytes; at += chunk)
-    points.push_back(rt_.transfer.queue_copy(a.buffer, at, *staging, at,
-                                             std::min(chunk, bytes - at), waits,
-                                             /*host_wrote=*/false));
-  if (!points.empty()) a.copy_read = points.back();  // what overwrites it waits for the copies
+    chunks.push_back({&a.buffer, at, staging.get(), at, std::min(chunk, bytes - at)});
+  // Each submitted chunk is tracked (what overwrites the buffer waits for the copies), also when
+  // a submission throws midway.
+  std::vector<uint64_t> points;
+  points.reserve(chunks.size());
+  try {
+    rt_.transfer.queue_copies(
+        chunks, [&](size_t) { return waits; }, /*host_wrote=*/false, points);
+  } catch (...) {
+    if (!points.empty()) a.copy_read = points.back();
+    throw;
+  }
+  if (!points.empty()) a.copy_read = points.back();
   vk::Timeline* copies = &rt_.transfer.timeline();
   std::byte* host = staging->mapped();
   return {host,
@@ -158,17 +167,33 @@ Device::Staged VkDevice::stage_in(const std::shared_ptr<Allocation>& memory, siz
   const uint64_t used = fresh ? 0 : point_of(a.last_use);
   // Submitted here, so the copy thread may let go of the staging memory and the destination
   // after its memcpy, before the copies have run: the allocator hands them out again only once
-  // the copy queue's work submitted before their release has completed.
+  // the copy queue's work submitted before their release has completed. Every chunk's command
+  // buffer is recorded before the first bridge value is posted (queue_copies): where one cannot
+  // be, nothing waits on `filled`, which the caller's fallback does not set.
+  std::vector<vk::Transfer::Copy> chunks;
+  std::vector<size_t> chunk_of;  // chunks[j] is filled[chunk_of[j]] (empty chunks are skipped)
   for (size_t i = 0, at = 0; i < filled.size(); ++i, at += chunk) {
     const size_t n = std::min(chunk, bytes - std::min(at, bytes));
-    std::vector<VkSemaphoreSubmitInfo> waits{
-        semaphore_wait(bridge_.semaphore(), bridge_after(filled[i]))};
-    if (rt_.transfer.own_timeline() && used > 0)  // each chunk: as for stage_out's
-      waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), used));
-    if (n > 0)
-      a.copy_write = rt_.transfer.queue_copy(*staging, at, a.buffer, at, n, waits,
-                                             /*host_wrote=*/true);
+    if (n == 0) continue;
+    chunks.push_back({staging.get(), at, &a.buffer, at, n});
+    chunk_of.push_back(i);
   }
+  auto waits = [&](size_t j) {
+    std::vector<VkSemaphoreSubmitInfo> w{
+        semaphore_wait(bridge_.semaphore(), bridge_after(filled[chunk_of[j]]))};
+    if (rt_.transfer.own_timeline() && used > 0)  // each chunk: as for stage_out's
+      w.push_back(semaphore_wait(rt_.device.timeline().semaphore(), used));
+    return w;
+  };
+  std::vector<uint64_t> points;
+  points.reserve(chunks.size());
+  try {
+    rt_.transfer.queue_copies(chunks, waits, /*host_wrote=*/true, points);
+  } catch (...) {
+    if (!points.empty()) a.copy_write = points.back();  // kernels reading it wait for those
+    throw;
+  }
+  if (!points.empty()) a.copy_write = points.back();
   std::byte* host = staging->mapped();
   return {host, {}, std::move(staging)};
 }
@@ -193,6 +218,9 @@ void VkDevice::wait_for_copies(const VkAllocation& a, bool writing) {
   // submission, as for a synchronous upload.
   if (point <= copies_waited_ || rt_.transfer.timeline().done(point)) return;
   queue_.wait_before_next(rt_.transfer.timeline().semaphore(), point);
+  // Set once the wait is queued, before the batch carrying it is submitted: a submission that
+  // fails keeps its waits for the next batch (vk::Queue::submit clears them only once
+  // vkQueueSubmit2 returned), so the point stays waited for.
   copies_waited_ = point;
   ++copy_waits_;
 }

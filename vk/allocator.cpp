@@ -232,7 +232,7 @@ Buffer Allocator::allocate_once(VkDeviceSize bytes, Usage usage, uint32_t type) 
   VkDeviceSize capacity = bucket_capacity(bytes);
   if (capacity > largest_request(type)) capacity = std::max(align_up(bytes, kAlign), kAlign);
 
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   detail::Block* block = nullptr;
   VkDeviceSize offset = 0;
   if (take_cached(type, capacity, block, offset)) {
@@ -240,13 +240,13 @@ Buffer Allocator::allocate_once(VkDeviceSize bytes, Usage usage, uint32_t type) 
   } else {
     ++stats_.cache_misses;
     try {
-      carve(type, capacity, usage, block, offset);
+      carve(lock, type, capacity, usage, block, offset);
     } catch (const OutOfMemory&) {
       // The bucket's rounding (up to a quarter) may be what does not fit: try the exact size.
       const VkDeviceSize exact = std::max(align_up(bytes, kAlign), kAlign);
       if (exact == capacity) throw;
       capacity = exact;
-      carve(type, capacity, usage, block, offset);
+      carve(lock, type, capacity, usage, block, offset);
     }
   }
   stats_.live_bytes += capacity;
@@ -282,8 +282,8 @@ bool Allocator::take_cached(uint32_t type, VkDeviceSize capacity, detail::Block*
   return true;
 }
 
-void Allocator::carve(uint32_t type, VkDeviceSize capacity, Usage usage, detail::Block*& block,
-                      VkDeviceSize& offset) {
+void Allocator::carve(std::unique_lock<std::mutex>& lock, uint32_t type, VkDeviceSize capacity,
+                      Usage usage, detail::Block*& block, VkDeviceSize& offset) {
   auto take = [&](detail::Block* b) {
     for (auto it = b->free.begin(); it != b->free.end(); ++it) {
       if (it->second < capacity) continue;  // first fit: blocks hold few free ranges
@@ -298,7 +298,7 @@ void Allocator::carve(uint32_t type, VkDeviceSize capacity, Usage usage, detail:
     return false;
   };
   if (capacity > max_block_size_ / 2) {
-    block = new_block(type, capacity, /*dedicated=*/true, usage);
+    block = new_block(lock, type, capacity, /*dedicated=*/true, usage);
     take(block);
     return;
   }
@@ -312,15 +312,17 @@ void Allocator::carve(uint32_t type, VkDeviceSize capacity, Usage usage, detail:
   size = std::max(size, capacity);
   detail::Block* fresh = nullptr;
   try {
-    fresh = new_block(type, size, /*dedicated=*/false, usage);
+    fresh = new_block(lock, type, size, /*dedicated=*/false, usage);
   } catch (const OutOfMemory&) {
     if (size == capacity) throw;
-    fresh = new_block(type, capacity, /*dedicated=*/false, usage);  // what is left may fit this
+    fresh =
+        new_block(lock, type, capacity, /*dedicated=*/false, usage);  // what is left may fit this
   }
   take(fresh);
 }
 
-detail::Block* Allocator::new_block(uint32_t type, VkDeviceSize size, bool dedicated, Usage usage) {
+detail::Block* Allocator::new_block(std::unique_lock<std::mutex>& lock, uint32_t type,
+                                    VkDeviceSize size, bool dedicated, Usage usage) {
   const Capabilities& caps = device_.caps();
   const uint32_t heap = caps.memory_types[type].heap;
   for (int attempt = 0;; ++attempt) {
@@ -348,7 +350,16 @@ detail::Block* Allocator::new_block(uint32_t type, VkDeviceSize size, bool dedic
           usage_name(usage), bytes_text(size), result_name(r), heap, bytes_text(heap_used_[heap]),
           bytes_text(caps.heaps[heap].size), stats_.blocks));
     // Waiting lets every cached buffer go back to its block, and empty blocks back to the driver.
-    wait_for_device();
+    // Not under mutex_: what the queues wait for may need it (a copy between devices sets the
+    // host events they wait on, and its thread releases memory; core/copy_item.cpp), so the wait
+    // is for what was submitted before it, with the lock let go meanwhile.
+    const uint64_t compute = device_.timeline().submitted();
+    Timeline* copies = device_.transfer_timeline();
+    const uint64_t copied = copies ? copies->submitted() : 0;
+    lock.unlock();
+    device_.timeline().wait(compute);
+    if (copies) copies->wait(copied);
+    lock.lock();
     trim_locked();
   }
 }

@@ -117,9 +117,12 @@ class Allocator {
   void release(detail::Block* block, VkDeviceSize offset, VkDeviceSize capacity) noexcept;
   bool take_cached(uint32_t type, VkDeviceSize capacity, detail::Block*& block,
                    VkDeviceSize& offset);
-  void carve(uint32_t type, VkDeviceSize capacity, Usage usage, detail::Block*& block,
-             VkDeviceSize& offset);
-  detail::Block* new_block(uint32_t type, VkDeviceSize size, bool dedicated, Usage usage);
+  // Both take mutex_'s lock, held: new_block lets go of it while it waits for the device after
+  // a refusal (the work it waits for may release memory, which locks mutex_).
+  void carve(std::unique_lock<std::mutex>& lock, uint32_t type, VkDeviceSize capacity, Usage usage,
+             detail::Block*& block, VkDeviceSize& offset);
+  detail::Block* new_block(std::unique_lock<std::mutex>& lock, uint32_t type, VkDeviceSize size,
+                           bool dedicated, Usage usage);
   VkResult create_block(uint32_t type, VkDeviceSize size, bool dedicated,
                         std::unique_ptr<detail::Block>& out);
   void return_range(detail::Block* block, VkDeviceSize offset, VkDeviceSize capacity);

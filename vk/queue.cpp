@@ -416,7 +416,8 @@ uint64_t Queue::submit() {
   record_barrier(b->cmd, kSubmissionEnd);
   check(vkEndCommandBuffer(b->cmd), "vkEndCommandBuffer");
   b->point = device_.timeline().submit(b->cmd, waits_);
-  waits_.clear();
+  waits_.clear();  // only once submitted: a failed batch's waits ride on the next one (callers
+                   // count a wait as made once queued: VkDevice::wait_for_copies)
   if (b->ticket) *std::exchange(b->ticket, nullptr) = b->point;
   last_point_ = b->point;
   in_flight_.push_back(std::move(b));

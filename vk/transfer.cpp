@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/vk/allocator.hpp>
@@ -108,34 +110,89 @@ void Transfer::record_copy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize src_o
 uint64_t Transfer::queue_copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
                               VkDeviceSize dst_offset, VkDeviceSize bytes,
                               std::span<const VkSemaphoreSubmitInfo> waits, bool host_wrote) {
-  check_range(src, src_offset, bytes, "copy");
-  check_range(dst, dst_offset, bytes, "copy");
-  if (bytes == 0) throw Error("a queued copy of 0 bytes (internal: Vulkan copies at least one)");
+  const Copy copy{&src, src_offset, &dst, dst_offset, bytes};
+  std::vector<uint64_t> points;
+  queue_copies(
+      {&copy, 1},
+      [waits](size_t) { return std::vector<VkSemaphoreSubmitInfo>(waits.begin(), waits.end()); },
+      host_wrote, points);
+  return points.back();
+}
+
+namespace {
+
+// VKG_TEST_FAIL_QUEUE_COPY (transfer.hpp): the copy index at which `stage` ("record" or "submit")
+// throws, or SIZE_MAX.
+size_t test_failure_at(std::string_view stage) {
+  const char* v = std::getenv("VKG_TEST_FAIL_QUEUE_COPY");
+  if (!v) return SIZE_MAX;
+  const std::string_view s(v);
+  if (s.size() <= stage.size() + 1 || s.substr(0, stage.size()) != stage || s[stage.size()] != ':')
+    return SIZE_MAX;
+  return std::strtoull(v + stage.size() + 1, nullptr, 10);
+}
+
+}  // namespace
+
+void Transfer::queue_copies(std::span<const Copy> copies,
+                            const std::function<std::vector<VkSemaphoreSubmitInfo>(size_t)>& waits,
+                            bool host_wrote, std::vector<uint64_t>& points) {
+  for (const Copy& c : copies) {
+    check_range(*c.src, c.src_offset, c.bytes, "copy");
+    check_range(*c.dst, c.dst_offset, c.bytes, "copy");
+    if (c.bytes == 0)
+      throw Error("a queued copy of 0 bytes (internal: Vulkan copies at least one)");
+  }
+  const size_t fail_record = test_failure_at("record"), fail_submit = test_failure_at("submit");
   std::lock_guard lock(mutex_);
   if (!pool_) create_pool();
-  Slot slot;
-  if (!queued_.empty() && timeline_.done(queued_.front().point)) {
-    slot = queued_.front();
-    queued_.pop_front();
-  } else {
-    VkCommandBufferAllocateInfo alloc =
-        structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-    alloc.commandPool = pool_.get();
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    alloc.commandBufferCount = 1;
-    check(vkAllocateCommandBuffers(device_.get(), &alloc, &slot.cmd), "vkAllocateCommandBuffers");
-  }
+  std::vector<Slot> slots;
+  slots.reserve(copies.size());
+  // Unsubmitted slots go back to the front of the free list: their command buffers are reused.
+  auto give_back = [&](size_t from) {
+    for (size_t i = slots.size(); i-- > from;) {
+      slots[i].point = 0;
+      queued_.push_front(slots[i]);
+    }
+  };
   try {
-    record_copy(slot.cmd, src.handle(), src.offset() + src_offset, dst.handle(),
-                dst.offset() + dst_offset, bytes, host_wrote);
-    slot.point = timeline_.submit(slot.cmd, waits);
+    for (size_t i = 0; i < copies.size(); ++i) {
+      Slot slot;
+      if (!queued_.empty() && timeline_.done(queued_.front().point)) {
+        slot = queued_.front();
+        queued_.pop_front();
+      } else {
+        VkCommandBufferAllocateInfo alloc =
+            structure<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+        alloc.commandPool = pool_.get();
+        alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        alloc.commandBufferCount = 1;
+        check(vkAllocateCommandBuffers(device_.get(), &alloc, &slot.cmd),
+              "vkAllocateCommandBuffers");
+      }
+      slots.push_back(slot);
+      if (i == fail_record)
+        throw OutOfMemory("recording a queued copy (VKG_TEST_FAIL_QUEUE_COPY, a test's failure)");
+      const Copy& c = copies[i];
+      record_copy(slot.cmd, c.src->handle(), c.src->offset() + c.src_offset, c.dst->handle(),
+                  c.dst->offset() + c.dst_offset, c.bytes, host_wrote);
+    }
   } catch (...) {
-    slot.point = 0;  // never submitted: free for the next copy
-    queued_.push_front(slot);
+    give_back(0);
     throw;
   }
-  queued_.push_back(slot);
-  return slot.point;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    try {
+      if (i == fail_submit)
+        throw OutOfMemory("submitting a queued copy (VKG_TEST_FAIL_QUEUE_COPY, a test's failure)");
+      slots[i].point = timeline_.submit(slots[i].cmd, waits(i));
+    } catch (...) {
+      give_back(i);
+      throw;
+    }
+    queued_.push_back(slots[i]);
+    points.push_back(slots[i].point);
+  }
 }
 
 uint64_t Transfer::submit_copy(Slot& slot, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,

@@ -9,8 +9,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <span>
+#include <vector>
 
 #include <vkgrad/vk/buffer.hpp>
 #include <vkgrad/vk/handle.hpp>
@@ -68,6 +70,24 @@ class Transfer {
   uint64_t queue_copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
                       VkDeviceSize dst_offset, VkDeviceSize bytes,
                       std::span<const VkSemaphoreSubmitInfo> waits, bool host_wrote);
+  // Several queue_copy's at once, in order, with every command buffer allocated and recorded
+  // before the first is submitted: running out of memory there leaves nothing submitted (a
+  // staged copy's chunks wait on host events that nobody sets once the copy gives up: submitted,
+  // they would hold up the queue). `waits(i)` gives copy i's waits, asked just before its
+  // submission. Appends each submitted copy's point to `points` as it goes, so a submission that
+  // throws midway leaves the caller knowing which copies were submitted.
+  // Test-only: VKG_TEST_FAIL_QUEUE_COPY=record:K or submit:K makes the recording or the
+  // submission of copy K (from 0) of every call with more than K copies throw OutOfMemory.
+  struct Copy {
+    const Buffer* src;
+    VkDeviceSize src_offset;
+    const Buffer* dst;
+    VkDeviceSize dst_offset;
+    VkDeviceSize bytes;
+  };
+  void queue_copies(std::span<const Copy> copies,
+                    const std::function<std::vector<VkSemaphoreSubmitInfo>(size_t)>& waits,
+                    bool host_wrote, std::vector<uint64_t>& points);
   // The timeline copies run on: the copy engine's where the device has one, else the compute
   // queue's (Device::transfer_timeline).
   Timeline& timeline() { return timeline_; }
