@@ -76,6 +76,8 @@ inline GlslTarget glsl_target_of(const vk::Capabilities& caps, bool native_float
   t.preserve_specials_float32 = caps.limits.preserve_specials_float32;
   t.preserve_specials_float64 = caps.limits.preserve_specials_float64;
   t.exact_sqrt = caps.driver_name != "llvmpipe";
+  // Not gated on denorm_preserve_float32: Lavapipe reports it false, and a host built with
+  // FTZ/DAZ (-ffast-math), which its threads inherit, flushes a multiplication's subnormals too.
   t.float_of_double_division = t.float64 && caps.driver_name == "llvmpipe";
   t.denorm_preserve_float16 = caps.limits.denorm_preserve_float16;
   t.denorm_preserve_float32 = caps.limits.denorm_preserve_float32;

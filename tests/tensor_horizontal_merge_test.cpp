@@ -109,5 +109,104 @@ TEST_P(HorizontalMerge, AJitReplaysTheMergedKernel) {
   EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{160, 320}));
 }
 
+// float16 members of 5 and 7 elements (their stores pack two halves a word, so a masked store
+// goes by atomicAnd/atomicOr and must not clobber the neighbour half), next to float32, bool and
+// int32 members: one kernel, every element as the closed form says (all exact in float16). With
+// 16-bit storage and without it (VKG_NO_STORAGE16: the packed stores).
+TEST_P(HorizontalMerge, Float16BoolAndIntMembersMixWithFloat32) {
+  const std::string dev = GetParam();
+  for (const int packed : {0, 1}) {
+    SCOPED_TRACE(packed ? "packed float16" : "16-bit storage");
+    ScopedSetting storage("VKG_NO_STORAGE16", packed);
+    auto halves = [](size_t n, float scale) {
+      std::vector<float16_t> v;
+      for (float x : ramp(n, scale)) v.push_back(float16_t(x));
+      return v;
+    };
+    Tensor h5 = Tensor(halves(5, 0.5f), {5}, dev).realize();
+    Tensor h7 = Tensor(halves(7, 0.25f), {7}, dev).realize();
+    Tensor f3 = Tensor(ramp(3, 1.0f), {3}, dev).realize();
+    Tensor m6 =
+        Tensor(std::vector<bool>{true, false, false, true, true, false}, {6}, dev).realize();
+    Tensor i9 = Tensor::arange(0, 9, 1, dev).realize();
+    h5.assign(h5 * 2 + 1);
+    h7.assign(h7 - 3);
+    f3.assign(f3 * f3);
+    m6.assign(m6.logical_not());
+    i9.assign(i9 * 3 - 1);
+    EXPECT_EQ(realize_together({&h5, &h7, &f3, &m6, &i9}), 1);
+    const std::vector<float16_t> g5 = h5.to_vector<float16_t>(), g7 = h7.to_vector<float16_t>();
+    for (size_t i = 0; i < 5; ++i) EXPECT_EQ(float(g5[i]), ramp(5, 0.5f)[i] * 2 + 1) << i;
+    for (size_t i = 0; i < 7; ++i) EXPECT_EQ(float(g7[i]), ramp(7, 0.25f)[i] - 3) << i;
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_EQ(f3.to_vector<float>()[i], ramp(3, 1.0f)[i] * ramp(3, 1.0f)[i]);
+    EXPECT_EQ(m6.to_vector<bool>(), (std::vector<bool>{false, true, true, false, false, true}));
+    EXPECT_EQ(i9.to_vector<int32_t>(), (std::vector<int32_t>{-1, 2, 5, 8, 11, 14, 17, 20, 23}));
+  }
+}
+
+// Members of 1024 and 2048 elements (a multiple of 4: the kernel is upcast by 4 and their vec4
+// loads and stores are masked uniformly) around one of 1027 (offsets 0, 1024 and 2052 of 4100,
+// its vectors element-wise): one kernel, every element right.
+TEST_P(HorizontalMerge, MultipleOfFourMembersNextToOthers) {
+  const std::string dev = GetParam();
+  Tensor a = Tensor(ramp(1024, 0.5f), {1024}, dev).realize();
+  Tensor b = Tensor(ramp(1027, 1.5f), {1027}, dev).realize();
+  Tensor c = Tensor(ramp(2048, 0.25f), {32, 64}, dev).realize();
+  a.assign(a * 3 - 1);
+  b.assign(b + 7);
+  c.assign(c * c + c);
+  EXPECT_EQ(realize_together({&a, &b, &c}), 1);
+  const std::vector<float> ga = a.to_vector<float>(), gb = b.to_vector<float>(),
+                           gc = c.to_vector<float>();
+  for (size_t i = 0; i < 1024; ++i) EXPECT_EQ(ga[i], ramp(1024, 0.5f)[i] * 3 - 1) << i;
+  for (size_t i = 0; i < 1027; ++i) EXPECT_EQ(gb[i], ramp(1027, 1.5f)[i] + 7) << i;
+  for (size_t i = 0; i < 2048; ++i) {
+    const float x = ramp(2048, 0.25f)[i];
+    EXPECT_EQ(gc[i], x * x + x) << i;
+  }
+}
+
+// The reverse dependency: a's update reads b's old value and b's later update overwrites b. Not
+// independent, so not one kernel; a must still see b before its update.
+TEST_P(HorizontalMerge, AnEarlierReaderOfALaterWriteIsNotMerged) {
+  const std::string dev = GetParam();
+  Tensor a = Tensor(ramp(4, 1.0f), {4}, dev).realize();
+  Tensor b = Tensor(ramp(4, 0.5f), {4}, dev).realize();
+  a.assign(a + b.flip({0}));
+  b.assign(b * 2);
+  EXPECT_EQ(realize_together({&a, &b}), 2);
+  const std::vector<float> a0 = ramp(4, 1.0f), b0 = ramp(4, 0.5f);
+  const std::vector<float> ga = a.to_vector<float>(), gb = b.to_vector<float>();
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(ga[i], a0[i] + b0[3 - i]) << i;
+    EXPECT_EQ(gb[i], b0[i] * 2) << i;
+  }
+}
+
+// Members reading a padded view (masked loads of their own, inside the member's mask) and a
+// concatenation (two padded views summed): one kernel, every element as the closed form says.
+TEST_P(HorizontalMerge, MembersReadingPaddedAndConcatenatedViews) {
+  const std::string dev = GetParam();
+  Tensor a = Tensor(ramp(6, 1.0f), {6}, dev).realize();
+  Tensor b = Tensor(ramp(5, 0.5f), {5}, dev).realize();
+  Tensor c = Tensor(ramp(6, 0.25f), {2, 3}, dev).realize();
+  const Tensor x = Tensor(std::vector<float>{10, 20, 30}, {3}, dev).realize();
+  const Tensor y = Tensor(std::vector<float>{1, 2}, {2}, dev).realize();
+  const Tensor z = Tensor(std::vector<float>{-4, -5, -6}, {3}, dev).realize();
+  const Tensor w = Tensor(std::vector<float>{7, 8}, {2, 1}, dev).realize();
+  a.assign(a + x.pad({{1, 2}}, 0.5));
+  b.assign(b * Tensor::cat(std::vector<Tensor>{y, z}, 0));
+  c.assign(c - w.pad({{0, 0}, {1, 1}}, -1));  // [[-1, 7, -1], [-1, 8, -1]]
+  EXPECT_EQ(realize_together({&a, &b, &c}), 1);
+  const std::vector<float> ga = a.to_vector<float>(), gb = b.to_vector<float>(),
+                           gc = c.to_vector<float>();
+  const std::vector<float> px{0.5f, 10, 20, 30, 0.5f, 0.5f}, cyz{1, 2, -4, -5, -6},
+      pw{-1, 7, -1, -1, 8, -1};
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(ga[i], ramp(6, 1.0f)[i] + px[i]) << i;
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(gb[i], ramp(5, 0.5f)[i] * cyz[i]) << i;
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(gc[i], ramp(6, 0.25f)[i] - pw[i]) << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, HorizontalMerge, testing::Values("VK", "CPU"),
                          [](const auto& info) { return info.param; });
