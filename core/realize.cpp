@@ -78,7 +78,7 @@ std::atomic<std::chrono::steady_clock::rep> exit_began_at{0};
 // while LLVM's and the drivers' statics are destroyed: the exit wait has run already.
 bool exit_began_on_this_thread() { return exiting_thread.load() == std::this_thread::get_id(); }
 
-// How long such a thread waits before it gives up with an Error: the process normally ends
+// How long after exit began such a thread gives up with an Error: the process normally ends
 // first, and a detached thread never wakes. A thread that exit joins (one of a static thread
 // pool, whose destructor joins it) must not hang the exit: it gets the error and can end.
 // VKG_EXIT_THREAD_WAIT_MS sets it (tests).
@@ -121,7 +121,8 @@ void wait_for_devices_at_exit() {
   // registration, latest first: only that first run waits. The earlier registrations run after
   // the destructors of statics built since (a driver's), and a device touched then crashed
   // (Lavapipe's timeline, at the end of test_tensor); nor does the exit take the limit below
-  // once per registration.
+  // once per registration. Work the exiting thread starts later (its atexit handlers, static
+  // destructors) is waited for by the realize or replay that starts it (wait_if_exiting).
   static bool ran = false;
   if (std::exchange(ran, true)) return;
   exit_began_at = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -595,7 +596,8 @@ void realize(std::span<Tensor* const> tensors) {
     throw;
   }
   // The host waits here only for DEBUG=2, which prints each kernel's time; otherwise the work is
-  // submitted and runs on while the program goes on (Device::flush).
+  // submitted and runs on while the program goes on (Device::flush). On the thread running exit,
+  // past the exit wait, nothing else would wait for it.
   const bool wait =
       options.debug >= 2 || setting("VKG_SYNC_REALIZE") > 0 || exit_began_on_this_thread();
   // Every device is flushed (submitted) even when one fails (a lost device throws from its
