@@ -446,6 +446,7 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
       first = false;
     }
     if (first) count_replay();  // a capture of copies only replayed too
+    wait_if_exiting();
   }
   // A view of a buffer the replay wrote (or of another size) moves to the buffer's next version.
   auto refreshed = [&](const UOp& view) {

@@ -44,6 +44,10 @@ std::unique_lock<std::mutex> lock_engine();
 // waiting for the others, and throws the error of one that failed (naming the copy and its
 // realize). Under engine_mutex().
 void settle_ended_copies();
+// Once exit has begun on this thread (an atexit handler, a static destructor), waits for every
+// device and copy in flight: the exit wait has run, and nothing waits for this work before the
+// drivers' statics are destroyed. Nothing otherwise. Under engine_mutex().
+void wait_if_exiting();
 
 // Runs a captured copy between devices again, as a realize runs one (core/copy_item.hpp): after
 // what uses its two buffers on their devices, without the host waiting where it can; a later read

@@ -55,7 +55,11 @@ std::mutex engine_mu;
 // How long the exit wait waits for a realize that another thread is recording: the devices'
 // queues are not for two threads at once, and a thread that holds the engine at exit (or one
 // stuck in a realize) must not hang the exit forever.
-constexpr auto kExitLockWait = std::chrono::seconds(2);
+// VKG_EXIT_LOCK_WAIT_MS sets it (tests, which must not race a worker on a loaded machine).
+std::chrono::milliseconds exit_lock_wait() {
+  const char* ms = std::getenv("VKG_EXIT_LOCK_WAIT_MS");
+  return std::chrono::milliseconds(ms ? std::atoll(ms) : 2000);
+}
 
 // The thread that runs exit(), once the exit wait has begun (no thread before). The devices take
 // no new work then from other threads: a realize or read that another thread begins later (a
@@ -63,8 +67,18 @@ constexpr auto kExitLockWait = std::chrono::seconds(2);
 // so that nothing new reaches the drivers while their statics are destroyed. The exiting thread
 // itself goes on: an atexit handler of the program's may still read a tensor.
 std::atomic<std::thread::id> exiting_thread{};
+// When the exit wait began (steady_clock ticks; 0 before): every wait of another thread ends at
+// one deadline measured from it, not one per realize (a pool thread that catches each task's error
+// and goes on would hold a joining exit for as many waits as it has tasks).
+std::atomic<std::chrono::steady_clock::rep> exit_began_at{0};
 
-// How long such a thread waits before it gives up with an Error: the process normally ends
+// Whether exit has begun on this thread: its realizes and replays then wait for their work before
+// they return (wait_if_exiting), since nothing waits for it later. An atexit handler or a static
+// destructor that realizes (saving a model) would otherwise leave kernels and compiles running
+// while LLVM's and the drivers' statics are destroyed: the exit wait has run already.
+bool exit_began_on_this_thread() { return exiting_thread.load() == std::this_thread::get_id(); }
+
+// How long after exit began such a thread gives up with an Error: the process normally ends
 // first, and a detached thread never wakes. A thread that exit joins (one of a static thread
 // pool, whose destructor joins it) must not hang the exit: it gets the error and can end.
 // VKG_EXIT_THREAD_WAIT_MS sets it (tests).
@@ -82,12 +96,17 @@ std::chrono::milliseconds exit_thread_wait() {
     std::printf("exit: a realize or read begun on another thread during exit waits for the end\n");
     std::fflush(stdout);
   }
+  // One deadline from the exit's beginning: past it, every later call throws at once.
   const auto wait = exit_thread_wait();
-  std::this_thread::sleep_for(wait);
+  const std::chrono::steady_clock::time_point began{
+      std::chrono::steady_clock::duration(exit_began_at.load())};
+  std::this_thread::sleep_until(began + wait);
+  const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - began);
   throw Error("realize or read on a thread other than the one running exit(): exit began " +
-              std::to_string(wait.count()) +
+              std::to_string(ago.count()) +
               " ms ago and the devices take no new work (join the threads that use vkgrad "
-              "before main returns)");
+              "before main returns, or catch vkg::Error in them)");
 }
 
 // A realize returns once its work is submitted (Device::flush), so work may still run when the
@@ -102,12 +121,14 @@ void wait_for_devices_at_exit() {
   // registration, latest first: only that first run waits. The earlier registrations run after
   // the destructors of statics built since (a driver's), and a device touched then crashed
   // (Lavapipe's timeline, at the end of test_tensor); nor does the exit take the limit below
-  // once per registration.
+  // once per registration. Work the exiting thread starts later (its atexit handlers, static
+  // destructors) is waited for by the realize or replay that starts it (wait_if_exiting).
   static bool ran = false;
   if (std::exchange(ran, true)) return;
+  exit_began_at = std::chrono::steady_clock::now().time_since_epoch().count();
   exiting_thread = std::this_thread::get_id();  // first: realizes begun from now on wait
   std::unique_lock engine(engine_mu, std::defer_lock);
-  const auto give_up = std::chrono::steady_clock::now() + kExitLockWait;
+  const auto give_up = std::chrono::steady_clock::now() + exit_lock_wait();
   while (!engine.try_lock()) {
     if (std::chrono::steady_clock::now() >= give_up) {
       // Still recording: leave its queues alone rather than race it (nothing waits here then).
@@ -456,6 +477,15 @@ std::unique_lock<std::mutex> lock_engine() {
 
 void settle_ended_copies() { settle_copies(false, int(setting("DEBUG"))); }
 
+void wait_if_exiting() {
+  if (!exit_began_on_this_thread()) return;
+  const int debug = int(setting("DEBUG"));
+  settle_copies(true, debug);
+  Registry& r = Registry::get();
+  std::lock_guard lock(r.mu);
+  for (auto& [name, dev] : r.open) print_stats(dev->name(), dev->synchronize(), debug);
+}
+
 void replay_copy(const ScheduleItem& item) {
   // Both devices count as used: a copy through the host (unmapped memory) synchronizes both.
   std::vector<Device*> used = {&device(item.buffers[0]->device()),
@@ -566,8 +596,10 @@ void realize(std::span<Tensor* const> tensors) {
     throw;
   }
   // The host waits here only for DEBUG=2, which prints each kernel's time; otherwise the work is
-  // submitted and runs on while the program goes on (Device::flush).
-  const bool wait = options.debug >= 2 || setting("VKG_SYNC_REALIZE") > 0;
+  // submitted and runs on while the program goes on (Device::flush). On the thread running exit,
+  // past the exit wait, nothing else would wait for it.
+  const bool wait =
+      options.debug >= 2 || setting("VKG_SYNC_REALIZE") > 0 || exit_began_on_this_thread();
   // Every device is flushed (submitted) even when one fails (a lost device throws from its
   // throttle wait): an unsubmitted batch would still hold kernels writing this schedule's
   // buffers, which the allocator hands out again as the error leaves (Allocator::release counts
