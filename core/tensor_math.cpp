@@ -360,7 +360,15 @@ Tensor Tensor::pow(Scalarish e) const {
     if (n & 1) result = first ? b : result * b, first = false;
     if (n > 1) b = b * b;
   }
-  return v < 0 ? result.reciprocal() : result;
+  if (v >= 0) return result;
+  const Tensor inverse = result.reciprocal();
+  if (!requires_grad()) return inverse;
+  // torch's gradient, v x^(v-1): through the reciprocal it was nan at x = 0 (torch: -inf for
+  // x^-2 at 0, +inf at -0) and at x = inf (torch: -0).
+  const UOpPtr x = node();
+  return Tensor(with_custom_gradient(inverse.node(), {x}, [x, v](const Tensor& g) {
+    return std::vector<std::optional<Tensor>>{g * (Tensor(x).pow(v - 1.0) * v)};
+  }));
 }
 
 Tensor Tensor::maximum(Scalarish b) const { return maximum(scalar_like(b)); }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -40,8 +41,16 @@ Tensor Tensor::log_softmax(int64_t axis) const {
 // that the result is -inf or +inf as in exact arithmetic, not inf - inf = nan.
 Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
   const Tensor x = as_float(*this);
-  if (numel() == 0)  // torch: log(0) = -inf for every sum over no elements (of the sum's shape)
-    return Tensor::full_like(x.sum(axes, keepdim), -std::numeric_limits<double>::infinity());
+  if (numel() == 0) {  // torch: log(0) = -inf for every sum over no elements (of the sum's shape)
+    const Tensor lse =
+        Tensor::full_like(x.sum(axes, keepdim), -std::numeric_limits<double>::infinity());
+    if (!x.requires_grad()) return lse;
+    // torch's gradient, zeros of x's shape (full_like alone is detached: backward threw)
+    const UOpPtr xn = x.node();
+    return Tensor(with_custom_gradient(lse.node(), {xn}, [xn](const Tensor& g) {
+      return std::vector<std::optional<Tensor>>{Tensor::zeros_like(Tensor(xn)).cast(g.dtype())};
+    }));
+  }
   const Tensor m = detached(x.max(axes, true));
   const Tensor inf =
       Tensor::full({}, std::numeric_limits<double>::infinity(), x.dtype(), x.device());

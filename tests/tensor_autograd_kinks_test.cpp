@@ -134,7 +134,9 @@ TEST(AutogradKinks, PowGradientsFollowTorchAtZeroAndOne) {
                 return tensor({2, 2, 0, 0}, x).pow(x);
               },
               {std::log(2.0), 8 * std::log(2.0), 0, 0});
-  expect_grad({0, 2}, [](const Tensor& b) { return b.pow(0.0) * 3 + b; }, {1, 1});
+  // x^0 is 1 with torch's zero gradient (x stays in the graph: backward does not throw).
+  expect_grad({0, 2, -3}, [](const Tensor& b) { return b.pow(0.0); }, {0, 0, 0});
+  expect_grad({0, 2, -3}, [](const Tensor& b) { return b.pow(0); }, {0, 0, 0});
   for (const char* dev : {"CPU", "VK"}) {  // 0.5 * 0^-0.5 = inf; a negative base's ln is nan
     EXPECT_EQ(grad_at(
                   {0}, [](const Tensor& b) { return b.pow(0.5); }, dev)[0],
@@ -143,6 +145,42 @@ TEST(AutogradKinks, PowGradientsFollowTorchAtZeroAndOne) {
     Tensor x = Tensor(std::vector<float>{2}, {1}, dev).requires_grad_();
     Tensor(std::vector<float>{-2}, {1}, dev).pow(x).sum().backward();
     EXPECT_TRUE(std::isnan(values(*x.grad())[0])) << dev;
+  }
+}
+
+// A whole negative exponent (computed as 1 / x^n): torch's v x^(v-1), exactly, with its signs at
+// zeros and infinities (x^-2 at 0 is -inf, at -0 +inf, at inf -0), not the reciprocal's nan.
+TEST(AutogradKinks, WholeNegativePowerGradientIsTorchsAtZeroAndInfinity) {
+  const std::vector<float> xs = {0.0f, -0.0f, INFINITY, -INFINITY, 2.0f, -0.5f, 3.0f};
+  for (const double v : {-1.0, -2.0, -3.0})
+    for (const char* dev : {"CPU", "VK"}) {
+      const std::vector<double> got = grad_at(
+          xs, [v](const Tensor& x) { return x.pow(v); }, dev);
+      ASSERT_EQ(got.size(), xs.size()) << dev;
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const double want = v * std::pow(double(xs[i]), v - 1);
+        if (std::isfinite(want) && want != 0)  // float32 rounding of x^(v-1) and the products
+          EXPECT_NEAR(got[i], want, 1e-6 * std::fabs(want)) << dev << " at x = " << xs[i];
+        else
+          EXPECT_EQ(got[i], want) << dev << " d/dx x^" << v << " at x = " << xs[i];
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want))
+            << dev << " d/dx x^" << v << " at x = " << xs[i];
+      }
+    }
+}
+
+// torch: the logsumexp of an empty tensor is -inf of the sum's shape, and its gradient zeros of
+// the input's shape (it was detached, so backward threw).
+TEST(AutogradKinks, LogsumexpOfAnEmptyTensorHasAZeroGradient) {
+  for (const char* dev : {"CPU", "VK"}) {
+    Tensor e = Tensor(std::vector<float>{}, {0, 3}, dev).requires_grad_();
+    const Tensor lse = e.logsumexp(0);
+    EXPECT_EQ(lse.shape(), (Shape{3})) << dev;
+    EXPECT_EQ(values(lse), std::vector<double>(3, -INFINITY)) << dev;
+    lse.sum().backward();
+    ASSERT_TRUE(e.grad().has_value()) << dev;
+    EXPECT_EQ(e.grad()->shape(), (Shape{0, 3})) << dev;
+    EXPECT_EQ(e.grad()->dtype(), dtypes::float32) << dev;
   }
 }
 

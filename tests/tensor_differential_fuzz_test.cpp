@@ -411,9 +411,10 @@ class ProgramGen {
     const auto f = u.f;
     HostFn host;
     const std::string name = u.name;
-    // erf and erfc are within 4 ulps of libm's (codegen_kernels_test's ErfAgreesWithLibm...);
-    // the others are exact.
-    const uint64_t ulps = name == "erf" || name == "erfc" ? 4 : 0;
+    // erf is within 4 ulps of libm's, erfc within 8 (its tail is up to 6 off:
+    // codegen_kernels_test's ErfAgreesWithLibmAcrossItsRange and ErfcKeepsItsDigitsInItsTail); the
+    // others are exact.
+    const uint64_t ulps = name == "erf" ? 4 : name == "erfc" ? 8 : 0;
     if (u.host && d == dtypes::float32) {
       host = [h = u.host](const std::vector<HostArray>& in) -> std::optional<HostArray> {
         return host_map(in, dtypes::float32,
@@ -721,7 +722,7 @@ class ProgramGen {
   // bits would differ by more than an ulp as integers.
   void bitcast(size_t a) {
     const DType d = vals_[a].dtype();
-    if (reorders_sums(prog_, a)) return;
+    if (reorders_sums(prog_, a) || inexact(prog_, a)) return;
     static const DType to_dtypes[] = {dtypes::float32,  dtypes::int32,  dtypes::uint32,
                                       dtypes::int16,    dtypes::uint16, dtypes::float16,
                                       dtypes::bfloat16, dtypes::int8,   dtypes::uint8,
