@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 
+#include <vkgrad/core/binding_guard.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -65,6 +66,20 @@ SymInt reduced_count(const SymShape& shape, const std::vector<int64_t>& axes) {
   SymInt n = 1;
   for (int64_t a : axes) n = n * shape[size_t(a)];
   return n;
+}
+
+// A Jit's replays throw where a size of x is 0, as max and min do eagerly (their kernels would
+// give the identity, -inf).
+void guard_not_empty(const Tensor& x, std::string_view op) {
+  if (!x.has_symbolic_shape()) return;
+  const SymShape s = x.sym_shape();
+  std::string shape = "(";
+  for (size_t i = 0; i < s.size(); ++i) shape += (i ? ", " : "") + s[i].str();
+  for (const SymInt& d : s)
+    if (d.is_symbolic())
+      guard_binding(
+          d.expr(), 1, std::numeric_limits<int64_t>::max(),
+          std::string(op) + ": cannot reduce a tensor with no elements (shape " + shape + "))");
 }
 
 }  // namespace
@@ -191,6 +206,7 @@ Tensor Tensor::max(Axes axes, bool keepdim) const {
     if (d == 0)
       throw Error("max: cannot reduce a tensor with no elements (shape " + shape_str(shape()) +
                   ")");
+  guard_not_empty(*this, "max");
   return reduce(Ops::MAX, std::move(axes), keepdim, "max");
 }
 
@@ -232,6 +248,7 @@ Tensor Tensor::min(Axes axes, bool keepdim) const {
     if (d == 0)
       throw Error("min: cannot reduce a tensor with no elements (shape " + shape_str(shape()) +
                   ")");
+  guard_not_empty(*this, "min");
   if (dtype().is_float()) return -(-*this).max(std::move(axes), keepdim);
   return bitwise_not().max(std::move(axes), keepdim).bitwise_not();
 }
