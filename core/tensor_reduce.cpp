@@ -314,6 +314,10 @@ Tensor Tensor::dot(const Tensor& w) const {
     // The same layout with the symbolic sizes placed by hand: a size bound to 1 is not a 1 to
     // insert or drop.
     const SymShape sx = sym_shape(), sw = w.sym_shape();
+    const SymInt& inner = sw[size_t(dw >= 2 ? dw - 2 : 0)];
+    guard_same_value(
+        sx.back().expr() - inner.expr(), 0,
+        "dot: inner dimensions differ (" + sx.back().str() + " and " + inner.str() + ")");
     SymShape xs_sym(sx.begin(), sx.end() - 1);
     xs_sym.insert(xs_sym.end(), size_t(ones), SymInt(1));
     xs_sym.push_back(sx.back());

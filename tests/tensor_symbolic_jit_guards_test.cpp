@@ -45,6 +45,7 @@ class SymbolicJitGuards : public testing::TestWithParam<std::string> {
       std::optional<Tensor> want;
       const std::string eager = error_of([&] { want = body(plain(n, seed)).realize(); });
       if (!eager.empty()) {
+        EXPECT_GE(call, 2u) << at << ": the body must run at the first two calls: " << eager;
         const std::string e = error_of([&] { jit({input(n, seed)}); });
         EXPECT_NE(e, "") << at << ": eager threw (" << eager << "), the Jit did not";
         EXPECT_NE(e.find(error), std::string::npos) << at << ": " << e;
@@ -91,8 +92,8 @@ TEST_P(SymbolicJitGuards, ABroadcastOfAPlainSizeEqualToTheBindingIsChecked) {
   const Tensor three_cpu = Tensor(values(9, 7), {3, 3}, "CPU");
   auto add = [&](const Tensor& x) { return x + (x.has_symbolic_shape() ? three : three_cpu); };
   check(add, {3, 3, 5, 3, 2, 3}, "the two sizes as equal");
-  // An expand of a plain 3 to n, a matmul over a plain 3 and an n, a cat whose other axis is a
-  // plain 3 and an n: each the same check.
+  // An expand of a plain 3 to n; a matmul over a plain 3 and an n, a cat whose other axis is a
+  // plain 3 and an n: each checked by its op.
   check(
       [&](const Tensor& x) {
         const Tensor row = Tensor(std::vector<float>{1.f, 2.f, 3.f}, {3}, x.device());
@@ -103,12 +104,12 @@ TEST_P(SymbolicJitGuards, ABroadcastOfAPlainSizeEqualToTheBindingIsChecked) {
       [&](const Tensor& x) {
         return x.matmul(Tensor(values(6, 3), {3, 2}, x.device()));
       },
-      {3, 3, 5, 3}, "the two sizes as equal");
+      {3, 3, 5, 3}, "dot: inner dimensions differ");
   check(
       [&](const Tensor& x) {
         return Tensor::cat(std::vector<Tensor>{x, Tensor(values(3, 2), {1, 3}, x.device())}, 0);
       },
-      {3, 3, 4, 3}, "the two sizes as equal");
+      {3, 3, 4, 3}, "cat: shapes must match except along axis 0");
 }
 
 // n bound to 1 broadcasts against a plain 4. Eagerly the kernel read n = 1 as a size with a
@@ -134,6 +135,47 @@ TEST_P(SymbolicJitGuards, ASizeBoundToOneBroadcasts) {
     EXPECT_NE(e.find("broadcasts a size of 1"), std::string::npos) << e;
     EXPECT_NE(e.find("n = " + std::to_string(n)), std::string::npos) << e;
   }
+}
+
+// The same where the size bound to 1 is padded first (its view's mask, min(n, 1) for n in
+// [0, 8], is not a plain 1: the expand masked everything, giving the pad's zeros), and where it is
+// one of a cat's pieces (symbolic binding fuzzer seeds 5100106 and 5100054).
+TEST_P(SymbolicJitGuards, ASizeBoundToOneBroadcastsThroughAPadOrACat) {
+  const Tensor y = Tensor(values(15, 2), {3, 5, 1}, dev()).expand({3, 5, 7});
+  const Tensor y_cpu = Tensor(values(15, 2), {3, 5, 1}, "CPU").expand({3, 5, 7});
+  const Tensor x = Tensor(values(15, 1), {1, 3, 5}, dev());
+  const Tensor x_cpu = Tensor(values(15, 1), {1, 3, 5}, "CPU");
+  const std::vector<std::pair<int64_t, int64_t>> pads{{0, 0}, {2, 0}, {2, 0}};
+  EXPECT_EQ((x.reshape({vn.bind(1), 3, 5}).pad(pads) - y).to_vector<float>(),
+            (x_cpu.pad(pads) - y_cpu).to_vector<float>());
+  const Tensor a = Tensor(values(1, 3), {1, 1}, dev()), b = Tensor(values(1, 4), {1, 1}, dev());
+  const Tensor row = Tensor(values(2, 5), {2}, dev());
+  const Tensor sym = Tensor::cat(
+      std::vector<Tensor>{a.reshape({SymInt(1), vn.bind(1)}), b.reshape({vn.bind(1), vn.bind(1)})},
+      0);
+  const Tensor plain = Tensor::cat(std::vector<Tensor>{a, b}, 0);
+  EXPECT_EQ((sym + row).to_vector<float>(), (plain + row).to_vector<float>());
+  EXPECT_EQ(
+      (sym + row).to_vector<float>(),
+      (std::vector<float>{values(1, 3)[0] + values(2, 5)[0], values(1, 3)[0] + values(2, 5)[1],
+                          values(1, 4)[0] + values(2, 5)[0], values(1, 4)[0] + values(2, 5)[1]}));
+}
+
+// A cat's other axes and a matmul's inner sizes must be equal; a plain 1 and n = 1 are, and they
+// also broadcast, which is how cat (a sum of padded pieces) and matmul (a broadcast product)
+// compute: at n = 8 their replays gave values where eager throws (symbolic binding fuzzer seeds
+// 5100012, 5100097 and 5100033).
+TEST_P(SymbolicJitGuards, ACatOrAMatmulOverAPlainOneAndAnNBoundToOneIsChecked) {
+  check(
+      [&](const Tensor& x) {
+        return Tensor::cat(std::vector<Tensor>{x, Tensor(values(4, 6), {4, 1}, x.device())}, 0);
+      },
+      {1, 1, 8, 1, 0}, "cat: shapes must match except along axis 0");
+  check(
+      [&](const Tensor& x) {
+        return x.matmul(Tensor(values(3, 6), {1, 3}, x.device()));
+      },
+      {1, 1, 2, 1}, "dot: inner dimensions differ");
 }
 
 // A shrink to n of a plain axis of 5: past 5 eager throws, and a replay read past the axis.
