@@ -95,6 +95,13 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
   const std::vector<int64_t> axes = reduce_axes(which, shape(), name);
   int64_t count = 1;
   for (int64_t a : axes) count *= shape()[size_t(a)];
+  if (count <= kMaxReducePerOutput && has_symbolic_shape() && !axes.empty())
+    // One kernel loops over the symbolic count: a Jit's replay at a larger one would loop past
+    // the limit (llvmpipe summed the first 65535 of 100000), where an eager call splits it.
+    guard_binding(reduced_count(sym_shape(), axes).expr(), 0, kMaxReducePerOutput,
+                  std::string(name) + ": one kernel reduces at most " +
+                      std::to_string(kMaxReducePerOutput) +
+                      " elements per output; an eager call splits more in two");
   if (count > kMaxReducePerOutput) {
     std::vector<int64_t> order;
     Shape kept;

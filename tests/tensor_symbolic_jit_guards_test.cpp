@@ -178,6 +178,23 @@ TEST_P(SymbolicJitGuards, ACatOrAMatmulOverAPlainOneAndAnNBoundToOneIsChecked) {
       {1, 1, 2, 1}, "dot: inner dimensions differ");
 }
 
+// A reduce captured over a symbolic count of at most 32768 is one kernel looping over it: a replay
+// at 100000 summed the first 65535 (llvmpipe ends longer loops early), where an eager call splits
+// the reduce in two. Counts up to 32768 replay; larger ones are refused.
+TEST_P(SymbolicJitGuards, AReduceReplayedPastTheOneKernelLimitIsRefused) {
+  const Variable big("big", 1, 200000);
+  Jit jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].sum(1)}; });
+  auto in = [&](int64_t n) {
+    return Tensor::ones({2, n}, dtypes::float32, dev()).reshape({SymInt(2), big.bind(n)});
+  };
+  for (int64_t n : {10, 10, 32768, 7})
+    EXPECT_EQ(jit({in(n)})[0].to_vector<float>(), std::vector<float>(2, float(n))) << n;
+  EXPECT_EQ(in(100000).sum(1).to_vector<float>(), std::vector<float>(2, 100000.0f));
+  const std::string e = error_of([&] { jit({in(100000)}); });
+  EXPECT_NE(e.find("sum: one kernel reduces at most 32768 elements per output"), std::string::npos)
+      << e;
+}
+
 // A shrink to n of a plain axis of 5: past 5 eager throws, and a replay read past the axis.
 TEST_P(SymbolicJitGuards, AShrinkToNOfAPlainAxisIsChecked) {
   const Tensor five = Tensor(values(15, 3), {3, 5}, dev());
