@@ -161,6 +161,25 @@ TEST_P(SymbolicJitGuards, ASizeBoundToOneBroadcastsThroughAPadOrACat) {
                           values(1, 4)[0] + values(2, 5)[0], values(1, 4)[0] + values(2, 5)[1]}));
 }
 
+// Eagerly: a plain 2 broadcast with n = 2 in a reduce. The kernel took the axis as plain with n's
+// upper bound as its size and unrolled it by 4 (12 = 3 x 4): it read past n = 2 (the CPU device
+// threw an out-of-bounds load; symbolic binding fuzzer seed 5100404).
+TEST_P(SymbolicJitGuards, APlainSizeEqualToNIsNotSplitByNsUpperBound) {
+  const Variable k("k", 0, 12);
+  const Tensor c = Tensor(std::vector<float>{1, 0, 0, 1, 1, 1, 0, 0}, {4, 2}, dev()) > 0;
+  const Tensor x = Tensor(values(2, 1), {2}, dev()), y = Tensor(values(8, 2), {4, 2}, dev());
+  auto f = [&](const Tensor& xs, const Tensor& ys) {
+    return c.where(xs.unsqueeze(0).expand({SymInt(4), xs.sym_shape()[0]}), ys).sum({0, 1});
+  };
+  const float got = f(x.reshape({k.bind(2)}), y.reshape({SymInt(4), k.bind(2)})).item<float>();
+  float want = 0;
+  const std::vector<float> xv = values(2, 1), yv = values(8, 2);
+  const std::vector<bool> cv{1, 0, 0, 1, 1, 1, 0, 0};
+  for (size_t i = 0; i < 8; ++i) want += cv[i] ? xv[i % 2] : yv[i];
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got, f(x, y).item<float>());
+}
+
 // A cat's other axes and a matmul's inner sizes must be equal; a plain 1 and n = 1 are, and they
 // also broadcast, which is how cat (a sum of padded pieces) and matmul (a broadcast product)
 // compute: at n = 8 their replays gave values where eager throws (symbolic binding fuzzer seeds
