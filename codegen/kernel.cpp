@@ -56,7 +56,11 @@ Kernel::Kernel(UOpPtr ast) : ast_(std::move(ast)) {
     for (size_t i = 0; i < ndim; ++i)
       full_shape_[i] = (full_shape_[i] == 0 || st.shape()[i] == 0) ? 0 : std::max(full_shape_[i], st.shape()[i]);
   }
-  // Symbolic sizes broadcast the same way: a view's plain 1 stretches to the others' size.
+  // Symbolic sizes broadcast the same way: a view's plain 1 stretches to the others' size. A plain
+  // size other views have as an expression (a plain 2 broadcast with n = 2, which Tensor checked
+  // by value and guarded for a Jit's replays) takes the expression: the axis is symbolic, so no
+  // opt splits it by its numeric size, n's upper bound (an unroll by 4 of 12 read past n = 2:
+  // symbolic binding fuzzer seed 5100404).
   for (const auto& [node, st] : views_)
     if (st.symbolic()) sym_full_shape_.assign(ndim, nullptr);
   for (const auto& [node, st] : views_) {
@@ -64,8 +68,9 @@ Kernel::Kernel(UOpPtr ast) : ast_(std::move(ast)) {
     const std::vector<UOpPtr> exprs = st.views().back().shape_exprs();
     for (size_t i = 0; i < ndim; ++i) {
       const bool one = exprs[i]->is_const() && exprs[i]->const_int() == 1;
-      if (!sym_full_shape_[i] ||
-          (!one && sym_full_shape_[i]->is_const() && sym_full_shape_[i]->const_int() == 1))
+      const UOpPtr& have = sym_full_shape_[i];
+      if (!have || (!one && have->is_const() && have->const_int() == 1) ||
+          (!exprs[i]->is_const() && have->is_const()))
         sym_full_shape_[i] = exprs[i];
     }
   }

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <unordered_set>
 
+#include <vkgrad/core/binding_guard.hpp>
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/device.hpp>
@@ -235,6 +236,8 @@ struct Jit::Plan {
   // a replay may not change them ("" when it may).
   Device::VarVals vars;
   std::string fixed_binding;
+  // What the function's ops checked with the captured values (core/binding_guard.hpp).
+  std::vector<BindingGuard> guards;
 };
 
 Jit::Jit(Function function) : function_(std::move(function)) {
@@ -322,6 +325,7 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
                             ? "a kernel had no elements under the captured binding (a size of 0), "
                               "so the capture holds nothing that computes it"
                             : why_not_rebindable(items);
+  plan->guards = std::move(captured.guards);
   for (const ScheduleItem& item : items)
     if (is_copy(item) && item.buffers[0]->max_count() != item.buffers[0]->count())
       plan->fixed_binding =
@@ -389,6 +393,12 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
     rebound = rebound || added || it->second != value;
     it->second = value;
   }
+  if (rebound)
+    if (const std::string broken = broken_guard(plan.guards, vars); !broken.empty())
+      throw Error("Jit: called with " + str(input_bindings(inputs)) + ", the capture had " +
+                  str(plan.vars) + ", and the function's " + broken +
+                  "; an eager call throws there, or computes what the capture's kernels do not "
+                  "(reset() captures again)");
   if (rebound && !plan.fixed_binding.empty())
     throw Error("Jit: called with " + str(input_bindings(inputs)) + ", the capture had " +
                 str(plan.vars) + ", and this capture replays only its own binding: " +

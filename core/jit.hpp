@@ -25,7 +25,9 @@
 //    variables' maxima; a replay writes the new values (and the workgroup counts they need)
 //    into the recorded kernels' argument buffers, and its outputs have the call's binding's
 //    shape. A capture whose kernels use a symbolic size as plain numbers (a reshape of it to
-//    numbers) replays its own binding only; another is a vkg::Error saying so.
+//    numbers) replays its own binding only; another is a vkg::Error saying so. A binding where an
+//    op of the function would not accept its arguments (max over a size of 0, a plain 3 taken as
+//    n by a broadcast) is the vkg::Error an eager call gives there (core/binding_guard.hpp).
 //  - Reading a value (item, to_vector, bytes) while the function is captured is a vkg::Error: a
 //    replay would not read it again. Return the tensor and read it after the call.
 //  - The outputs live in buffers that every replay writes again: a tensor one call returned holds

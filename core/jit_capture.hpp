@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include <vkgrad/core/binding_guard.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/schedule.hpp>
 
@@ -24,6 +25,8 @@ struct Capture {
   // A kernel was left out for having no elements under this binding, though it has some under
   // others: the capture cannot replay another binding.
   bool skipped_symbolic = false;
+  // What the function's ops checked with the captured binding's values (core/binding_guard.hpp).
+  std::vector<BindingGuard> guards;
 };
 
 // The capture this thread records into, or nullptr.

@@ -687,6 +687,10 @@ class Tensor {
   // them has a symbolic shape.
   static std::optional<SymShape> symbolic_broadcast(std::initializer_list<const Tensor*> ts,
                                                     const Shape& s);
+  // This symbolic tensor made ready to expand to `target` (values `values`, same rank): a
+  // symbolic size bound to 1 that broadcasts is shrunk to a plain 1, and the sizes the expand
+  // takes as equal by their values are guarded for a Jit's replays (core/binding_guard.hpp).
+  Tensor broadcast_from(const std::vector<UOpPtr>& target, const Shape& values) const;
   Tensor movement(Ops op, std::vector<int64_t> arg) const;
   void check_host_type(DType wanted, std::string_view op) const;
   // Points the tensor at the buffer view holding its value, keeping what autograd needs.

@@ -90,7 +90,10 @@ Tensor Tensor::expand(Shape target) const {
     std::vector<UOpPtr> exprs;
     for (size_t i = 0; i < target.size(); ++i)
       exprs.push_back(padded[i] == target[i] ? (*sym)[i] : UOp::const_(dtypes::int32, target[i]));
-    return base.sym_movement(Ops::EXPAND, std::move(target), std::move(exprs));
+    const Tensor from = base.broadcast_from(exprs, target);  // a size n bound to 1: a plain 1
+    if (from.node()->sym_shape())
+      return from.sym_movement(Ops::EXPAND, std::move(target), std::move(exprs));
+    return from.movement(Ops::EXPAND, std::move(target));
   }
   return base.movement(Ops::EXPAND, std::move(target));
 }

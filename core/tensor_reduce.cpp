@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 
+#include <vkgrad/core/binding_guard.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -67,6 +68,20 @@ SymInt reduced_count(const SymShape& shape, const std::vector<int64_t>& axes) {
   return n;
 }
 
+// A Jit's replays throw where a size of x is 0, as max and min do eagerly (their kernels would
+// give the identity, -inf).
+void guard_not_empty(const Tensor& x, std::string_view op) {
+  if (!x.has_symbolic_shape()) return;
+  const SymShape s = x.sym_shape();
+  std::string shape = "(";
+  for (size_t i = 0; i < s.size(); ++i) shape += (i ? ", " : "") + s[i].str();
+  for (const SymInt& d : s)
+    if (d.is_symbolic())
+      guard_binding(
+          d.expr(), 1, std::numeric_limits<int64_t>::max(),
+          std::string(op) + ": cannot reduce a tensor with no elements (shape " + shape + "))");
+}
+
 }  // namespace
 
 // The most elements one output of a reduce kernel sums (or maxes) in its loop. Larger reduces
@@ -80,6 +95,13 @@ Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view 
   const std::vector<int64_t> axes = reduce_axes(which, shape(), name);
   int64_t count = 1;
   for (int64_t a : axes) count *= shape()[size_t(a)];
+  if (count <= kMaxReducePerOutput && has_symbolic_shape() && !axes.empty())
+    // One kernel loops over the symbolic count: a Jit's replay at a larger one would loop past
+    // the limit (llvmpipe summed the first 65535 of 100000), where an eager call splits it.
+    guard_binding(reduced_count(sym_shape(), axes).expr(), 0, kMaxReducePerOutput,
+                  std::string(name) + ": one kernel reduces at most " +
+                      std::to_string(kMaxReducePerOutput) +
+                      " elements per output; an eager call splits more in two");
   if (count > kMaxReducePerOutput) {
     std::vector<int64_t> order;
     Shape kept;
@@ -191,6 +213,7 @@ Tensor Tensor::max(Axes axes, bool keepdim) const {
     if (d == 0)
       throw Error("max: cannot reduce a tensor with no elements (shape " + shape_str(shape()) +
                   ")");
+  guard_not_empty(*this, "max");
   return reduce(Ops::MAX, std::move(axes), keepdim, "max");
 }
 
@@ -232,6 +255,7 @@ Tensor Tensor::min(Axes axes, bool keepdim) const {
     if (d == 0)
       throw Error("min: cannot reduce a tensor with no elements (shape " + shape_str(shape()) +
                   ")");
+  guard_not_empty(*this, "min");
   if (dtype().is_float()) return -(-*this).max(std::move(axes), keepdim);
   return bitwise_not().max(std::move(axes), keepdim).bitwise_not();
 }
@@ -297,6 +321,10 @@ Tensor Tensor::dot(const Tensor& w) const {
     // The same layout with the symbolic sizes placed by hand: a size bound to 1 is not a 1 to
     // insert or drop.
     const SymShape sx = sym_shape(), sw = w.sym_shape();
+    const SymInt& inner = sw[size_t(dw >= 2 ? dw - 2 : 0)];
+    guard_same_value(
+        sx.back().expr() - inner.expr(), 0,
+        "dot: inner dimensions differ (" + sx.back().str() + " and " + inner.str() + ")");
     SymShape xs_sym(sx.begin(), sx.end() - 1);
     xs_sym.insert(xs_sym.end(), size_t(ones), SymInt(1));
     xs_sym.push_back(sx.back());

@@ -3,6 +3,9 @@
 // the same op with the bound values, then builds a node that carries the expressions too.
 #include <algorithm>
 
+#include <limits>
+
+#include <vkgrad/core/binding_guard.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic.hpp>
@@ -37,6 +40,12 @@ std::vector<Binding> bindings_of(const std::vector<SymInt>& v, std::string_view 
   std::vector<std::vector<Binding>> all;
   for (const SymInt& s : v) all.push_back(s.bindings());
   return merge_bindings(all, op);
+}
+
+std::string sym_str(const SymShape& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].str();
+  return out + ")";
 }
 
 std::vector<SymInt> flatten_pairs(const std::vector<std::pair<SymInt, SymInt>>& pairs) {
@@ -82,6 +91,12 @@ Tensor Tensor::reshape(const SymShape& target) const {
   if (std::find(values.begin(), values.end(), -1) != values.end())
     throw Error("reshape: -1 cannot be combined with symbolic sizes in " + shape_str(values));
   (void)reshape(Shape(values));  // the checks, with the bound values
+  UOpPtr from = UOp::const_(dtypes::int32, 1), to = from;
+  for (const SymInt& d : sym_shape()) from = from * d.expr();
+  for (const SymInt& d : target) to = to * d.expr();
+  guard_same_value(from - to, 0,
+                   "reshape: " + sym_str(sym_shape()) + " to " + sym_str(target) +
+                       " keeps the number of elements only where both sides' counts agree");
   return sym_movement(Ops::RESHAPE, values, exprs_of(target), bindings_of(target, "reshape"));
 }
 
@@ -98,7 +113,8 @@ Tensor Tensor::expand(const SymShape& target) const {
   for (size_t i = 0; i < full.size(); ++i)
     if (values[i] == -1) full[i] = have[i], values[i] = have[i].value();
   if (exprs_of(full) == exprs_of(have)) return base;
-  return base.sym_movement(Ops::EXPAND, values, exprs_of(full), bindings_of(full, "expand"));
+  return base.broadcast_from(exprs_of(full), values)
+      .sym_movement(Ops::EXPAND, values, exprs_of(full), bindings_of(full, "expand"));
 }
 
 Tensor Tensor::pad(const std::vector<std::pair<SymInt, SymInt>>& before_after,
@@ -110,6 +126,10 @@ Tensor Tensor::pad(const std::vector<std::pair<SymInt, SymInt>>& before_after,
     throw Error("pad: symbolic pads fill zeros only, got value " +
                 std::to_string(value.as_double()));
   (void)pad(values);  // the checks, with the bound values
+  for (size_t i = 0; i < flat.size(); ++i)
+    if (flat[i].value() >= 0)
+      guard_binding(flat[i].expr(), 0, std::numeric_limits<int64_t>::max(),
+                    "pad: a pad of " + flat[i].str() + " is negative");
   return sym_movement(Ops::PAD, values_of(flat, "pad"), exprs_of(flat), bindings_of(flat, "pad"));
 }
 
@@ -118,6 +138,17 @@ Tensor Tensor::shrink(const std::vector<std::pair<SymInt, SymInt>>& begin_end) c
   const std::vector<SymInt> flat = flatten_pairs(begin_end);
   if (!any_symbolic(flat)) return shrink(values);
   (void)shrink(values);  // the checks, with the bound values
+  const SymShape in = sym_shape();
+  constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto& [b, e] = begin_end[i];
+    const std::string what = "shrink: range [" + b.str() + ", " + e.str() +
+                             ") is outside dimension " + std::to_string(i) + " of size " +
+                             in[i].str();
+    guard_binding(b.expr(), 0, kAny, what);
+    guard_binding(e.expr() - b.expr(), 0, kAny, what);
+    guard_binding(in[i].expr() - e.expr(), 0, kAny, what);
+  }
   return sym_movement(Ops::SHRINK, values_of(flat, "shrink"), exprs_of(flat),
                       bindings_of(flat, "shrink"));
 }
@@ -135,6 +166,42 @@ Tensor Tensor::broadcast_to(const SymShape& target) const {
   Shape padded(target.size() - shape().size(), 1);
   padded.insert(padded.end(), shape().begin(), shape().end());
   return reshape(padded).expand(target);
+}
+
+Tensor Tensor::broadcast_from(const std::vector<UOpPtr>& target, const Shape& values) const {
+  const SymShape have = sym_shape();
+  std::vector<int64_t> range_values;
+  std::vector<UOpPtr> range_exprs;
+  bool pinned = false;
+  for (size_t i = 0; i < have.size(); ++i) {
+    const UOpPtr h = simplify(have[i].expr()), t = simplify(target[i]);
+    const bool plain_one = h->is_const() && h->const_int() == 1;
+    const std::string what =
+        "expand: dimension " + std::to_string(i) + " of size " + have[i].str() + " to " + render(t);
+    UOpPtr end = h;
+    if (plain_one || h == t) {
+      // As they are: a plain 1 broadcasts at every binding, an equal expression is the same size.
+    } else if (have[i].value() == 1 && values[i] != 1) {
+      // A size bound to 1 broadcasts as a 1: shrunk to a plain 1 (stride 0, element 0), as a view
+      // of size n would read n consecutive elements. At another value it does not broadcast.
+      guard_same_value(h, 1,
+                       what +
+                           " broadcasts a size of 1, and at another size an eager call "
+                           "adds elementwise or throws");
+      end = UOp::const_(dtypes::int32, 1);
+      pinned = true;
+    } else {
+      // Sizes equal at this binding (a plain 3 and n = 3): the kernels take them as one size.
+      guard_same_value(h - t, 0,
+                       what + " takes the two sizes as equal, as they were at the capture");
+    }
+    range_values.push_back(0);
+    range_values.push_back(end == h ? have[i].value() : 1);
+    range_exprs.push_back(UOp::const_(dtypes::int32, 0));
+    range_exprs.push_back(end);
+  }
+  if (!pinned) return *this;
+  return sym_movement(Ops::SHRINK, std::move(range_values), std::move(range_exprs));
 }
 
 std::optional<SymShape> Tensor::symbolic_broadcast(std::initializer_list<const Tensor*> ts,

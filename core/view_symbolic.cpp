@@ -152,9 +152,18 @@ View View::expand_sym(const std::vector<UOpPtr>& new_shape) const {
   for (size_t i = 0; i < s.shape.size(); ++i) {
     if (!is_num(s.shape[i], 1) || is_num(simplify(new_shape[i]), 1)) continue;
     shape[i] = new_shape[i];
-    if (!m.empty())
-      m[i] = is_num(m[i].first, 0) && is_num(m[i].second, 1) ? SymRange{num(0), new_shape[i]}
-                                                             : SymRange{num(0), num(0)};
+    if (m.empty()) continue;
+    const auto [b, e] = m[i];
+    if (b->is_const() && e->is_const()) {
+      m[i] = b->const_int() <= 0 && e->const_int() > 0 ? SymRange{num(0), new_shape[i]}
+                                                       : SymRange{num(0), num(0)};
+    } else {
+      // The one element is valid where b <= 0 < e, which may hang on a variable (a size n bound
+      // to 1, shrunk to 1, keeps min(n, 1) of its padded view's mask): all or none of the
+      // expanded ones, by the same test, at run time.
+      const UOpPtr valid = smin(smax(e, num(0)), num(1)) * smin(smax(num(1) - b, num(0)), num(1));
+      m[i] = SymRange{num(0), simplify(new_shape[i] * valid)};
+    }
   }
   return create_symbolic(std::move(shape), s.strides, s.offset, std::move(m));
 }

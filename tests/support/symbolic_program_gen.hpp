@@ -6,6 +6,12 @@
 // numbers), so that one program runs both ways for a binding and the two must agree
 // (tests/tensor_symbolic_fuzz_test.cpp). The generator keeps only ops every binding of the
 // program accepts (a vkg::Error at generation: not this op).
+//
+// In its `one_binding` form (tests/tensor_symbolic_jit_binding_fuzz_test.cpp) the generator keeps
+// ops that only the capture's binding accepts, n in [0, 12]: plain sizes equal to n there as
+// broadcast partners, matmul and cat operands, shrinks to n of plain axes, broadcasts of an n bound
+// to 1; a Jit's replay at another binding must then do what an eager call does there, values or
+// a vkg::Error.
 #pragma once
 #include <algorithm>
 #include <memory>
@@ -13,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include <vkgrad/core/symbolic.hpp>
 #include <vkgrad/vkgrad.hpp>
 
 #include "support/device_compare.hpp"
@@ -65,14 +72,20 @@ class SymProgramGen {
  public:
   using Make = std::function<Tensor(const std::vector<Tensor>&, const std::string&)>;
 
-  SymProgramGen(uint32_t seed, std::shared_ptr<SymContext> ctx)
-      : rng_(seed), ctx_(std::move(ctx)) {}
+  SymProgramGen(uint32_t seed, std::shared_ptr<SymContext> ctx, bool one_binding = false)
+      : rng_(seed), ctx_(std::move(ctx)), one_binding_(one_binding) {
+    if (one_binding_) ctx_->var = Variable("n", 0, 12);
+  }
 
   // A program and (bindings()) the values of n it is run with: three to five distinct ones.
   Program next() {
     prog_ = {};
     bindings_.clear();
-    const int count = pick(3, 5);
+    const int count = one_binding_ ? 1 : pick(3, 5);
+    if (one_binding_) {  // the capture's binding; 1 often, where a size n broadcasts
+      static const int64_t capture[] = {1, 1, 1, 2, 3, 3, 4, 5, 7, 12};
+      bindings_.push_back(capture[pick(0, int(std::size(capture)) - 1)]);
+    }
     while (int(bindings_.size()) < count) {
       const int64_t b = pick(1, 12);
       if (std::find(bindings_.begin(), bindings_.end(), b) == bindings_.end())
@@ -92,12 +105,19 @@ class SymProgramGen {
  private:
   std::mt19937 rng_;
   std::shared_ptr<SymContext> ctx_;
+  bool one_binding_ = false;
   Program prog_;
   std::vector<int64_t> bindings_;
   std::vector<std::vector<Tensor>> vals_;  // per binding: the symbolic values, lazy, on the CPU
 
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool chance(int percent) { return pick(0, 99) < percent; }
+  // In the one-binding form, sometimes a plain size where `d` is symbolic: n's value at the
+  // capture (the same size there only), or any (a broadcast where n is 1 there).
+  Dim hazard(const Dim& d) {
+    if (!one_binding_ || d.mul == 0 || !chance(30)) return d;
+    return Dim{0, chance(70) ? d.mul * bindings_[0] + d.add : random_dim()};
+  }
   int64_t random_dim() {
     static const int64_t dims[] = {1, 2, 3, 3, 4, 5};
     return dims[pick(0, int(std::size(dims)) - 1)];
@@ -118,9 +138,21 @@ class SymProgramGen {
   }
   const Tensor& at(size_t i) const { return vals_[0][i]; }
 
-  // Value i's axes as mul * n + add, from its sizes under two bindings.
+  // Value i's axes as mul * n + add, from its sizes under two bindings (or, with one, from its
+  // symbolic sizes at n = 0 and 1).
   Dims dims(size_t i) const {
     Dims out;
+    if (one_binding_) {
+      for (const SymInt& d : vals_[0][i].sym_shape()) {
+        if (!d.is_symbolic()) {
+          out.push_back({0, d.value()});
+          continue;
+        }
+        const int64_t at0 = eval_int(d.expr(), {{"n", 0}}), at1 = eval_int(d.expr(), {{"n", 1}});
+        out.push_back({at1 - at0, at0});
+      }
+      return out;
+    }
     const Shape a = vals_[0][i].shape(), b = vals_[1][i].shape();
     for (size_t d = 0; d < a.size(); ++d) {
       const int64_t mul = (b[d] - a[d]) / (bindings_[1] - bindings_[0]);
@@ -179,6 +211,7 @@ class SymProgramGen {
     if (!s.empty() && chance(25)) s.erase(s.begin(), s.begin() + pick(0, int(s.size())));
     for (Dim& x : s)
       if (x.mul == 0 && chance(30)) x.add = 1;
+    for (Dim& x : s) x = hazard(x);
     return add_input(d, s);
   }
 
@@ -325,7 +358,7 @@ class SymProgramGen {
   void matmul(size_t a) {
     const Dims da = dims(a);
     if (da.empty() || at(a).dtype().is_bool()) return;
-    const size_t b = add_input(at(a).dtype(), {da.back(), {0, random_dim()}});
+    const size_t b = add_input(at(a).dtype(), {hazard(da.back()), {0, random_dim()}});
     if (chance(30) && da.size() >= 2) {  // a^T-like: contract over the first axis instead
       const size_t c = add_input(at(a).dtype(), {da.front(), {0, random_dim()}});
       add(v(a) + ".transpose(0, -1).matmul(" + v(c) + ")", {a, c},
@@ -342,6 +375,8 @@ class SymProgramGen {
     const int64_t axis = pick(0, int(da.size()) - 1);
     Dims s = da;
     if (chance(50)) s[size_t(axis)] = chance(50) ? Dim{1, 0} : Dim{0, random_dim()};
+    for (size_t i = 0; i < s.size(); ++i)
+      if (int64_t(i) != axis) s[i] = hazard(s[i]);
     const size_t b = add_input(at(a).dtype(), s);
     add("Tensor::cat(std::vector<Tensor>{" + v(a) + ", " + v(b) + "}, " + std::to_string(axis) +
             ")",
@@ -390,8 +425,10 @@ class SymProgramGen {
         std::string text = "{";
         for (const Dim& x : da) {
           // Sometimes to nothing (an output with no elements, symbolic fuzzer seed 20261349).
-          const int64_t b = x.mul ? 0 : pick(0, int(x.add)),
-                        e = x.mul ? -1 : pick(int(b), int(x.add));
+          const int64_t b = x.mul ? 0 : pick(0, int(x.add));
+          int64_t e = x.mul ? -1 : pick(int(b), int(x.add));
+          // One binding: sometimes to n on a plain axis (outside it where n is larger).
+          if (one_binding_ && !x.mul && b == 0 && chance(30)) e = -2;
           plain.push_back({b, e});
           text += (text.size() > 1 ? ", {" : "{") + std::to_string(b) + ", " +
                   (e < 0 ? "N" : std::to_string(e)) + "}";
@@ -400,8 +437,9 @@ class SymProgramGen {
             [a, plain, da, ctx = ctx_](const auto& x, const auto&) {
               std::vector<std::pair<SymInt, SymInt>> r;
               for (size_t i = 0; i < plain.size(); ++i)
-                r.push_back({plain[i].first, plain[i].second < 0 ? ctx->size(da[i].mul, da[i].add)
-                                                                 : SymInt(plain[i].second)});
+                r.push_back({plain[i].first, plain[i].second == -1 ? ctx->size(da[i].mul, da[i].add)
+                                             : plain[i].second == -2 ? ctx->size(1, 0)
+                                                                     : SymInt(plain[i].second)});
               return x[a].shrink(r);
             });
         return;
