@@ -368,17 +368,21 @@ std::string fdiv_float_of_double_body() {
   return float(q);)";
 }
 
-std::string sin_body(DType d) {
-  if (d.scalar != Scalar::Float32) no_helper("sin_exact", d);
+// sin, or cos as sin one quadrant on (cos(x) = sin(x + pi/2), the quadrant added after the exact
+// reduction, so no rounding of x + pi/2).
+std::string sin_or_cos_body(DType d, bool cos) {
+  if (d.scalar != Scalar::Float32) no_helper(cos ? "cos_exact" : "sin_exact", d);
   // Vulkan's sin() is only specified on [-pi, pi], and Lavapipe's gives -1 for sin(1e10). Here
   // |a| > pi/4 is reduced exactly (Payne-Hanek): the bits of 2/pi that matter for a's exponent,
   // times a's 24-bit mantissa in 32-bit integer words, give the quadrant and 62 bits of the
   // fraction, and times pi/2 a reduced argument r + rl good to twice float precision. Then
   // minimax polynomials on [-pi/4, pi/4] (Cephes sinf/cosf) with rl folded in: within 0.83 ulp
   // of libm (checked on the host on 40M arguments; without rl, 2.7 ulp).
-  return R"(uint bits = floatBitsToUint(a), abits = bits & 0x7fffffffu;
+  // |a| < 2^-12: sin(a) rounds to a (and keeps -0), cos(a) to 1 (1 - a^2/2 is above 1 - 2^-25).
+  return std::string(R"(uint bits = floatBitsToUint(a), abits = bits & 0x7fffffffu;
   if (abits >= 0x7f800000u) return uintBitsToFloat(0x7fc00000u);
-  if (abits < 0x39800000u) return a;  // |a| < 2^-12: sin(a) rounds to a (and keeps -0)
+  if (abits < 0x39800000u) return )") +
+         (cos ? "1.0f" : "a") + R"(;
   float r = a, rl = 0.0f, sign = 1.0f;
   uint q = 0u;
   if (abits > 0x3f490fdbu) {
@@ -441,9 +445,14 @@ std::string sin_body(DType d) {
   precise float hz = 0.5f * z, w = 1.0f - hz;
   float cs = w + (((1.0f - w) - hz) + (((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z +
                                         4.166664568298827e-2f) * z * z - r * rl));
+  q += )" +
+         std::string(cos ? "1u" : "0u") + R"(;
   float y = (q & 1u) != 0u ? cs : sn;
   return (q & 2u) != 0u ? -y : y;)";
 }
+
+std::string sin_body(DType d) { return sin_or_cos_body(d, false); }
+std::string cos_body(DType d) { return sin_or_cos_body(d, true); }
 
 // erf(a) = a * P(a^2) for |a| < 1 with t = a^2: its Taylor series to the 23rd power (truncation
 // below 1e-10).
@@ -738,6 +747,7 @@ constexpr HelperSpec kHelpers[] = {
     {"exp2_exact", 1, Scalar::Void, exp2_body, true, ""},
     {"fdiv_exact", 2, Scalar::Void, fdiv_body, true, "", fdiv_via_double_body},
     {"sin_exact", 1, Scalar::Void, sin_body, true, ""},
+    {"cos_exact", 1, Scalar::Void, cos_body, true, ""},
     {"erfc_tail", 1, Scalar::Void, erfc_tail_body, true, "exp2_exact"},
     {"erf_exact", 1, Scalar::Void, erf_body, true, "erfc_tail"},
     {"erfc_exact", 1, Scalar::Void, erfc_body, true, "erfc_tail"},

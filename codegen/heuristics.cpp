@@ -188,6 +188,7 @@ bool is_costly(Ops op) {
     case Ops::EXP2:
     case Ops::LOG2:
     case Ops::SIN:
+    case Ops::COS:
     case Ops::ERF:
     case Ops::ERFC:
     case Ops::FMOD:

@@ -154,6 +154,10 @@ T sin(T x) {
   return std::sin(x);
 }
 template <class T>
+T cos(T x) {
+  return std::cos(x);
+}
+template <class T>
 T sqrt(T x) {
   return std::sqrt(x);
 }

@@ -51,7 +51,7 @@ inline constexpr uint8_t None = 0, Commutes = 1, Zeroless = 2, Folds = 4;
   /* op      arity dtypes               result flags                 cpu                      gradient                                    bounds        glsl */ \
   X(EXP2,     1, Floats,               Same, Zeroless,             alu::exp2(x),            grads(g * out * std::numbers::ln2),         no_bounds,    helper("exp2_exact"))  \
   X(LOG2,     1, Floats,               Same, Zeroless,             alu::log2(x),            grads(g / (x * std::numbers::ln2)),         no_bounds,    helper("log2_exact"))  \
-  X(SIN,      1, Floats,               Same, None,                 alu::sin(x),             grads(g * (std::numbers::pi / 2 - x).sin()), no_bounds,   helper("sin_exact"))   \
+  X(SIN,      1, Floats,               Same, None,                 alu::sin(x),             grads(g * x.cos()),                         no_bounds,    helper("sin_exact"))   \
   X(SQRT,     1, Floats,               Same, None,                 alu::sqrt(x),            grads(g / (out * 2)),                       no_bounds,    helper("sqrt_exact"))       \
   X(RECIP,    1, Floats,               Same, Zeroless,             alu::recip(x),           grads(-g * out * out),                      no_bounds,    custom)                \
   X(NEG,      1, Floats | Ints,        Same, Folds,                alu::neg(x),             grads(-g),                                  neg_bounds,   prefix("-"))           \
@@ -83,5 +83,7 @@ inline constexpr uint8_t None = 0, Commutes = 1, Zeroless = 2, Folds = 4;
   /* C's fmod on floats (integers: MOD); exact. d/dy = -trunc(x / y), as torch */                                       \
   X(FMOD,     2, Floats,               Same, Zeroless,             alu::fmod(x, y),         grads(g, -g * (x / y).trunc()),             no_bounds,    helper("fmod_exact"))  \
   /* torch.remainder on floats: fmod moved into y's sign. d/dy = -floor(x / y), as torch */                              \
-  X(REMAINDER, 2, Floats,              Same, Zeroless,             alu::remainder(x, y),    grads(g, -g * (x / y).floor()),             no_bounds,    helper("remainder_py"))
+  X(REMAINDER, 2, Floats,              Same, Zeroless,             alu::remainder(x, y),    grads(g, -g * (x / y).floor()),             no_bounds,    helper("remainder_py")) \
+  /* its own op, not sin(pi/2 - x): pi/2 - x rounds in float, so that cos(1e6) was 0.9396, not 0.9368 */             \
+  X(COS,      1, Floats,               Same, None,                 alu::cos(x),             grads(-g * x.sin()),                        no_bounds,    helper("cos_exact"))
 // clang-format on

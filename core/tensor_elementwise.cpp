@@ -11,10 +11,10 @@ namespace {
 
 Tensor scalar_like(const Tensor& t, Scalarish v) { return t.scalar_like(v); }
 
-
 void check_same_device(const Tensor& a, const Tensor& b, std::string_view op) {
   if (a.device() != b.device())
-    throw Error(std::string(op) + ": tensors are on different devices (" + a.device() + " and " + b.device() + ")");
+    throw Error(std::string(op) + ": tensors are on different devices (" + a.device() + " and " +
+                b.device() + ")");
 }
 
 }  // namespace
@@ -24,7 +24,9 @@ Tensor Tensor::scalar_like(Scalarish v) const {
 }
 
 // not b, for a bool tensor: b != true (other dtypes are cast to bool first).
-Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor::full({}, true, dtypes::bool_, device())); }
+Tensor Tensor::logical_not() const {
+  return cast(dtypes::bool_).ne(Tensor::full({}, true, dtypes::bool_, device()));
+}
 
 Tensor Tensor::broadcast_to(const Shape& target) const {
   if (shape() == target) return *this;
@@ -39,7 +41,8 @@ Tensor Tensor::binary(Ops op, const Tensor& b, std::string_view name) const {
   try {
     out = promote(dtype(), b.dtype());
   } catch (const Error&) {
-    throw Error(std::string(name) + ": cannot combine " + dtype().name() + " and " + b.dtype().name());
+    throw Error(std::string(name) + ": cannot combine " + dtype().name() + " and " +
+                b.dtype().name());
   }
   const Shape s = broadcast_shape(shape(), b.shape(), name);
   if (const std::optional<SymShape> ss = symbolic_broadcast({this, &b}, s)) {
@@ -64,6 +67,7 @@ Tensor Tensor::operator-() const {
 Tensor Tensor::exp2() const { return unary_float(Ops::EXP2, "exp2"); }
 Tensor Tensor::log2() const { return unary_float(Ops::LOG2, "log2"); }
 Tensor Tensor::sin() const { return unary_float(Ops::SIN, "sin"); }
+Tensor Tensor::cos() const { return unary_float(Ops::COS, "cos"); }
 Tensor Tensor::erf() const { return unary_float(Ops::ERF, "erf"); }
 Tensor Tensor::erfc() const { return unary_float(Ops::ERFC, "erfc"); }
 Tensor Tensor::sqrt() const { return unary_float(Ops::SQRT, "sqrt"); }

@@ -59,7 +59,6 @@ Tensor log1p_unit(const Tensor& e) {
 // ---- rounding and simple unary ops ----
 
 Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
-Tensor Tensor::cos() const { return (std::numbers::pi / 2 - as_float(*this)).sin(); }
 Tensor Tensor::tan() const { return sin() / cos(); }
 Tensor Tensor::square() const { return *this * *this; }
 

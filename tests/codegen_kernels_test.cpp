@@ -224,6 +224,7 @@ int ulps_for(Ops op) {
     case Ops::LOG2:
       return 4;
     case Ops::SIN:
+    case Ops::COS:
       return 2;
     case Ops::ERF:  // the renderer's own series and erfc (glsl_helpers.cpp) against glibc's erff
       return 4;
@@ -241,7 +242,8 @@ TEST_P(FloatEdges, UnaryOpsAgreeOnInfNanAndEdgeValues) {
   const int64_t n = int64_t(kEdges.size());
   std::vector<Ops> ops{Ops::SQRT, Ops::RECIP, Ops::NEG, Ops::TRUNC};
   if (d != dtypes::float64)
-    ops.insert(ops.end(), {Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::ERF, Ops::ERFC});  // no double ones
+    ops.insert(ops.end(),
+               {Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::COS, Ops::ERF, Ops::ERFC});  // no double ones
   for (Ops op : ops) {
     SCOPED_TRACE(op_name(op));
     expect_agree(unary_op(op, d, n), {Bytes(n * d.itemsize()), pack_floats(d, kEdges)},
@@ -296,6 +298,20 @@ TEST_F(Kernels, SinAgreesWithLibmAcrossEveryExponent) {
     }
   const int64_t n = int64_t(x.size());
   expect_agree(unary_op(Ops::SIN, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 2);
+  expect_agree(unary_op(Ops::COS, dtypes::float32, n), {Bytes(n * 4), to_bytes(x)}, 2);
+}
+
+// cos was sin(pi/2 - x) once: pi/2 - x rounds in float, so cos(1e6) came out 0.93962 (libm 0.93675)
+// and cos(1e10) as -sin(1e10). Its own op reduces x exactly and moves one quadrant on.
+TEST_F(Kernels, CosOfLargeArgumentsMatchesLibm) {
+  const std::vector<float> x{1e6f,        123456.7f, 3e5f, 1e10f, 1e20f,
+                             1.00151e38f, -1e30f,    0.5f, 1e-5f, -0.0f};
+  const int64_t n = int64_t(x.size());
+  std::vector<Bytes> c{Bytes(n * 4), to_bytes(x)};
+  run_on_vulkan(unary_op(Ops::COS, dtypes::float32, n), c);
+  const auto cos_gpu = from_bytes<float>(c[0]);
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_NEAR(cos_gpu[i], std::cos(double(x[i])), 2e-7) << "cos(" << x[i] << ")";
 }
 
 // erf on both sides of the |x| = 1 switch between its series and 1 - erfc, out to where it

@@ -129,15 +129,49 @@ TEST(TensorMath, UnaryClosedFormsWithInfAndNan) {
     }
 }
 
+// cos is its own op with sin's exact reduction: as sin(pi/2 - x) it was 0.3% off at 1e6 and gave
+// -sin(x) past 2^25, where pi/2 - x rounds to -x. The gradients swap the two: d sin = cos, d cos =
+// -sin, at large x too, and at inf they are nan, as torch.
+TEST(TensorMath, SinAndCosOfLargeArgumentsAndTheirGradientsMatchLibm) {
+  const std::vector<float> xs{1e6f,   123456.7f, 1e10f, 1.00151e38f,
+                              -1e30f, 0.75f,     -0.0f, std::numeric_limits<float>::infinity()};
+  for (const std::string& dev : kDevices) {
+    Tensor x = Tensor(xs, {int64_t(xs.size())}, dev).requires_grad_();
+    const Tensor s = x.sin(), c = x.cos();
+    (s + c * 2).sum().backward();
+    const std::vector<double> sv = values(s), cv = values(c), g = values(*x.grad());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double x64 = xs[i], want_s = std::sin(x64), want_c = std::cos(x64);
+      if (std::isinf(x64)) {
+        EXPECT_TRUE(std::isnan(sv[i]) && std::isnan(cv[i]) && std::isnan(g[i])) << dev;
+        continue;
+      }
+      EXPECT_NEAR(sv[i], want_s, 2e-7) << "sin(" << xs[i] << ") on " << dev;
+      EXPECT_NEAR(cv[i], want_c, 2e-7) << "cos(" << xs[i] << ") on " << dev;
+      EXPECT_NEAR(g[i], want_c - 2 * want_s, 6e-7) << "grad at " << xs[i] << " on " << dev;
+    }
+  }
+}
+
 // erf against closed forms (torch.erf) on both devices: the specials, both branches of the GLSL
 // helper, values that round to +-1, -0 kept; an int tensor becomes float32; the gradient is
 // 2/sqrt(pi) exp(-x^2) (0 at +-inf).
 TEST(TensorMath, ErfClosedFormsSpecialValuesAndGradient) {
-  const std::vector<float> x = {0.0f, -0.0f, 1e-3f, -0.25f, 0.5f, 1.0f, -2.0f, 3.0f,
-                                10.0f, -1e30f, float(kInf), -float(kInf), float(kNan)};
-  const std::vector<double> want = {0.0, -0.0, 0.0011283787909692363, -0.2763263901682369,
-                                    0.5204998778130465, 0.8427007929497149, -0.9953222650189527,
-                                    0.9999779095030014, 1.0, -1.0, 1.0, -1.0, kNan};
+  const std::vector<float> x = {0.0f, -0.0f, 1e-3f,  -0.25f,      0.5f,         1.0f,       -2.0f,
+                                3.0f, 10.0f, -1e30f, float(kInf), -float(kInf), float(kNan)};
+  const std::vector<double> want = {0.0,
+                                    -0.0,
+                                    0.0011283787909692363,
+                                    -0.2763263901682369,
+                                    0.5204998778130465,
+                                    0.8427007929497149,
+                                    -0.9953222650189527,
+                                    0.9999779095030014,
+                                    1.0,
+                                    -1.0,
+                                    1.0,
+                                    -1.0,
+                                    kNan};
   for (const std::string& dev : kDevices) {
     SCOPED_TRACE(dev);
     const std::vector<double> got = values(Tensor(x, {int64_t(x.size())}, dev).erf());
@@ -274,7 +308,8 @@ TEST(TensorMath, FloordivRoundsDown) {
 TEST(TensorMath, PowSignsZerosAndIntegers) {
   for (const std::string& dev : kDevices) {
     const Tensor b(std::vector<float>{-2, -2, -8, 0, 0, 0, 2, float(kNan), 1, 1}, {10}, dev);
-    const Tensor e(std::vector<float>{3, 2, 1.0f / 3, 0, 2, -1, 0.5f, 0, 7, float(kNan)}, {10}, dev);
+    const Tensor e(std::vector<float>{3, 2, 1.0f / 3, 0, 2, -1, 0.5f, 0, 7, float(kNan)}, {10},
+                   dev);
     const std::vector<double> got = values(b.pow(e));
     const std::vector<double> want = {-8, 4, kNan, 1, 0, kInf, std::sqrt(2.0), 1, 1, 1};
     for (size_t i = 0; i < want.size(); ++i) {
