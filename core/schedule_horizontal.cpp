@@ -6,6 +6,7 @@
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/device.hpp>
+#include <vkgrad/core/schedule_merge.hpp>
 #include <vkgrad/core/shape_tracker.hpp>
 
 namespace vkg {
@@ -66,47 +67,25 @@ bool meet(const std::set<int64_t>& a, const std::set<int64_t>& b) {
 // (so that a vector of 4 never spans two members).
 ScheduleItem build(const std::vector<ScheduleItem>& items, const std::vector<size_t>& group,
                    const std::vector<Member>& info) {
-  ScheduleItem item{nullptr, {}, {}};
-  std::unordered_map<int64_t, int64_t> slot_of;  // by storage
-  auto add = [&](const std::shared_ptr<const Buffer>& b) {
-    if (slot_of.emplace(b->storage_id(), int64_t(item.buffers.size())).second)
-      item.buffers.push_back(b);
-  };
-  for (size_t m : group) add(items[m].buffers[0]);
-  for (size_t m : group)
-    for (const auto& b : items[m].buffers) add(b);
-  item.outputs = group.size();
+  merge::Slots slots = merge::slots_of(items, group);
   int64_t total = 0;
   for (size_t m : group) total += round_up4(info[m].elements);
   std::vector<UOpPtr> stores;
   int64_t offset = 0;
   for (size_t m : group) {
-    const ScheduleItem& member = items[m];
     const int64_t n = info[m].elements;
-    std::unordered_map<const UOp*, UOpPtr> memo;
-    auto rebuild = [&](auto& self, const UOp* u) -> UOpPtr {
-      if (auto it = memo.find(u); it != memo.end()) return it->second;
-      UOpPtr out;
-      if (u->op == Ops::DEFINE_GLOBAL) {
-        const int64_t storage = member.buffers.at(size_t(u->arg_as<int64_t>()))->storage_id();
-        out = UOp::make(Ops::DEFINE_GLOBAL, u->dtype, {}, slot_of.at(storage));
-      } else if (u->op == Ops::VIEW) {
-        // Flat, then padded: valid only on this member's elements (its store is masked there).
-        const ShapeTracker st =
-            ShapeTracker::from_arg(u->arg)->reshape({n}).pad({{offset, total - offset - n}});
-        out = UOp::make(Ops::VIEW, u->dtype, {}, st.to_arg());
-      } else {
-        std::vector<UOpPtr> src;
-        for (const UOpPtr& s : u->src) src.push_back(self(self, s.get()));
-        out = UOp::make(u->op, u->dtype, std::move(src), u->arg);
-      }
-      memo.emplace(u, out);
-      return out;
-    };
-    stores.push_back(rebuild(rebuild, member.ast->src[0].get()));
+    // Flat, then padded: valid only on this member's elements (its store is masked there).
+    stores.push_back(merge::rebuild_member(items[m], slots, [&](const UOp& u) -> UOpPtr {
+      if (u.op != Ops::VIEW) return nullptr;
+      const ShapeTracker st =
+          ShapeTracker::from_arg(u.arg)->reshape({n}).pad({{offset, total - offset - n}});
+      return UOp::make(Ops::VIEW, u.dtype, {}, st.to_arg());
+    }));
     offset += round_up4(n);
   }
-  item.ast = UOp::make(Ops::SINK, dtypes::void_, std::move(stores));
+  ScheduleItem item{
+      UOp::make(Ops::SINK, dtypes::void_, std::move(stores)), std::move(slots.buffers), {}};
+  item.outputs = group.size();
   return item;
 }
 

@@ -8,6 +8,7 @@
 #include <vkgrad/core/context.hpp>
 #include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/device.hpp>
+#include <vkgrad/core/schedule_merge.hpp>
 #include <vkgrad/core/shape_tracker.hpp>
 
 namespace vkg {
@@ -165,44 +166,22 @@ class Grouper {
 
   // One kernel: the members' outputs in slots 0..k-1 in order, then their inputs.
   ScheduleItem build(const std::vector<size_t>& group) const {
-    ScheduleItem item{nullptr, {}, {}};
-    std::unordered_map<int64_t, int64_t> slot_of;  // by storage
-    auto add = [&](const std::shared_ptr<const Buffer>& b) {
-      if (slot_of.emplace(b->storage_id(), int64_t(item.buffers.size())).second)
-        item.buffers.push_back(b);
-    };
-    for (size_t m : group) add(items_[m].buffers[0]);
-    for (size_t m : group)
-      for (const auto& b : items_[m].buffers) add(b);
-    item.outputs = group.size();
+    merge::Slots slots = merge::slots_of(items_, group);
     std::unordered_map<int64_t, UOpPtr> stored;  // by storage: the value a member stores there
     std::vector<UOpPtr> stores;
     for (size_t m : group) {
       const ScheduleItem& member = items_[m];
-      std::unordered_map<const UOp*, UOpPtr> memo;
-      auto rebuild = [&](auto& self, const UOp* u) -> UOpPtr {
-        if (auto it = memo.find(u); it != memo.end()) return it->second;
-        UOpPtr out;
-        if (u->op == Ops::DEFINE_GLOBAL) {
-          const int64_t storage = member.buffers.at(size_t(u->arg_as<int64_t>()))->storage_id();
-          out = UOp::make(Ops::DEFINE_GLOBAL, u->dtype, {}, slot_of.at(storage));
-        } else if (u->op == Ops::LOAD &&
-                   stored.count(
-                       member.buffers.at(size_t(u->src[0]->arg_as<int64_t>()))->storage_id())) {
-          out = stored.at(member.buffers[size_t(u->src[0]->arg_as<int64_t>())]->storage_id());
-        } else {
-          std::vector<UOpPtr> src;
-          for (const UOpPtr& s : u->src) src.push_back(self(self, s.get()));
-          out = UOp::make(u->op, u->dtype, std::move(src), u->arg);
-        }
-        memo.emplace(u, out);
-        return out;
-      };
-      const UOpPtr store = rebuild(rebuild, member.ast->src[0].get());
+      const UOpPtr store = merge::rebuild_member(member, slots, [&](const UOp& u) -> UOpPtr {
+        if (u.op != Ops::LOAD) return nullptr;
+        auto it = stored.find(member.buffers.at(size_t(u.src[0]->arg_as<int64_t>()))->storage_id());
+        return it == stored.end() ? nullptr : it->second;
+      });
       stored.emplace(member.buffers[0]->storage_id(), store->src[2]);
       stores.push_back(store);
     }
-    item.ast = UOp::make(Ops::SINK, dtypes::void_, std::move(stores));
+    ScheduleItem item{
+        UOp::make(Ops::SINK, dtypes::void_, std::move(stores)), std::move(slots.buffers), {}};
+    item.outputs = group.size();
     return item;
   }
 };
