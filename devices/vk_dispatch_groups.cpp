@@ -22,6 +22,14 @@ namespace {
 // past the device's binding limits its buffers go by address.
 constexpr size_t kMaxMembers = 8;
 constexpr size_t kMaxBuffers = 16;
+// Only kernels that do little join a group: a dispatch's fixed cost is worth saving where it is
+// a large part of a kernel's time, and a large kernel merged ran slower on Lavapipe (Adam's
+// update of a 784x128 weight merged with the small parameters' one: 1066 us against 399 + 31
+// apart; the 784x128 weight gradient merged with the small moments' update: 1492 against 1133 +
+// 32; minimum times of one Lavapipe thread, bench_nn MlpAdamStep_Jit), where small kernels merged
+// ran as fast as apart or faster (three bias and weight gradients: 117 us against 134).
+constexpr int64_t kMaxMemberFlops = 8 << 20;
+constexpr int64_t kMaxMemberBytes = 512 << 10;
 
 // A group under construction: its members, and the merged program's arguments.
 struct GroupBuilder {
@@ -84,7 +92,10 @@ std::vector<VkDevice::DispatchGroup> VkDevice::plan_groups(
       ++compiled_in_run_;
       return compile(item, options);
     });
-    if (!k->program.vars.empty() || k->program.groups_needed) return nullptr;
+    const Program& p = k->program;
+    if (!p.vars.empty() || p.groups_needed || p.flops > kMaxMemberFlops ||
+        p.bytes > kMaxMemberBytes)
+      return nullptr;
     bytes.clear();
     for (size_t s = 0; s < memory[i].size() && s < item.buffers.size(); ++s)
       bytes.push_back(
