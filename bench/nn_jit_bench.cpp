@@ -6,6 +6,7 @@
 
 #include <ctime>
 
+#include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/vkgrad.hpp>
 
@@ -68,8 +69,12 @@ void BM_MlpAdamStep_Jit(benchmark::State& state) {
   jit(step.batch());
   jit(step.batch());  // captured
   const double cpu0 = process_cpu_seconds();
+  const int64_t dispatches0 = global_counters().dispatches;
   for (auto _ : state) benchmark::DoNotOptimize(jit(step.batch()));
   state.counters["kernels"] = double(jit.kernels());
+  // Fewer than kernels where small ones share a dispatch (devices/vk_dispatch_groups.cpp).
+  state.counters["dispatches"] =
+      double(global_counters().dispatches - dispatches0) / double(state.iterations());
   state.counters["process_cpu_ms"] =
       (process_cpu_seconds() - cpu0) / double(state.iterations()) * 1e3;
 }

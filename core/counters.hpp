@@ -11,6 +11,9 @@ struct GlobalCounters {
   int64_t uploads = 0;    // host buffers copied to a device
   int64_t mem_used = 0;   // bytes of device memory held by buffers alive now (requested sizes)
   int64_t replays = 0;    // vkg::Jit calls that replayed a capture (their kernels count above)
+  // Launches on a device: fewer than kernels where a Jit replay runs several in one dispatch
+  // (devices/vk_dispatch_groups.cpp).
+  int64_t dispatches = 0;
 };
 
 GlobalCounters global_counters();

@@ -40,7 +40,8 @@ struct RunStat {
   int buffers = 0;    // arguments
   int64_t bytes = 0;  // bytes the kernel's buffers hold (or the copy moved)
   int64_t flops = 0;
-  double ns = 0;  // device time where measured, else host time
+  double ns = 0;    // device time where measured, else host time
+  int kernels = 1;  // the kernels it ran: more than one for a dispatch group
 };
 
 class Device {

@@ -252,7 +252,7 @@ void print_stats(const std::string& device, const std::vector<RunStat>& stats, i
 
 // Atomic: uploads also happen outside realize (reading a tensor's bytes allocates it).
 struct {
-  std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0}, mem_used{0}, replays{0};
+  std::atomic<int64_t> schedules{0}, kernels{0}, uploads{0}, mem_used{0}, replays{0}, dispatches{0};
 } counters;
 
 // A copy between devices that a realize started (core/copy_item.hpp): the device it writes, what
@@ -449,8 +449,9 @@ void Device::copy(Allocation& src, Allocation& dst, size_t bytes) {
 }
 
 GlobalCounters global_counters() {
-  return GlobalCounters{counters.schedules.load(), counters.kernels.load(), counters.uploads.load(),
-                        counters.mem_used.load(), counters.replays.load()};
+  return GlobalCounters{counters.schedules.load(), counters.kernels.load(),
+                        counters.uploads.load(),   counters.mem_used.load(),
+                        counters.replays.load(),   counters.dispatches.load()};
 }
 
 Capture*& active_capture() {
@@ -495,8 +496,11 @@ void replay_copy(const ScheduleItem& item) {
 
 void report_replay(const Device& device, std::vector<RunStat> stats, bool first_step) {
   if (first_step) ++counters.replays;
-  counters.kernels += int64_t(stats.size());
-  for (RunStat& s : stats) s.name += " (jit)";
+  for (RunStat& s : stats) {
+    counters.kernels += s.kernels;
+    s.name += " (jit)";
+  }
+  counters.dispatches += int64_t(stats.size());
   print_stats(device.name(), stats, int(setting("DEBUG")));
 }
 
@@ -580,6 +584,7 @@ void realize(std::span<Tensor* const> tensors) {
       Device& dev = device(dev_name);
       dev.run(item, memory, options);
       ++counters.kernels;
+      ++counters.dispatches;
       if (std::find(used.begin(), used.end(), &dev) == used.end()) used.push_back(&dev);
     }
   } catch (...) {

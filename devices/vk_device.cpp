@@ -149,10 +149,13 @@ std::unique_ptr<Recording> VkDevice::record(std::span<const ScheduleItem> items,
                                             const RunOptions& options) {
   prepare(items, options);
   auto r = std::make_unique<VkRecording>();
+  const std::vector<DispatchGroup> groups = plan_groups(items, memory, options);
   queue_.begin_capture();
   try {
-    for (size_t i = 0; i < items.size(); ++i)
-      r->stats.push_back(dispatch(items[i], memory[i], options, r.get()));
+    for (const DispatchGroup& g : groups)
+      r->stats.push_back(
+          g.merged ? launch(g.merged, g.memory, g.bytes, {}, options, r.get(), int(g.end - g.begin))
+                   : dispatch(items[g.begin], memory[g.begin], options, r.get()));
     r->commands = queue_.end_capture();
   } catch (...) {
     queue_.cancel_capture();
@@ -257,6 +260,23 @@ RunStat VkDevice::dispatch(const ScheduleItem& item, std::span<Allocation* const
     ++compiled_in_run_;
     return compile(item, options);
   });
+  // The bytes the kernel may touch, in whole words (16-bit elements may go two to a uint): the
+  // tensor's own memory (room for every binding of a symbolic size under a Jit's capture), not
+  // the block behind it, which the memory planner may have lent from a larger tensor, past what
+  // a descriptor can span. Not the Program's count: a cached kernel serves other bindings of a
+  // symbolic size.
+  std::vector<VkDeviceSize> bytes(memory.size(), VK_WHOLE_SIZE);
+  for (size_t slot = 0; slot < memory.size() && slot < item.buffers.size(); ++slot)
+    bytes[slot] =
+        std::min<VkDeviceSize>((item.buffers[slot]->capacity_bytes() + 3) / 4 * 4,
+                               static_cast<VkAllocation*>(memory[slot])->buffer.capacity());
+  return launch(compiled, memory, bytes, var_values(compiled->program, item), options, recording);
+}
+
+RunStat VkDevice::launch(const std::shared_ptr<CompiledKernel>& compiled,
+                         std::span<Allocation* const> memory, std::span<const VkDeviceSize> bytes,
+                         const std::vector<int64_t>& vars, const RunOptions& options,
+                         VkRecording* recording, int kernels) {
   if (recording)
     recording->kernels.push_back(compiled);
   else
@@ -277,18 +297,8 @@ RunStat VkDevice::dispatch(const ScheduleItem& item, std::span<Allocation* const
     const vk::Buffer& b = static_cast<VkAllocation*>(memory[slot])->buffer;
     addresses.push_back(b.address());
     const bool written = slot < k.program.buffers.size() && k.program.buffers[slot].written;
-    // The bytes the kernel may touch, in whole words (16-bit elements may go two to a uint):
-    // the tensor's own memory (room for every binding of a symbolic size under a Jit's
-    // capture), not the block behind it, which the memory planner may have lent from a larger
-    // tensor, past what a descriptor can span. Not the Program's count: a cached kernel serves
-    // other bindings of a symbolic size.
-    VkDeviceSize bytes = VK_WHOLE_SIZE;
-    if (slot < item.buffers.size())
-      bytes =
-          std::min<VkDeviceSize>((item.buffers[slot]->capacity_bytes() + 3) / 4 * 4, b.capacity());
-    uses.push_back({&b, written ? vk::Access::ReadWrite : vk::Access::Read, 0, bytes});
+    uses.push_back({&b, written ? vk::Access::ReadWrite : vk::Access::Read, 0, bytes[slot]});
   }
-  const std::vector<int64_t> vars = var_values(k.program, item);
   std::vector<std::byte> args = pack_args(k.program, k.layout, addresses, vars);
   if (k.layout.spilled) {
     std::byte* host = nullptr;
@@ -323,7 +333,7 @@ RunStat VkDevice::dispatch(const ScheduleItem& item, std::span<Allocation* const
     a->last_use = ticket;
     if (written) a->last_write = ticket;
   }
-  return RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0};
+  return RunStat{k.program.name, int(memory.size()), k.program.bytes, k.program.flops, 0, kernels};
 }
 
 CompiledKernel VkDevice::compile(const ScheduleItem& item, const RunOptions& options) {
@@ -343,6 +353,13 @@ CompiledKernel VkDevice::compile(const ScheduleItem& item, const RunOptions& opt
   } else {
     k.program = get_program(item, traits_, options);
   }
+  compile_program(k, target, options);
+  return k;
+}
+
+// Renders, compiles and makes the pipeline of k.program.
+void VkDevice::compile_program(CompiledKernel& k, const GlslTarget& target,
+                               const RunOptions& options) {
   const std::string glsl = render_glsl(k.program, target);
   if (options.debug >= 4) std::printf("%s\n", glsl.c_str());
   k.layout = arg_layout(k.program, target);
@@ -363,7 +380,6 @@ CompiledKernel VkDevice::compile(const ScheduleItem& item, const RunOptions& opt
     k.pipeline = make_pipeline(k, fresh);
   }
   ++compiled_;
-  return k;
 }
 
 // The program and its pipeline, created now rather than at the first dispatch so that a module

@@ -139,7 +139,29 @@ class VkDevice final : public Device {
   // way, which keeps its pipeline and learns where its variables lie).
   RunStat dispatch(const ScheduleItem& item, std::span<Allocation* const> memory,
                    const RunOptions& options, VkRecording* recording = nullptr);
+  // Records a compiled kernel over `memory` (bytes[i]: what slot i may touch) with `vars`;
+  // `kernels`: how many scheduled kernels it runs (a dispatch group's members).
+  RunStat launch(const std::shared_ptr<CompiledKernel>& compiled,
+                 std::span<Allocation* const> memory, std::span<const VkDeviceSize> bytes,
+                 const std::vector<int64_t>& vars, const RunOptions& options,
+                 VkRecording* recording, int kernels = 1);
   CompiledKernel compile(const ScheduleItem& item, const RunOptions& options);
+  void compile_program(CompiledKernel& k, const GlslTarget& target, const RunOptions& options);
+
+  // ---- dispatch groups (vk_dispatch_groups.cpp) ----
+  // Neighbouring kernels of a recording that share one dispatch (codegen/program_merge.hpp):
+  // items [begin, end) run as `merged` over `memory`; a group of one runs as usual (no merged).
+  struct DispatchGroup {
+    size_t begin = 0, end = 0;
+    std::shared_ptr<CompiledKernel> merged;
+    std::vector<Allocation*> memory;
+    std::vector<VkDeviceSize> bytes;
+  };
+  // Splits `items` (each over memory[i], compiled by prepare) into dispatch groups and compiles
+  // the merged kernels, in parallel where there are cores. DISPATCH_GROUPS=0: groups of one.
+  std::vector<DispatchGroup> plan_groups(std::span<const ScheduleItem> items,
+                                         const std::vector<std::vector<Allocation*>>& memory,
+                                         const RunOptions& options);
   std::unique_ptr<vk::Program> make_pipeline(const CompiledKernel& k,
                                              const std::vector<uint32_t>& spirv);
   void save_pipeline_cache();

@@ -1,0 +1,162 @@
+// Dispatch groups (devices/vk_dispatch_groups.cpp): a Jit replay on Vulkan runs neighbouring
+// small kernels that share no buffer one of them writes as one dispatch. The replays give what
+// eager calls give, bit for bit, with fewer dispatches than kernels; kernels that overwrite what
+// another one reads, or read what it writes, keep their order; DISPATCH_GROUPS=0 turns it off.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <vkgrad/core/context.hpp>
+#include <vkgrad/core/counters.hpp>
+#include <vkgrad/vkgrad.hpp>
+
+using namespace vkg;
+
+namespace {
+
+std::vector<float> wave(int n, float phase) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[size_t(i)] = std::sin(float(i) * 0.37f + phase) * 3.0f;
+  return v;
+}
+
+// Four small kernels that read only the inputs: independent, so one dispatch can run them all.
+std::vector<Tensor> four_reductions(const std::vector<Tensor>& in) {
+  const Tensor& x = in[0];
+  const Tensor& y = in[1];
+  return {x.sum(0), y.max(1), (x * 2.0f - 1.0f).exp().sum(), (y * y).mean(0)};
+}
+
+std::vector<Tensor> inputs(int call, const std::string& dev) {
+  return {Tensor(wave(48, float(call)), {6, 8}, dev), Tensor(wave(35, -float(call)), {5, 7}, dev)};
+}
+
+// The dispatches and kernels one replay of `jit` makes.
+std::pair<int64_t, int64_t> counted_replay(Jit& jit, const std::vector<Tensor>& in,
+                                           std::vector<std::vector<float>>* out = nullptr) {
+  const GlobalCounters before = global_counters();
+  const std::vector<Tensor> got = jit(in);
+  if (out)
+    for (const Tensor& t : got) out->push_back(t.to_vector<float>());
+  const GlobalCounters after = global_counters();
+  return {after.dispatches - before.dispatches, after.kernels - before.kernels};
+}
+
+TEST(JitDispatchGroups, IndependentSmallKernelsReplayInOneDispatchAsEagerComputesThem) {
+  Jit jit(four_reductions);
+  for (int call = 0; call < 2; ++call) jit(inputs(call, "VK"));
+  ASSERT_EQ(jit.kernels(), 4u);
+  for (int call = 2; call < 5; ++call) {
+    std::vector<std::vector<float>> got;
+    const auto [dispatches, kernels] = counted_replay(jit, inputs(call, "VK"), &got);
+    EXPECT_EQ(kernels, 4);
+    EXPECT_EQ(dispatches, 1);
+    const std::vector<Tensor> eager = four_reductions(inputs(call, "VK"));
+    const std::vector<Tensor> cpu = four_reductions(inputs(call, "CPU"));
+    for (size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_EQ(got[i], eager[i].to_vector<float>()) << "output " << i << " call " << call;
+      const std::vector<float> want = cpu[i].to_vector<float>();
+      ASSERT_EQ(got[i].size(), want.size());
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_NEAR(got[i][k], want[k], 1e-5f * (1.0f + std::abs(want[k])))
+            << "output " << i << " element " << k;
+    }
+  }
+}
+
+TEST(JitDispatchGroups, OffEveryKernelIsADispatchAndTheResultsAreTheSame) {
+  Jit grouped(four_reductions);
+  std::vector<std::vector<float>> on, off;
+  for (int call = 0; call < 2; ++call) grouped(inputs(call, "VK"));
+  counted_replay(grouped, inputs(7, "VK"), &on);
+  ScopedSetting no_groups("DISPATCH_GROUPS", 0);
+  Jit apart(four_reductions);
+  for (int call = 0; call < 2; ++call) apart(inputs(call, "VK"));
+  const auto [dispatches, kernels] = counted_replay(apart, inputs(7, "VK"), &off);
+  EXPECT_EQ(dispatches, 4);
+  EXPECT_EQ(kernels, 4);
+  EXPECT_EQ(on, off);
+}
+
+// s reads w, then w is overwritten in place, then t reads the new w: three neighbouring small
+// kernels that must run in order (a read before an overwrite, a read after it).
+TEST(JitDispatchGroups, KernelsThatOverwriteOrReadWhatAnotherTouchesKeepTheirOrder) {
+  for (const std::string dev : {"VK", "CPU"}) {
+    Tensor w = Tensor(wave(40, 0.5f), {40}, dev).realize();
+    Jit jit([&](const std::vector<Tensor>& in) {
+      Tensor s = (w * in[0]).sum();
+      w.assign(w + in[0]);
+      Tensor t = (w * 2.0f).max();
+      return std::vector<Tensor>{s, t};
+    });
+    std::vector<float> w_host = wave(40, 0.5f);
+    for (int call = 0; call < 6; ++call) {
+      const std::vector<float> x = wave(40, float(call));
+      const GlobalCounters before = global_counters();
+      const std::vector<Tensor> out = jit({Tensor(x, {40}, dev)});
+      const GlobalCounters after = global_counters();
+      // Each kernel touches what its neighbour writes: none may share a dispatch. (A race in one
+      // dispatch need not show in the values: Lavapipe tends to run workgroups in order.)
+      if (call >= 2) {
+        EXPECT_EQ(after.kernels - before.kernels, 3) << dev;
+        EXPECT_EQ(after.dispatches - before.dispatches, 3) << dev;
+      }
+      float s = 0, t = -INFINITY;
+      for (size_t i = 0; i < 40; ++i) s += w_host[i] * x[i];
+      for (size_t i = 0; i < 40; ++i) w_host[i] += x[i];
+      for (size_t i = 0; i < 40; ++i) t = std::max(t, w_host[i] * 2.0f);
+      EXPECT_NEAR(out[0].item<float>(), s, 1e-4f * (1 + std::abs(s))) << dev << " call " << call;
+      EXPECT_EQ(out[1].item<float>(), t) << dev << " call " << call;
+      EXPECT_EQ(w.to_vector<float>(), w_host) << dev << " call " << call;
+    }
+  }
+}
+
+// An MLP's Adam step (issue 9's workload, smaller): replays with dispatch groups give the
+// weights eager steps give, bit for bit, in fewer dispatches than kernels.
+TEST(JitDispatchGroups, AnAdamStepReplaysToTheWeightsOfEagerSteps) {
+  auto run = [](bool jitted, int64_t* dispatches, int64_t* kernels) {
+    Tensor::manual_seed(3);
+    nn::Linear l1{64, 32}, l2{32, 10};
+    std::vector<Tensor> params = nn::parameters(l1, l2);
+    for (Tensor& p : params) p.realize();
+    nn::Adam adam(params, 1e-2);
+    auto step = [&](const std::vector<Tensor>& in) {
+      adam.zero_grad();
+      Tensor loss = l2(l1(in[0]).relu()).sparse_categorical_crossentropy(in[1]);
+      loss.backward();
+      adam.step({loss});
+      return std::vector<Tensor>{loss};
+    };
+    Jit jit(step);
+    std::vector<float> losses;
+    for (int call = 0; call < 6; ++call) {
+      std::vector<int32_t> labels(16);
+      for (size_t i = 0; i < labels.size(); ++i) labels[i] = int32_t((i * 7 + size_t(call)) % 10);
+      const std::vector<Tensor> in{Tensor(wave(16 * 64, float(call)), {16, 64}),
+                                   Tensor(labels, {16})};
+      const GlobalCounters before = global_counters();
+      losses.push_back((jitted ? jit(in) : step(in))[0].item<float>());
+      const GlobalCounters after = global_counters();
+      if (call == 5) {
+        *dispatches = after.dispatches - before.dispatches;
+        *kernels = after.kernels - before.kernels;
+      }
+    }
+    std::vector<float> weights;
+    for (const Tensor& p : params)
+      for (float v : p.to_vector<float>()) weights.push_back(v);
+    return std::pair{losses, weights};
+  };
+  int64_t eager_dispatches = 0, eager_kernels = 0, jit_dispatches = 0, jit_kernels = 0;
+  const auto eager = run(false, &eager_dispatches, &eager_kernels);
+  const auto jitted = run(true, &jit_dispatches, &jit_kernels);
+  EXPECT_EQ(jitted.first, eager.first);
+  EXPECT_EQ(jitted.second, eager.second);
+  EXPECT_EQ(eager_dispatches, eager_kernels);
+  EXPECT_EQ(jit_kernels, eager_kernels);
+  EXPECT_LT(jit_dispatches, jit_kernels);
+}
+
+}  // namespace
