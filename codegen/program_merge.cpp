@@ -222,7 +222,8 @@ MemberCode rebuild(const MergeMember& m, const MemberIds& ids,
         break;
       }
       case Ops::IF:
-        // Its own condition: two members' IF(lidx0 == 0) would otherwise be one node.
+        // Its own condition, so that no two members share an IF: one whose condition reads no
+        // id (a constant, a load at a fixed index) would otherwise be one node in two blocks.
         src.at(0) = both(src[0], inside);
         out = UOp::make(u->op, u->dtype, std::move(src), u->arg);
         break;
@@ -244,8 +245,16 @@ MemberCode rebuild(const MergeMember& m, const MemberIds& ids,
 
 }  // namespace
 
-std::string merge_refusal(const std::vector<MergeMember>& members) {
+std::string merge_refusal(const std::vector<MergeMember>& members, int64_t max_shared_bytes) {
   if (members.empty()) return "no programs to merge";
+  int64_t shared = 0;
+  for (const MergeMember& m : members)
+    for (const UOpPtr& u : m.program->uops)
+      if (u->op == Ops::DEFINE_LOCAL)
+        shared += int64_t(u->dtype.base().itemsize()) * u->arg_as<std::vector<int64_t>>().at(1);
+  if (shared > max_shared_bytes)
+    return fmt::format("the members' workgroup-shared arrays take {} bytes, the device has {}",
+                       shared, max_shared_bytes);
   for (const MergeMember& m : members) {
     const Program& p = *m.program;
     if (!p.vars.empty() || p.groups_needed)

@@ -1,7 +1,7 @@
 // Dispatch groups: several lowered programs that share no buffer one of them writes run as one
 // program, so one dispatch replaces several. Why: on Lavapipe a dispatch costs ~45 us of thread
 // hand-offs whatever it computes (the queue thread wakes the worker threads and waits for them;
-// bench_vk BM_BatchedEmptyDispatches, tests' DispatchGroups.*), and a training step's small
+// tests/tensor_jit_dispatch_groups_test.cpp), and a training step's small
 // kernels (bias gradients, a loss's reduces, optimizer updates) compute for less than that. On
 // GPUs it spares the barrier between the kernels.
 //
@@ -20,6 +20,8 @@
 // accumulators or shared memory is the member's own (loop, accumulator and shared-memory ids are
 // renumbered).
 #pragma once
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -33,8 +35,10 @@ struct MergeMember {
 };
 
 // Why the members cannot share one program, or "" when they can: variables (a symbolic kernel
-// launches by its binding), or members that talk within their workgroups at different sizes.
-std::string merge_refusal(const std::vector<MergeMember>& members);
+// launches by its binding), members that talk within their workgroups at different sizes, or
+// more workgroup-shared memory than `max_shared_bytes` in all (each member keeps its own arrays).
+std::string merge_refusal(const std::vector<MergeMember>& members,
+                          int64_t max_shared_bytes = std::numeric_limits<int64_t>::max());
 
 // The program running every member (in the order given, each over its own workgroups). `buffers`
 // are the merged program's arguments by merged slot. Throws vkg::Error with merge_refusal's

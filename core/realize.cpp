@@ -235,7 +235,7 @@ int64_t run_index = 0;
 void print_stats(const std::string& device, const std::vector<RunStat>& stats, int debug) {
   for (const RunStat& s : stats) {
     ++run_index;
-    totals.kernels += 1;
+    totals.kernels += s.kernels;
     totals.flops += s.flops;
     totals.bytes += s.bytes;
     totals.ns += s.ns;

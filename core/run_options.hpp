@@ -20,6 +20,9 @@ struct RunOptions {
   // VKG_NO_STORAGE16: as on a device without storageBuffer16BitAccess: float16 and bfloat16
   // buffers hold two elements per uint (int16 buffers have no such form and fail).
   bool no_storage16 = false;
+  // DISPATCH_GROUPS=0: a Jit recording launches each kernel on its own (no dispatch groups,
+  // devices/vk_dispatch_groups.cpp).
+  bool dispatch_groups = true;
 
   static RunOptions from_settings() {
     RunOptions o;
@@ -29,6 +32,7 @@ struct RunOptions {
     o.beam_timeout_s = double(setting("BEAM_TIMEOUT", 10));
     o.no_float16 = setting("VKG_NO_FLOAT16") != 0;
     o.no_storage16 = setting("VKG_NO_STORAGE16") != 0;
+    o.dispatch_groups = setting("DISPATCH_GROUPS", 1) != 0;
     return o;
   }
 };

@@ -1,6 +1,6 @@
 // Dispatch groups of a recording (what vkg::Jit replays): neighbouring kernels that share no
 // buffer one of them writes run as one merged program (codegen/program_merge.hpp says why and
-// how), so a replay of an MLP's Adam step makes 9 dispatches instead of 14 (bench_nn
+// how), so a replay of an MLP's Adam step makes 10 dispatches instead of 14 (bench_nn
 // BM_MlpAdamStep_Jit). Only recordings group: a recording is compiled once and replayed many
 // times, so its merged kernels' compiles pay off; an eager realize would compile a merged kernel
 // for each new neighbourhood of kernels.
@@ -11,7 +11,6 @@
 
 #include <vkgrad/codegen/get_program.hpp>
 #include <vkgrad/codegen/program_merge.hpp>
-#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/devices/vk_device.hpp>
 
@@ -27,7 +26,9 @@ constexpr size_t kMaxBuffers = 16;
 // update of a 784x128 weight merged with the small parameters' one: 1066 us against 399 + 31
 // apart; the 784x128 weight gradient merged with the small moments' update: 1492 against 1133 +
 // 32; minimum times of one Lavapipe thread, bench_nn MlpAdamStep_Jit), where small kernels merged
-// ran as fast as apart or faster (three bias and weight gradients: 117 us against 134).
+// ran as fast as apart or faster (three bias and weight gradients: 117 us against 134). Measured
+// on Lavapipe only; on a GPU, whose branch on the workgroup id costs nothing, the limits keep a
+// merged kernel's registers those of small kernels.
 constexpr int64_t kMaxMemberFlops = 8 << 20;
 constexpr int64_t kMaxMemberBytes = 512 << 10;
 
@@ -39,6 +40,7 @@ struct GroupBuilder {
   std::vector<BufferParam> params;
   std::vector<VkDeviceSize> bytes;
   std::unordered_set<Allocation*> written, read;
+  int64_t max_shared = 0;  // the device's workgroup-shared bytes
 
   // Adds the kernel over `memory` (bytes[i]: what slot i may touch) unless it uses a buffer a
   // member writes, writes one a member reads, or the group would be too large to merge.
@@ -68,7 +70,8 @@ struct GroupBuilder {
       m.slots.push_back(int64_t(slot));
     }
     next.members.push_back(m);
-    if (next.memory.size() > kMaxBuffers || !merge_refusal(next.members).empty()) return false;
+    if (next.memory.size() > kMaxBuffers || !merge_refusal(next.members, max_shared).empty())
+      return false;
     next.kernels.push_back(k);
     *this = std::move(next);
     return true;
@@ -80,7 +83,7 @@ struct GroupBuilder {
 std::vector<VkDevice::DispatchGroup> VkDevice::plan_groups(
     std::span<const ScheduleItem> items, const std::vector<std::vector<Allocation*>>& memory,
     const RunOptions& options) {
-  const bool on = setting("DISPATCH_GROUPS", 1) != 0;
+  const bool on = options.dispatch_groups;
   // The kernel of item i and the bytes each of its slots may touch (as dispatch() binds them),
   // or null where the item cannot join a group: a kernel over symbolic sizes launches by its
   // binding, an empty one launches nothing.
@@ -109,6 +112,7 @@ std::vector<VkDevice::DispatchGroup> VkDevice::plan_groups(
   std::vector<VkDeviceSize> bytes;
   for (size_t i = 0; i < items.size();) {
     GroupBuilder b;
+    b.max_shared = int64_t(rt_.device.caps().limits.max_shared_memory);
     size_t end = i;
     for (std::shared_ptr<CompiledKernel> k;
          end < items.size() && (k = member(end, bytes)) && b.add(k, memory[end], bytes);)

@@ -113,6 +113,45 @@ TEST(JitDispatchGroups, KernelsThatOverwriteOrReadWhatAnotherTouchesKeepTheirOrd
   }
 }
 
+// Eight small float64 matmuls, independent: under a GPU's heuristics (CTest
+// tensor_gpu_heuristics) each stages its tiles in workgroup-shared memory (2 x 512 doubles), and
+// all eight would ask twice a 32 KiB device's limit in one dispatch; the groups stay within it
+// (the validation layer fails the test otherwise). On Lavapipe's own heuristics they are shuffle
+// tiles. Either way the replay gives the CPU device's products.
+TEST(JitDispatchGroups, ManySmallMatmulsReplayAsTheCpuComputesThemWithinSharedMemory) {
+  auto products = [](const std::vector<Tensor>& in) {
+    std::vector<Tensor> out;
+    for (size_t i = 0; i + 1 < in.size(); i += 2) out.push_back(in[i].matmul(in[i + 1]));
+    return out;
+  };
+  auto operands = [](int call, const std::string& dev) {
+    std::vector<Tensor> in;
+    for (int k = 0; k < 16; ++k) {
+      std::vector<double> v(64 * 64);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.01 + k + call) * 2.0;
+      in.push_back(Tensor(v, {64, 64}, dev));
+    }
+    return in;
+  };
+  Jit jit(products);
+  for (int call = 0; call < 4; ++call) {
+    const GlobalCounters before = global_counters();
+    const std::vector<Tensor> got = jit(operands(call, "VK"));
+    const GlobalCounters after = global_counters();
+    const std::vector<Tensor> want = products(operands(call, "CPU"));
+    for (size_t i = 0; i < want.size(); ++i) {
+      const std::vector<double> g = got[i].to_vector<double>(), w = want[i].to_vector<double>();
+      ASSERT_EQ(g.size(), w.size());
+      for (size_t k = 0; k < w.size(); ++k)
+        ASSERT_NEAR(g[k], w[k], 1e-9 * (1 + std::abs(w[k]))) << "product " << i << " at " << k;
+    }
+    if (call >= 2) {
+      EXPECT_EQ(after.kernels - before.kernels, 8);
+      EXPECT_LT(after.dispatches - before.dispatches, 8);
+    }
+  }
+}
+
 // An MLP's Adam step (issue 9's workload, smaller): replays with dispatch groups give the
 // weights eager steps give, bit for bit, in fewer dispatches than kernels.
 TEST(JitDispatchGroups, AnAdamStepReplaysToTheWeightsOfEagerSteps) {
