@@ -4,11 +4,11 @@
 // host time. Each step takes a new batch from host memory, as a training loop does.
 #include <benchmark/benchmark.h>
 
-#include <ctime>
-
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/vkgrad.hpp>
+
+#include "process_cpu.hpp"
 
 namespace vkg::bench {
 namespace {
@@ -54,14 +54,6 @@ void BM_MlpAdamStep_Eager(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_MlpAdamStep_Eager)->Unit(benchmark::kMillisecond)->UseRealTime();
-
-// Process CPU seconds so far (Lavapipe's worker threads included): on a shared machine a
-// steadier measure of a step's work than wall time.
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
 
 void BM_MlpAdamStep_Jit(benchmark::State& state) {
   MlpStep step;

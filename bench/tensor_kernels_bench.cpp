@@ -218,8 +218,9 @@ BENCHMARK(BM_Tensor_Matmul_1024)
     ->Unit(benchmark::kMillisecond);
 
 // a / b over 4 Mi random floats against a * b on the same inputs, alternating each iteration:
-// correctly rounded division is a helper function (codegen/glsl_helpers.cpp), the product one
-// instruction, so vs_mul is the division's cost in multiplies' time (both are mostly memory).
+// correctly rounded division is a helper function (codegen/glsl_helpers_arithmetic.cpp), the
+// product one instruction, so vs_mul is the division's cost in multiplies' time (both are mostly
+// memory).
 void BM_Tensor_Divide_4Mi(benchmark::State& state) {
   constexpr int64_t n = int64_t(4) << 20;
   std::mt19937 rng(1);

@@ -72,17 +72,18 @@ struct GlslTarget {
   // kept, none of them is declared and their subnormals may flush (vkgrad-info says so).
   enum class DenormIndependence : uint8_t { All, Bit32Only, None };
   DenormIndependence denorm_independence = DenormIndependence::All;
-  // float32 sqrt is corrected to the correctly rounded root (glsl_helpers.cpp's sqrt_exact):
-  // Vulkan allows about 3 ulp, and NVIDIA's H100 was 1 ulp off. Off only where the device's sqrt
-  // is known to be IEEE's (Lavapipe: LLVM's sqrt, SSE's sqrtps), which spares its CPU time
-  // (bench_nn MlpAdamStep_Jit took ~12% more process CPU with the correction).
+  // float32 sqrt is corrected to the correctly rounded root (glsl_helpers_arithmetic.cpp's
+  // sqrt_body): Vulkan allows about 3 ulp, and NVIDIA's H100 was 1 ulp off. Off only where the
+  // device's sqrt is known to be IEEE's (Lavapipe: LLVM's sqrt, SSE's sqrtps), which spares its CPU
+  // time (bench_nn MlpAdamStep_Jit took ~12% more process CPU with the correction).
   bool exact_sqrt = true;
   // float32 division is float(double(a) / double(b)) (with float64): the device divides doubles
   // exactly and converts to float rounding to nearest even, keeping subnormals, inf and nan, so
-  // the quotient is the correctly rounded one (glsl_helpers.cpp, fdiv_via_double_body, says why
-  // a double quotient suffices). Only where that is known (Lavapipe: LLVM's fdiv and fptrunc, SSE's
-  // divpd and cvtpd2ps); elsewhere the helper rounds the bits itself. On Lavapipe the division in
-  // Adam's update of a 784x128 weight took ~27% of that kernel (bench_nn MlpAdamStep_Jit).
+  // the quotient is the correctly rounded one (glsl_helpers_arithmetic.cpp, fdiv_via_double_body,
+  // says why a double quotient suffices). Only where that is known (Lavapipe: LLVM's fdiv and
+  // fptrunc, SSE's divpd and cvtpd2ps); elsewhere the helper rounds the bits itself. On Lavapipe
+  // the division in Adam's update of a 784x128 weight took ~27% of that kernel (bench_nn
+  // MlpAdamStep_Jit).
   bool float_of_double_division = false;
 
   // Every optional feature on, with the minimum limits (tests render for it without a device).

@@ -13,6 +13,7 @@
 #include <numbers>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -187,10 +188,28 @@ Tensor Tensor::acos() const {
   return ((1.0 - x) / (x + 1.0)).sqrt().atan() * 2.0;
 }
 
+namespace {
+
+// torch's atan2_backward, in its order of operations: g x r and g (-y) r with r = 1 / (y^2 + x^2).
+// Derived from the composition below the gradient was (1, 0) at (0, 0), where torch's is nan for
+// both (0 * inf), and finite at an infinite y or x, where torch's partial by the other is nan.
+Tensor with_atan2_gradient(const Tensor& result, const Tensor& y, const Tensor& x) {
+  if (!y.requires_grad() && !x.requires_grad()) return result;
+  const UOpPtr yn = y.node(), xn = x.node();
+  return Tensor(with_custom_gradient(
+      result.node(), {yn, xn}, [yn, xn](const Tensor& g) -> std::vector<std::optional<Tensor>> {
+        const Tensor y(yn), x(xn);
+        const Tensor r = (y * y + x * x).reciprocal();
+        return {g * x * r, g * -y * r};
+      }));
+}
+
+}  // namespace
+
 // C's atan2, as torch: the angle of (x, y) in [-pi, pi], with the signs of zeros and the
 // infinities deciding the quadrant. Where |y| > |x| it is +-pi/2 - atan(x / y), elsewhere
-// atan(y / x) moved by +-pi when x's sign bit is set; so the quotient is at most 1 in size, and
-// neither branch divides by 0 for the gradient where it is kept.
+// atan(y / x) moved by +-pi when x's sign bit is set; so the quotient is at most 1 in size. Its
+// gradient is torch's (with_atan2_gradient).
 Tensor Tensor::atan2(const Tensor& x_in) const {
   DType out;
   try {
@@ -213,7 +232,7 @@ Tensor Tensor::atan2(const Tensor& x_in) const {
                              x_zero.where(y, q_plain)));
   const Tensor a = q.atan();
   const Tensor moved = x.signbit().where(a + signed_constant(y, std::numbers::pi), a);
-  return swap.where(signed_constant(y, std::numbers::pi / 2) - a, moved);
+  return with_atan2_gradient(swap.where(signed_constant(y, std::numbers::pi / 2) - a, moved), y, x);
 }
 
 }  // namespace vkg

@@ -1,10 +1,10 @@
-// The two double forms of float32 division (codegen/glsl_helpers.cpp) give the interpreter's
-// (IEEE's) bits where rounding is hardest: subnormal quotients that are exact midpoints between two
-// subnormals (ties to even: 5 2^-149 / 2 is 2 2^-149, not 3), quotients a hair from such a
-// midpoint, and random bit patterns (zeros, infinities, nan, overflow). The rounded-bits form runs
-// on every device with shaderFloat64; float(double(a) / double(b)) only where the device is known
-// to divide doubles exactly and round to float as IEEE does (GlslTarget::float_of_double_division:
-// Lavapipe), and there it is what the device's kernels use.
+// The two double forms of float32 division (codegen/glsl_helpers_arithmetic.cpp) give the
+// interpreter's (IEEE's) bits where rounding is hardest: subnormal quotients that are exact
+// midpoints between two subnormals (ties to even: 5 2^-149 / 2 is 2 2^-149, not 3), quotients a
+// hair from such a midpoint, and random bit patterns (zeros, infinities, nan, overflow). The
+// rounded-bits form runs on every device with shaderFloat64; float(double(a) / double(b)) only
+// where the device is known to divide doubles exactly and round to float as IEEE does
+// (GlslTarget::float_of_double_division: Lavapipe), and there it is what the device's kernels use.
 #include <gtest/gtest.h>
 
 #include <bit>

@@ -283,8 +283,9 @@ TEST(GlslRenderer, EverySampleProgramCompiles) {
 }
 
 TEST(GlslRenderer, Float32DivisionComputesInDoubleWhereTheDeviceHasFloat64) {
-  // The double quotient rounds correctly to float (glsl_helpers.cpp, fdiv_via_double_body);
-  // without shaderFloat64 the float-only helper with its remainder corrections stays.
+  // The double quotient rounds correctly to float (glsl_helpers_arithmetic.cpp,
+  // fdiv_via_double_body); without shaderFloat64 the float-only helper with its remainder
+  // corrections stays.
   const Program p = binary_op(Ops::FDIV, dtypes::float32, 3);
   const std::string fast = render_and_compile(p);
   EXPECT_TRUE(has(fast, "double q = da / db;")) << fast;

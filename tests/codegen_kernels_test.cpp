@@ -226,9 +226,11 @@ int ulps_for(Ops op) {
     case Ops::SIN:
     case Ops::COS:
       return 2;
-    case Ops::ERF:  // the renderer's own series and erfc (glsl_helpers.cpp) against glibc's erff
+    case Ops::ERF:  // the renderer's own series and erfc (glsl_helpers_transcendental.cpp) against
+                    // glibc's erff
       return 4;
-    case Ops::ERFC:  // Numerical Recipes' erfcc with an exact square (glsl_helpers.cpp's erfc_tail)
+    case Ops::ERFC:  // Numerical Recipes' erfcc with an exact square
+                     // (glsl_helpers_transcendental.cpp's erfc_tail)
       return 8;
     default:
       return 0;

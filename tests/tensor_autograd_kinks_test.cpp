@@ -194,3 +194,45 @@ TEST(AutogradKinks, ResultsOfALeafRequireGrad) {
     EXPECT_FALSE((w * 2).requires_grad());
   }
 }
+
+// torch's atan2_backward (float32, g = 1): d/dy = (g x) r, d/dx = (g (-y)) r, r = 1 / (y^2 + x^2).
+// By hand: (0, 0) is 0 * inf = nan for both (it was (1, 0)); an infinite y makes r = 0, so
+// d/dx = -inf * 0 = nan and d/dy a zero with x's sign; an infinite x the same the other way
+// round; a zero keeps its sign through the product (d/dx at (+0, 2) is -0 * 0.25 = -0).
+TEST(AutogradKinks, Atan2GradientsFollowTorchAtZerosAndInfinities) {
+  const float inf = INFINITY, nan = NAN;
+  struct Point {
+    float y, x;
+    double dy, dx;
+  };
+  const std::vector<Point> points = {
+      {0.0f, 0.0f, nan, nan},   {-0.0f, -0.0f, nan, nan},  {0.0f, -0.0f, nan, nan},
+      {0.0f, 2.0f, 0.5, -0.0},  {-0.0f, 2.0f, 0.5, 0.0},   {0.0f, -2.0f, -0.5, -0.0},
+      {2.0f, 0.0f, 0.0, -0.5},  {2.0f, -0.0f, -0.0, -0.5}, {-2.0f, 0.0f, 0.0, 0.5},
+      {inf, 2.0f, 0.0, nan},    {-inf, -2.0f, -0.0, nan},  {inf, 0.0f, 0.0, nan},
+      {2.0f, inf, nan, -0.0},   {-2.0f, -inf, nan, 0.0},   {inf, inf, nan, nan},
+      {-inf, -inf, nan, nan},   {nan, 1.0f, nan, nan},     {1.0f, nan, nan, nan},
+      {3.0f, 4.0f, 0.16, -0.12}};
+  std::vector<float> ys, xs;
+  for (const Point& p : points) ys.push_back(p.y), xs.push_back(p.x);
+  const auto same = [](double got, double want) {
+    if (std::isnan(want)) return std::isnan(got);
+    if (want == 0 || std::isinf(want))
+      return got == want && std::signbit(got) == std::signbit(want);
+    return std::fabs(got - want) <= 1e-6 * std::fabs(want);
+  };
+  for (const char* dev : {"CPU", "VK"}) {
+    Tensor y = Tensor(ys, {int64_t(ys.size())}, dev).requires_grad_();
+    Tensor x = Tensor(xs, {int64_t(xs.size())}, dev).requires_grad_();
+    y.atan2(x).sum().backward();
+    ASSERT_TRUE(y.grad().has_value() && x.grad().has_value()) << dev;
+    const std::vector<double> dy = values(*y.grad()), dx = values(*x.grad());
+    for (size_t i = 0; i < points.size(); ++i) {
+      const Point& p = points[i];
+      EXPECT_TRUE(same(dy[i], p.dy))
+          << dev << " d/dy atan2(" << p.y << ", " << p.x << ") = " << dy[i] << ", torch " << p.dy;
+      EXPECT_TRUE(same(dx[i], p.dx))
+          << dev << " d/dx atan2(" << p.y << ", " << p.x << ") = " << dx[i] << ", torch " << p.dx;
+    }
+  }
+}
