@@ -139,7 +139,7 @@ class Renderer {
     if (u.op == Ops::BITCAST && (emulated(u.dtype) || emulated(u.src.at(0)->dtype)) &&
         (u.dtype.scalar == Scalar::Float16 || u.src[0]->dtype.scalar == Scalar::Float16))
       needs_.int16 = needs_.int16 || !emulated(u.dtype) || !emulated(u.src[0]->dtype);
-    // The float64 fmod helper divides 53-bit significands in uint64_t (glsl_helpers.cpp).
+    // The float64 fmod helper divides 53-bit significands in uint64_t (glsl_helpers_arithmetic.cpp).
     if ((u.op == Ops::FMOD || u.op == Ops::REMAINDER) && u.dtype.scalar == Scalar::Float64)
       needs_.int64 = true;
     if (u.op == Ops::SHUFFLE) check_shuffle(i);

@@ -230,8 +230,9 @@ Tensor Adam::update(size_t i, const Tensor& grad, std::vector<Tensor>& states) {
   }
   // torch's p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), with sqrt(bc2) moved into the
   // scalars (the paper's own form): one division per element, not two. Lavapipe divides in
-  // software to round exactly (codegen/glsl_helpers.cpp), which made the two divisions most of
-  // the update's time (a 784x128 weight on a loaded Lavapipe: 0.49 -> 0.42 ms, fastest of a run).
+  // software to round exactly (codegen/glsl_helpers_arithmetic.cpp), which made the two divisions
+  // most of the update's time (a 784x128 weight on a loaded Lavapipe: 0.49 -> 0.42 ms, fastest of a
+  // run).
   return base - *step_size_ * *m / (v->sqrt() + *eps_hat_);
 }
 
