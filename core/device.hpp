@@ -85,6 +85,9 @@ class Device {
     // one it reads) wait, and only while that copy has not completed.
     bool copy_queue = false;
     uint64_t copy_waits = 0;
+    // Copies from other devices that this device's queue read in place from their memory
+    // (import_in), without a host memcpy.
+    uint64_t imported_copies = 0;
   };
   virtual QueueCounts queue_counts() { return {}; }
 
@@ -169,6 +172,27 @@ class Device {
   virtual Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes, size_t chunk,
                           std::span<const std::shared_future<void>> filled) {
     (void)memory, (void)bytes, (void)chunk, (void)filled;
+    return {};
+  }
+  // Instead of stage_in, where the device can: copies of `bytes` bytes at `src`, host memory that
+  // another device's copy gives (its host_pointer, or its stage_out's staging memory), straight
+  // into `memory` by this device's queue, chunk i's (as stage_in's) queued behind a wait for
+  // filled[i], once the host knows src's chunk i holds the bytes. No host memcpy, and no staging
+  // memory on this side. The device imports src's pages (Vulkan's VK_EXT_external_memory_host):
+  // `done` is empty where it cannot (the default), and the copy then stages. Else `done` blocks
+  // (any thread) until the device has read every byte; until then `src` must stay allocated and
+  // unchanged. `memory` of the result holds the imported pages and `keep` (what keeps src
+  // allocated): let go of only after `done` returned, or where a submission failed midway and
+  // import_in threw, by the device once the chunks it submitted are done.
+  struct Imported {
+    std::function<void()> done;
+    std::shared_ptr<void> memory;
+  };
+  virtual Imported import_in(const std::shared_ptr<Allocation>& memory, const std::byte* src,
+                             size_t bytes, size_t chunk,
+                             std::span<const std::shared_future<void>> filled,
+                             std::shared_ptr<void> keep) {
+    (void)memory, (void)src, (void)bytes, (void)chunk, (void)filled, (void)keep;
     return {};
   }
 

@@ -16,6 +16,7 @@
 
 #include <vkgrad/vk/buffer.hpp>
 #include <vkgrad/vk/handle.hpp>
+#include <vkgrad/vk/host_import.hpp>
 
 namespace vkg::vk {
 
@@ -78,10 +79,18 @@ class Transfer {
   // throws midway leaves the caller knowing which copies were submitted.
   // Test-only: VKG_TEST_FAIL_QUEUE_COPY=record:K or submit:K makes the recording or the
   // submission of copy K (from 0) of every call with more than K copies throw OutOfMemory.
+  // The bytes of a VkBuffer that a copy may touch: a Buffer's range of its block, or host memory
+  // imported as a buffer (vk/host_import.hpp).
+  struct Range {
+    VkBuffer handle = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0, size = 0;  // in handle
+    Range(const Buffer& b) : handle(b.handle()), offset(b.offset()), size(b.size()) {}
+    Range(const HostImport& h) : handle(h.handle()), offset(h.offset()), size(h.size()) {}
+  };
   struct Copy {
-    const Buffer* src;
-    VkDeviceSize src_offset;
-    const Buffer* dst;
+    Range src;
+    VkDeviceSize src_offset;  // from src.offset
+    Range dst;
     VkDeviceSize dst_offset;
     VkDeviceSize bytes;
   };
