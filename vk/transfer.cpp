@@ -107,7 +107,7 @@ void Transfer::record_copy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize src_o
   check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
 }
 
-uint64_t Transfer::queue_copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
+uint64_t Transfer::queue_copy(Range src, VkDeviceSize src_offset, Range dst,
                               VkDeviceSize dst_offset, VkDeviceSize bytes,
                               std::span<const VkSemaphoreSubmitInfo> waits, bool host_wrote) {
   const Copy copy{src, src_offset, dst, dst_offset, bytes};
