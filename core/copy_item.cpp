@@ -173,21 +173,21 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   copy_worker().post([task, done, filled, copied, dst_read = std::move(dst_read),
                       src_memory = std::move(src_memory), dst_memory = std::move(dst_memory),
                       staged_out = std::move(out.memory), staged_in = std::move(in.memory),
-                      import = std::move(imported.memory)]() mutable {
+                      imported_pages = std::move(imported.memory)]() mutable {
     (*task)();  // keeps its exception in `result`
     // A copy that failed (a lost device) still ends the destination queue's waits; its result
     // throws what it met.
     if (filled)
       for (size_t i = *copied; i < filled->size(); ++i) (*filled)[i].set_value();
     // In place, the source's memory is the destination queue's to read until it has: what
-    // overwrites or frees it waits for `done` (and `import` keeps it), also after a failure.
+    // overwrites or frees it waits for `done` (imported_pages keeps it), also after a failure.
     if (dst_read) try {
         dst_read();
       } catch (...) {
       }
     done->set_value();
-    import.reset();      // the imported pages go before the memory under them
-    src_memory.reset();  // (Allocator::release locks; GlobalCounters::mem_used is atomic)
+    imported_pages.reset();  // before the memory under them
+    src_memory.reset();      // (Allocator::release locks; GlobalCounters::mem_used is atomic)
     dst_memory.reset();
     staged_out.reset();
     staged_in.reset();

@@ -1,7 +1,10 @@
 // DEVICE=VK, data movement: uploads and downloads between the host and the device's buffers
 // (vk::Transfer), copies within the device (the compute queue), and this device's halves of
 // copies between devices (core/copy_item.hpp): a memcpy where the host maps both memories, else
-// staging buffers that the copy engine's queue copies out of and into (vk/queue_families.hpp).
+// staging buffers that the copy engine's queue copies out of and into (vk/queue_families.hpp),
+// or, into this device where it has VK_EXT_external_memory_host, the source's host-visible bytes
+// imported as a buffer (vk/host_import.hpp) that the copy engine's queue reads in place
+// (import_in): no staging buffer on this side and no host memcpy.
 //
 // Where the device has a copy engine, every staged copy (uploads, downloads, stage_out,
 // stage_in) runs on its queue while kernels run on the compute queue. The two queues are ordered
@@ -42,6 +45,12 @@ VkSemaphoreSubmitInfo semaphore_wait(VkSemaphore semaphore, uint64_t value) {
   w.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
   return w;
 }
+
+// The imported pages and what keeps the memory under them allocated, let go of in that order.
+struct ImportHold {
+  std::shared_ptr<void> keep;
+  std::unique_ptr<vk::HostImport> import;  // destroyed first
+};
 
 }  // namespace
 
@@ -172,12 +181,6 @@ Device::Staged VkDevice::stage_in(const std::shared_ptr<Allocation>& memory, siz
   std::byte* host = staging->mapped();
   return {host, {}, std::move(staging)};
 }
-
-// The imported pages and what keeps the memory under them allocated, let go of in that order.
-struct ImportHold {
-  std::shared_ptr<void> keep;
-  std::unique_ptr<vk::HostImport> import;  // destroyed first
-};
 
 Device::Imported VkDevice::import_in(const std::shared_ptr<Allocation>& memory,
                                      const std::byte* src, size_t bytes, size_t chunk,
