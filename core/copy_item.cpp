@@ -87,6 +87,7 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   std::byte* d = to_dev.host_pointer(dst);
   Device::Staged out, in;
   Device::Imported imported;  // the destination reads the source's bytes in place
+  Device::Imported exported;  // the source writes the destination's bytes in place
   // Staging takes the whole tensor's bytes in one allocation on each side: where that does not
   // fit (the heap, or maxMemoryAllocationSize: 4 GiB on an H100), the copy goes the synchronous
   // way below, whose transfers stage in fixed-size chunks. Both allocate before recording or
@@ -95,8 +96,16 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   const size_t chunks = std::max<size_t>(1, (bytes + chunk - 1) / chunk);
   // filled[i]: chunk i is in the destination's staging memory (its queue copies it in then).
   std::shared_ptr<std::vector<std::promise<void>>> filled;
+  // Into memory of a device that runs on the host (nothing queued uses it), the source's queue
+  // copies in place where it can import it: no staging memory and no memcpy.
   try {
-    if (!s) s = (out = from_dev.stage_out(src, bytes, chunk)).bytes;
+    if (!s && d && to_dev.runs_on_host())
+      exported = from_dev.import_out(src, d, bytes, std::shared_ptr<void>(dst_memory));
+  } catch (const OutOfMemory&) {
+  }
+  const bool out_place = bool(exported.done);
+  try {
+    if (!s && !out_place) s = (out = from_dev.stage_out(src, bytes, chunk)).bytes;
   } catch (const OutOfMemory&) {
   }
   try {
@@ -121,7 +130,7 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
     filled.reset();
   }
   const bool in_place = bool(imported.done);
-  if (!s || (!d && !in_place)) {
+  if (!out_place && (!s || (!d && !in_place))) {
     out = {};  // its staging memory (submitted, never read): copy_out below stages its own
     settle(from_dev);
     settle(to_dev);
@@ -137,19 +146,29 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   // and a released range is handed out again once the device's queue is past it, which knows
   // nothing of this thread. It lets go only after `filled` and `done` are set: releasing locks
   // the allocator, whose out-of-memory path waits for the queues, which wait for those.
-  std::function<void()> src_written = out.bytes ? [] {} : from_dev.when_done_with(src, false);
+  // (Both staging and in-place copies out of the source follow its writers on its queue.)
+  std::function<void()> src_written =
+      out.bytes || out_place ? [] {} : from_dev.when_done_with(src, false);
   std::function<void(size_t)> src_staged = std::move(out.ready);  // chunk by chunk
   // (Both staging and in-place copies into the destination wait on its queue for its users.)
   const bool dst_queued = in.bytes || in_place;
   std::function<void()> dst_free = dst_queued ? [] {} : to_dev.when_done_with(dst, true);
   if (!dst_queued) filled.reset();
-  std::function<void()> dst_read = std::move(imported.done);  // empty unless in place
-  auto copied = std::make_shared<size_t>(0);                  // chunks whose `filled` is set
+  std::function<void()> dst_read = std::move(imported.done);   // empty unless in place
+  std::function<void()> src_wrote = std::move(exported.done);  // likewise
+  auto copied = std::make_shared<size_t>(0);                   // chunks whose `filled` is set
   auto task = std::make_shared<std::packaged_task<RunStat()>>(
       [stat, s, d, bytes, chunk, chunks, filled, copied, src_written = std::move(src_written),
-       src_staged = std::move(src_staged), dst_free = std::move(dst_free), dst_read]() mutable {
+       src_staged = std::move(src_staged), dst_free = std::move(dst_free), dst_read,
+       src_wrote]() mutable {
         src_written();
         dst_free();
+        if (src_wrote) {  // the source's queue copies it all: wait for that
+          const auto t0 = std::chrono::steady_clock::now();
+          src_wrote();
+          stat.ns = ns_since(t0);
+          return stat;
+        }
         // The memcpys' own time, not the waits for the chunks between them; in place, from the
         // source's writers to the destination's last read.
         stat.ns = 0;
@@ -170,7 +189,8 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
         return stat;
       });
   std::shared_future<RunStat> result = task->get_future().share();
-  copy_worker().post([task, done, filled, copied, dst_read = std::move(dst_read),
+  copy_worker().post([task, done, filled, copied, dst_read = std::move(dst_read), src_wrote,
+                      exported_pages = std::move(exported.memory),
                       src_memory = std::move(src_memory), dst_memory = std::move(dst_memory),
                       staged_out = std::move(out.memory), staged_in = std::move(in.memory),
                       imported_pages = std::move(imported.memory)]() mutable {
@@ -185,9 +205,14 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
         dst_read();
       } catch (...) {
       }
+    if (src_wrote) try {  // the destination's memory is the source queue's until it is done
+        src_wrote();
+      } catch (...) {
+      }
     done->set_value();
     imported_pages.reset();  // before the memory under them
-    src_memory.reset();      // (Allocator::release locks; GlobalCounters::mem_used is atomic)
+    exported_pages.reset();
+    src_memory.reset();  // (Allocator::release locks; GlobalCounters::mem_used is atomic)
     dst_memory.reset();
     staged_out.reset();
     staged_in.reset();
@@ -196,9 +221,10 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   // task is posted, so it runs and writes `dst` even if a wait_for below throws. A staged side
   // is not touched by the host: its queue's copy orders it.
   if (!dst_queued) to_dev.host_uses(dst, arrived);
-  if (!out.bytes) from_dev.host_uses(src, arrived);
-  if (!dst_queued) to_dev.wait_for(arrived);   // what reads it (queued copies in wait already)
-  if (!out.bytes) from_dev.wait_for(arrived);  // what overwrites the source's memory next
+  const bool src_queued = out.bytes || out_place;  // what overwrites it follows it on its queue
+  if (!src_queued) from_dev.host_uses(src, arrived);
+  if (!dst_queued) to_dev.wait_for(arrived);    // what reads it (queued copies in wait already)
+  if (!src_queued) from_dev.wait_for(arrived);  // what overwrites the source's memory next
   return result;
 }
 

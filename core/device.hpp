@@ -85,8 +85,8 @@ class Device {
     // one it reads) wait, and only while that copy has not completed.
     bool copy_queue = false;
     uint64_t copy_waits = 0;
-    // Copies from other devices that this device's queue read in place from their memory
-    // (import_in), without a host memcpy.
+    // Copies between this device and another that this device's queue made in place in the
+    // other's host memory (import_in, import_out), without a host memcpy.
     uint64_t imported_copies = 0;
   };
   virtual QueueCounts queue_counts() { return {}; }
@@ -188,6 +188,20 @@ class Device {
     std::function<void()> done;
     std::shared_ptr<void> memory;
   };
+  // Instead of stage_out, where the device can: a copy of `memory`'s first `bytes` bytes straight
+  // into `dst`, host memory of another device that nothing queued uses (a runs_on_host device's),
+  // by this device's queue after the work queued so far that writes `memory`; work queued later
+  // that overwrites `memory` follows it. `done` and `memory` of the result as for import_in
+  // (`keep` keeps `dst` allocated); `done` is empty where the device cannot import `dst`.
+  virtual Imported import_out(Allocation& memory, std::byte* dst, size_t bytes,
+                              std::shared_ptr<void> keep) {
+    (void)memory, (void)dst, (void)bytes, (void)keep;
+    return {};
+  }
+  // Whether the device runs each item on the host before run() returns (the CPU device): its
+  // memory is then never in use by queued work when a copy between devices is queued, so
+  // another device may write it in place at once (import_out).
+  virtual bool runs_on_host() const { return false; }
   virtual Imported import_in(const std::shared_ptr<Allocation>& memory, const std::byte* src,
                              size_t bytes, size_t chunk,
                              std::span<const std::shared_future<void>> filled,

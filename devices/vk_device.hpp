@@ -107,6 +107,8 @@ class VkDevice final : public Device {
   Staged stage_out(Allocation& memory, size_t bytes, size_t chunk) override;
   Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes, size_t chunk,
                   std::span<const std::shared_future<void>> filled) override;
+  Imported import_out(Allocation& memory, std::byte* dst, size_t bytes,
+                      std::shared_ptr<void> keep) override;
   Imported import_in(const std::shared_ptr<Allocation>& memory, const std::byte* src, size_t bytes,
                      size_t chunk, std::span<const std::shared_future<void>> filled,
                      std::shared_ptr<void> keep) override;

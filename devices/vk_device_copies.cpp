@@ -213,6 +213,30 @@ Device::Imported VkDevice::import_in(const std::shared_ptr<Allocation>& memory,
           std::move(hold)};
 }
 
+Device::Imported VkDevice::import_out(Allocation& memory, std::byte* dst, size_t bytes,
+                                      std::shared_ptr<void> keep) {
+  auto hold = std::make_shared<ImportHold>();
+  hold->keep = std::move(keep);
+  hold->import = vk::HostImport::make(rt_.device, dst, bytes);
+  if (!hold->import) return {};
+  auto& a = static_cast<VkAllocation&>(memory);
+  a.fresh = false;
+  // As stage_out's chunks, in one copy: nothing on the host waits between.
+  const uint64_t written = point_of(a.last_write);
+  std::vector<VkSemaphoreSubmitInfo> waits;
+  if (rt_.transfer.own_timeline() && written > 0)
+    waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), written));
+  const vk::Transfer::Copy copy{a.buffer, 0, *hold->import, 0, bytes};
+  std::vector<uint64_t> points;
+  // One copy: submitted, or (throwing) not at all. The host may have written the pages before.
+  rt_.transfer.queue_copies(
+      {&copy, 1}, [&](size_t) { return waits; }, /*host_wrote=*/true, points);
+  a.copy_read = points.back();
+  ++imported_copies_;
+  vk::Timeline* copies = &rt_.transfer.timeline();
+  return {[copies, last = points.back()] { copies->wait(last); }, std::move(hold)};
+}
+
 std::vector<uint64_t> VkDevice::queue_copies_in(VkAllocation& a, vk::Transfer::Range from,
                                                 size_t bytes, size_t chunk,
                                                 std::span<const std::shared_future<void>> filled) {

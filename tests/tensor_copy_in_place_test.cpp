@@ -2,10 +2,12 @@
 // the destination's memory is device-local (a discrete GPU's; Lavapipe's under VKG_FORCE_STAGING,
 // CTest tensor_device_local and tensor_copy_timeline), it imports the source's host-visible bytes
 // (the source's staging memory, or the CPU device's memory) with VK_EXT_external_memory_host and
-// copies out of them: no host memcpy, no staging memory of its own. CTest tensor_copy_staged runs
-// these once more with VKG_NO_HOST_IMPORT=1, the staged path every device without the extension
-// takes. Both paths: values arrive bit for bit whatever their size and place in a block, a source
-// overwritten at once keeps the copy its old values, and gradients flow back through the copies.
+// copies out of them: no host memcpy, no staging memory of its own. Into the CPU device's memory
+// the source's queue writes in place the same way (Device::import_out). CTest tensor_copy_staged
+// runs these once more with VKG_NO_HOST_IMPORT=1, the staged path every device without the
+// extension takes. Both paths: values arrive bit for bit whatever their size and place in a block,
+// a source overwritten at once keeps the copy its old values, and gradients flow back through the
+// copies.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -23,13 +25,14 @@
 namespace vkg {
 namespace {
 
-// Whether copies into `to` should go in place: its memory is not mapped, so a copy into it is
-// queued on it, and VKG_NO_HOST_IMPORT does not turn importing off. (Lavapipe, and the GPUs the
+// Whether copies into the Vulkan device `vk`, and out of it into the CPU device, should go in
+// place: its memory is not mapped, so its queue makes them, and VKG_NO_HOST_IMPORT does not turn
+// importing off. (Lavapipe, and the GPUs the
 // check scripts run on, offer the extension; a device without it would fail the count below.)
-bool in_place_into(const std::string& to) {
+bool in_place(const std::string& vk) {
   const char* off = std::getenv("VKG_NO_HOST_IMPORT");
   const bool disabled = off && std::string(off) != "" && std::string(off) != "0";
-  return !maps_memory(to) && !disabled;
+  return !maps_memory(vk) && !disabled;
 }
 
 uint64_t imported(const std::string& dev) { return device(dev).queue_counts().imported_copies; }
@@ -60,13 +63,14 @@ TEST(CopyInPlace, TheDestinationReadsTheSourceInPlaceWhereItsMemoryIsDeviceLocal
     const uint64_t before = imported(to);
     Tensor y = src.to(to).realize();
     EXPECT_EQ(bits(y.to_vector<float>()), bits(values)) << from << " -> " << to;
-    EXPECT_EQ(imported(to), before + (in_place_into(to) ? 1 : 0))
-        << from << " -> " << to << (in_place_into(to) ? ": staged" : ": read in place");
+    EXPECT_EQ(imported(to), before + (in_place(to) ? 1 : 0))
+        << from << " -> " << to << (in_place(to) ? ": staged" : ": read in place");
   }
-  // Into mapped memory (the CPU device) the copy thread's memcpy stays: nothing is imported.
+  // Out of VK into the CPU device's memory, which nothing queued uses: VK's queue copies into it
+  // in place (import_out) where VK's memory is device-local.
   const uint64_t vk_before = imported("VK");
   EXPECT_EQ(bits(x.to("CPU").to_vector<float>()), bits(values));
-  EXPECT_EQ(imported("VK"), vk_before);
+  EXPECT_EQ(imported("VK"), vk_before + (in_place("VK") ? 1 : 0));
 }
 
 // Sizes that are no multiple of a page (the import's alignment on Lavapipe) or of 256 (the
@@ -104,7 +108,8 @@ TEST(CopyInPlace, OddSizesAndPlacesArriveWhole) {
 // A source overwritten right after the copy is queued (the realize returns with the copy in
 // flight): the destination has the values from before. In place, the destination's queue reads
 // the source's memory (or its staging memory) later than the copy is queued, so what overwrites
-// the source must wait for that read; several chunks, from VK and from the CPU device.
+// the source must wait for that read; out of VK into the CPU device, VK's queue reads it later
+// too. Several chunks, from VK and from the CPU device.
 TEST(CopyInPlace, ASourceOverwrittenAtOnceLeavesTheCopyItsOldValues) {
   const size_t n = (size_t(3) << 20) / 4 + 5;
   std::vector<float> values(n);  // finite: x * 0 - 1 below overwrites every one with -1
@@ -112,10 +117,13 @@ TEST(CopyInPlace, ASourceOverwrittenAtOnceLeavesTheCopyItsOldValues) {
   for (const char* from : {"VK", "CPU", "VK", "CPU", "CPU", "CPU"}) {  // a race: more than once
     Tensor x = Tensor(values, {int64_t(n)}, from).realize();
     Tensor y = x.to("VK:1").realize();
+    const bool vk = std::string(from) == "VK";
+    Tensor on_cpu = x.to(vk ? "CPU" : "VK").realize();  // out of VK in place, or back into it
     x.assign(x * 0 - 1).realize();
     Tensor z = (x.to("VK:1") + y).realize();  // -1 + old, read after the overwrite
     EXPECT_EQ(x.sum().item<float>(), -float(n)) << from;
     EXPECT_EQ(bits(y.to_vector<float>()), bits(values)) << from;
+    EXPECT_EQ(bits(on_cpu.to_vector<float>()), bits(values)) << from;
     std::vector<float> minus_one = values;
     for (float& v : minus_one) v = v - 1.0f;
     EXPECT_EQ(bits(z.to_vector<float>()), bits(minus_one)) << from;
