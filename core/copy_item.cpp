@@ -86,6 +86,8 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   std::byte* s = from_dev.host_pointer(src);
   std::byte* d = to_dev.host_pointer(dst);
   Device::Staged out, in;
+  Device::Imported imported;  // the destination reads the source's bytes in place
+  Device::Imported exported;  // the source writes the destination's bytes in place
   // Staging takes the whole tensor's bytes in one allocation on each side: where that does not
   // fit (the heap, or maxMemoryAllocationSize: 4 GiB on an H100), the copy goes the synchronous
   // way below, whose transfers stage in fixed-size chunks. Both allocate before recording or
@@ -94,8 +96,16 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   const size_t chunks = std::max<size_t>(1, (bytes + chunk - 1) / chunk);
   // filled[i]: chunk i is in the destination's staging memory (its queue copies it in then).
   std::shared_ptr<std::vector<std::promise<void>>> filled;
+  // Into memory of a device that runs on the host (nothing queued uses it), the source's queue
+  // copies in place where it can import it: no staging memory and no memcpy.
   try {
-    if (!s) s = (out = from_dev.stage_out(src, bytes, chunk)).bytes;
+    if (!s && d && to_dev.runs_on_host())
+      exported = from_dev.import_out(src, d, bytes, std::shared_ptr<void>(dst_memory));
+  } catch (const OutOfMemory&) {
+  }
+  const bool out_place = bool(exported.done);
+  try {
+    if (!s && !out_place) s = (out = from_dev.stage_out(src, bytes, chunk)).bytes;
   } catch (const OutOfMemory&) {
   }
   try {
@@ -103,7 +113,12 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
       filled = std::make_shared<std::vector<std::promise<void>>>(chunks);
       std::vector<std::shared_future<void>> events;
       for (auto& p : *filled) events.push_back(p.get_future().share());
-      d = (in = to_dev.stage_in(dst_memory, bytes, chunk, events)).bytes;
+      // Where the destination can import them, its queue copies the source's host-visible bytes
+      // (its memory, or its staging memory) in place: no staging memory on this side and no
+      // memcpy on the copy thread. Else it stages.
+      imported = to_dev.import_in(dst_memory, s, bytes, chunk, events,
+                                  out.memory ? out.memory : std::shared_ptr<void>(src_memory));
+      if (!imported.done) d = (in = to_dev.stage_in(dst_memory, bytes, chunk, events)).bytes;
     }
   } catch (const OutOfMemory&) {
     // stage_in records every chunk before submitting any, but a submission that failed midway
@@ -114,7 +129,8 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
       for (auto& p : *filled) p.set_value();
     filled.reset();
   }
-  if (!s || !d) {
+  const bool in_place = bool(imported.done);
+  if (!out_place && (!s || (!d && !in_place))) {
     out = {};  // its staging memory (submitted, never read): copy_out below stages its own
     settle(from_dev);
     settle(to_dev);
@@ -130,38 +146,72 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   // and a released range is handed out again once the device's queue is past it, which knows
   // nothing of this thread. It lets go only after `filled` and `done` are set: releasing locks
   // the allocator, whose out-of-memory path waits for the queues, which wait for those.
-  std::function<void()> src_written = out.bytes ? [] {} : from_dev.when_done_with(src, false);
+  // (Both staging and in-place copies out of the source follow its writers on its queue.)
+  std::function<void()> src_written =
+      out.bytes || out_place ? [] {} : from_dev.when_done_with(src, false);
   std::function<void(size_t)> src_staged = std::move(out.ready);  // chunk by chunk
-  std::function<void()> dst_free = in.bytes ? [] {} : to_dev.when_done_with(dst, true);
-  if (!in.bytes) filled.reset();
-  auto copied = std::make_shared<size_t>(0);  // chunks whose `filled` is set
+  // (Both staging and in-place copies into the destination wait on its queue for its users.)
+  const bool dst_queued = in.bytes || in_place;
+  std::function<void()> dst_free = dst_queued ? [] {} : to_dev.when_done_with(dst, true);
+  if (!dst_queued) filled.reset();
+  std::function<void()> dst_read = std::move(imported.done);   // empty unless in place
+  std::function<void()> src_wrote = std::move(exported.done);  // likewise
+  auto copied = std::make_shared<size_t>(0);                   // chunks whose `filled` is set
   auto task = std::make_shared<std::packaged_task<RunStat()>>(
       [stat, s, d, bytes, chunk, chunks, filled, copied, src_written = std::move(src_written),
-       src_staged = std::move(src_staged), dst_free = std::move(dst_free)]() mutable {
+       src_staged = std::move(src_staged), dst_free = std::move(dst_free), dst_read,
+       src_wrote]() mutable {
         src_written();
         dst_free();
-        stat.ns = 0;  // the memcpys' own time, not the waits for the chunks between them
+        if (src_wrote) {  // the source's queue copies it all: wait for that
+          const auto t0 = std::chrono::steady_clock::now();
+          src_wrote();
+          stat.ns = ns_since(t0);
+          return stat;
+        }
+        // The memcpys' own time, not the waits for the chunks between them; in place, from the
+        // source's writers to the destination's last read.
+        stat.ns = 0;
+        const auto t0 = std::chrono::steady_clock::now();
         for (size_t i = 0, at = 0; i < chunks; ++i, at += chunk) {
           const size_t n = std::min(chunk, bytes - std::min(at, bytes));
           if (src_staged) src_staged(at + n);
           const auto start = std::chrono::steady_clock::now();
-          if (n > 0) std::memcpy(d + at, s + at, n);
+          if (n > 0 && !dst_read) std::memcpy(d + at, s + at, n);
           stat.ns += ns_since(start);
           if (filled) (*filled)[i].set_value();
           *copied = i + 1;
         }
+        if (dst_read) {
+          dst_read();
+          stat.ns = ns_since(t0);
+        }
         return stat;
       });
   std::shared_future<RunStat> result = task->get_future().share();
-  copy_worker().post([task, done, filled, copied, src_memory = std::move(src_memory),
-                      dst_memory = std::move(dst_memory), staged_out = std::move(out.memory),
-                      staged_in = std::move(in.memory)]() mutable {
+  copy_worker().post([task, done, filled, copied, dst_read = std::move(dst_read), src_wrote,
+                      exported_pages = std::move(exported.memory),
+                      src_memory = std::move(src_memory), dst_memory = std::move(dst_memory),
+                      staged_out = std::move(out.memory), staged_in = std::move(in.memory),
+                      imported_pages = std::move(imported.memory)]() mutable {
     (*task)();  // keeps its exception in `result`
     // A copy that failed (a lost device) still ends the destination queue's waits; its result
     // throws what it met.
     if (filled)
       for (size_t i = *copied; i < filled->size(); ++i) (*filled)[i].set_value();
+    // In place, the source's memory is the destination queue's to read until it has: what
+    // overwrites or frees it waits for `done` (imported_pages keeps it), also after a failure.
+    if (dst_read) try {
+        dst_read();
+      } catch (...) {
+      }
+    if (src_wrote) try {  // the destination's memory is the source queue's until it is done
+        src_wrote();
+      } catch (...) {
+      }
     done->set_value();
+    imported_pages.reset();  // before the memory under them
+    exported_pages.reset();
     src_memory.reset();  // (Allocator::release locks; GlobalCounters::mem_used is atomic)
     dst_memory.reset();
     staged_out.reset();
@@ -170,10 +220,11 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   // The host's own reads and writes of either buffer wait for the copy, recorded first: the
   // task is posted, so it runs and writes `dst` even if a wait_for below throws. A staged side
   // is not touched by the host: its queue's copy orders it.
-  if (!in.bytes) to_dev.host_uses(dst, arrived);
-  if (!out.bytes) from_dev.host_uses(src, arrived);
-  if (!in.bytes) to_dev.wait_for(arrived);  // what reads the copy (stage_in's queue waits already)
-  if (!out.bytes) from_dev.wait_for(arrived);  // what overwrites the source's memory next
+  if (!dst_queued) to_dev.host_uses(dst, arrived);
+  const bool src_queued = out.bytes || out_place;  // what overwrites it follows it on its queue
+  if (!src_queued) from_dev.host_uses(src, arrived);
+  if (!dst_queued) to_dev.wait_for(arrived);    // what reads it (queued copies in wait already)
+  if (!src_queued) from_dev.wait_for(arrived);  // what overwrites the source's memory next
   return result;
 }
 

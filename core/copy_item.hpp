@@ -31,6 +31,11 @@ inline bool is_copy(const ScheduleItem& item) { return item.ast->op == Ops::COPY
 //    destination's staging memory, which its queue copies in once the thread is done), chunk by
 //    chunk so that the three copies overlap. No side waits on the realizing thread, except the
 //    CPU device's;
+//  - where the destination's memory is not mapped but it can import host memory
+//    (Device::import_in: VK_EXT_external_memory_host), its queue copies straight out of the
+//    source's mapped memory or staging memory, chunk by chunk as the copy thread hands them on:
+//    no host memcpy, no staging memory on the destination's side. The source's memory is kept,
+//    and what overwrites it waits, until the destination has read it;
 //  - where a device can stage nothing, through host memory with the host waiting: `settle(device)`
 //    waits for the two devices first (the realize engine's, which also prints what they ran), then
 //    copy_out and copy_in.

@@ -86,6 +86,9 @@ class Device {
     // one it reads) wait, and only while that copy has not completed.
     bool copy_queue = false;
     uint64_t copy_waits = 0;
+    // Copies between this device and another that this device's queue made in place in the
+    // other's host memory (import_in, import_out), without a host memcpy.
+    uint64_t imported_copies = 0;
   };
   virtual QueueCounts queue_counts() { return {}; }
 
@@ -170,6 +173,41 @@ class Device {
   virtual Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes, size_t chunk,
                           std::span<const std::shared_future<void>> filled) {
     (void)memory, (void)bytes, (void)chunk, (void)filled;
+    return {};
+  }
+  // Instead of stage_in, where the device can: copies of `bytes` bytes at `src`, host memory that
+  // another device's copy gives (its host_pointer, or its stage_out's staging memory), straight
+  // into `memory` by this device's queue, chunk i's (as stage_in's) queued behind a wait for
+  // filled[i], once the host knows src's chunk i holds the bytes. No host memcpy, and no staging
+  // memory on this side. The device imports src's pages (Vulkan's VK_EXT_external_memory_host):
+  // `done` is empty where it cannot (the default), and the copy then stages. Else `done` blocks
+  // (any thread) until the device has read every byte; until then `src` must stay allocated and
+  // unchanged. `memory` of the result holds the imported pages and `keep` (what keeps src
+  // allocated): let go of only after `done` returned, or where a submission failed midway and
+  // import_in threw, by the device once the chunks it submitted are done.
+  struct Imported {
+    std::function<void()> done;
+    std::shared_ptr<void> memory;
+  };
+  // Instead of stage_out, where the device can: a copy of `memory`'s first `bytes` bytes straight
+  // into `dst`, host memory of another device that nothing queued uses (a runs_on_host device's),
+  // by this device's queue after the work queued so far that writes `memory`; work queued later
+  // that overwrites `memory` follows it. `done` and `memory` of the result as for import_in
+  // (`keep` keeps `dst` allocated); `done` is empty where the device cannot import `dst`.
+  virtual Imported import_out(Allocation& memory, std::byte* dst, size_t bytes,
+                              std::shared_ptr<void> keep) {
+    (void)memory, (void)dst, (void)bytes, (void)keep;
+    return {};
+  }
+  // Whether the device runs each item on the host before run() returns (the CPU device): its
+  // memory is then never in use by queued work when a copy between devices is queued, so
+  // another device may write it in place at once (import_out).
+  virtual bool runs_on_host() const { return false; }
+  virtual Imported import_in(const std::shared_ptr<Allocation>& memory, const std::byte* src,
+                             size_t bytes, size_t chunk,
+                             std::span<const std::shared_future<void>> filled,
+                             std::shared_ptr<void> keep) {
+    (void)memory, (void)src, (void)bytes, (void)chunk, (void)filled, (void)keep;
     return {};
   }
 

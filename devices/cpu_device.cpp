@@ -112,6 +112,7 @@ class CpuDevice final : public Device {
     return static_cast<HostAllocation&>(memory).bytes.data();
   }
   bool maps_memory() const override { return true; }
+  bool runs_on_host() const override { return true; }
 
   // BEAM is a no-op here: the interpreter is the oracle, not a target to tune, and its times say
   // nothing about a GPU's. Kernels get the heuristics' opts (or none under NOOPT).

@@ -235,8 +235,10 @@ std::vector<RunStat> VkDevice::flush() {
 
 Device::QueueCounts VkDevice::queue_counts() {
   vk::Timeline& t = rt_.device.timeline();
-  return {t.submitted(), t.completed(), t.host_waits() + bridge_.host_waits(),
-          rt_.transfer.own_timeline(), copy_waits_};
+  QueueCounts c{t.submitted(), t.completed(), t.host_waits() + bridge_.host_waits(),
+                rt_.transfer.own_timeline(), copy_waits_};
+  c.imported_copies = imported_copies_;
+  return c;
 }
 
 std::vector<RunStat> VkDevice::synchronize() {

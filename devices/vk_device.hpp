@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <future>
 #include <memory>
@@ -106,6 +107,11 @@ class VkDevice final : public Device {
   Staged stage_out(Allocation& memory, size_t bytes, size_t chunk) override;
   Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes, size_t chunk,
                   std::span<const std::shared_future<void>> filled) override;
+  Imported import_out(Allocation& memory, std::byte* dst, size_t bytes,
+                      std::shared_ptr<void> keep) override;
+  Imported import_in(const std::shared_ptr<Allocation>& memory, const std::byte* src, size_t bytes,
+                     size_t chunk, std::span<const std::shared_future<void>> filled,
+                     std::shared_ptr<void> keep) override;
   void wait_for(std::shared_future<void> event) override;
 
  private:
@@ -176,6 +182,17 @@ class VkDevice final : public Device {
   void wait_for_copies(const VkAllocation& a, bool writing);
   // The bridge value that bridge_worker_ signals once `event` is ready.
   uint64_t bridge_after(std::shared_future<void> event);
+  // stage_in's and import_in's copies of `from` into `a`, chunk by chunk, each behind its
+  // `filled` event (bridge_after) and a's last user; returns their points on the copy timeline.
+  // A submission that fails after others were submitted throws PartialSubmit (the submitted
+  // chunks still read `from` once their events are set); one before any throws what it met.
+  struct PartialSubmit {
+    std::exception_ptr error;
+    uint64_t last;  // the copy timeline's point of the last chunk submitted
+  };
+  std::vector<uint64_t> queue_copies_in(VkAllocation& a, vk::Transfer::Range from, size_t bytes,
+                                        size_t chunk,
+                                        std::span<const std::shared_future<void>> filled);
 
   std::string name_;
   vk::Runtime rt_;
@@ -187,7 +204,8 @@ class VkDevice final : public Device {
   // The highest point of the copy engine's timeline that commands recorded on the compute queue
   // from now on wait for (wait_for_copies): the compute queue runs its submissions in order.
   uint64_t copies_waited_ = 0;
-  uint64_t copy_waits_ = 0;  // QueueCounts::copy_waits
+  uint64_t copy_waits_ = 0;                   // QueueCounts::copy_waits
+  std::atomic<uint64_t> imported_copies_{0};  // QueueCounts::imported_copies
   GlslTarget target_;
   DeviceTraits traits_;
   std::string device_key_;

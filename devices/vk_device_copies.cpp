@@ -1,7 +1,10 @@
 // DEVICE=VK, data movement: uploads and downloads between the host and the device's buffers
 // (vk::Transfer), copies within the device (the compute queue), and this device's halves of
 // copies between devices (core/copy_item.hpp): a memcpy where the host maps both memories, else
-// staging buffers that the copy engine's queue copies out of and into (vk/queue_families.hpp).
+// staging buffers that the copy engine's queue copies out of and into (vk/queue_families.hpp),
+// or, into this device where it has VK_EXT_external_memory_host, the source's host-visible bytes
+// imported as a buffer (vk/host_import.hpp) that the copy engine's queue reads in place
+// (import_in): no staging buffer on this side and no host memcpy.
 //
 // Where the device has a copy engine, every staged copy (uploads, downloads, stage_out,
 // stage_in) runs on its queue while kernels run on the compute queue. The two queues are ordered
@@ -27,6 +30,7 @@
 
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/devices/vk_device.hpp>
+#include <vkgrad/vk/host_import.hpp>
 #include <vkgrad/vk/structure.hpp>
 
 namespace vkg {
@@ -41,6 +45,12 @@ VkSemaphoreSubmitInfo semaphore_wait(VkSemaphore semaphore, uint64_t value) {
   w.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
   return w;
 }
+
+// The imported pages and what keeps the memory under them allocated, let go of in that order.
+struct ImportHold {
+  std::shared_ptr<void> keep;
+  std::unique_ptr<vk::HostImport> import;  // destroyed first
+};
 
 }  // namespace
 
@@ -133,7 +143,7 @@ Device::Staged VkDevice::stage_out(Allocation& memory, size_t bytes, size_t chun
   // writes visible to its own submission only (an already signalled wait costs nothing).
   std::vector<vk::Transfer::Copy> chunks;
   for (size_t at = 0; at < bytes; at += chunk)
-    chunks.push_back({&a.buffer, at, staging.get(), at, std::min(chunk, bytes - at)});
+    chunks.push_back({a.buffer, at, *staging, at, std::min(chunk, bytes - at)});
   // Each submitted chunk is tracked (what overwrites the buffer waits for the copies), also when
   // a submission throws midway.
   std::vector<uint64_t> points;
@@ -159,23 +169,91 @@ Device::Staged VkDevice::stage_out(Allocation& memory, size_t bytes, size_t chun
 Device::Staged VkDevice::stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes,
                                   size_t chunk, std::span<const std::shared_future<void>> filled) {
   auto& a = static_cast<VkAllocation&>(*memory);
+  auto staging = std::make_shared<vk::Buffer>(rt_.allocator.allocate(bytes, vk::Usage::Staging));
+  // Submitted here, so the copy thread may let go of the staging memory and the destination
+  // after its memcpy, before the copies have run: the allocator hands them out again only once
+  // the copy queue's work submitted before their release has completed.
+  try {
+    queue_copies_in(a, *staging, bytes, chunk, filled);
+  } catch (const PartialSubmit& e) {
+    std::rethrow_exception(e.error);
+  }
+  std::byte* host = staging->mapped();
+  return {host, {}, std::move(staging)};
+}
+
+Device::Imported VkDevice::import_in(const std::shared_ptr<Allocation>& memory,
+                                     const std::byte* src, size_t bytes, size_t chunk,
+                                     std::span<const std::shared_future<void>> filled,
+                                     std::shared_ptr<void> keep) {
+  auto hold = std::make_shared<ImportHold>();
+  hold->keep = std::move(keep);
+  hold->import = vk::HostImport::make(rt_.device, src, bytes);
+  if (!hold->import) return {};
+  auto& a = static_cast<VkAllocation&>(*memory);
+  std::vector<uint64_t> points;
+  try {
+    points = queue_copies_in(a, *hold->import, bytes, chunk, filled);
+  } catch (const PartialSubmit& e) {
+    // Chunks on the queue read the imported pages once their `filled` is set (the caller's
+    // fallback sets them all): the pages, and the memory under them, stay until they are done.
+    // The bridge worker waits, as it signals the values those chunks wait for before this.
+    vk::Timeline* copies = &rt_.transfer.timeline();
+    bridge_worker_.post([copies, last = e.last, hold] {
+      try {
+        copies->wait(last);
+      } catch (...) {  // a lost device runs nothing more
+      }
+    });
+    std::rethrow_exception(e.error);
+  }
+  ++imported_copies_;
+  vk::Timeline* copies = &rt_.transfer.timeline();
+  return {[copies, last = points.empty() ? 0 : points.back()] { copies->wait(last); },
+          std::move(hold)};
+}
+
+Device::Imported VkDevice::import_out(Allocation& memory, std::byte* dst, size_t bytes,
+                                      std::shared_ptr<void> keep) {
+  auto hold = std::make_shared<ImportHold>();
+  hold->keep = std::move(keep);
+  hold->import = vk::HostImport::make(rt_.device, dst, bytes);
+  if (!hold->import) return {};
+  auto& a = static_cast<VkAllocation&>(memory);
+  a.fresh = false;
+  // As stage_out's chunks, in one copy: nothing on the host waits between.
+  const uint64_t written = point_of(a.last_write);
+  std::vector<VkSemaphoreSubmitInfo> waits;
+  if (rt_.transfer.own_timeline() && written > 0)
+    waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), written));
+  const vk::Transfer::Copy copy{a.buffer, 0, *hold->import, 0, bytes};
+  std::vector<uint64_t> points;
+  // One copy: submitted, or (throwing) not at all. The host may have written the pages before.
+  rt_.transfer.queue_copies(
+      {&copy, 1}, [&](size_t) { return waits; }, /*host_wrote=*/true, points);
+  a.copy_read = points.back();
+  ++imported_copies_;
+  vk::Timeline* copies = &rt_.transfer.timeline();
+  return {[copies, last = points.back()] { copies->wait(last); }, std::move(hold)};
+}
+
+std::vector<uint64_t> VkDevice::queue_copies_in(VkAllocation& a, vk::Transfer::Range from,
+                                                size_t bytes, size_t chunk,
+                                                std::span<const std::shared_future<void>> filled) {
   const bool fresh = std::exchange(a.fresh, false);
   chunk = std::max<size_t>(chunk, 1);
-  auto staging = std::make_shared<vk::Buffer>(rt_.allocator.allocate(bytes, vk::Usage::Staging));
   // Kernels still reading its old bytes go first (submitted now if being recorded); earlier
   // copies on the copy queue that use it precede these in queue order.
   const uint64_t used = fresh ? 0 : point_of(a.last_use);
-  // Submitted here, so the copy thread may let go of the staging memory and the destination
-  // after its memcpy, before the copies have run: the allocator hands them out again only once
-  // the copy queue's work submitted before their release has completed. Every chunk's command
-  // buffer is recorded before the first bridge value is posted (queue_copies): where one cannot
-  // be, nothing waits on `filled`, which the caller's fallback does not set.
+  // Every chunk's command buffer is recorded before the first bridge value is posted
+  // (queue_copies): where one cannot be, nothing waits on `filled`, which the caller's fallback
+  // does not set.
   std::vector<vk::Transfer::Copy> chunks;
   std::vector<size_t> chunk_of;  // chunks[j] is filled[chunk_of[j]] (empty chunks are skipped)
   for (size_t i = 0, at = 0; i < filled.size(); ++i, at += chunk) {
     const size_t n = std::min(chunk, bytes - std::min(at, bytes));
     if (n == 0) continue;
-    chunks.push_back({staging.get(), at, &a.buffer, at, n});
+    chunks.push_back({from, at, a.buffer, at, n});
     chunk_of.push_back(i);
   }
   auto waits = [&](size_t j) {
@@ -190,12 +268,12 @@ Device::Staged VkDevice::stage_in(const std::shared_ptr<Allocation>& memory, siz
   try {
     rt_.transfer.queue_copies(chunks, waits, /*host_wrote=*/true, points);
   } catch (...) {
-    if (!points.empty()) a.copy_write = points.back();  // kernels reading it wait for those
-    throw;
+    if (points.empty()) throw;
+    a.copy_write = points.back();  // kernels reading it wait for those
+    throw PartialSubmit{std::current_exception(), points.back()};
   }
   if (!points.empty()) a.copy_write = points.back();
-  std::byte* host = staging->mapped();
-  return {host, {}, std::move(staging)};
+  return points;
 }
 
 uint64_t VkDevice::bridge_after(std::shared_future<void> event) {

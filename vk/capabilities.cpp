@@ -94,6 +94,9 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   VkPhysicalDevicePushDescriptorPropertiesKHR push =
       structure<VkPhysicalDevicePushDescriptorPropertiesKHR>(
           VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR);
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_import =
+      structure<VkPhysicalDeviceExternalMemoryHostPropertiesEXT>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT);
   const auto ext = extension_names(physical);
   props.pNext = &p11;
   p11.pNext = &p12;
@@ -101,6 +104,10 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   if (contains(ext, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
     push.pNext = props.pNext;
     props.pNext = &push;
+  }
+  if (contains(ext, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+    host_import.pNext = props.pNext;
+    props.pNext = &host_import;
   }
   // The 1.3 struct is only defined for 1.3 devices; older ones are reported unusable below.
   VkPhysicalDeviceProperties plain;
@@ -135,6 +142,7 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
       std::min(pl.maxPerStageDescriptorSampledImages, pl.maxDescriptorSetSampledImages);
   l.max_push_descriptors = push.maxPushDescriptors;
   l.max_push_constants_size = pl.maxPushConstantsSize;
+  l.min_imported_host_pointer_alignment = host_import.minImportedHostPointerAlignment;
   l.max_memory_allocation_count = pl.maxMemoryAllocationCount;
   l.max_memory_allocation_size = p11.maxMemoryAllocationSize;
   l.max_buffer_size = p13.maxBufferSize ? p13.maxBufferSize : p11.maxMemoryAllocationSize;
@@ -193,6 +201,8 @@ Capabilities read_capabilities(VkPhysicalDevice physical) {
   f.cooperative_matrix_nv = contains(ext, "VK_NV_cooperative_matrix");
   f.memory_budget = contains(ext, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   f.push_descriptor = contains(ext, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  f.external_memory_host = contains(ext, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME) &&
+                           l.min_imported_host_pointer_alignment > 0;
 
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(physical, &mem);
@@ -333,6 +343,8 @@ std::string describe(const Capabilities& c) {
                   yn(f.scalar_block_layout), yn(f.vulkan_memory_model), yn(f.integer_dot_product)));
   line(fmt::format("  cooperative matrix KHR {}, NV {}; memory budget {}",
                    yn(f.cooperative_matrix_khr), yn(f.cooperative_matrix_nv), yn(f.memory_budget)));
+  line(fmt::format("  external memory host {} (alignment {})", yn(f.external_memory_host),
+                   c.limits.min_imported_host_pointer_alignment));
   line(fmt::format(
       "float controls (float16/32/64): keep subnormals {}/{}/{}, may flush them {}/{}/{}, "
       "keep inf, nan and -0 {}/{}/{}",

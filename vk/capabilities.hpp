@@ -25,6 +25,9 @@ struct Limits {
   uint32_t max_sampled_images_per_stage = 0;
   uint32_t max_push_descriptors = 0;  // VK_KHR_push_descriptor; 0 without it
   uint32_t max_push_constants_size = 0;
+  // minImportedHostPointerAlignment (VK_EXT_external_memory_host): an imported host range's start
+  // and size are multiples of it. 0 without the extension.
+  VkDeviceSize min_imported_host_pointer_alignment = 0;
   uint32_t max_memory_allocation_count = 0;
   VkDeviceSize max_memory_allocation_size = 0;
   VkDeviceSize max_buffer_size = 0;
@@ -73,6 +76,9 @@ struct Features {
   bool cooperative_matrix_nv = false;
   bool memory_budget = false;    // VK_EXT_memory_budget present
   bool push_descriptor = false;  // VK_KHR_push_descriptor present (enabled when it is)
+  // VK_EXT_external_memory_host present: the device can copy straight out of memory another
+  // device maps (vk/host_import.hpp). Enabled unless VKG_NO_HOST_IMPORT=1 (vk/device.hpp).
+  bool external_memory_host = false;
 };
 
 struct MemoryHeap {

@@ -47,6 +47,20 @@ std::string device_list(std::span<const PhysicalDevice> devices) {
   return s.empty() ? "\n  (none)" : s;
 }
 
+// Whether buffers that copies read and write can be bound to imported host memory (the spec
+// lets a device offer the extension and still refuse a handle type for some buffer usages).
+bool host_buffers_importable(VkPhysicalDevice physical) {
+  VkPhysicalDeviceExternalBufferInfo info = structure<VkPhysicalDeviceExternalBufferInfo>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO);
+  info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  VkExternalBufferProperties props =
+      structure<VkExternalBufferProperties>(VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES);
+  vkGetPhysicalDeviceExternalBufferProperties(physical, &info, &props);
+  return props.externalMemoryProperties.externalMemoryFeatures &
+         VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT;
+}
+
 }  // namespace
 
 std::vector<PhysicalDevice> list_physical_devices(const Instance& instance) {
@@ -116,6 +130,7 @@ DeviceOptions DeviceOptions::from_env() {
   o.persistent_pipeline_cache = !env_flag("VKG_NO_PIPELINE_CACHE");
   o.transfer_queue = !env_flag("VKG_NO_TRANSFER_QUEUE");
   o.transfer_timeline_on_compute_queue = env_flag("VKG_TRANSFER_QUEUE_ON_COMPUTE");
+  o.host_import = !env_flag("VKG_NO_HOST_IMPORT");
   return o;
 }
 
@@ -135,6 +150,11 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
     extensions.push_back("VK_KHR_portability_subset");
   // Kernels whose buffers fit the descriptor limits bind them by push descriptor (queue.hpp).
   if (caps_.features.push_descriptor) extensions.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  // Copies between devices import host memory as buffers that copies read and write.
+  if (!options.host_import || !host_buffers_importable(physical_))
+    caps_.features.external_memory_host = false;
+  if (caps_.features.external_memory_host)
+    extensions.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue =
@@ -162,6 +182,10 @@ Device::Device(const Instance& instance, const DeviceOptions& options) {
     push_descriptor_set_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
         vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
   if (!push_descriptor_set_) caps_.limits.max_push_descriptors = 0;
+  if (caps_.features.external_memory_host)
+    host_pointer_properties_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+        vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
+  if (!host_pointer_properties_) caps_.features.external_memory_host = false;
   host_signals_on_ = instance.sync_validation();
   try {
     VkQueue q;

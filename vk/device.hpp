@@ -47,6 +47,10 @@ struct DeviceOptions {
   // on the compute queue. The two-timeline path (copies that wait on kernels' points and kernels
   // that wait on copies' points) then runs on a device with one queue, as Lavapipe in CI.
   bool transfer_timeline_on_compute_queue = false;
+  // Enable VK_EXT_external_memory_host where offered: copies between devices then read the other
+  // device's host-visible bytes in place (vk/host_import.hpp). Off: they go through staging
+  // buffers and a host memcpy, as on a device without it (what tests use to keep that path run).
+  bool host_import = true;
 
   // select from VK_DEVICE; VKG_NO_PIPELINE_CACHE=1 keeps the pipeline cache off disk;
   // VKG_NO_TRANSFER_QUEUE=1 turns transfer_queue off; VKG_TRANSFER_QUEUE_ON_COMPUTE=1 turns
@@ -80,6 +84,11 @@ class Device {
   PipelineCache& pipeline_cache() { return *pipeline_cache_; }
   // vkCmdPushDescriptorSetKHR, or null where the device lacks VK_KHR_push_descriptor.
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set() const { return push_descriptor_set_; }
+  // vkGetMemoryHostPointerPropertiesEXT, or null where VK_EXT_external_memory_host is not enabled
+  // (caps().features.external_memory_host is then false).
+  PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_properties() const {
+    return host_pointer_properties_;
+  }
 
  private:
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
@@ -92,6 +101,7 @@ class Device {
   std::unique_ptr<Timeline> transfer_timeline_;
   std::unique_ptr<PipelineCache> pipeline_cache_;
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
+  PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_properties_ = nullptr;
 };
 
 }  // namespace vkg::vk

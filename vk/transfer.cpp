@@ -19,11 +19,11 @@ namespace vkg::vk {
 
 namespace {
 
-void check_range(const Buffer& b, VkDeviceSize offset, size_t bytes, const char* what) {
-  if (!b) throw Error(fmt::format("{} with an empty Buffer", what));
-  if (offset > b.size() || bytes > b.size() - offset)
+void check_range(const Transfer::Range& b, VkDeviceSize offset, size_t bytes, const char* what) {
+  if (!b.handle) throw Error(fmt::format("{} with an empty Buffer", what));
+  if (offset > b.size || bytes > b.size - offset)
     throw Error(fmt::format("{} of {} bytes at offset {} does not fit a buffer of {} bytes", what,
-                            bytes, offset, b.size()));
+                            bytes, offset, b.size));
 }
 
 }  // namespace
@@ -107,10 +107,10 @@ void Transfer::record_copy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize src_o
   check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
 }
 
-uint64_t Transfer::queue_copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
+uint64_t Transfer::queue_copy(Range src, VkDeviceSize src_offset, Range dst,
                               VkDeviceSize dst_offset, VkDeviceSize bytes,
                               std::span<const VkSemaphoreSubmitInfo> waits, bool host_wrote) {
-  const Copy copy{&src, src_offset, &dst, dst_offset, bytes};
+  const Copy copy{src, src_offset, dst, dst_offset, bytes};
   std::vector<uint64_t> points;
   queue_copies(
       {&copy, 1},
@@ -138,8 +138,8 @@ void Transfer::queue_copies(std::span<const Copy> copies,
                             const std::function<std::vector<VkSemaphoreSubmitInfo>(size_t)>& waits,
                             bool host_wrote, std::vector<uint64_t>& points) {
   for (const Copy& c : copies) {
-    check_range(*c.src, c.src_offset, c.bytes, "copy");
-    check_range(*c.dst, c.dst_offset, c.bytes, "copy");
+    check_range(c.src, c.src_offset, c.bytes, "copy");
+    check_range(c.dst, c.dst_offset, c.bytes, "copy");
     if (c.bytes == 0)
       throw Error("a queued copy of 0 bytes (internal: Vulkan copies at least one)");
   }
@@ -174,8 +174,8 @@ void Transfer::queue_copies(std::span<const Copy> copies,
       if (i == fail_record)
         throw OutOfMemory("recording a queued copy (VKG_TEST_FAIL_QUEUE_COPY, a test's failure)");
       const Copy& c = copies[i];
-      record_copy(slot.cmd, c.src->handle(), c.src->offset() + c.src_offset, c.dst->handle(),
-                  c.dst->offset() + c.dst_offset, c.bytes, host_wrote);
+      record_copy(slot.cmd, c.src.handle, c.src.offset + c.src_offset, c.dst.handle,
+                  c.dst.offset + c.dst_offset, c.bytes, host_wrote);
     }
   } catch (...) {
     give_back(0);

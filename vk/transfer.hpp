@@ -16,6 +16,7 @@
 
 #include <vkgrad/vk/buffer.hpp>
 #include <vkgrad/vk/handle.hpp>
+#include <vkgrad/vk/host_import.hpp>
 
 namespace vkg::vk {
 
@@ -29,6 +30,14 @@ struct TransferOptions {
 
 class Transfer {
  public:
+  // The bytes of a VkBuffer that a copy may touch: a Buffer's range of its block, or host memory
+  // imported as a buffer (vk/host_import.hpp).
+  struct Range {
+    VkBuffer handle = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0, size = 0;  // in handle
+    Range(const Buffer& b) : handle(b.handle()), offset(b.offset()), size(b.size()) {}
+    Range(const HostImport& h) : handle(h.handle()), offset(h.offset()), size(h.size()) {}
+  };
   Transfer(Device& device, Allocator& allocator, const TransferOptions& options = {});
   ~Transfer();
   Transfer(const Transfer&) = delete;
@@ -67,9 +76,9 @@ class Transfer {
   // copies submitted before it. Returns its point on timeline(), which the caller's later work
   // on `dst` (and writes to `src`) must wait for. Its command buffer is reused once it is done.
   // `bytes` > 0 (Vulkan has no empty copy): vkg::Error otherwise.
-  uint64_t queue_copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
-                      VkDeviceSize dst_offset, VkDeviceSize bytes,
-                      std::span<const VkSemaphoreSubmitInfo> waits, bool host_wrote);
+  uint64_t queue_copy(Range src, VkDeviceSize src_offset, Range dst, VkDeviceSize dst_offset,
+                      VkDeviceSize bytes, std::span<const VkSemaphoreSubmitInfo> waits,
+                      bool host_wrote);
   // Several queue_copy's at once, in order, with every command buffer allocated and recorded
   // before the first is submitted: running out of memory there leaves nothing submitted (a
   // staged copy's chunks wait on host events that nobody sets once the copy gives up: submitted,
@@ -79,9 +88,9 @@ class Transfer {
   // Test-only: VKG_TEST_FAIL_QUEUE_COPY=record:K or submit:K makes the recording or the
   // submission of copy K (from 0) of every call with more than K copies throw OutOfMemory.
   struct Copy {
-    const Buffer* src;
-    VkDeviceSize src_offset;
-    const Buffer* dst;
+    Range src;
+    VkDeviceSize src_offset;  // from src.offset
+    Range dst;
     VkDeviceSize dst_offset;
     VkDeviceSize bytes;
   };
