@@ -28,7 +28,6 @@ namespace vkg {
 namespace {
 
 using namespace fuzz;
-using fuzz::shape_str;  // not vkg::shape_str
 
 // A run's outputs, or the vkg::Error it threw.
 struct Outcome {
@@ -43,18 +42,6 @@ Outcome outcome_of(F f) {
   } catch (const Error& e) {
     return {{}, std::string(e.what())};
   }
-}
-
-std::string compare_outputs(const Program& p, const std::vector<Tensor>& want,
-                            const std::vector<Tensor>& got) {
-  for (size_t k = 0; k < want.size(); ++k) {
-    if (want[k].shape() != got[k].shape())
-      return "v" + std::to_string(p.outputs[k]) + ": shape " + shape_str(got[k].shape()) +
-             ", plain " + shape_str(want[k].shape());
-    if (std::string e = compare_output(p, p.outputs[k], want[k], got[k]); !e.empty())
-      return "v" + std::to_string(p.outputs[k]) + ": " + e;
-  }
-  return "";
 }
 
 std::string describe(const Outcome& o) { return o.error ? "threw: " + *o.error : "gave values"; }
