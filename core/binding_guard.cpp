@@ -4,42 +4,50 @@
 #include <limits>
 
 #include <vkgrad/core/jit_capture.hpp>
-#include <vkgrad/core/symbolic.hpp>
 
 namespace vkg {
 
-void guard_binding(const UOpPtr& expr, int64_t lo, int64_t hi, std::string what) {
-  Capture* capture = active_capture();
-  if (!capture) return;
+std::string* BindingGuards::add(const UOpPtr& expr, int64_t lo, int64_t hi) {
   const UOpPtr e = simplify(expr);
-  if (e->is_const()) return;  // the same at every binding
+  if (e->is_const()) return nullptr;  // the same at every binding
   // Bounds that every binding meets need no check (vmin/vmax are the variables' ranges').
-  if (e->vmin() >= lo && e->vmax() <= hi) return;
-  capture->guards.push_back({e, lo, hi, std::move(what)});
+  if (e->vmin() >= lo && e->vmax() <= hi) return nullptr;
+  std::vector<size_t>& same = by_expr_[e.get()];
+  for (size_t i : same)
+    if (guards_[i].lo >= lo && guards_[i].hi <= hi) return nullptr;
+  same.push_back(guards_.size());
+  guards_.push_back({e, IntExpr(e), lo, hi, ""});
+  return &guards_.back().what;
 }
 
-void guard_same_value(const UOpPtr& expr, int64_t value, std::string what) {
-  guard_binding(expr, value, value, std::move(what));
-}
-
-std::string broken_guard(const std::vector<BindingGuard>& guards,
-                         const std::map<std::string, int64_t>& vars) {
-  for (const BindingGuard& g : guards) {
-    bool bound = true;
-    const IntExpr e(g.expr);
-    for (const std::string& name : e.var_names()) bound = bound && vars.count(name);
-    if (!bound) continue;  // a variable the function binds itself: frozen at the capture's value
-    const int64_t v = eval_int(g.expr, vars);
-    if (v >= g.lo && v <= g.hi) continue;
+std::string BindingGuards::broken(const std::map<std::string, int64_t>& vars) const {
+  std::vector<int64_t> values;
+  for (const BindingGuard& g : guards_) {
+    values.clear();
+    for (const std::string& name : g.eval.var_names()) {
+      const auto it = vars.find(name);
+      if (it == vars.end()) break;  // a variable the function binds itself: frozen at the capture
+      values.push_back(it->second);
+    }
+    if (values.size() != g.eval.var_names().size()) continue;
+    const std::optional<int64_t> v = g.eval(values);
+    if (v && *v >= g.lo && *v <= g.hi) continue;
     const std::string range =
         g.lo == g.hi ? "= " + std::to_string(g.lo)
         : g.hi == std::numeric_limits<int64_t>::max()
             ? ">= " + std::to_string(g.lo)
             : "in [" + std::to_string(g.lo) + ", " + std::to_string(g.hi) + "]";
     return g.what + " (it needs " + render(g.expr) + " " + range + ", here it is " +
-           std::to_string(v) + ")";
+           (v ? std::to_string(*v) : "undefined") + ")";
   }
   return "";
+}
+
+bool recording_guards() { return active_capture() != nullptr; }
+
+std::string* record_binding_guard(const UOpPtr& expr, int64_t lo, int64_t hi) {
+  Capture* capture = active_capture();
+  return capture ? capture->guards.add(expr, lo, hi) : nullptr;
 }
 
 }  // namespace vkg

@@ -6,12 +6,19 @@
 // op leaves a guard in the capture that records it, and a replay whose binding breaks one is the
 // vkg::Error the op would give (or says the capture cannot follow it) instead of a silent wrong
 // answer.
+//
+// Outside a capture (every eager call) a guard costs a thread-local read: its message is built
+// only when the guard is recorded, and an op that works out a guard's expression just for it asks
+// recording_guards() first.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include <vkgrad/core/symbolic.hpp>
 #include <vkgrad/core/uop.hpp>
 
 namespace vkg {
@@ -20,19 +27,52 @@ namespace vkg {
 // assumed it and what eager does where it does not.
 struct BindingGuard {
   UOpPtr expr;
+  IntExpr eval;  // expr, compiled once at the capture for every replay's check
   int64_t lo = 0, hi = 0;
   std::string what;
 };
 
-// Records a guard into the capture this thread records (core/jit_capture.hpp), if any, when
-// `expr` has variables: its value at the capture must lie in [lo, hi].
-void guard_binding(const UOpPtr& expr, int64_t lo, int64_t hi, std::string what);
-// guard_binding for `expr` keeping the value it has now.
-void guard_same_value(const UOpPtr& expr, int64_t value, std::string what);
+// The guards of one capture, in the order its ops recorded them, each condition once.
+class BindingGuards {
+ public:
+  // Adds the guard `expr` (simplified) in [lo, hi] and returns where its message goes; nullptr,
+  // adding nothing, where it holds at every binding (a constant, or the variables' ranges keep it
+  // inside) or where a guard already added on the same expression implies it (a range inside
+  // this one's). A deep model checks the same sizes layer after layer: each is evaluated once per
+  // replay, and its message built once. broken() answers as it did without the skipped ones: the
+  // guard that implies one comes first and breaks wherever it does.
+  std::string* add(const UOpPtr& expr, int64_t lo, int64_t hi);
 
-// The first guard that `vars` breaks, as a sentence naming it, or "" when all hold. A guard over
-// a variable missing from `vars` (one the function binds itself, frozen at the capture) holds.
-std::string broken_guard(const std::vector<BindingGuard>& guards,
-                         const std::map<std::string, int64_t>& vars);
+  // The first guard that `vars` breaks, as a sentence naming it, or "" when all hold. A guard
+  // over a variable missing from `vars` (one the function binds itself, frozen at the capture)
+  // holds.
+  std::string broken(const std::map<std::string, int64_t>& vars) const;
+
+  size_t size() const { return guards_.size(); }
+
+ private:
+  std::vector<BindingGuard> guards_;
+  std::unordered_map<const UOp*, std::vector<size_t>> by_expr_;  // guards_' indices
+};
+
+// Whether this thread records guards now (a vkg::Jit captures, core/jit_capture.hpp).
+bool recording_guards();
+
+// The capture's guards' message slot for a new guard (BindingGuards::add), or nullptr when none
+// is to be recorded: no capture is active, or the capture needs no such guard.
+std::string* record_binding_guard(const UOpPtr& expr, int64_t lo, int64_t hi);
+
+// Records into the capture this thread records, if any, that `expr`'s value must lie in
+// [lo, hi] at a replay. `what()` (returning a std::string) is called only for a guard recorded.
+template <class Message>
+void guard_binding(const UOpPtr& expr, int64_t lo, int64_t hi, Message&& what) {
+  if (std::string* message = record_binding_guard(expr, lo, hi))
+    *message = std::forward<Message>(what)();
+}
+// guard_binding for `expr` keeping the value it has now.
+template <class Message>
+void guard_same_value(const UOpPtr& expr, int64_t value, Message&& what) {
+  guard_binding(expr, value, value, std::forward<Message>(what));
+}
 
 }  // namespace vkg

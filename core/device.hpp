@@ -232,6 +232,13 @@ class Device {
   // shaderBufferInt64Atomics): without it a 64-bit scatter sum takes the one-hot form
   // (core/indexed_load.cpp). Asked while a graph is built, so it may read settings.
   virtual bool atomics_64bit() const { return true; }
+
+  // The most iterations one invocation of a kernel may loop before the driver ends its loops
+  // early without a word, or 0 where loops run to their end (the CPU device, GPUs). llvmpipe
+  // (Lavapipe) stops after 65535, LP_MAX_TGSI_LOOP_ITERATIONS, nested loops counted together: a
+  // Jit capture of a reduce there records that a replay stays within one kernel's share
+  // (core/tensor_reduce.cpp).
+  virtual int64_t loop_iteration_limit() const { return 0; }
 };
 
 // The device called `name` ("VK", "CPU"; case-insensitive), opened on first use. "VK:n" is the

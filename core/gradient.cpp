@@ -130,12 +130,26 @@ Grads expand_grad(const GradArgs& a) {
   return {axes.empty() ? a.g : a.g.sum(axes, true)};
 }
 
+// max(x, 0), as a size with its value.
+SymInt at_least_zero(const SymInt& x) {
+  if (!x.is_symbolic()) return std::max<int64_t>(x.value(), 0);
+  return SymInt(simplify(x.expr()->maximum(0)), std::max<int64_t>(x.value(), 0), x.bindings());
+}
+
 Grads pad_grad(const GradArgs& a) {
   if (a.symbolic()) {
+    // A negative width trims (Tensor::pad): the forward is a shrink by the trims, then a pad by
+    // the positive widths, so the gradient is the shrink of g by those, then a pad by the trims.
+    // Widths that are never negative leave max(w, 0) = w and the trims 0: a plain shrink.
     const SymShape in = a.x(0).sym_shape();
-    std::vector<std::pair<SymInt, SymInt>> keep;
-    for (size_t i = 0; i < in.size(); ++i) keep.emplace_back(a.arg(2 * i), a.arg(2 * i) + in[i]);
-    return {a.g.shrink(keep)};
+    std::vector<std::pair<SymInt, SymInt>> keep, trims;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const SymInt before = a.arg(2 * i), after = a.arg(2 * i + 1);
+      const SymInt grown = at_least_zero(before);
+      trims.emplace_back(at_least_zero(SymInt(0) - before), at_least_zero(SymInt(0) - after));
+      keep.emplace_back(grown, grown + in[i] - trims.back().first - trims.back().second);
+    }
+    return {a.g.shrink(keep).pad(trims)};
   }
   std::vector<std::pair<int64_t, int64_t>> keep;
   for (size_t i = 0; i < a.in_shape().size(); ++i)

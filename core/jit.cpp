@@ -237,7 +237,7 @@ struct Jit::Plan {
   Device::VarVals vars;
   std::string fixed_binding;
   // What the function's ops checked with the captured values (core/binding_guard.hpp).
-  std::vector<BindingGuard> guards;
+  BindingGuards guards;
 };
 
 Jit::Jit(Function function) : function_(std::move(function)) {
@@ -247,6 +247,7 @@ Jit::Jit(Function function) : function_(std::move(function)) {
 Jit::~Jit() = default;
 
 size_t Jit::kernels() const { return plan_ ? plan_->kernels : 0; }
+size_t Jit::guards() const { return plan_ ? plan_->guards.size() : 0; }
 
 Recording* Jit::recording() const {
   return plan_ && plan_->steps.size() == 1 ? plan_->steps[0].recording.get() : nullptr;
@@ -394,7 +395,7 @@ std::vector<Tensor> Jit::replay(const std::vector<Tensor>& inputs) {
     it->second = value;
   }
   if (rebound)
-    if (const std::string broken = broken_guard(plan.guards, vars); !broken.empty())
+    if (const std::string broken = plan.guards.broken(vars); !broken.empty())
       throw Error("Jit: called with " + str(input_bindings(inputs)) + ", the capture had " +
                   str(plan.vars) + ", and the function's " + broken +
                   "; an eager call throws there, or computes what the capture's kernels do not "

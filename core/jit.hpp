@@ -78,6 +78,10 @@ class Jit {
   bool captured() const { return plan_ != nullptr; }
   // Kernels a replay runs (0 before the capture).
   size_t kernels() const;
+  // Conditions on the variables' values a replay at another binding checks (0 before the
+  // capture): what the function's ops checked with the captured binding, each once
+  // (core/binding_guard.hpp).
+  size_t guards() const;
   // Forgets the capture: the next call runs the function as a first call would.
   void reset();
 

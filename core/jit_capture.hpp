@@ -26,7 +26,7 @@ struct Capture {
   // others: the capture cannot replay another binding.
   bool skipped_symbolic = false;
   // What the function's ops checked with the captured binding's values (core/binding_guard.hpp).
-  std::vector<BindingGuard> guards;
+  BindingGuards guards;
 };
 
 // The capture this thread records into, or nullptr.

@@ -242,14 +242,17 @@ Tensor Tensor::cat(std::span<const Tensor> tensors, int64_t axis) {
                   [](const Tensor& t) { return t.has_symbolic_shape(); })) {
     // Symbolic sizes along the axis: the pads are expressions, so one kernel serves every binding.
     // The other axes matched by their values: a Jit's replays check that they still do.
-    const SymShape first_sym = tensors[0].sym_shape();
-    for (const Tensor& t : tensors) {
-      const SymShape s = t.sym_shape();
-      for (size_t d = 0; d < s.size(); ++d)
-        if (int(d) != a)
-          guard_same_value(s[d].expr() - first_sym[d].expr(), 0,
-                           "cat: shapes must match except along axis " + std::to_string(axis) +
-                               " (sizes " + first_sym[d].str() + " and " + s[d].str() + ")");
+    if (recording_guards()) {
+      const SymShape first_sym = tensors[0].sym_shape();
+      for (const Tensor& t : tensors) {
+        const SymShape s = t.sym_shape();
+        for (size_t d = 0; d < s.size(); ++d)
+          if (int(d) != a)
+            guard_same_value(s[d].expr() - first_sym[d].expr(), 0, [&] {
+              return "cat: shapes must match except along axis " + std::to_string(axis) +
+                     " (sizes " + first_sym[d].str() + " and " + s[d].str() + ")";
+            });
+      }
     }
     SymInt sym_total = 0, sym_at = 0;
     for (const Tensor& t : tensors) sym_total = sym_total + t.sym_shape()[size_t(a)];

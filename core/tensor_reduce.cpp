@@ -3,7 +3,9 @@
 #include <limits>
 
 #include <vkgrad/core/binding_guard.hpp>
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/multi.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -71,15 +73,15 @@ SymInt reduced_count(const SymShape& shape, const std::vector<int64_t>& axes) {
 // A Jit's replays throw where a size of x is 0, as max and min do eagerly (their kernels would
 // give the identity, -inf).
 void guard_not_empty(const Tensor& x, std::string_view op) {
-  if (!x.has_symbolic_shape()) return;
+  if (!x.has_symbolic_shape() || !recording_guards()) return;
   const SymShape s = x.sym_shape();
-  std::string shape = "(";
-  for (size_t i = 0; i < s.size(); ++i) shape += (i ? ", " : "") + s[i].str();
   for (const SymInt& d : s)
     if (d.is_symbolic())
-      guard_binding(
-          d.expr(), 1, std::numeric_limits<int64_t>::max(),
-          std::string(op) + ": cannot reduce a tensor with no elements (shape " + shape + "))");
+      guard_binding(d.expr(), 1, std::numeric_limits<int64_t>::max(), [&] {
+        std::string shape = "(";
+        for (size_t i = 0; i < s.size(); ++i) shape += (i ? ", " : "") + s[i].str();
+        return std::string(op) + ": cannot reduce a tensor with no elements (shape " + shape + "))";
+      });
 }
 
 }  // namespace
@@ -91,17 +93,33 @@ void guard_not_empty(const Tensor& x, std::string_view op) {
 // large reduce leaves the device idle (tinygrad's split_reduceop, same threshold).
 constexpr int64_t kMaxReducePerOutput = 32768;
 
+namespace {
+
+// Whether the device, or one device of a sharded tensor, ends long loops early
+// (Device::loop_iteration_limit).
+bool limits_loops(const std::string& devices) {
+  for (const std::string& d : split_devices(devices))
+    if (device(d).loop_iteration_limit() != 0) return true;
+  return false;
+}
+
+}  // namespace
+
 Tensor Tensor::reduce(Ops op, const Axes& which, bool keepdim, std::string_view name) const {
   const std::vector<int64_t> axes = reduce_axes(which, shape(), name);
   int64_t count = 1;
   for (int64_t a : axes) count *= shape()[size_t(a)];
-  if (count <= kMaxReducePerOutput && has_symbolic_shape() && !axes.empty())
-    // One kernel loops over the symbolic count: a Jit's replay at a larger one would loop past
-    // the limit (llvmpipe summed the first 65535 of 100000), where an eager call splits it.
-    guard_binding(reduced_count(sym_shape(), axes).expr(), 0, kMaxReducePerOutput,
-                  std::string(name) + ": one kernel reduces at most " +
-                      std::to_string(kMaxReducePerOutput) +
-                      " elements per output; an eager call splits more in two");
+  if (count <= kMaxReducePerOutput && has_symbolic_shape() && !axes.empty() && recording_guards() &&
+      limits_loops(device()))
+    // One kernel loops over the symbolic count: on a device that ends long loops early a Jit's
+    // replay at a larger count would be cut short (llvmpipe summed the first 65535 of 100000),
+    // where an eager call splits it. Elsewhere the one kernel is right at every count, if slower
+    // than the split past it.
+    guard_binding(reduced_count(sym_shape(), axes).expr(), 0, kMaxReducePerOutput, [&] {
+      return std::string(name) + ": one kernel reduces at most " +
+             std::to_string(kMaxReducePerOutput) + " elements per output on " + device() +
+             ", whose driver ends longer loops early; an eager call splits more in two";
+    });
   if (count > kMaxReducePerOutput) {
     std::vector<int64_t> order;
     Shape kept;
@@ -322,9 +340,9 @@ Tensor Tensor::dot(const Tensor& w) const {
     // insert or drop.
     const SymShape sx = sym_shape(), sw = w.sym_shape();
     const SymInt& inner = sw[size_t(dw >= 2 ? dw - 2 : 0)];
-    guard_same_value(
-        sx.back().expr() - inner.expr(), 0,
-        "dot: inner dimensions differ (" + sx.back().str() + " and " + inner.str() + ")");
+    guard_same_value(sx.back().expr() - inner.expr(), 0, [&] {
+      return "dot: inner dimensions differ (" + sx.back().str() + " and " + inner.str() + ")";
+    });
     SymShape xs_sym(sx.begin(), sx.end() - 1);
     xs_sym.insert(xs_sym.end(), size_t(ones), SymInt(1));
     xs_sym.push_back(sx.back());

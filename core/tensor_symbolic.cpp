@@ -91,12 +91,15 @@ Tensor Tensor::reshape(const SymShape& target) const {
   if (std::find(values.begin(), values.end(), -1) != values.end())
     throw Error("reshape: -1 cannot be combined with symbolic sizes in " + shape_str(values));
   (void)reshape(Shape(values));  // the checks, with the bound values
-  UOpPtr from = UOp::const_(dtypes::int32, 1), to = from;
-  for (const SymInt& d : sym_shape()) from = from * d.expr();
-  for (const SymInt& d : target) to = to * d.expr();
-  guard_same_value(from - to, 0,
-                   "reshape: " + sym_str(sym_shape()) + " to " + sym_str(target) +
-                       " keeps the number of elements only where both sides' counts agree");
+  if (recording_guards()) {
+    UOpPtr from = UOp::const_(dtypes::int32, 1), to = from;
+    for (const SymInt& d : sym_shape()) from = from * d.expr();
+    for (const SymInt& d : target) to = to * d.expr();
+    guard_same_value(from - to, 0, [&] {
+      return "reshape: " + sym_str(sym_shape()) + " to " + sym_str(target) +
+             " keeps the number of elements only where both sides' counts agree";
+    });
+  }
   return sym_movement(Ops::RESHAPE, values, exprs_of(target), bindings_of(target, "reshape"));
 }
 
@@ -126,10 +129,21 @@ Tensor Tensor::pad(const std::vector<std::pair<SymInt, SymInt>>& before_after,
     throw Error("pad: symbolic pads fill zeros only, got value " +
                 std::to_string(value.as_double()));
   (void)pad(values);  // the checks, with the bound values
-  for (size_t i = 0; i < flat.size(); ++i)
-    if (flat[i].value() >= 0)
-      guard_binding(flat[i].expr(), 0, std::numeric_limits<int64_t>::max(),
-                    "pad: a pad of " + flat[i].str() + " is negative");
+  // A negative pad trims, as torch's F.pad: the view's range then starts inside the axis (or ends
+  // before its end), so the one kernel serves pads of either sign. Eager throws only where the
+  // trims take more than the axis.
+  if (recording_guards()) {
+    const SymShape in = sym_shape();
+    const UOpPtr zero = UOp::const_(dtypes::int32, 0);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const auto& [b, a] = before_after[i];
+      const UOpPtr kept = in[i].expr() - (-b.expr())->maximum(zero) - (-a.expr())->maximum(zero);
+      guard_binding(kept, 0, std::numeric_limits<int64_t>::max(), [&] {
+        return "pad: pads (" + b.str() + ", " + a.str() + ") trim more than dimension " +
+               std::to_string(i) + " of size " + in[i].str();
+      });
+    }
+  }
   return sym_movement(Ops::PAD, values_of(flat, "pad"), exprs_of(flat), bindings_of(flat, "pad"));
 }
 
@@ -138,16 +152,19 @@ Tensor Tensor::shrink(const std::vector<std::pair<SymInt, SymInt>>& begin_end) c
   const std::vector<SymInt> flat = flatten_pairs(begin_end);
   if (!any_symbolic(flat)) return shrink(values);
   (void)shrink(values);  // the checks, with the bound values
-  const SymShape in = sym_shape();
-  constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
-  for (size_t i = 0; i < in.size(); ++i) {
-    const auto& [b, e] = begin_end[i];
-    const std::string what = "shrink: range [" + b.str() + ", " + e.str() +
-                             ") is outside dimension " + std::to_string(i) + " of size " +
-                             in[i].str();
-    guard_binding(b.expr(), 0, kAny, what);
-    guard_binding(e.expr() - b.expr(), 0, kAny, what);
-    guard_binding(in[i].expr() - e.expr(), 0, kAny, what);
+  if (recording_guards()) {
+    const SymShape in = sym_shape();
+    constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
+    for (size_t i = 0; i < in.size(); ++i) {
+      const auto& [b, e] = begin_end[i];
+      auto what = [&] {
+        return "shrink: range [" + b.str() + ", " + e.str() + ") is outside dimension " +
+               std::to_string(i) + " of size " + in[i].str();
+      };
+      guard_binding(b.expr(), 0, kAny, what);
+      guard_binding(e.expr() - b.expr(), 0, kAny, what);
+      guard_binding(in[i].expr() - e.expr(), 0, kAny, what);
+    }
   }
   return sym_movement(Ops::SHRINK, values_of(flat, "shrink"), exprs_of(flat),
                       bindings_of(flat, "shrink"));
@@ -176,24 +193,28 @@ Tensor Tensor::broadcast_from(const std::vector<UOpPtr>& target, const Shape& va
   for (size_t i = 0; i < have.size(); ++i) {
     const UOpPtr h = simplify(have[i].expr()), t = simplify(target[i]);
     const bool plain_one = h->is_const() && h->const_int() == 1;
-    const std::string what =
-        "expand: dimension " + std::to_string(i) + " of size " + have[i].str() + " to " + render(t);
+    auto what = [&] {
+      return "expand: dimension " + std::to_string(i) + " of size " + have[i].str() + " to " +
+             render(t);
+    };
     UOpPtr end = h;
     if (plain_one || h == t) {
       // As they are: a plain 1 broadcasts at every binding, an equal expression is the same size.
     } else if (have[i].value() == 1 && values[i] != 1) {
       // A size bound to 1 broadcasts as a 1: shrunk to a plain 1 (stride 0, element 0), as a view
       // of size n would read n consecutive elements. At another value it does not broadcast.
-      guard_same_value(h, 1,
-                       what +
-                           " broadcasts a size of 1, and at another size an eager call "
-                           "adds elementwise or throws");
+      guard_same_value(h, 1, [&] {
+        return what() +
+               " broadcasts a size of 1, and at another size an eager call adds elementwise or "
+               "throws";
+      });
       end = UOp::const_(dtypes::int32, 1);
       pinned = true;
     } else {
       // Sizes equal at this binding (a plain 3 and n = 3): the kernels take them as one size.
-      guard_same_value(h - t, 0,
-                       what + " takes the two sizes as equal, as they were at the capture");
+      guard_same_value(h - t, 0, [&] {
+        return what() + " takes the two sizes as equal, as they were at the capture";
+      });
     }
     range_values.push_back(0);
     range_values.push_back(end == h ? have[i].value() : 1);

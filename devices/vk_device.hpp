@@ -74,6 +74,9 @@ class VkDevice final : public Device {
   bool atomics_64bit() const override {
     return target_.int64_atomics && setting("VKG_NO_INT64_ATOMICS") == 0;
   }
+  int64_t loop_iteration_limit() const override {
+    return rt_.device.caps().driver_name == "llvmpipe" ? 65535 : 0;
+  }
   CompileCounts compile_counts() const override {
     return {compiled_.load(), compiled_in_run_.load()};
   }

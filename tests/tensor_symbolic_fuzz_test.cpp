@@ -23,26 +23,12 @@ namespace vkg {
 namespace {
 
 using namespace fuzz;
-using fuzz::shape_str;  // not vkg::shape_str
 
 std::string reproducer(const Program& p, const std::vector<int64_t>& bindings) {
   std::string s =
       "  // N: n.bind(value) with Variable n(\"n\", 1, 12), or the plain value; values:";
   for (int64_t b : bindings) s += " " + std::to_string(b);
   return s + "\n" + p.cpp();
-}
-
-// want (plain sizes) against got (symbolic): the same shape, the values as the fuzzers compare.
-std::string compare_outputs(const Program& p, const std::vector<Tensor>& want,
-                            const std::vector<Tensor>& got) {
-  for (size_t k = 0; k < want.size(); ++k) {
-    if (want[k].shape() != got[k].shape())
-      return "v" + std::to_string(p.outputs[k]) + ": shape " + shape_str(got[k].shape()) +
-             ", plain " + shape_str(want[k].shape());
-    if (std::string e = compare_output(p, p.outputs[k], want[k], got[k]); !e.empty())
-      return "v" + std::to_string(p.outputs[k]) + ": " + e;
-  }
-  return "";
 }
 
 std::string check_eager(const Program& p, const std::vector<int64_t>& bindings, SymContext& ctx) {

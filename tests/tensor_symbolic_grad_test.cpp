@@ -107,6 +107,23 @@ TEST_P(SymbolicGrad, PadBySymbolicWidths) {
       });
 }
 
+// Widths that are negative at some bindings trim, as torch's F.pad: (2 - i, i - 3) on an axis of
+// 6 is (1, -2) at i = 1 and (-2, 1) at i = 4. The backward shrank by the widths as though they
+// were pads, and threw ("range [-2, 4) is outside dimension 1") where one is negative.
+TEST_P(SymbolicGrad, PadByWidthsThatAreNegativeAtSomeBindings) {
+  check(
+      [](int64_t) {
+        return Shape{3, 6};
+      },
+      [](const Tensor& x, int64_t i) {
+        const SymInt n = vi.bind(i);
+        return x.pad({{0, 0}, {SymInt(2) - n, n - SymInt(3)}});
+      },
+      [](const Tensor& x, int64_t i) {
+        return x.pad({{0, 0}, {2 - i, i - 3}});
+      });
+}
+
 // A column expanded to i columns: its gradient sums them.
 TEST_P(SymbolicGrad, ExpandToASymbolicSize) {
   check(

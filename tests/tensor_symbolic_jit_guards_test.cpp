@@ -7,6 +7,9 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
+#include <vkgrad/core/binding_guard.hpp>
+#include <vkgrad/core/device.hpp>
 #include <vkgrad/vkgrad.hpp>
 
 #include "support/error_of.hpp"
@@ -197,10 +200,12 @@ TEST_P(SymbolicJitGuards, ACatOrAMatmulOverAPlainOneAndAnNBoundToOneIsChecked) {
       {1, 1, 2, 1}, "dot: inner dimensions differ");
 }
 
-// A reduce captured over a symbolic count of at most 32768 is one kernel looping over it: a replay
-// at 100000 summed the first 65535 (llvmpipe ends longer loops early), where an eager call splits
-// the reduce in two. Counts up to 32768 replay; larger ones are refused.
-TEST_P(SymbolicJitGuards, AReduceReplayedPastTheOneKernelLimitIsRefused) {
+// A reduce captured over a symbolic count of at most 32768 is one kernel looping over it: on
+// Lavapipe a replay at 100000 summed the first 65535 (llvmpipe ends longer loops early), where an
+// eager call splits the reduce in two. Counts up to 32768 replay; larger ones are refused on a
+// device that ends long loops early (Device::loop_iteration_limit), and computed by the one
+// kernel on the others (the CPU device, GPUs).
+TEST_P(SymbolicJitGuards, AReduceReplayedPastTheOneKernelLimitIsRefusedWhereLoopsEndEarly) {
   const Variable big("big", 1, 200000);
   Jit jit([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].sum(1)}; });
   auto in = [&](int64_t n) {
@@ -209,9 +214,19 @@ TEST_P(SymbolicJitGuards, AReduceReplayedPastTheOneKernelLimitIsRefused) {
   for (int64_t n : {10, 10, 32768, 7})
     EXPECT_EQ(jit({in(n)})[0].to_vector<float>(), std::vector<float>(2, float(n))) << n;
   EXPECT_EQ(in(100000).sum(1).to_vector<float>(), std::vector<float>(2, 100000.0f));
-  const std::string e = error_of([&] { jit({in(100000)}); });
-  EXPECT_NE(e.find("sum: one kernel reduces at most 32768 elements per output"), std::string::npos)
-      << e;
+  if (device(dev()).loop_iteration_limit() != 0) {
+    EXPECT_EQ(jit.guards(), 1u);
+    const std::string e = error_of([&] { jit({in(100000)}); });
+    EXPECT_NE(e.find("sum: one kernel reduces at most 32768 elements per output on " + dev()),
+              std::string::npos)
+        << e;
+    return;
+  }
+  EXPECT_EQ(jit.guards(), 0u);
+  const size_t kernels = jit.kernels();
+  for (int64_t n : {100000, 200000, 5})
+    EXPECT_EQ(jit({in(n)})[0].to_vector<float>(), std::vector<float>(2, float(n))) << n;
+  EXPECT_EQ(jit.kernels(), kernels);
 }
 
 // A shrink to n of a plain axis of 5: past 5 eager throws, and a replay read past the axis.
@@ -235,6 +250,104 @@ TEST_P(SymbolicJitGuards, AReshapeWhoseCountsAgreeAtTheCaptureOnlyIsChecked) {
         return x.reshape({n, n}) * 2;
       },
       {3, 3, 4, 3}, "reshape: (3, n) to (n, n)");
+}
+
+// A negative pad trims, as torch's F.pad does, eagerly and at a replay: pads of (4 - n, n - 5),
+// (-3, 2) at n = 7 and (1, -2) at n = 3, give what plain sizes give at every n in [0, 8], through
+// a capture at either sign. Where the trims take more than the axis (n = 0, 1 and 2) eager throws
+// and so does the replay. The replays at n = 3 after a capture at 7 threw ("a pad of (n-5) is
+// negative") where eager trims.
+TEST_P(SymbolicJitGuards, ANegativePadTrimsAtAReplayAsEagerly) {
+  auto body = [](const Tensor& x) {
+    const SymInt n = x.sym_shape()[1];  // a plain number for the eager reference
+    return (x.pad({{SymInt(0), SymInt(0)}, {SymInt(4) - n, n - SymInt(5)}}) + 1) * 2;
+  };
+  for (int64_t n = 0; n <= 8; ++n) {
+    std::optional<Tensor> want, got;
+    const std::string plain_error = error_of([&] { want = body(plain(n)).realize(); });
+    const std::string error = error_of([&] { got = body(input(n)).realize(); });
+    ASSERT_EQ(error.empty(), plain_error.empty()) << "n = " << n << ": " << error << plain_error;
+    if (!error.empty()) {
+      EXPECT_NE(error.find("trim more than dimension 1"), std::string::npos) << error;
+      continue;
+    }
+    EXPECT_EQ(got->shape(), want->shape()) << n;
+    expect_near(got->to_vector<float>(), want->to_vector<float>(), "n = " + std::to_string(n));
+  }
+  // n = 3: (1, -2) keeps the first element of each row after a zero.
+  EXPECT_EQ(body(input(3)).to_vector<float>(),
+            (std::vector<float>{2, 2 * (values(9, 0)[0] + 1), 2, 2 * (values(9, 0)[3] + 1), 2,
+                                2 * (values(9, 0)[6] + 1)}));
+  EXPECT_EQ(check(body, {7, 7, 3, 5, 2, 8, 4, 0, 6, 1, 3}, "trim more than dimension 1").size(),
+            3u);
+  EXPECT_EQ(check(body, {3, 3, 7, 1, 6, 4}, "trim more than dimension 1").size(), 1u);
+}
+
+// A deep model checks the same sizes in every layer (a broadcast of a plain 3 against n, a max
+// over n): the capture records each condition once, so a replay at a new binding evaluates
+// two guards, not two per layer, and still throws where eager does.
+TEST_P(SymbolicJitGuards, ADeepModelRecordsEachConditionOnce) {
+  const Tensor w = Tensor(values(9, 5), {3, 3}, dev());
+  const Tensor w_cpu = Tensor(values(9, 5), {3, 3}, "CPU");
+  auto deep = [&](int layers) {
+    return [&, layers](const Tensor& x) {
+      Tensor y = x;
+      for (int l = 0; l < layers; ++l)
+        y = (y + (x.has_symbolic_shape() ? w : w_cpu)) * 0.5f - y.max(1, true);
+      return y;
+    };
+  };
+  for (int layers : {1, 8}) {
+    const Body body = deep(layers);
+    Jit jit([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{body(in[0])}; });
+    jit({input(3)}), jit({input(3, 1)});
+    EXPECT_EQ(jit.guards(), 2u) << layers << " layers";
+    expect_near(jit({input(3, 2)})[0].to_vector<float>(), body(plain(3, 2)).to_vector<float>(),
+                std::to_string(layers) + " layers");
+    const std::string e = error_of([&] { jit({input(4)}); });
+    EXPECT_NE(e.find("the two sizes as equal"), std::string::npos) << e;
+  }
+  EXPECT_EQ(check(deep(8), {3, 3, 4, 3, 5, 3}, "the two sizes as equal").size(), 2u);
+}
+
+// A guard's message is built only when a capture records the guard: not by eager calls (every op
+// over symbolic sizes would pay for it), not for a guard that holds at every binding, nor for one
+// that a guard already recorded implies.
+TEST(SymbolicJitGuardMessages, AreBuiltOnlyForTheGuardsACaptureRecords) {
+  int built = 0;
+  auto message = [&] {
+    ++built;
+    return std::string("a test's guard");
+  };
+  const UOpPtr n = vn.node();
+  EXPECT_FALSE(recording_guards());
+  guard_same_value(n, 3, message);
+  EXPECT_EQ(built, 0);
+  bool recording = false;
+  Jit jit([&](const std::vector<Tensor>& in) {
+    recording = recording_guards();
+    guard_same_value(n, 3, message);                              // recorded
+    guard_same_value(n, 3, message);                              // the same condition
+    guard_binding(n, 0, 5, message);                              // implied by n = 3
+    guard_binding(UOp::const_(dtypes::int32, 2), 0, 5, message);  // a constant
+    guard_binding(n, 0, 8, message);                              // n's whole range
+    guard_binding(n * 2, 1, 100, message);                        // recorded
+    return std::vector<Tensor>{in[0] * 2};
+  });
+  const Tensor x = Tensor(values(9, 1), {3, 3}).reshape({SymInt(3), vn.bind(3)});
+  jit({x});
+  EXPECT_FALSE(recording);
+  EXPECT_EQ(built, 0) << "the first call";
+  jit({x});
+  EXPECT_TRUE(recording);
+  EXPECT_EQ(built, 2) << "the capture";
+  EXPECT_EQ(jit.guards(), 2u);
+  EXPECT_EQ(jit({x})[0].to_vector<float>(), (x * 2).to_vector<float>());
+  const std::string e = error_of([&] {
+    jit({Tensor(values(12, 1), {3, 4}).reshape({SymInt(3), vn.bind(4)})});
+  });
+  EXPECT_NE(e.find("a test's guard (it needs n = 3, here it is 4)"), std::string::npos) << e;
+  EXPECT_EQ(built, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, SymbolicJitGuards, testing::Values("VK", "CPU"));

@@ -246,6 +246,20 @@ inline std::string compare_output(const Program& p, size_t i, const Tensor& want
                                        : 0);
 }
 
+// A program's outputs run two ways, `want` (plain sizes, say) against `got` (symbolic sizes, a
+// Jit's replay): the same shapes, and each output's values as compare_output compares them.
+inline std::string compare_outputs(const Program& p, const std::vector<Tensor>& want,
+                                   const std::vector<Tensor>& got) {
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (want[k].shape() != got[k].shape())
+      return "v" + std::to_string(p.outputs[k]) + ": shape " + shape_str(got[k].shape()) +
+             ", plain " + shape_str(want[k].shape());
+    if (std::string e = compare_output(p, p.outputs[k], want[k], got[k]); !e.empty())
+      return "v" + std::to_string(p.outputs[k]) + ": " + e;
+  }
+  return "";
+}
+
 // The float64 reference of each step that has one, from its operands as realized.
 inline std::string check_host(const Program& p, const std::vector<Tensor>& stepwise) {
   for (size_t i = 0; i < p.steps.size(); ++i) {

@@ -9,9 +9,9 @@
 //
 // In its `one_binding` form (tests/tensor_symbolic_jit_binding_fuzz_test.cpp) the generator keeps
 // ops that only the capture's binding accepts, n in [0, 12]: plain sizes equal to n there as
-// broadcast partners, matmul and cat operands, shrinks to n of plain axes, broadcasts of an n bound
-// to 1; a Jit's replay at another binding must then do what an eager call does there, values or
-// a vkg::Error.
+// broadcast partners, matmul and cat operands, shrinks to n of plain axes, pads of n - c (negative
+// pads trim) of plain axes, broadcasts of an n bound to 1; a Jit's replay at another binding must
+// then do what an eager call does there, values or a vkg::Error.
 #pragma once
 #include <algorithm>
 #include <memory>
@@ -188,7 +188,12 @@ class SymProgramGen {
     const uint32_t seed = uint32_t(rng_());
     const bool finite = chance(25);
     auto make_with = [d, shape, finite, ctx = ctx_](const std::string& dev, uint32_t s) {
-      const Tensor t = test::random_tensor(d, values_of(shape, ctx->value), dev, s, finite);
+      const Shape sizes = values_of(shape, ctx->value);
+      // One binding: n - c past a pad that trims is negative where n < c, and so is an input of
+      // that size (a program with no call at that binding).
+      for (int64_t n : sizes)
+        if (n < 0) throw Error("an input of size " + dims_str(shape) + " at this binding");
+      const Tensor t = test::random_tensor(d, sizes, dev, s, finite);
       return ctx->symbolic ? t.reshape(sym_of(shape, *ctx)) : t;
     };
     add("test::random_tensor(" + dtype_cpp(d) + ", values " + dims_str(shape) + ", dev, " +
@@ -409,15 +414,37 @@ class SymProgramGen {
       }
       case 2: {  // zero pads of the plain axes
         std::vector<std::pair<int64_t, int64_t>> pads;
+        // One binding: sometimes a width of N - c (c in the pair) on a plain axis, from -2 to 2
+        // at the capture: a trim where it is negative (torch's F.pad), more than the axis at some
+        // bindings (an error). 1: the width before, 2: after.
+        std::vector<int> minus_c(da.size(), 0);
         std::string text = "{";
-        for (const Dim& x : da) {
+        for (size_t i = 0; i < da.size(); ++i) {
+          const Dim& x = da[i];
           pads.push_back(x.mul ? std::pair<int64_t, int64_t>{0, 0}
                                : std::pair<int64_t, int64_t>{pick(0, 2), pick(0, 2)});
-          text += (text.size() > 1 ? ", {" : "{") + std::to_string(pads.back().first) + ", " +
-                  std::to_string(pads.back().second) + "}";
+          if (one_binding_ && !x.mul && chance(30)) {
+            minus_c[i] = pick(1, 2);
+            int64_t& c = minus_c[i] == 1 ? pads.back().first : pads.back().second;
+            c = bindings_[0] - pick(-int(std::min<int64_t>(x.add, 2)), 2);
+          }
+          auto width = [&](int side, int64_t w) {
+            return minus_c[i] == side ? "N - " + std::to_string(w) : std::to_string(w);
+          };
+          text += (text.size() > 1 ? ", {" : "{") + width(1, pads.back().first) + ", " +
+                  width(2, pads.back().second) + "}";
         }
         add(v(a) + ".pad(" + text + "})", {a},
-            [a, pads](const auto& x, const auto&) { return x[a].pad(pads); });
+            [a, pads, minus_c, ctx = ctx_](const auto& x, const auto&) {
+              std::vector<std::pair<SymInt, SymInt>> r;
+              for (size_t i = 0; i < pads.size(); ++i) {
+                auto width = [&](int side, int64_t w) {
+                  return minus_c[i] == side ? ctx->size(1, -w) : SymInt(w);
+                };
+                r.push_back({width(1, pads[i].first), width(2, pads[i].second)});
+              }
+              return x[a].pad(r);
+            });
         return;
       }
       case 3: {                                          // shrinks of the plain axes
