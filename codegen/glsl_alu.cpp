@@ -169,6 +169,20 @@ std::optional<cpu::Cell> constant_cell(const UOp& u, int depth = 0) {
   return out;
 }
 
+// A float constant -0. Lavapipe's code generator subtracts one by adding its negation, a +0 that
+// its lp_build_add then drops: x - (-0) gave x, -0 for x = -0 where IEEE gives +0 (the elementwise
+// Jit fuzzer's seed 92000176). x - (-0) is x + 0, which add_zero computes by the bits.
+bool negative_zero(const UOpPtr& u) {
+  if (!u->dtype.is_float()) return false;
+  if (u->op == Ops::VECTORIZE) {
+    for (const UOpPtr& s : u->src)
+      if (!negative_zero(s)) return false;
+    return !u->src.empty();
+  }
+  const std::optional<cpu::Cell> v = constant_cell(*u);
+  return v && *v == cpu::Cell{1} << (8 * u->dtype.scalar_size() - 1);
+}
+
 // A float constant +0. Lavapipe's code generator (gallivm's lp_build_mul, lp_build_add and
 // lp_build_sub) returns 0 for x * 0, x for x + 0 and -x for 0 - x when an operand is its
 // constant +0, whatever `precise` or the float controls say: wrong for an infinite or nan x
@@ -256,6 +270,8 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
   }
   if (d.is_float() && op == Ops::SUB && positive_zero(src[0]))
     return fmt::format("{}({})", helpers.use("zero_sub", d), x[1]);
+  if (d.is_float() && op == Ops::SUB && negative_zero(src[1]))
+    return fmt::format("{}({})", helpers.use("add_zero", d), x[0]);
   switch (op) {
     case Ops::CMPLT:
       return vec ? relational(op, x[0], x[1]) : fmt::format("({}<{})", x[0], x[1]);
