@@ -21,7 +21,8 @@ namespace vkg {
 
 std::shared_ptr<const Buffer> buffer_ptr(const UOp& node) {
   buffer_of(node);  // checks the node
-  return std::static_pointer_cast<const Buffer>(std::get<std::shared_ptr<const ArgPayload>>(node.arg));
+  return std::static_pointer_cast<const Buffer>(
+      std::get<std::shared_ptr<const ArgPayload>>(node.arg));
 }
 
 // A node's value computed by an earlier schedule: the buffer view holding it.
@@ -90,9 +91,12 @@ ShapeTracker apply_movement(const ShapeTracker& st, const UOp& m) {
   if (const SymbolicArg* sa = symbolic_arg(m)) return apply_symbolic(st, m, *sa);
   const auto& a = *movement_values(m);
   switch (m.op) {
-    case Ops::RESHAPE: return st.reshape(a);
-    case Ops::PERMUTE: return st.permute(a);
-    case Ops::EXPAND: return st.expand(a);
+    case Ops::RESHAPE:
+      return st.reshape(a);
+    case Ops::PERMUTE:
+      return st.permute(a);
+    case Ops::EXPAND:
+      return st.expand(a);
     case Ops::FLIP: {
       std::vector<bool> flags;
       for (int64_t f : a) flags.push_back(f != 0);
@@ -104,7 +108,8 @@ ShapeTracker apply_movement(const ShapeTracker& st, const UOp& m) {
       for (size_t i = 0; i + 1 < a.size(); i += 2) pairs.emplace_back(a[i], a[i + 1]);
       return m.op == Ops::PAD ? st.pad(pairs) : st.shrink(pairs);
     }
-    default: throw Error("not a movement op: " + std::string(op_name(m.op)));
+    default:
+      throw Error("not a movement op: " + std::string(op_name(m.op)));
   }
 }
 
@@ -148,7 +153,8 @@ const UOp* viewed_buffer(const UOp* n, Chain& chain) {
   // A DETACH without an argument (NoGrad's, detach()) changes nothing; one with an argument is a
   // gradient leaf's identity (core/autograd.cpp), realized into a buffer of its own, or a custom
   // gradient (core/gradient.hpp), which computes something anyway.
-  while (is_movement(n->op) || (n->op == Ops::DETACH && std::holds_alternative<std::monostate>(n->arg))) {
+  while (is_movement(n->op) ||
+         (n->op == Ops::DETACH && std::holds_alternative<std::monostate>(n->arg))) {
     if (n->op != Ops::DETACH) chain.insert(chain.begin(), n);
     n = n->src[0].get();
   }
@@ -308,7 +314,8 @@ class Analysis {
       return;
     if (!seen.insert({n, only_reshapes, padded, in_reduce}).second) return;
     if (is_movement(n->op)) {
-      visit(n->src[0].get(), only_reshapes && n->op == Ops::RESHAPE, padded || n->op == Ops::PAD, in_reduce, ks, seen);
+      visit(n->src[0].get(), only_reshapes && n->op == Ops::RESHAPE, padded || n->op == Ops::PAD,
+            in_reduce, ks, seen);
       return;
     }
     if (n->op == Ops::REDUCE_AXIS) {
@@ -361,15 +368,19 @@ class Analysis {
       return;
     }
     if (n->op == Ops::CONTIGUOUS) {
-      if (is_root) visit(n->src[0].get(), only_reshapes, padded, in_reduce, ks, seen);
-      else realize(n);
+      if (is_root)
+        visit(n->src[0].get(), only_reshapes, padded, in_reduce, ks, seen);
+      else
+        realize(n);
       return;
     }
     // A copy moves a whole buffer: its source is realized (or already one), and it is a buffer
     // of its own on its device for whatever reads it.
     if (n->op == Ops::COPY) {
-      if (!is_root) realize(n);
-      else if (n->src[0]->op != Ops::BUFFER) realize(n->src[0].get());
+      if (!is_root)
+        realize(n);
+      else if (n->src[0]->op != Ops::BUFFER)
+        realize(n->src[0].get());
       return;
     }
     if (n->op == Ops::ASSIGN) {
@@ -415,7 +426,8 @@ class KernelBuilder {
                                       ? ShapeTracker::from_sym_shape(*root_->sym_shape())
                                       : ShapeTracker::from_shape(shape);
     ShapeTracker out_st = apply_chain(out_base, top);
-    UOpPtr store = UOp::make(Ops::STORE, dtypes::void_, {global(0, out->dtype()), view(out_st), value});
+    UOpPtr store =
+        UOp::make(Ops::STORE, dtypes::void_, {global(0, out->dtype()), view(out_st), value});
     ScheduleItem item{UOp::make(Ops::SINK, dtypes::void_, {store}), buffers_, {}};
     for (const Binding& b : merge_bindings(bindings_, "schedule"))
       item.var_vals[b.var->arg_as<VarArg>().name] = b.value;
@@ -483,8 +495,12 @@ class KernelBuilder {
     buffers_.push_back(b);
     return int(buffers_.size() - 1);
   }
-  static UOpPtr global(int slot, DType d) { return UOp::make(Ops::DEFINE_GLOBAL, d.ptr(), {}, int64_t(slot)); }
-  static UOpPtr view(const ShapeTracker& st) { return UOp::make(Ops::VIEW, dtypes::void_, {}, st.to_arg()); }
+  static UOpPtr global(int slot, DType d) {
+    return UOp::make(Ops::DEFINE_GLOBAL, d.ptr(), {}, int64_t(slot));
+  }
+  static UOpPtr view(const ShapeTracker& st) {
+    return UOp::make(Ops::VIEW, dtypes::void_, {}, st.to_arg());
+  }
 
   // The buffer view holding a leaf's value.
   UOpPtr leaf_view(const UOp* n) const {
@@ -546,7 +562,8 @@ class KernelBuilder {
     for (const UOp* m : chain)
       if (const SymbolicArg* a = symbolic_arg(*m)) bindings_.push_back(a->bindings);
     if (n->op == Ops::CONST) {
-      return UOp::make(Ops::CONST, n->dtype, {view(apply_chain(ShapeTracker::from_shape({}), chain))}, n->arg);
+      return UOp::make(Ops::CONST, n->dtype,
+                       {view(apply_chain(ShapeTracker::from_shape({}), chain))}, n->arg);
     }
     if (n->op == Ops::BUFFER || (n != root_ && analysis_.is_leaf(n))) {
       Chain buffer_chain;
@@ -571,7 +588,8 @@ class KernelBuilder {
     if (n->op == Ops::INDEX) return lower_indexed_load(n, chain);
     if (n->op == Ops::REDUCE_AXIS) {
       for (const UOp* m : chain)
-        if (m->op != Ops::RESHAPE) throw Error("schedule: a moved reduce was not realized (internal)");
+        if (m->op != Ops::RESHAPE)
+          throw Error("schedule: a moved reduce was not realized (internal)");
       return UOp::make(Ops::REDUCE_AXIS, n->dtype, {lower(n->src[0].get(), {})}, n->arg);
     }
     std::vector<UOpPtr> src;
@@ -686,7 +704,8 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
   }
   analysis.run(outputs);
   for (const UOpPtr& o : outputs)
-    if (auto p = analysis.prior.find(o.get()); p != analysis.prior.end()) sched.realized.emplace(o.get(), p->second);
+    if (auto p = analysis.prior.find(o.get()); p != analysis.prior.end())
+      sched.realized.emplace(o.get(), p->second);
 
   std::unordered_set<int64_t> uploads;
   std::vector<ItemAccess> access;  // by item
@@ -702,16 +721,32 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
     const UOp* value = n->op == Ops::CONTIGUOUS ? n->src[0].get() : n;
     const bool clone = n->op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(n->arg);
     if (const UOp* buf = clone ? nullptr : viewed_realized(value, chain, sched, analysis)) {
-      const ShapeTracker st = apply_chain(ShapeTracker::from_shape({buffer_of(*buf).count()}), chain);
+      const ShapeTracker st =
+          apply_chain(ShapeTracker::from_shape({buffer_of(*buf).count()}), chain);
       // contiguous() alone holds for a prefix (a shrink to [0, k)): that is not the whole buffer.
       if (st.contiguous() && prod(*n->shape()) == buffer_of(*buf).count()) {
-        // Through a realized value, the view is that value's buffer in n's shape.
+        // Through a realized value, the view is that value's buffer in n's shape. A view whose
+        // arguments hold a variable (a shrink to n of a value computed here) is the whole buffer
+        // only at this binding: it stays that view, over the buffer, so that a Jit replay at
+        // another binding gives its shape (it was the bare buffer: a replay at n = 1 returned all
+        // of it; the binding fuzzer's seed 5400818).
         Chain direct;
-        sched.realized.emplace(n,
-                               viewed_buffer(value, direct) ? value->ptr()
-                               : *n->shape() == Shape{buffer_of(*buf).count()}
-                                   ? buf->ptr()
-                                   : UOp::make(Ops::RESHAPE, n->dtype, {buf->ptr()}, *n->shape()));
+        UOpPtr view;
+        if (viewed_buffer(value, direct)) {
+          view = value->ptr();
+        } else if (value->sym_shape()) {
+          view = buf->ptr();
+          for (const UOp* c : chain) {
+            std::vector<UOpPtr> src = c->src;
+            src.at(0) = view;
+            view = UOp::make(c->op, c->dtype, std::move(src), c->arg);
+          }
+        } else {
+          view = *n->shape() == Shape{buffer_of(*buf).count()}
+                     ? buf->ptr()
+                     : UOp::make(Ops::RESHAPE, n->dtype, {buf->ptr()}, *n->shape());
+        }
+        sched.realized.emplace(n, std::move(view));
         continue;
       }
     }
@@ -730,7 +765,8 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
         continue;
       }
     }
-    const std::string device = n->device_node() ? n->device_node()->arg_as<std::string>() : std::string();
+    const std::string device =
+        n->device_node() ? n->device_node()->arg_as<std::string>() : std::string();
     if (n->op == Ops::COPY) {
       const UOp* src = n->src[0].get();
       Chain src_chain;
@@ -749,8 +785,9 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
       access.push_back({n, {{src, from->storage_id()}}});
       UOpPtr bnode = UOp::make(Ops::BUFFER, n->dtype, {n->device_node()->ptr()},
                                std::shared_ptr<const ArgPayload>(out));
-      sched.realized.emplace(
-          n, *n->shape() == Shape{out->count()} ? bnode : UOp::make(Ops::RESHAPE, n->dtype, {bnode}, *n->shape()));
+      sched.realized.emplace(n, *n->shape() == Shape{out->count()}
+                                    ? bnode
+                                    : UOp::make(Ops::RESHAPE, n->dtype, {bnode}, *n->shape()));
       continue;
     }
     // An assign stores into its target's buffer and leaves the tensor at the next version of it;

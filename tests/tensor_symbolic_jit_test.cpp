@@ -270,6 +270,26 @@ TEST_P(SymbolicJit, AnOutputThatIsASymbolicShrinkOfTheInputFollowsTheBinding) {
   }
 }
 
+// The same for a shrink to n of a value the function computes (a cumsum): at the capture's
+// binding n = 4 the shrink is the whole buffer, and the output was that bare buffer, so a replay
+// at n = 1 returned all four elements (the binding fuzzer's seed 5400818).
+TEST_P(SymbolicJit, AnOutputThatIsASymbolicShrinkOfAComputedValueFollowsTheBinding) {
+  const Variable vn("n", 1, 4);
+  const Tensor x = Tensor(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}, dev()).realize();
+  Jit f([&](const std::vector<Tensor>& in) {
+    const SymInt n = in[0].sym_shape()[0];
+    return std::vector<Tensor>{x.sum(0).cumsum(0).shrink({{0, n}}), in[0] + 1};
+  });
+  const std::vector<float> sums{6, 14, 24, 36};
+  for (int64_t i : {4, 4, 4, 1, 2, 4, 3}) {
+    const std::vector<Tensor> out =
+        f({Tensor(std::vector<float>(size_t(i), 1.0f), {i}, dev()).reshape({vn.bind(i)})});
+    ASSERT_EQ(out[0].shape(), (Shape{i})) << "n = " << i;
+    EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(sums.begin(), sums.begin() + i))
+        << "n = " << i;
+  }
+}
+
 // An output with no elements (an empty shrink of a symbolic tensor) has the shape of each
 // replay's binding too: it kept the captured one ((3, 0, 3) where n = 8: symbolic fuzzer seed
 // 20261349).
