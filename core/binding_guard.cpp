@@ -43,10 +43,17 @@ std::string BindingGuards::broken(const std::map<std::string, int64_t>& vars) co
   return "";
 }
 
-bool recording_guards() { return active_capture() != nullptr; }
+namespace {
+thread_local int guards_paused = 0;
+}  // namespace
+
+GuardsPaused::GuardsPaused() { ++guards_paused; }
+GuardsPaused::~GuardsPaused() { --guards_paused; }
+
+bool recording_guards() { return guards_paused == 0 && active_capture() != nullptr; }
 
 std::string* record_binding_guard(const UOpPtr& expr, int64_t lo, int64_t hi) {
-  Capture* capture = active_capture();
+  Capture* capture = guards_paused == 0 ? active_capture() : nullptr;
   return capture ? capture->guards.add(expr, lo, hi) : nullptr;
 }
 

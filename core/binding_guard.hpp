@@ -58,6 +58,16 @@ class BindingGuards {
 // Whether this thread records guards now (a vkg::Jit captures, core/jit_capture.hpp).
 bool recording_guards();
 
+// While one lives, this thread records no guards: for an op that runs another's checks with the
+// bound values (a symbolic shrink its plain one) and records guards of its own, over the symbols.
+class GuardsPaused {
+ public:
+  GuardsPaused();
+  ~GuardsPaused();
+  GuardsPaused(const GuardsPaused&) = delete;
+  GuardsPaused& operator=(const GuardsPaused&) = delete;
+};
+
 // The capture's guards' message slot for a new guard (BindingGuards::add), or nullptr when none
 // is to be recorded: no capture is active, or the capture needs no such guard.
 std::string* record_binding_guard(const UOpPtr& expr, int64_t lo, int64_t hi);

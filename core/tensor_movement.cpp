@@ -1,10 +1,12 @@
 // Movement ops: zero-copy changes of how a tensor's elements are addressed. Each checks its
 // arguments against the shape and builds one movement node (or none, when it changes nothing).
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
+#include <vkgrad/core/binding_guard.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/symbolic_shape.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -38,13 +40,16 @@ Tensor Tensor::reshape(Shape target) const {
     check_size(known_dims, dtype().itemsize(), "reshape");
     const int64_t known = vkg::prod(known_dims);
     if (known == 0 || vkg::prod(in) % known != 0)
-      fail("reshape", in, "cannot infer the -1 in " + shape_str(target) + " for " + std::to_string(vkg::prod(in)) + " elements");
+      fail("reshape", in,
+           "cannot infer the -1 in " + shape_str(target) + " for " + std::to_string(vkg::prod(in)) +
+               " elements");
     *std::find(target.begin(), target.end(), -1) = vkg::prod(in) / known;
   }
   check_size(target, dtype().itemsize(), "reshape");
   if (vkg::prod(target) != vkg::prod(in))
-    fail("reshape", in, "cannot reshape " + std::to_string(vkg::prod(in)) + " elements to " + shape_str(target) + " (" +
-                            std::to_string(vkg::prod(target)) + " elements)");
+    fail("reshape", in,
+         "cannot reshape " + std::to_string(vkg::prod(in)) + " elements to " + shape_str(target) +
+             " (" + std::to_string(vkg::prod(target)) + " elements)");
   if (target == in) return *this;
   // A symbolic tensor keeps its symbolic sizes through reshapes that only add or remove 1s;
   // others give plain numbers (the kernel is then compiled for these values).
@@ -57,12 +62,15 @@ Tensor Tensor::reshape(Shape target) const {
 Tensor Tensor::permute(std::vector<int64_t> order) const {
   const Shape& in = shape();
   if (order.size() != in.size())
-    fail("permute", in, "order " + ints_str(order) + " must name each of the " + std::to_string(in.size()) + " axes once");
+    fail("permute", in,
+         "order " + ints_str(order) + " must name each of the " + std::to_string(in.size()) +
+             " axes once");
   for (int64_t& ax : order) ax = normalize_axis(ax, in, "permute");
   std::vector<int64_t> sorted = order;
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[i] != int64_t(i)) fail("permute", in, "order " + ints_str(order) + " is not a permutation");
+    if (sorted[i] != int64_t(i))
+      fail("permute", in, "order " + ints_str(order) + " is not a permutation");
   std::vector<int64_t> identity(in.size());
   std::iota(identity.begin(), identity.end(), 0);
   if (order == identity) return *this;
@@ -78,9 +86,11 @@ Tensor Tensor::expand(Shape target) const {
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) target[i] = padded[i];
     if (padded[i] != target[i] && padded[i] != 1)
-      fail("expand", in, "dimension " + std::to_string(i) + " of size " + std::to_string(padded[i]) +
-                             " cannot expand to " + std::to_string(target[i]) + " (only size 1 expands)");
-    if (target[i] < 0) fail("expand", in, "shape " + shape_str(target) + " has a negative dimension");
+      fail("expand", in,
+           "dimension " + std::to_string(i) + " of size " + std::to_string(padded[i]) +
+               " cannot expand to " + std::to_string(target[i]) + " (only size 1 expands)");
+    if (target[i] < 0)
+      fail("expand", in, "shape " + shape_str(target) + " has a negative dimension");
   }
   check_size(target, dtype().itemsize(), "expand");
   if (target == in) return *this;
@@ -101,7 +111,9 @@ Tensor Tensor::expand(Shape target) const {
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalarish value) const {
   const Shape& in = shape();
   if (before_after.size() != in.size())
-    fail("pad", in, "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
+    fail(
+        "pad", in,
+        "needs one (before, after) pair per dimension, got " + std::to_string(before_after.size()));
   // Negative pads trim, as torch's F.pad: the trims first, then the pads.
   if (std::any_of(before_after.begin(), before_after.end(),
                   [](const auto& p) { return p.first < 0 || p.second < 0; })) {
@@ -111,10 +123,22 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar
       const int64_t begin = std::max<int64_t>(-b, 0), end = in[i] - std::max<int64_t>(-a, 0);
       if (begin > end)
         fail("pad", in,
-             "pads (" + std::to_string(b) + ", " + std::to_string(a) + ") trim more than dimension " +
-                 std::to_string(i) + " of size " + std::to_string(in[i]));
+             "pads (" + std::to_string(b) + ", " + std::to_string(a) +
+                 ") trim more than dimension " + std::to_string(i) + " of size " +
+                 std::to_string(in[i]));
       keep.emplace_back(begin, end);
       grow.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
+    }
+    if (has_symbolic_shape()) {
+      // A trim at the end of a symbolic axis ends at n - trim, not at the bound value's: a Jit
+      // replay at another binding kept the capture's size (a review's probe: (3, n).pad by -1
+      // gave (3, 3) at n = 6). The symbolic shrink also records that the trims fit.
+      const SymShape sizes = sym_shape();
+      std::vector<std::pair<SymInt, SymInt>> sym_keep;
+      for (size_t i = 0; i < in.size(); ++i)
+        sym_keep.emplace_back(keep[i].first,
+                              sizes[i] - SymInt(std::max<int64_t>(-before_after[i].second, 0)));
+      return shrink(sym_keep).pad(std::move(grow), value);
     }
     return shrink(std::move(keep)).pad(std::move(grow), value);
   }
@@ -141,10 +165,9 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar
   // has the tensor's symbolic sizes where it has them: one of the bound values' plain sizes would
   // mark the rows a Jit replay at a larger binding adds as padding (a cumsum of more than 256
   // elements, whose blocks pad with the scan's identity, read -5 fills there).
-  const Tensor all_true =
-      has_symbolic_shape()
-          ? Tensor::full({}, true, dtypes::bool_, device()).expand(sym_shape())
-          : Tensor::full(in, true, dtypes::bool_, device());
+  const Tensor all_true = has_symbolic_shape()
+                              ? Tensor::full({}, true, dtypes::bool_, device()).expand(sym_shape())
+                              : Tensor::full(in, true, dtypes::bool_, device());
   const Tensor inside = all_true.movement(Ops::PAD, arg);
   return inside.where(padded, Tensor::full({}, value, dtype(), device()));
 }
@@ -152,19 +175,37 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> before_after, Scalar
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> begin_end) const {
   const Shape& in = shape();
   if (begin_end.size() != in.size())
-    fail("shrink", in, "needs one (begin, end) pair per dimension, got " + std::to_string(begin_end.size()));
+    fail("shrink", in,
+         "needs one (begin, end) pair per dimension, got " + std::to_string(begin_end.size()));
   std::vector<int64_t> arg;
   bool any = false;
   for (size_t i = 0; i < in.size(); ++i) {
     const auto [b, e] = begin_end[i];
     if (b < 0 || e > in[i] || b > e)
-      fail("shrink", in, "range [" + std::to_string(b) + ", " + std::to_string(e) + ") is outside dimension " +
-                             std::to_string(i) + " of size " + std::to_string(in[i]));
+      fail("shrink", in,
+           "range [" + std::to_string(b) + ", " + std::to_string(e) + ") is outside dimension " +
+               std::to_string(i) + " of size " + std::to_string(in[i]));
     arg.push_back(b);
     arg.push_back(e);
     any |= b != 0 || e != in[i];
   }
   if (!any) return *this;
+  // Plain bounds on a symbolic axis hold at this binding; a Jit replay at another must too, as
+  // eager checks above (a review's probe: shrink [1, 3) of (3, n) captured at n = 4 read past the
+  // axis at n = 2, where eager throws).
+  if (has_symbolic_shape() && recording_guards()) {
+    const SymShape sizes = sym_shape();
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!sizes[i].is_symbolic()) continue;
+      const int64_t e = begin_end[i].second;
+      guard_binding(sizes[i].expr() - UOp::const_(dtypes::int32, e), 0,
+                    std::numeric_limits<int64_t>::max(), [&] {
+                      return "shrink: range [" + std::to_string(begin_end[i].first) + ", " +
+                             std::to_string(e) + ") is outside dimension " + std::to_string(i) +
+                             " of size " + sizes[i].str();
+                    });
+    }
+  }
   return movement(Ops::SHRINK, std::move(arg));
 }
 
@@ -183,7 +224,8 @@ Tensor Tensor::flip(std::vector<int64_t> axes) const {
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
   std::vector<int64_t> order(static_cast<size_t>(ndim()));
   std::iota(order.begin(), order.end(), 0);
-  std::swap(order[size_t(normalize_axis(a, shape(), "transpose"))], order[size_t(normalize_axis(b, shape(), "transpose"))]);
+  std::swap(order[size_t(normalize_axis(a, shape(), "transpose"))],
+            order[size_t(normalize_axis(b, shape(), "transpose"))]);
   return permute(std::move(order));
 }
 

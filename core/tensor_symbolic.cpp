@@ -128,7 +128,10 @@ Tensor Tensor::pad(const std::vector<std::pair<SymInt, SymInt>>& before_after,
   if (value.as_double() != 0)
     throw Error("pad: symbolic pads fill zeros only, got value " +
                 std::to_string(value.as_double()));
-  (void)pad(values);  // the checks, with the bound values
+  {
+    const GuardsPaused paused;  // its own guards, over the symbols, follow
+    (void)pad(values);          // the checks, with the bound values
+  }
   // A negative pad trims, as torch's F.pad: the view's range then starts inside the axis (or ends
   // before its end), so the one kernel serves pads of either sign. Eager throws only where the
   // trims take more than the axis.
@@ -151,7 +154,10 @@ Tensor Tensor::shrink(const std::vector<std::pair<SymInt, SymInt>>& begin_end) c
   const auto values = value_pairs(begin_end, "shrink");
   const std::vector<SymInt> flat = flatten_pairs(begin_end);
   if (!any_symbolic(flat)) return shrink(values);
-  (void)shrink(values);  // the checks, with the bound values
+  {
+    const GuardsPaused paused;  // its own guards, over the symbols, follow
+    (void)shrink(values);       // the checks, with the bound values
+  }
   if (recording_guards()) {
     const SymShape in = sym_shape();
     constexpr int64_t kAny = std::numeric_limits<int64_t>::max();

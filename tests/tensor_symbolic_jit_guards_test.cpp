@@ -350,6 +350,19 @@ TEST(SymbolicJitGuardMessages, AreBuiltOnlyForTheGuardsACaptureRecords) {
   EXPECT_EQ(built, 2);
 }
 
+// Plain widths and bounds on a symbolic axis (a review found both silent): a negative pad trims
+// n - 1 elements at every replay (it kept the capture's 3 at n = 6), and a plain shrink [1, 3)
+// is refused where the axis is shorter than 3, as eager (it read past the axis at n = 2).
+TEST_P(SymbolicJitGuards, PlainPadsAndShrinksOfASymbolicAxisFollowTheBinding) {
+  const std::vector<std::pair<int64_t, int64_t>> trim{{0, 0}, {-1, 0}}, keep{{0, 3}, {1, 3}};
+  EXPECT_TRUE(check([&](const Tensor& x) { return (x.pad(trim) + 1) * 2; }, {4, 4, 6, 2, 1, 5}, "")
+                  .empty());
+  EXPECT_EQ(check([&](const Tensor& x) { return (x.shrink(keep) + 1) * 2; }, {4, 4, 6, 2, 3, 1},
+                  "shrink: range [1, 3) is outside dimension 1")
+                .size(),
+            2u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, SymbolicJitGuards, testing::Values("VK", "CPU"));
 
 }  // namespace
