@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -55,6 +56,16 @@ size_t staging_chunk(size_t bytes) {
   return std::max(kMin, (bytes / 8 + kPage - 1) / kPage * kPage);
 }
 
+// Test-only: VKG_TEST_FAIL_AFTER_IMPORT=1 throws once import_in or import_out has queued a
+// copy's chunks, before the copy thread's task is posted (a throw nothing real makes there
+// today but an allocation's). The device must keep the imported pages, and the memory under
+// them, until its queued chunks are done (tests/tensor_copy_in_place_test.cpp).
+void test_fail_after_import() {
+  const char* v = std::getenv("VKG_TEST_FAIL_AFTER_IMPORT");
+  if (v && std::string(v) == "1")
+    throw Error("copy: failed after importing (VKG_TEST_FAIL_AFTER_IMPORT, a test's failure)");
+}
+
 }  // namespace
 
 std::shared_future<RunStat> run_copy(const ScheduleItem& item,
@@ -85,6 +96,13 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   const std::shared_future<void> arrived = done->get_future().share();
   std::byte* s = from_dev.host_pointer(src);
   std::byte* d = to_dev.host_pointer(dst);
+  // The waits for the host's access to either side's own memory, asked for before anything is
+  // queued (they may throw): once import_in or import_out has queued copies, nothing may throw
+  // before the copy thread's task is posted (see test_fail_after_import).
+  // (Both staging and in-place copies out of the source follow its writers on its queue; both
+  // into the destination wait on its queue for its users.)
+  std::function<void()> src_written = s ? from_dev.when_done_with(src, false) : [] {};
+  std::function<void()> dst_free = d ? to_dev.when_done_with(dst, true) : [] {};
   Device::Staged out, in;
   Device::Imported imported;  // the destination reads the source's bytes in place
   Device::Imported exported;  // the source writes the destination's bytes in place
@@ -109,17 +127,22 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   } catch (const OutOfMemory&) {
   }
   try {
+    // From a device that runs on the host, whose wait_for below blocks until the destination has
+    // read the bytes, only where the destination's copies do not queue behind its kernels.
+    std::vector<std::shared_future<void>> events;
     if (s && !d) {
       filled = std::make_shared<std::vector<std::promise<void>>>(chunks);
-      std::vector<std::shared_future<void>> events;
       for (auto& p : *filled) events.push_back(p.get_future().share());
+    }
+    if (s && !d && (!from_dev.runs_on_host() || to_dev.copies_on_own_queue())) {
       // Where the destination can import them, its queue copies the source's host-visible bytes
       // (its memory, or its staging memory) in place: no staging memory on this side and no
       // memcpy on the copy thread. Else it stages.
       imported = to_dev.import_in(dst_memory, s, bytes, chunk, events,
                                   out.memory ? out.memory : std::shared_ptr<void>(src_memory));
-      if (!imported.done) d = (in = to_dev.stage_in(dst_memory, bytes, chunk, events)).bytes;
     }
+    if (s && !d && !imported.done)
+      d = (in = to_dev.stage_in(dst_memory, bytes, chunk, events)).bytes;
   } catch (const OutOfMemory&) {
     // stage_in records every chunk before submitting any, but a submission that failed midway
     // left the earlier chunks on the destination's queue waiting for their `filled`: the
@@ -130,6 +153,7 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
     filled.reset();
   }
   const bool in_place = bool(imported.done);
+  if (in_place || out_place) test_fail_after_import();
   if (!out_place && (!s || (!d && !in_place))) {
     out = {};  // its staging memory (submitted, never read): copy_out below stages its own
     settle(from_dev);
@@ -146,13 +170,10 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   // and a released range is handed out again once the device's queue is past it, which knows
   // nothing of this thread. It lets go only after `filled` and `done` are set: releasing locks
   // the allocator, whose out-of-memory path waits for the queues, which wait for those.
-  // (Both staging and in-place copies out of the source follow its writers on its queue.)
-  std::function<void()> src_written =
-      out.bytes || out_place ? [] {} : from_dev.when_done_with(src, false);
+  if (out.bytes || out_place) src_written = [] {};
   std::function<void(size_t)> src_staged = std::move(out.ready);  // chunk by chunk
-  // (Both staging and in-place copies into the destination wait on its queue for its users.)
   const bool dst_queued = in.bytes || in_place;
-  std::function<void()> dst_free = dst_queued ? [] {} : to_dev.when_done_with(dst, true);
+  if (dst_queued) dst_free = [] {};
   if (!dst_queued) filled.reset();
   std::function<void()> dst_read = std::move(imported.done);   // empty unless in place
   std::function<void()> src_wrote = std::move(exported.done);  // likewise

@@ -181,10 +181,10 @@ class Device {
   // filled[i], once the host knows src's chunk i holds the bytes. No host memcpy, and no staging
   // memory on this side. The device imports src's pages (Vulkan's VK_EXT_external_memory_host):
   // `done` is empty where it cannot (the default), and the copy then stages. Else `done` blocks
-  // (any thread) until the device has read every byte; until then `src` must stay allocated and
-  // unchanged. `memory` of the result holds the imported pages and `keep` (what keeps src
-  // allocated): let go of only after `done` returned, or where a submission failed midway and
-  // import_in threw, by the device once the chunks it submitted are done.
+  // (any thread) until the device has read every byte; until then `src` must stay unchanged. The
+  // device itself holds the imported pages and `keep` (what keeps src allocated) until the
+  // chunks it submitted are done, also where the caller throws before it waits for `done` (its
+  // queued chunks still run); `memory` of the result is then empty.
   struct Imported {
     std::function<void()> done;
     std::shared_ptr<void> memory;
@@ -203,6 +203,14 @@ class Device {
   // memory is then never in use by queued work when a copy between devices is queued, so
   // another device may write it in place at once (import_out).
   virtual bool runs_on_host() const { return false; }
+  // Whether the device's copies run on a queue of their own (a copy engine's), beside its
+  // kernels rather than behind them: a copy from a runs_on_host device, whose wait_for blocks
+  // until the destination has read the bytes, goes in place (import_in) only where this is true
+  // (core/copy_item.cpp).
+  virtual bool copies_on_own_queue() const { return false; }
+  // Whether import_in and import_out can import host memory at all (Vulkan's
+  // VK_EXT_external_memory_host, present and not turned off by VKG_NO_HOST_IMPORT).
+  virtual bool imports_host_memory() const { return false; }
   virtual Imported import_in(const std::shared_ptr<Allocation>& memory, const std::byte* src,
                              size_t bytes, size_t chunk,
                              std::span<const std::shared_future<void>> filled,

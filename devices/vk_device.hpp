@@ -110,6 +110,10 @@ class VkDevice final : public Device {
   Staged stage_out(Allocation& memory, size_t bytes, size_t chunk) override;
   Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes, size_t chunk,
                   std::span<const std::shared_future<void>> filled) override;
+  bool copies_on_own_queue() const override;
+  bool imports_host_memory() const override {
+    return rt_.device.caps().features.external_memory_host;
+  }
   Imported import_out(Allocation& memory, std::byte* dst, size_t bytes,
                       std::shared_ptr<void> keep) override;
   Imported import_in(const std::shared_ptr<Allocation>& memory, const std::byte* src, size_t bytes,
@@ -185,6 +189,10 @@ class VkDevice final : public Device {
   void wait_for_copies(const VkAllocation& a, bool writing);
   // The bridge value that bridge_worker_ signals once `event` is ready.
   uint64_t bridge_after(std::shared_future<void> event);
+  // Keeps `hold` (imported pages and what keeps the memory under them) until the copy
+  // timeline's point `last`, the last chunk that reads or writes them, is done: the bridge
+  // worker waits for it, after signalling the values those chunks wait for.
+  void hold_until_copied(std::shared_ptr<void> hold, uint64_t last);
   // stage_in's and import_in's copies of `from` into `a`, chunk by chunk, each behind its
   // `filled` event (bridge_after) and a's last user; returns their points on the copy timeline.
   // A submission that fails after others were submitted throws PartialSubmit (the submitted

@@ -197,20 +197,30 @@ Device::Imported VkDevice::import_in(const std::shared_ptr<Allocation>& memory,
   } catch (const PartialSubmit& e) {
     // Chunks on the queue read the imported pages once their `filled` is set (the caller's
     // fallback sets them all): the pages, and the memory under them, stay until they are done.
-    // The bridge worker waits, as it signals the values those chunks wait for before this.
-    vk::Timeline* copies = &rt_.transfer.timeline();
-    bridge_worker_.post([copies, last = e.last, hold] {
-      try {
-        copies->wait(last);
-      } catch (...) {  // a lost device runs nothing more
-      }
-    });
+    hold_until_copied(std::move(hold), e.last);
     std::rethrow_exception(e.error);
   }
   ++imported_copies_;
+  const uint64_t last = points.empty() ? 0 : points.back();
+  // Likewise once all are queued: the caller may throw before it waits for them (its `filled`
+  // are then set as they are destroyed), and they still read the pages.
+  hold_until_copied(std::move(hold), last);
   vk::Timeline* copies = &rt_.transfer.timeline();
-  return {[copies, last = points.empty() ? 0 : points.back()] { copies->wait(last); },
-          std::move(hold)};
+  return {[copies, last] { copies->wait(last); }, nullptr};
+}
+
+bool VkDevice::copies_on_own_queue() const {
+  return rt_.transfer.own_timeline() && rt_.device.transfer_family() != rt_.device.queue_family();
+}
+
+void VkDevice::hold_until_copied(std::shared_ptr<void> hold, uint64_t last) {
+  vk::Timeline* copies = &rt_.transfer.timeline();
+  bridge_worker_.post([copies, last, hold = std::move(hold)] {
+    try {
+      copies->wait(last);
+    } catch (...) {  // a lost device runs nothing more
+    }
+  });
 }
 
 Device::Imported VkDevice::import_out(Allocation& memory, std::byte* dst, size_t bytes,
@@ -233,8 +243,10 @@ Device::Imported VkDevice::import_out(Allocation& memory, std::byte* dst, size_t
       {&copy, 1}, [&](size_t) { return waits; }, /*host_wrote=*/true, points);
   a.copy_read = points.back();
   ++imported_copies_;
+  const uint64_t last = points.back();
+  hold_until_copied(std::move(hold), last);  // as import_in's: the caller may throw first
   vk::Timeline* copies = &rt_.transfer.timeline();
-  return {[copies, last = points.back()] { copies->wait(last); }, std::move(hold)};
+  return {[copies, last] { copies->wait(last); }, nullptr};
 }
 
 std::vector<uint64_t> VkDevice::queue_copies_in(VkAllocation& a, vk::Transfer::Range from,

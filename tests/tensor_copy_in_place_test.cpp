@@ -14,7 +14,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,17 +25,20 @@
 #include <vkgrad/core/mapped_memory.hpp>
 #include <vkgrad/vkgrad.hpp>
 
+#include "support/child_process.hpp"
+
 namespace vkg {
 namespace {
 
-// Whether copies into the Vulkan device `vk`, and out of it into the CPU device, should go in
-// place: its memory is not mapped, so its queue makes them, and VKG_NO_HOST_IMPORT does not turn
-// importing off. (Lavapipe, and the GPUs the
-// check scripts run on, offer the extension; a device without it would fail the count below.)
-bool in_place(const std::string& vk) {
-  const char* off = std::getenv("VKG_NO_HOST_IMPORT");
-  const bool disabled = off && std::string(off) != "" && std::string(off) != "0";
-  return !maps_memory(vk) && !disabled;
+// Whether copies into the Vulkan device `vk` from `from`, and out of it into the CPU device,
+// should go in place: its memory is not mapped, so its queue makes them, and it can import host
+// memory (VK_EXT_external_memory_host, offered and not turned off by VKG_NO_HOST_IMPORT). From
+// the CPU device, only where `vk`'s copies run on a queue of their own (not on Lavapipe's one
+// queue): the CPU device waits until the destination has read its bytes, which must not wait
+// behind the destination's kernels.
+bool in_place(const std::string& vk, const std::string& from = "VK") {
+  const Device& d = device(vk);
+  return !maps_memory(vk) && d.imports_host_memory() && (from != "CPU" || d.copies_on_own_queue());
 }
 
 uint64_t imported(const std::string& dev) { return device(dev).queue_counts().imported_copies; }
@@ -63,8 +69,8 @@ TEST(CopyInPlace, TheDestinationReadsTheSourceInPlaceWhereItsMemoryIsDeviceLocal
     const uint64_t before = imported(to);
     Tensor y = src.to(to).realize();
     EXPECT_EQ(bits(y.to_vector<float>()), bits(values)) << from << " -> " << to;
-    EXPECT_EQ(imported(to), before + (in_place(to) ? 1 : 0))
-        << from << " -> " << to << (in_place(to) ? ": staged" : ": read in place");
+    EXPECT_EQ(imported(to), before + (in_place(to, from) ? 1 : 0))
+        << from << " -> " << to << (in_place(to, from) ? ": staged" : ": read in place");
   }
   // Out of VK into the CPU device's memory, which nothing queued uses: VK's queue copies into it
   // in place (import_out) where VK's memory is device-local.
@@ -127,6 +133,80 @@ TEST(CopyInPlace, ASourceOverwrittenAtOnceLeavesTheCopyItsOldValues) {
     std::vector<float> minus_one = values;
     for (float& v : minus_one) v = v - 1.0f;
     EXPECT_EQ(bits(z.to_vector<float>()), bits(minus_one)) << from;
+  }
+}
+
+// A copy from the CPU device into VK:1 while VK:1's queue still runs earlier kernels (chained
+// matmuls), its source overwritten at once: the copy keeps the old values (in place, what
+// overwrites the source waits for the destination's read) and the kernels' result is whole.
+// Where VK:1's copies share its one queue (Lavapipe) the copy stages rather than going in place
+// (the count in TheDestinationReadsTheSourceInPlaceWhereItsMemoryIsDeviceLocal pins that): in
+// place, the CPU device waits for the destination's read, which queues behind those kernels
+// (the realize took 9-21 ms against 0.4-0.5 ms staged, 2026-11-28, Lavapipe).
+TEST(CopyInPlace, ACpuSourceCopiedWhileTheDestinationQueueIsBusy) {
+  const size_t n = (size_t(3) << 20) / 4 + 5;
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = float(i % 4099) * 0.25f - 17.0f;
+  for (int r = 0; r < 3; ++r) {
+    Tensor a = Tensor::full({512, 512}, 1.0f, dtypes::float32, "VK:1").realize();
+    device("VK:1").synchronize();
+    Tensor x = Tensor(values, {int64_t(n)}, "CPU").realize();
+    Tensor busy = a.dot(a).dot(a).realize();  // queued on VK:1, runs a while
+    Tensor y = x.to("VK:1").realize();
+    x.assign(x * 0 - 1).realize();
+    EXPECT_EQ(bits(y.to_vector<float>()), bits(values)) << "round " << r;
+    EXPECT_EQ(x.sum().item<float>(), -float(n));
+    // Each element 512 * 512, a power of two: the sum is exact.
+    EXPECT_EQ(busy.sum().item<float>(), 512.0f * 512 * 512 * 512) << "round " << r;
+  }
+}
+
+// A copy in place whose realize throws after the destination's queue (or the source's, out of
+// VK into the CPU device) has queued its chunks (the test-only VKG_TEST_FAIL_AFTER_IMPORT): the
+// queued chunks still read or write the imported pages, so the device keeps them, and the
+// memory under them, until they are done. Unwinding freed them under the queue: Lavapipe
+// crashed (SIGSEGV) in the child. Device memory unmapped (VKG_FORCE_STAGING), so that copies go
+// in place on Lavapipe. The child must finish, and within 120 s.
+TEST(CopyInPlace, ACopyThatThrowsAfterImportingLeavesThePagesToTheQueue) {
+  if (!device("VK").imports_host_memory() || !device("VK:1").imports_host_memory())
+    GTEST_SKIP() << "VK cannot import host memory: nothing goes in place";
+  const std::filesystem::path log =
+      std::filesystem::temp_directory_path() /
+      ("vkg_copy_throw_after_import_" + std::to_string(::getpid()) + ".log");
+  const int status =
+      test::run_child("CopyInPlaceChild.ThrowsAfterImporting",
+                      {"VKG_TEST_FAIL_AFTER_IMPORT=1", "VKG_FORCE_STAGING=1"}, log.string(), 120);
+  std::stringstream text;
+  text << std::ifstream(log).rdbuf();
+  EXPECT_EQ(status, 0) << text.str();
+  std::filesystem::remove(log);
+}
+
+TEST(CopyInPlaceChild, ThrowsAfterImporting) {
+  if (!std::getenv("VKG_TEST_FAIL_AFTER_IMPORT"))
+    GTEST_SKIP() << "runs only as ACopyThatThrowsAfterImportingLeavesThePagesToTheQueue's child";
+  ASSERT_FALSE(maps_memory("VK"));
+  const size_t n = (size_t(3) << 20) / 4 + 5;  // four chunks
+  const std::vector<float> values(n, 5.0f);
+  for (int r = 0; r < 2; ++r) {
+    // Busy queues, so that the chunks run after the throw.
+    Tensor a = Tensor::full({384, 384}, 1.0f, dtypes::float32, "VK:1").realize();
+    Tensor b = Tensor::full({384, 384}, 1.0f, dtypes::float32, "VK").realize();
+    Tensor busy_a = a.dot(a).dot(a).realize(), busy_b = b.dot(b).dot(b).realize();
+    {
+      Tensor x = Tensor(values, {int64_t(n)}, "VK").realize();
+      EXPECT_THROW(x.to("VK:1").realize(), Error);  // VK's staging memory, read by VK:1
+      Tensor c = Tensor(values, {int64_t(n)}, "CPU").realize();
+      if (device("VK:1").copies_on_own_queue())
+        EXPECT_THROW(c.to("VK:1").realize(), Error);  // the CPU device's memory, read by VK:1
+      Tensor big = Tensor::full({int64_t(n)}, 2.0f, dtypes::float32, "VK") + busy_b.sum() * 0;
+      EXPECT_THROW(big.to("CPU").realize(), Error);  // the CPU device's memory, written by VK
+    }
+    std::vector<std::vector<float>> junk;  // takes the freed host memory again
+    for (int i = 0; i < 8; ++i) junk.emplace_back(n, -7.0f);
+    device("VK:1").synchronize();
+    device("VK").synchronize();
+    EXPECT_EQ(busy_a.sum().item<float>(), 384.0f * 384 * 384 * 384);
   }
 }
 
