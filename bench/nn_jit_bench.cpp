@@ -4,6 +4,7 @@
 // host time. Each step takes a new batch from host memory, as a training loop does.
 #include <benchmark/benchmark.h>
 
+#include <vkgrad/core/context.hpp>
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/vkgrad.hpp>
@@ -85,6 +86,37 @@ void BM_MlpAdamStep_BareSubmit(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(device.replay(recording));
 }
 BENCHMARK(BM_MlpAdamStep_BareSubmit)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Twenty independent small reduces replayed (the shape of a step's bias gradients and a loss's
+// reduces), with dispatch groups (devices/vk_dispatch_groups.cpp) and without: on Lavapipe each
+// dispatch costs its threads' hand-offs whatever it computes, so the groups' few dispatches
+// against twenty is the figure.
+void BM_JitSmallKernels(benchmark::State& state) {
+  ScopedSetting groups("DISPATCH_GROUPS", state.range(0));
+  std::vector<Tensor> xs;
+  for (int i = 0; i < 20; ++i)
+    xs.push_back(Tensor(std::vector<float>(128, float(i)), {128}, "VK").realize());
+  Jit jit([&](const std::vector<Tensor>&) {
+    std::vector<Tensor> out;
+    for (const Tensor& x : xs) out.push_back((x * 2.0f).sum());
+    return out;
+  });
+  jit({});
+  jit({});
+  Device& device = *jit.device();
+  const int64_t dispatches0 = global_counters().dispatches;
+  for (auto _ : state) benchmark::DoNotOptimize(jit({}));
+  (void)device.synchronize();
+  state.counters["kernels"] = double(jit.kernels());
+  state.counters["dispatches"] =
+      double(global_counters().dispatches - dispatches0) / double(state.iterations());
+}
+BENCHMARK(BM_JitSmallKernels)
+    ->ArgName("groups")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace vkg::bench
