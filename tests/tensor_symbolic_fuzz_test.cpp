@@ -57,18 +57,8 @@ int fixed_binding_captures = 0;
 
 std::string check_jit(const Program& p, const std::vector<int64_t>& bindings, SymContext& ctx,
                       uint32_t seed, const std::string& dev) {
-  std::vector<size_t> inputs;
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    if (p.steps[i].fresh) inputs.push_back(i);
-  auto body = [&](const std::vector<Tensor>& in, const std::string& on) {
-    std::vector<Tensor> vals;
-    size_t k = 0;
-    for (size_t i = 0; i < p.steps.size(); ++i)
-      vals.push_back(k < inputs.size() && inputs[k] == i ? in[k++] : p.steps[i].make(vals, on));
-    std::vector<Tensor> out;
-    for (size_t o : p.outputs) out.push_back(vals[o]);
-    return out;
-  };
+  const std::vector<size_t> inputs = p.fresh_steps();
+  auto body = [&](const std::vector<Tensor>& in, const std::string& on) { return p.run(in, on); };
   Jit jit([&](const std::vector<Tensor>& in) { return body(in, dev); });
   std::vector<int64_t> order = bindings;
   order.push_back(bindings[0]);

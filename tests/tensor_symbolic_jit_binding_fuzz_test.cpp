@@ -59,16 +59,9 @@ Tally tally;
 
 std::string check(const Program& p, int64_t capture, SymContext& ctx, uint32_t seed,
                   const std::string& dev) {
-  std::vector<size_t> inputs;
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    if (p.steps[i].fresh) inputs.push_back(i);
+  const std::vector<size_t> inputs = p.fresh_steps();
   auto body = [&](const std::vector<Tensor>& in, const std::string& on) {
-    std::vector<Tensor> vals;
-    size_t k = 0;
-    for (size_t i = 0; i < p.steps.size(); ++i)
-      vals.push_back(k < inputs.size() && inputs[k] == i ? in[k++] : p.steps[i].make(vals, on));
-    std::vector<Tensor> out;
-    for (size_t o : p.outputs) out.push_back(vals[o]);
+    std::vector<Tensor> out = p.run(in, on);
     std::vector<Tensor*> ptrs;
     for (Tensor& t : out) ptrs.push_back(&t);
     realize(ptrs);

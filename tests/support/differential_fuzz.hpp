@@ -87,6 +87,25 @@ struct Program {
     if (outputs.empty() && !steps.empty()) outputs.push_back(steps.size() - 1);
   }
 
+  // The steps whose values a caller gives (`fresh` ones), in order.
+  std::vector<size_t> fresh_steps() const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].fresh) out.push_back(i);
+    return out;
+  }
+
+  // The outputs' values on `device`, the fresh steps (fresh_steps()) taking `in`'s in order.
+  std::vector<Tensor> run(const std::vector<Tensor>& in, const std::string& device) const {
+    std::vector<Tensor> vals;
+    size_t k = 0;
+    for (size_t i = 0; i < steps.size(); ++i)
+      vals.push_back(steps[i].fresh && k < in.size() ? in[k++] : steps[i].make(vals, device));
+    std::vector<Tensor> out;
+    for (size_t o : outputs) out.push_back(vals[o]);
+    return out;
+  }
+
   std::string cpp() const {
     std::string s;
     for (size_t i = 0; i < steps.size(); ++i)
