@@ -154,8 +154,8 @@ std::unique_ptr<Recording> VkDevice::record(std::span<const ScheduleItem> items,
   try {
     for (const DispatchGroup& g : groups)
       r->stats.push_back(
-          g.merged ? launch(g.merged, g.memory, g.bytes, {}, options, r.get(), int(g.end - g.begin))
-                   : dispatch(items[g.begin], memory[g.begin], options, r.get()));
+          g.merged ? launch(g.merged, g.memory, g.bytes, {}, options, r.get(), int(g.items.size()))
+                   : dispatch(items[g.items[0]], memory[g.items[0]], options, r.get()));
     r->commands = queue_.end_capture();
   } catch (...) {
     queue_.cancel_capture();

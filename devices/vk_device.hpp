@@ -162,10 +162,12 @@ class VkDevice final : public Device {
   void compile_program(CompiledKernel& k, const GlslTarget& target, const RunOptions& options);
 
   // ---- dispatch groups (vk_dispatch_groups.cpp) ----
-  // Neighbouring kernels of a recording that share one dispatch (codegen/program_merge.hpp):
-  // items [begin, end) run as `merged` over `memory`; a group of one runs as usual (no merged).
+  // Kernels of a recording that share one dispatch (codegen/program_merge.hpp): `items` (their
+  // indices, in the order they joined) run as `merged` over `memory`; a group of one runs as
+  // usual (no merged). The groups are in the order they run, which may move a small kernel
+  // ahead of kernels it does not depend on (vk_dispatch_groups.cpp).
   struct DispatchGroup {
-    size_t begin = 0, end = 0;
+    std::vector<size_t> items;
     std::shared_ptr<CompiledKernel> merged;
     std::vector<Allocation*> memory;
     std::vector<VkDeviceSize> bytes;

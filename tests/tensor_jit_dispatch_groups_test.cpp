@@ -199,3 +199,72 @@ TEST(JitDispatchGroups, AnAdamStepReplaysToTheWeightsOfEagerSteps) {
 }
 
 }  // namespace
+
+// A large kernel between two small independent ones: the later small kernel runs before the
+// large one, in the earlier one's dispatch, where it touches nothing the large one writes or
+// reads as written (devices/vk_dispatch_groups.cpp).
+std::vector<Tensor> small_large_small(const std::vector<Tensor>& in) {
+  const Tensor a = in[0].sum(0);
+  const Tensor big = in[1].matmul(in[1]);
+  return {a, big, (in[2] * 3.0f).max(1)};
+}
+
+std::vector<Tensor> three_inputs(int call, const std::string& dev) {
+  return {Tensor(wave(48, float(call)), {6, 8}, dev),
+          Tensor(wave(256 * 256, 0.1f * float(call)), {256, 256}, dev),
+          Tensor(wave(35, -float(call)), {5, 7}, dev)};
+}
+
+TEST(JitDispatchGroups, ASmallKernelJoinsAnEarlierGroupAcrossALargeKernelItDoesNotTouch) {
+  Jit jit(small_large_small);
+  for (int call = 0; call < 2; ++call) jit(three_inputs(call, "VK"));
+  for (int call = 2; call < 4; ++call) {
+    std::vector<std::vector<float>> got;
+    const auto [dispatches, kernels] = counted_replay(jit, three_inputs(call, "VK"), &got);
+    EXPECT_EQ(kernels, 3);
+    EXPECT_EQ(dispatches, 2);
+    const std::vector<Tensor> eager = small_large_small(three_inputs(call, "VK"));
+    for (size_t i = 0; i < eager.size(); ++i)
+      EXPECT_EQ(got[i], eager[i].to_vector<float>()) << "output " << i << " call " << call;
+  }
+}
+
+// After a large kernel that reads w: a small one that reads its product and one that overwrites
+// w (returned, so that the capture realizes the assign). Neither may run before it; they share a
+// dispatch after it. Each replay's product is the one of that call's w.
+TEST(JitDispatchGroups,
+     SmallKernelsStayAfterALargeKernelWhoseOutputTheyReadOrWhoseInputTheyOverwrite) {
+  constexpr int64_t kRows = 256, kInner = 128, kCols = 256;
+  Tensor w = Tensor(wave(kInner * kCols, 0.3f), {kInner, kCols}, "VK").realize();
+  std::vector<float> w_host = wave(kInner * kCols, 0.3f);
+  Jit jit([&](const std::vector<Tensor>& in) {
+    const Tensor a = in[0].sum(0);
+    const Tensor big = in[1].matmul(w);
+    const Tensor top = big.max(0);
+    w.assign(w * 0.5f + 1.0f);
+    return std::vector<Tensor>{a, big, top, w};
+  });
+  for (int call = 0; call < 5; ++call) {
+    const std::vector<float> x = wave(kRows * kInner, 0.2f * float(call));
+    std::vector<std::vector<float>> got;
+    const auto [dispatches, kernels] = counted_replay(
+        jit, {Tensor(wave(48, float(call)), {6, 8}), Tensor(x, {kRows, kInner})}, &got);
+    if (call >= 2) {
+      EXPECT_EQ(kernels, 4);
+      EXPECT_EQ(dispatches, 3);
+    }
+    std::vector<float> top(kCols, -INFINITY);
+    for (int64_t r = 0; r < kRows; ++r)
+      for (int64_t c = 0; c < kCols; ++c) {
+        double s = 0;
+        for (int64_t k = 0; k < kInner; ++k)
+          s += double(x[size_t(r * kInner + k)]) * w_host[size_t(k * kCols + c)];
+        const float g = got[1][size_t(r * kCols + c)];
+        ASSERT_NEAR(g, s, 1e-4 * (1 + std::abs(s))) << "call " << call << " at " << r << ", " << c;
+        top[size_t(c)] = std::max(top[size_t(c)], g);
+      }
+    EXPECT_EQ(got[2], top) << "call " << call;
+    for (float& v : w_host) v = v * 0.5f + 1.0f;
+    EXPECT_EQ(w.to_vector<float>(), w_host) << "call " << call;
+  }
+}
