@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include <vkgrad/codegen/get_program.hpp>
+#include <vkgrad/codegen/glsl_launch.hpp>
 #include <vkgrad/codegen/program_merge.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/devices/vk_device.hpp>
@@ -29,9 +30,11 @@ constexpr size_t kMaxBuffers = 16;
 // update of a 784x128 weight merged with the small parameters' one: 1066 us against 399 + 31
 // apart; the 784x128 weight gradient merged with the small moments' update: 1492 against 1133 +
 // 32; minimum times of one Lavapipe thread, bench_nn MlpAdamStep_Jit), where small kernels merged
-// ran as fast as apart or faster (three bias and weight gradients: 117 us against 134). Measured
-// on Lavapipe only; on a GPU, whose branch on the workgroup id costs nothing, the limits keep a
-// merged kernel's registers those of small kernels.
+// ran as fast as apart or faster (three bias and weight gradients: 117 us against 134). Why:
+// Lavapipe runs both sides of a branch, so each workgroup of a merged kernel runs every member's
+// code, masked off but for its own (VkDevice::max_group_workgroups_ bounds that). On a GPU,
+// whose branch on the workgroup id costs nothing, the limits keep a merged kernel's registers
+// those of small kernels.
 constexpr int64_t kMaxMemberFlops = 8 << 20;
 constexpr int64_t kMaxMemberBytes = 512 << 10;
 
@@ -44,13 +47,19 @@ struct GroupBuilder {
   std::vector<VkDeviceSize> bytes;
   std::unordered_set<Allocation*> written, read;
   int64_t max_shared = 0;  // the device's workgroup-shared bytes
+  // The members' workgroups together, and at most how many (0: any; VkDevice's
+  // max_group_workgroups_ says why a CPU device has a limit).
+  int64_t workgroups = 0, max_workgroups = 0;
 
   // Adds the kernel over `memory` (bytes[i]: what slot i may touch) unless it uses a buffer a
   // member writes, writes one a member reads, or the group would be too large to merge.
   bool add(const std::shared_ptr<CompiledKernel>& k, std::span<Allocation* const> mem,
-           std::span<const VkDeviceSize> mem_bytes) {
+           std::span<const VkDeviceSize> mem_bytes, const GlslTarget& target) {
     const Program& p = k->program;
     if (mem.size() != p.buffers.size() || members.size() >= kMaxMembers) return false;
+    const std::array<uint32_t, 3> dims = launch_dims(p, target);
+    const int64_t wg = int64_t(dims[0]) * dims[1] * dims[2];
+    if (max_workgroups && !members.empty() && workgroups + wg > max_workgroups) return false;
     for (size_t s = 0; s < mem.size(); ++s)
       if (written.count(mem[s]) || (p.buffers[s].written && read.count(mem[s]))) return false;
     GroupBuilder next = *this;
@@ -76,6 +85,7 @@ struct GroupBuilder {
     if (next.memory.size() > kMaxBuffers || !merge_refusal(next.members, max_shared).empty())
       return false;
     next.kernels.push_back(k);
+    next.workgroups += wg;
     *this = std::move(next);
     return true;
   }
@@ -155,7 +165,7 @@ std::vector<VkDevice::DispatchGroup> VkDevice::plan_groups(
     bool joined = false;
     for (size_t u = units.size(); k && u-- > 0;) {
       Unit& unit = units[u];
-      if (unit.group && unit.group->add(k, memory[i], bytes)) {
+      if (unit.group && unit.group->add(k, memory[i], bytes, target_)) {
         unit.items.push_back(i);
         unit.touches.add(touches);
         joined = true;
@@ -168,7 +178,8 @@ std::vector<VkDevice::DispatchGroup> VkDevice::plan_groups(
     if (k) {
       unit.group.emplace();
       unit.group->max_shared = int64_t(rt_.device.caps().limits.max_shared_memory);
-      if (!unit.group->add(k, memory[i], bytes)) unit.group.reset();
+      unit.group->max_workgroups = max_group_workgroups_;
+      if (!unit.group->add(k, memory[i], bytes, target_)) unit.group.reset();
     }
     units.push_back(std::move(unit));
   }
