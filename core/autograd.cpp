@@ -28,6 +28,7 @@
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
+#include <vkgrad/core/jit_capture.hpp>
 #include <vkgrad/core/tensor.hpp>
 
 namespace vkg {
@@ -188,10 +189,13 @@ Tensor& Tensor::assign(const Tensor& value) {
   UOpPtr fresh = writable_in_place(*node()) ? UOp::make(Ops::ASSIGN, dtype(), {node(), v},
                                                         int64_t(next_identity.fetch_add(1)))
                                             : numbered_detach(v);
-  std::lock_guard lock(state_mu);
-  state_->node = std::move(fresh);
-  state_->unrealized = nullptr;
-  state_->leaf_before_realize.reset();
+  {
+    std::lock_guard lock(state_mu);
+    state_->node = std::move(fresh);
+    state_->unrealized = nullptr;
+    state_->leaf_before_realize.reset();
+  }
+  if (auto* log = active_assign_log()) log->push_back(state_);
   return *this;
 }
 

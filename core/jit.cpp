@@ -154,6 +154,19 @@ void realize_each(std::vector<Tensor>& tensors) {
   if (!all.empty()) realize(all);
 }
 
+// Points this thread's Tensor::assign calls at `log` while alive.
+class AssignLogScope {
+ public:
+  explicit AssignLogScope(std::vector<std::weak_ptr<TensorState>>& log)
+      : outer_(std::exchange(active_assign_log(), &log)) {}
+  ~AssignLogScope() { active_assign_log() = outer_; }
+  AssignLogScope(const AssignLogScope&) = delete;
+  AssignLogScope& operator=(const AssignLogScope&) = delete;
+
+ private:
+  std::vector<std::weak_ptr<TensorState>>* outer_;
+};
+
 // Points this thread's realizes at `capture` while alive.
 class CaptureScope {
  public:
@@ -273,8 +286,11 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> out;
   if (calls_ == 0) {
     realize_each(in);
+    std::vector<std::weak_ptr<TensorState>> assigned;
+    AssignLogScope log(assigned);
     out = function_(in);
     realize_each(out);
+    realize_left_assigns(assigned);
   } else {
     // The capture reads copies of the inputs, in buffers of the Jit's own that replays fill:
     // the caller's tensors keep their values.
@@ -287,6 +303,18 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
   return out;
 }
 
+void Jit::realize_left_assigns(const std::vector<std::weak_ptr<TensorState>>& assigned) {
+  std::vector<Tensor> left;
+  std::unordered_set<const TensorState*> seen;
+  for (const auto& weak : assigned) {
+    const std::shared_ptr<TensorState> s = weak.lock();
+    if (!s || !seen.insert(s.get()).second || s->node->op != Ops::ASSIGN) continue;
+    left.push_back(Tensor(s->node));
+    left.back().state_ = s;  // the function's tensor itself, so realize points it at its buffer
+  }
+  realize_each(left);
+}
+
 std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   Capture captured;
   // Buffer ids are issued in order: those the function makes are from this probe's on.
@@ -294,8 +322,11 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   std::vector<Tensor> out;
   {
     CaptureScope scope(captured);
+    std::vector<std::weak_ptr<TensorState>> assigned;
+    AssignLogScope log(assigned);
     out = function_(inputs);
     realize_each(out);
+    realize_left_assigns(assigned);
   }
   auto plan = std::make_unique<Plan>();
   const std::vector<ScheduleItem>& items = captured.items;

@@ -41,7 +41,9 @@
 //    eager call would, so the same seed gives a replayed run and an eager one the same numbers.
 //  - Tensors the function realizes (parameters, optimizer states, running statistics) are
 //    written in place by each replay; a lazy graph over one, built before a replay and realized
-//    after it, reads the new contents.
+//    after it, reads the new contents. An assign the function leaves lazy (nothing it returns
+//    reads the tensor) is realized at the end of the call, the first and the captured one, so
+//    every call and replay assigns once, as an eager call does.
 //  - Several devices: a function that copies between devices (Tensor::to) or runs on sharded
 //    tensors (core/multi.hpp) replays its kernels as one recording per run of kernels of one
 //    device, and its copies between them in between, in the captured order. No step waits for
@@ -94,6 +96,13 @@ class Jit {
  private:
   struct Plan;
   std::vector<Tensor> capture(std::vector<Tensor> inputs);
+  // Realizes the assigns (Tensor::assign) the function made and left lazy, noted in `assigned`.
+  // Left lazy, the capture's would run at the caller's next read of the tensor, outside the
+  // capture, so no replay would run it again, where eager calls assign on every call; the
+  // first call's would run inside the capture (a read of the tensor there), so every replay
+  // would run it once more. Realized at the end of both calls (after the outputs, where an eager
+  // caller's later read would realize them), each call assigns once, as an eager one.
+  static void realize_left_assigns(const std::vector<std::weak_ptr<TensorState>>& assigned);
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
 
   Function function_;

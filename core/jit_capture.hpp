@@ -32,6 +32,11 @@ struct Capture {
 // The capture this thread records into, or nullptr.
 Capture*& active_capture();
 
+// Where Tensor::assign notes the tensors it assigns to on this thread while vkg::Jit runs its
+// function (the first call and the capture), or nullptr: the Jit realizes the assigns the
+// function leaves lazy (core/jit.cpp says why).
+std::vector<std::weak_ptr<TensorState>>*& active_assign_log();
+
 // While true on a thread, the buffers of symbolic size its realizes make get memory for their
 // variables' maxima (Buffer::reserve_max), so that a replay may bind the variables to other
 // values: set by vkg::Jit while it copies its inputs and captures.

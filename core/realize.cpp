@@ -459,6 +459,11 @@ Capture*& active_capture() {
   return capture;
 }
 
+std::vector<std::weak_ptr<TensorState>>*& active_assign_log() {
+  thread_local std::vector<std::weak_ptr<TensorState>>* log = nullptr;
+  return log;
+}
+
 bool& reserve_symbolic_max() {
   thread_local bool reserve = false;
   return reserve;

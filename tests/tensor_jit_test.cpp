@@ -84,6 +84,28 @@ TEST_P(Jitted, AnAssignInTheFunctionAccumulatesOnEveryReplay) {
   EXPECT_EQ(total.to_vector<float>(), want);
 }
 
+// An assign the function leaves lazy (nothing it returns reads the tensor) still happens on every
+// call, as in eager calls: the capture realizes it, so replays run it. Before, it ran at the
+// caller's next read, outside the capture, and replays left the tensor as the capture had.
+TEST_P(Jitted, AnAssignTheFunctionLeavesUnrealizedRunsOnEveryReplay) {
+  Tensor total = Tensor::zeros({3}, dtypes::float32, dev()).contiguous().realize();
+  Tensor steps = Tensor::zeros({1}, dtypes::float32, dev()).contiguous().realize();
+  Jit f([&](const std::vector<Tensor>& in) {
+    total.assign(total + in[0]);
+    steps.assign(steps + 1.0f);
+    return std::vector<Tensor>{in[0].sum()};
+  });
+  std::vector<float> want(3, 0.0f);
+  for (int call = 0; call < 5; ++call) {
+    for (int i = 0; i < 3; ++i) want[size_t(i)] += float(call) + float(i);
+    const std::vector<float> x = ramp(3, float(call), 1.0f);
+    EXPECT_EQ(f({Tensor(x, {3}, dev())})[0].item<float>(), x[0] + x[1] + x[2]);
+    EXPECT_EQ(total.to_vector<float>(), want) << "call " << call;
+    EXPECT_EQ(steps.item<float>(), float(call + 1)) << "call " << call;
+  }
+  EXPECT_EQ(f.kernels(), 2u);  // the sum, and the two assigns as one kernel of two outputs
+}
+
 // A tensor the function makes from host data and assigns to starts every call from that data, as
 // in an eager call: a replay uploads it again before the kernels (the JIT fuzzer found replays
 // that read what the last call's assign left there).
