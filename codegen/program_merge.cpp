@@ -53,6 +53,14 @@ Size3 merged_local_size(const std::vector<MergeMember>& members) {
   return biggest->local_size;
 }
 
+// A member's workgroups in the merged program: its own where it keeps its workgroup size, else
+// its invocations re-tiled over workgroups of the merged size.
+int64_t member_workgroups(const Program& p, const Size3& local) {
+  if (p.local_size == local) return volume(p.global_size);
+  const int64_t per_group = volume(local);
+  return (volume(p.global_size) * volume(p.local_size) + per_group - 1) / per_group;
+}
+
 UOpPtr i32(int64_t v) { return UOp::const_(dtypes::int32, v); }
 UOpPtr op2(Ops op, const UOpPtr& a, const UOpPtr& b) { return a->alu(op, {b}); }
 UOpPtr add(const UOpPtr& a, int64_t b) { return op2(Ops::ADD, a, i32(b)); }
@@ -268,6 +276,13 @@ std::string merge_refusal(const std::vector<MergeMember>& members, int64_t max_s
   return why;
 }
 
+int64_t merged_workgroups(const std::vector<MergeMember>& members) {
+  const Size3 local = merged_local_size(members);
+  int64_t total = 0;
+  for (const MergeMember& m : members) total += member_workgroups(*m.program, local);
+  return total;
+}
+
 Program merge_programs(const std::vector<MergeMember>& members, std::vector<BufferParam> buffers) {
   if (std::string why = merge_refusal(members); !why.empty()) throw Error("merge_programs: " + why);
   Program out;
@@ -279,11 +294,7 @@ Program merge_programs(const std::vector<MergeMember>& members, std::vector<Buff
   int64_t total = 0;
   for (const MergeMember& m : members) {
     offsets.push_back(total);
-    const Program& p = *m.program;
-    const int64_t per_group = volume(out.local_size);
-    total += p.local_size == out.local_size
-                 ? volume(p.global_size)
-                 : (volume(p.global_size) * volume(p.local_size) + per_group - 1) / per_group;
+    total += member_workgroups(*m.program, out.local_size);
   }
   out.global_size = {total, 1, 1};
   const UOpPtr group = UOp::make(Ops::SPECIAL, dtypes::int32, {i32(total)}, std::string("gidx0"));

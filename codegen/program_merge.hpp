@@ -7,7 +7,9 @@
 //
 // The merged program's workgroups are the members' laid end to end along axis 0: workgroup w
 // runs member m when O_m <= w < O_m + W_m, under an IF on the workgroup id (uniform across the
-// workgroup, so barriers inside stay legal; Lavapipe skips a block no lane enters). Each member
+// workgroup, so barriers inside stay legal). Lavapipe runs both sides of an IF with the lanes
+// masked off, so there every workgroup runs every member's code (devices/vk_device.hpp's
+// max_group_workgroups_ bounds the cost); a GPU branches. Each member
 // sees its own workgroup and invocation ids, recomputed from w - O_m:
 //   - a member whose workgroup size is the merged one keeps its grid (flattened and decomposed);
 //   - a member of another workgroup size is re-tiled: its invocations are numbered flat, laid
@@ -37,6 +39,10 @@ struct MergeMember {
 // Why the members cannot share one program, or "" when they can: variables (a symbolic kernel
 // launches by its binding), members that talk within their workgroups at different sizes, or
 // more workgroup-shared memory than `max_shared_bytes` in all (each member keeps its own arrays).
+// The merged program's workgroups: the members' laid end to end, each re-tiled to the merged
+// workgroup size where its own differs.
+int64_t merged_workgroups(const std::vector<MergeMember>& members);
+
 std::string merge_refusal(const std::vector<MergeMember>& members,
                           int64_t max_shared_bytes = std::numeric_limits<int64_t>::max());
 

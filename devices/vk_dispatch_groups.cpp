@@ -13,7 +13,6 @@
 #include <unordered_set>
 
 #include <vkgrad/codegen/get_program.hpp>
-#include <vkgrad/codegen/glsl_launch.hpp>
 #include <vkgrad/codegen/program_merge.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/devices/vk_device.hpp>
@@ -36,6 +35,9 @@ constexpr size_t kMaxBuffers = 16;
 // whose branch on the workgroup id costs nothing, the limits keep a merged kernel's registers
 // those of small kernels.
 constexpr int64_t kMaxMemberFlops = 8 << 20;
+// How many units (groups or kernels alone) back a kernel may look for a group to join: planning
+// stays linear in a recording's length.
+constexpr size_t kMaxLookBack = 32;
 constexpr int64_t kMaxMemberBytes = 512 << 10;
 
 // A group under construction: its members, and the merged program's arguments.
@@ -47,19 +49,16 @@ struct GroupBuilder {
   std::vector<VkDeviceSize> bytes;
   std::unordered_set<Allocation*> written, read;
   int64_t max_shared = 0;  // the device's workgroup-shared bytes
-  // The members' workgroups together, and at most how many (0: any; VkDevice's
+  // At most how many workgroups the merged program may launch (0: any; VkDevice's
   // max_group_workgroups_ says why a CPU device has a limit).
-  int64_t workgroups = 0, max_workgroups = 0;
+  int64_t max_workgroups = 0;
 
   // Adds the kernel over `memory` (bytes[i]: what slot i may touch) unless it uses a buffer a
   // member writes, writes one a member reads, or the group would be too large to merge.
   bool add(const std::shared_ptr<CompiledKernel>& k, std::span<Allocation* const> mem,
-           std::span<const VkDeviceSize> mem_bytes, const GlslTarget& target) {
+           std::span<const VkDeviceSize> mem_bytes) {
     const Program& p = k->program;
     if (mem.size() != p.buffers.size() || members.size() >= kMaxMembers) return false;
-    const std::array<uint32_t, 3> dims = launch_dims(p, target);
-    const int64_t wg = int64_t(dims[0]) * dims[1] * dims[2];
-    if (max_workgroups && !members.empty() && workgroups + wg > max_workgroups) return false;
     for (size_t s = 0; s < mem.size(); ++s)
       if (written.count(mem[s]) || (p.buffers[s].written && read.count(mem[s]))) return false;
     GroupBuilder next = *this;
@@ -82,10 +81,10 @@ struct GroupBuilder {
       m.slots.push_back(int64_t(slot));
     }
     next.members.push_back(m);
-    if (next.memory.size() > kMaxBuffers || !merge_refusal(next.members, max_shared).empty())
+    if (next.memory.size() > kMaxBuffers || !merge_refusal(next.members, max_shared).empty() ||
+        (max_workgroups && merged_workgroups(next.members) > max_workgroups))
       return false;
     next.kernels.push_back(k);
-    next.workgroups += wg;
     *this = std::move(next);
     return true;
   }
@@ -163,9 +162,9 @@ std::vector<VkDevice::DispatchGroup> VkDevice::plan_groups(
     const Touches touches = touches_of(items[i], memory[i]);
     const std::shared_ptr<CompiledKernel> k = member(i, bytes);
     bool joined = false;
-    for (size_t u = units.size(); k && u-- > 0;) {
+    for (size_t u = units.size(); k && u-- > 0 && units.size() - u <= kMaxLookBack;) {
       Unit& unit = units[u];
-      if (unit.group && unit.group->add(k, memory[i], bytes, target_)) {
+      if (unit.group && unit.group->add(k, memory[i], bytes)) {
         unit.items.push_back(i);
         unit.touches.add(touches);
         joined = true;
@@ -179,7 +178,7 @@ std::vector<VkDevice::DispatchGroup> VkDevice::plan_groups(
       unit.group.emplace();
       unit.group->max_shared = int64_t(rt_.device.caps().limits.max_shared_memory);
       unit.group->max_workgroups = max_group_workgroups_;
-      if (!unit.group->add(k, memory[i], bytes, target_)) unit.group.reset();
+      if (!unit.group->add(k, memory[i], bytes)) unit.group.reset();
     }
     units.push_back(std::move(unit));
   }

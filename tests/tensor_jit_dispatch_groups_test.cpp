@@ -1,5 +1,6 @@
-// Dispatch groups (devices/vk_dispatch_groups.cpp): a Jit replay on Vulkan runs neighbouring
-// small kernels that share no buffer one of them writes as one dispatch. The replays give what
+// Dispatch groups (devices/vk_dispatch_groups.cpp): a Jit replay on Vulkan runs small kernels that
+// share no buffer one of them writes as one dispatch, a later kernel joining an earlier group
+// across kernels it does not depend on (nor they on it). The replays give what
 // eager calls give, bit for bit, with fewer dispatches than kernels; kernels that overwrite what
 // another one reads, or read what it writes, keep their order; DISPATCH_GROUPS=0 turns it off.
 #include <gtest/gtest.h>
@@ -200,8 +201,6 @@ TEST(JitDispatchGroups, AnAdamStepReplaysToTheWeightsOfEagerSteps) {
   EXPECT_LT(jit_dispatches, jit_kernels);
 }
 
-}  // namespace
-
 // A large kernel between two small independent ones: the later small kernel runs before the
 // large one, in the earlier one's dispatch, where it touches nothing the large one writes or
 // reads as written (devices/vk_dispatch_groups.cpp).
@@ -232,8 +231,8 @@ TEST(JitDispatchGroups, ASmallKernelJoinsAnEarlierGroupAcrossALargeKernelItDoesN
 }
 
 // After a large kernel that reads w: a small one that reads its product (the top rows' maxima) and
-// one that overwrites w (returned, so that the capture realizes the assign). Neither may run before it; they share a
-// dispatch after it. Each replay's product is the one of that call's w.
+// one that overwrites w (returned, so that the capture realizes the assign). Neither may run before
+// it; they share a dispatch after it. Each replay's product is the one of that call's w.
 TEST(JitDispatchGroups,
      SmallKernelsStayAfterALargeKernelWhoseOutputTheyReadOrWhoseInputTheyOverwrite) {
   constexpr int64_t kRows = 1024, kInner = 128, kCols = 64, kTop = 8;
@@ -298,3 +297,5 @@ TEST(JitDispatchGroups, MembersTogetherHaveNoMoreWorkgroupsThanTheDeviceRunsWell
     for (size_t i = 0; i < eager.size(); ++i) EXPECT_EQ(got[i], eager[i].to_vector<float>()) << n;
   }
 }
+
+}  // namespace
