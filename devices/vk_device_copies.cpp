@@ -181,16 +181,14 @@ const vk::HostImport* VkDevice::bridge_import() {
   if (!bridge_tried_) {
     bridge_tried_ = true;
     if (!imports_host_memory()) return nullptr;
-    auto memory = HostBridge::shared();
+    // Kept even where the import fails: copies then stage, and the bridge is not made again.
+    bridge_memory_ = HostBridge::shared();
     // Imported whole and only here: the bridge's block is page-aligned memory of its own, so
     // the import covers nothing else of the heap (HostImport::make widens unaligned ranges).
     if (rt_.device.caps().limits.min_imported_host_pointer_alignment > HostBridge::kAlign)
       return nullptr;
-    bridge_import_ = vk::HostImport::make(rt_.device, memory->bytes(), HostBridge::size());
-    if (bridge_import_) {
-      bridge_memory_ = std::move(memory);
-      ++host_imports_;
-    }
+    bridge_import_ = vk::HostImport::make(rt_.device, bridge_memory_->bytes(), HostBridge::size());
+    if (bridge_import_) ++host_imports_;
   }
   return bridge_import_.get();
 }
