@@ -233,6 +233,27 @@ TEST(CopyInPlace, EveryByteCountArrivesWholeBetweenEveryPair) {
   }
 }
 
+// Copies longer than the whole bridge in flight at once, in every direction (each realize
+// returns with its copy queued): their leases take the same slots in turn, each chunk waiting
+// for the slot's previous chunk, of its own copy or another's, to have been read out. All arrive
+// whole, and nothing waits for a slot that nobody lets go (the test would hang).
+TEST(CopyInPlace, CopiesLongerThanTheBridgeInFlightTogether) {
+  const size_t n = (size_t(41) << 20) + 9;  // eleven slots
+  const std::vector<uint8_t> a = pattern(n, 1), b = pattern(n, 2), c = pattern(n, 3);
+  Tensor x = Tensor(a, {int64_t(n)}, "VK").realize();
+  Tensor y = Tensor(b, {int64_t(n)}, "VK:1").realize();
+  Tensor z = Tensor(c, {int64_t(n)}, "CPU").realize();
+  device("VK").synchronize();
+  device("VK:1").synchronize();
+  Tensor x1 = x.to("VK:1").realize(), y0 = y.to("VK").realize(), z1 = z.to("VK:1").realize();
+  Tensor xc = x.to("CPU").realize(), z0 = z.to("VK").realize();
+  EXPECT_EQ(x1.to_vector<uint8_t>(), a);
+  EXPECT_EQ(y0.to_vector<uint8_t>(), b);
+  EXPECT_EQ(z1.to_vector<uint8_t>(), c);
+  EXPECT_EQ(xc.to_vector<uint8_t>(), a);
+  EXPECT_EQ(z0.to_vector<uint8_t>(), c);
+}
+
 // The bridge is imported once into each device that takes part, however many copies pass
 // through it: QueueCounts::host_imports stays at one while the copies go on counting.
 TEST(CopyInPlace, RepeatedCopiesDoNotImportAgain) {
