@@ -168,7 +168,11 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
       bridge = HostBridge::shared();
       lease = bridge->lease(bytes);
       if (!s && from_dev.imports_host_memory()) src_bridged = from_dev.bridge_out(src, *lease);
-      if (!d && to_dev.imports_host_memory()) {
+      // From a device that runs on the host, longer than the bridge: the host refills slots only
+      // as the destination empties them, and the source's wait_for blocks until it is done, so
+      // only where the destination's copies do not queue behind its kernels (else it stages).
+      const bool src_waits = from_dev.runs_on_host() && lease->steps.size() > HostBridge::kSlots;
+      if (!d && to_dev.imports_host_memory() && (!src_waits || to_dev.copies_on_own_queue())) {
         const std::vector<std::shared_future<void>> events = make_filled(lease->steps.size());
         dst_bridged = to_dev.bridge_in(dst_memory, *lease, events);
         if (!dst_bridged) filled.reset();

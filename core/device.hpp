@@ -206,6 +206,11 @@ class Device {
   }
   // Whether the device runs each item on the host before run() returns (the CPU device).
   virtual bool runs_on_host() const { return false; }
+  // Whether the device's copies run on a queue of their own (a copy engine's), beside its
+  // kernels rather than behind them: a copy from a runs_on_host device longer than the bridge,
+  // whose wait_for then blocks until the destination has emptied slots, goes through the
+  // bridge only where this is true (core/copy_item.cpp).
+  virtual bool copies_on_own_queue() const { return false; }
   // Whether bridge_out and bridge_in can import host memory at all (Vulkan's
   // VK_EXT_external_memory_host, present and not turned off by VKG_NO_HOST_IMPORT).
   virtual bool imports_host_memory() const { return false; }

@@ -120,6 +120,7 @@ class VkDevice final : public Device {
                                         HostBridge::Lease& lease,
                                         std::span<const std::shared_future<void>> filled) override;
   std::function<void()> when_copies_done() override;
+  bool copies_on_own_queue() const override;
   void wait_for(std::shared_future<void> event) override;
 
  private:

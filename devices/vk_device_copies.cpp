@@ -244,6 +244,10 @@ std::function<void(size_t)> VkDevice::bridge_in(const std::shared_ptr<Allocation
   return [copies, points = std::move(points)](size_t i) { copies->wait(points.at(i)); };
 }
 
+bool VkDevice::copies_on_own_queue() const {
+  return rt_.transfer.own_timeline() && rt_.device.transfer_family() != rt_.device.queue_family();
+}
+
 std::function<void()> VkDevice::when_copies_done() {
   vk::Timeline* copies = &rt_.transfer.timeline();
   const uint64_t last = copies->submitted();
