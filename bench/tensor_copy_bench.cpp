@@ -5,10 +5,10 @@
 // that one slow iteration of either would make of a ratio of totals.
 // On Lavapipe every device's memory is host-visible, so VK -> CPU and VK -> VK:1 are one memcpy
 // on the copy thread plus the two devices' waits (core/copy_item.hpp); on a discrete GPU (or with
-// VKG_FORCE_STAGING=1) the source's queue copies into a staging buffer first, and VK:1's queue
-// copies out of it in place (VK_EXT_external_memory_host; VKG_NO_HOST_IMPORT=1: out of a staging
-// buffer of its own that the copy thread fills). Into the CPU device, VK's queue writes its memory
-// in place, and out of it VK's queue reads it in place.
+// VKG_FORCE_STAGING=1) the source's queue copies into the host bridge's slots and VK:1's queue
+// copies out of them (core/host_bridge.hpp; VKG_NO_HOST_IMPORT=1: through a staging buffer on
+// each side that the copy thread copies between). Into and out of the CPU device, the copy
+// thread copies between its memory and the slots that VK's queue empties or fills.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

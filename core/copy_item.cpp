@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/host_bridge.hpp>
 #include <vkgrad/core/host_worker.hpp>
 
 namespace vkg {
@@ -56,14 +58,49 @@ size_t staging_chunk(size_t bytes) {
   return std::max(kMin, (bytes / 8 + kPage - 1) / kPage * kPage);
 }
 
-// Test-only: VKG_TEST_FAIL_AFTER_IMPORT=1 throws once import_in or import_out has queued a
+// Test-only: VKG_TEST_FAIL_AFTER_IMPORT=1 throws once bridge_out or bridge_in has queued a
 // copy's chunks, before the copy thread's task is posted (a throw nothing real makes there
-// today but an allocation's). The device must keep the imported pages, and the memory under
-// them, until its queued chunks are done (tests/tensor_copy_in_place_test.cpp).
+// today but an allocation's). The bridge's slots must go to later copies only once the queued
+// chunks are done, and the library must stay usable (tests/tensor_copy_in_place_test.cpp).
 void test_fail_after_import() {
   const char* v = std::getenv("VKG_TEST_FAIL_AFTER_IMPORT");
   if (v && std::string(v) == "1")
     throw Error("copy: failed after importing (VKG_TEST_FAIL_AFTER_IMPORT, a test's failure)");
+}
+
+// Leases of the bridge and the submissions of their chunks, in one order for every device: a
+// chunk waits (through the host) for the slot's previous lease, whose chunks must then be on
+// their queues before it, never behind it on the same queue.
+std::mutex& bridge_order() {
+  static std::mutex mu;
+  return mu;
+}
+
+// Lets go of a lease's slots whose copy stopped midway (a failed submission, a lost device):
+// filled[i] (the destination queue's chunks wait for them) are set first, then every step, the
+// last in each slot only once both devices' queued copies are done (`drains`): they may still
+// write or read the slots, which later copies take next.
+void abandon(const std::shared_ptr<HostBridge::Lease>& lease,
+             const std::shared_ptr<std::vector<std::promise<void>>>& filled, size_t filled_set,
+             std::vector<std::function<void()>> drains, HostPool& pool) {
+  if (filled)
+    for (size_t i = filled_set; i < filled->size(); ++i) (*filled)[i].set_value();
+  if (!lease || lease->released == lease->steps.size()) return;
+  pool.post([lease, drains = std::move(drains)] {
+    const size_t n = lease->steps.size();
+    const size_t tail = n > HostBridge::kSlots ? n - HostBridge::kSlots : 0;
+    // A step that another of this lease's reuses: its own chunks run after it on every queue.
+    for (size_t i = lease->released; i < tail; ++i) {
+      lease->steps[i].free.wait();
+      lease->release(i + 1);
+    }
+    for (size_t i = std::max(lease->released, tail); i < n; ++i) lease->steps[i].free.wait();
+    for (const auto& drain : drains) try {
+        drain();
+      } catch (...) {  // a lost device runs nothing more
+      }
+    lease->release(n);
+  });
 }
 
 }  // namespace
@@ -88,61 +125,86 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
     now.set_value(stat);
     return now.get_future().share();
   }
-  // Either side the host does not map (a discrete GPU's device-local memory) is staged: its
-  // device's queue copies the source into staging memory after its writers, or the staging
-  // memory into the destination once the host has filled it (the queue waits for that, the
-  // realizing thread does not).
+  // Nothing to move, nothing to wait for (as Device::copy_in of no bytes).
+  if (bytes == 0) {
+    now.set_value(stat);
+    return now.get_future().share();
+  }
+  // Either side the host does not map (a discrete GPU's device-local memory) goes through the
+  // host bridge where its device imports host memory (core/host_bridge.hpp), else through
+  // staging memory: its device's queue copies the source into the bridge or staging memory
+  // after its writers, or that into the destination once the host has filled it (the queue
+  // waits for that, the realizing thread does not).
   auto done = std::make_shared<std::promise<void>>();
   const std::shared_future<void> arrived = done->get_future().share();
+  // The source's bytes have all been read (by the host, or by the destination's queue):
+  // earlier than `done` where the host copies them into the bridge.
+  auto read = std::make_shared<std::promise<void>>();
+  const std::shared_future<void> src_read = read->get_future().share();
   std::byte* s = from_dev.host_pointer(src);
   std::byte* d = to_dev.host_pointer(dst);
   // The waits for the host's access to either side's own memory, asked for before anything is
-  // queued (they may throw): once import_in or import_out has queued copies, nothing may throw
-  // before the copy thread's task is posted (see test_fail_after_import).
-  // (Both staging and in-place copies out of the source follow its writers on its queue; both
+  // queued (they may throw).
+  // (Both staged and bridged copies out of the source follow its writers on its queue; both
   // into the destination wait on its queue for its users.)
   std::function<void()> src_written = s ? from_dev.when_done_with(src, false) : [] {};
   std::function<void()> dst_free = d ? to_dev.when_done_with(dst, true) : [] {};
   Device::Staged out, in;
-  Device::Imported imported;  // the destination reads the source's bytes in place
-  Device::Imported exported;  // the source writes the destination's bytes in place
+  std::shared_ptr<HostBridge> bridge;
+  std::shared_ptr<HostBridge::Lease> lease;
+  std::function<void(size_t)> src_bridged, dst_bridged;  // step i is in its slot / read out
+  // filled[i]: chunk i is in the destination's staging memory or in its bridge slot (its queue
+  // copies it in then).
+  std::shared_ptr<std::vector<std::promise<void>>> filled;
+  auto make_filled = [&](size_t n) {
+    filled = std::make_shared<std::vector<std::promise<void>>>(n);
+    std::vector<std::shared_future<void>> events;
+    for (auto& p : *filled) events.push_back(p.get_future().share());
+    return events;
+  };
+  std::unique_lock order(bridge_order(), std::defer_lock);
+  if ((!s && from_dev.imports_host_memory()) || (!d && to_dev.imports_host_memory())) try {
+      order.lock();
+      bridge = HostBridge::shared();
+      lease = bridge->lease(bytes);
+      if (!s && from_dev.imports_host_memory()) src_bridged = from_dev.bridge_out(src, *lease);
+      // From a device that runs on the host, longer than the bridge: the host refills slots only
+      // as the destination empties them, and the source's wait_for blocks until it is done, so
+      // only where the destination's copies do not queue behind its kernels (else it stages).
+      const bool src_waits = from_dev.runs_on_host() && lease->steps.size() > HostBridge::kSlots;
+      if (!d && to_dev.imports_host_memory() && (!src_waits || to_dev.copies_on_own_queue())) {
+        const std::vector<std::shared_future<void>> events = make_filled(lease->steps.size());
+        dst_bridged = to_dev.bridge_in(dst_memory, *lease, events);
+        if (!dst_bridged) filled.reset();
+      }
+    } catch (const OutOfMemory&) {
+      // Chunks submitted before the failure run once their `filled` are set; the slots go
+      // once they are done. The copy then stages, or goes the synchronous way below.
+      abandon(lease, filled, 0, {from_dev.when_copies_done(), to_dev.when_copies_done()},
+              copy_worker());
+      lease.reset();
+      filled.reset();
+      src_bridged = dst_bridged = {};
+    }
+  if (lease && !src_bridged && !dst_bridged) {  // neither side took it: nothing uses the slots
+    abandon(lease, nullptr, 0, {}, copy_worker());
+    lease.reset();
+  }
+  if (order.owns_lock()) order.unlock();
   // Staging takes the whole tensor's bytes in one allocation on each side: where that does not
   // fit (the heap, or maxMemoryAllocationSize: 4 GiB on an H100), the copy goes the synchronous
   // way below, whose transfers stage in fixed-size chunks. Both allocate before recording or
-  // posting anything, so a refusal leaves nothing behind.
-  const size_t chunk = staging_chunk(bytes);
-  const size_t chunks = std::max<size_t>(1, (bytes + chunk - 1) / chunk);
-  // filled[i]: chunk i is in the destination's staging memory (its queue copies it in then).
-  std::shared_ptr<std::vector<std::promise<void>>> filled;
-  // Into memory of a device that runs on the host (nothing queued uses it), the source's queue
-  // copies in place where it can import it: no staging memory and no memcpy.
+  // posting anything, so a refusal leaves nothing behind. Beside the bridge, a staged side moves
+  // a slot at a time.
+  const size_t chunk = lease ? HostBridge::kSlotBytes : staging_chunk(bytes);
+  const size_t chunks = lease ? lease->steps.size() : (bytes + chunk - 1) / chunk;
   try {
-    if (!s && d && to_dev.runs_on_host())
-      exported = from_dev.import_out(src, d, bytes, std::shared_ptr<void>(dst_memory));
-  } catch (const OutOfMemory&) {
-  }
-  const bool out_place = bool(exported.done);
-  try {
-    if (!s && !out_place) s = (out = from_dev.stage_out(src, bytes, chunk)).bytes;
+    if (!s && !src_bridged) s = (out = from_dev.stage_out(src, bytes, chunk)).bytes;
   } catch (const OutOfMemory&) {
   }
   try {
-    // From a device that runs on the host, whose wait_for below blocks until the destination has
-    // read the bytes, only where the destination's copies do not queue behind its kernels.
-    std::vector<std::shared_future<void>> events;
-    if (s && !d) {
-      filled = std::make_shared<std::vector<std::promise<void>>>(chunks);
-      for (auto& p : *filled) events.push_back(p.get_future().share());
-    }
-    if (s && !d && (!from_dev.runs_on_host() || to_dev.copies_on_own_queue())) {
-      // Where the destination can import them, its queue copies the source's host-visible bytes
-      // (its memory, or its staging memory) in place: no staging memory on this side and no
-      // memcpy on the copy thread. Else it stages.
-      imported = to_dev.import_in(dst_memory, s, bytes, chunk, events,
-                                  out.memory ? out.memory : std::shared_ptr<void>(src_memory));
-    }
-    if (s && !d && !imported.done)
-      d = (in = to_dev.stage_in(dst_memory, bytes, chunk, events)).bytes;
+    if (!d && !dst_bridged && (s || src_bridged))
+      d = (in = to_dev.stage_in(dst_memory, bytes, chunk, make_filled(chunks))).bytes;
   } catch (const OutOfMemory&) {
     // stage_in records every chunk before submitting any, but a submission that failed midway
     // left the earlier chunks on the destination's queue waiting for their `filled`: the
@@ -152,9 +214,22 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
       for (auto& p : *filled) p.set_value();
     filled.reset();
   }
-  const bool in_place = bool(imported.done);
-  if (in_place || out_place) test_fail_after_import();
-  if (!out_place && (!s || (!d && !in_place))) {
+  const bool src_ok = s || src_bridged, dst_ok = d || dst_bridged;
+  if (lease && (!src_ok || !dst_ok)) {
+    abandon(lease, filled, 0, {from_dev.when_copies_done(), to_dev.when_copies_done()},
+            copy_worker());
+    lease.reset();
+    filled.reset();
+    src_bridged = dst_bridged = {};
+  }
+  if (lease) try {
+      test_fail_after_import();
+    } catch (...) {
+      abandon(lease, filled, 0, {from_dev.when_copies_done(), to_dev.when_copies_done()},
+              copy_worker());
+      throw;
+    }
+  if (!src_ok || !dst_ok) {
     out = {};  // its staging memory (submitted, never read): copy_out below stages its own
     settle(from_dev);
     settle(to_dev);
@@ -170,69 +245,77 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   // and a released range is handed out again once the device's queue is past it, which knows
   // nothing of this thread. It lets go only after `filled` and `done` are set: releasing locks
   // the allocator, whose out-of-memory path waits for the queues, which wait for those.
-  if (out.bytes || out_place) src_written = [] {};
+  const bool src_queued = out.bytes || src_bridged;  // what overwrites it follows its queue
+  const bool dst_queued = in.bytes || dst_bridged;
+  if (src_queued) src_written = [] {};
   std::function<void(size_t)> src_staged = std::move(out.ready);  // chunk by chunk
-  const bool dst_queued = in.bytes || in_place;
   if (dst_queued) dst_free = [] {};
-  if (!dst_queued) filled.reset();
-  std::function<void()> dst_read = std::move(imported.done);   // empty unless in place
-  std::function<void()> src_wrote = std::move(exported.done);  // likewise
-  auto copied = std::make_shared<size_t>(0);                   // chunks whose `filled` is set
+  auto copied = std::make_shared<size_t>(0);  // chunks whose `filled` is set
+  std::vector<std::function<void()>> drains;
+  if (lease) drains = {from_dev.when_copies_done(), to_dev.when_copies_done()};
   auto task = std::make_shared<std::packaged_task<RunStat()>>(
-      [stat, s, d, bytes, chunk, chunks, filled, copied, src_written = std::move(src_written),
-       src_staged = std::move(src_staged), dst_free = std::move(dst_free), dst_read,
-       src_wrote]() mutable {
+      [stat, s, d, bytes, chunk, chunks, filled, copied, lease, read,
+       src_written = std::move(src_written), src_staged = std::move(src_staged),
+       dst_free = std::move(dst_free), src_bridged, dst_bridged]() mutable {
         src_written();
         dst_free();
-        if (src_wrote) {  // the source's queue copies it all: wait for that
-          const auto t0 = std::chrono::steady_clock::now();
-          src_wrote();
-          stat.ns = ns_since(t0);
-          return stat;
-        }
-        // The memcpys' own time, not the waits for the chunks between them; in place, from the
-        // source's writers to the destination's last read.
+        // The memcpys' own time, not the waits for the chunks between them; through the bridge
+        // with both sides queued, from the source's writers to the destination's last read.
         stat.ns = 0;
         const auto t0 = std::chrono::steady_clock::now();
+        // Waits for the destination to have read steps before `end` out of their slots, and
+        // lets those slots go.
+        auto release_through = [&](size_t end) {
+          for (size_t j = lease->released; j < end; ++j) {
+            dst_bridged(j);
+            lease->release(j + 1);
+          }
+        };
         for (size_t i = 0, at = 0; i < chunks; ++i, at += chunk) {
           const size_t n = std::min(chunk, bytes - std::min(at, bytes));
-          if (src_staged) src_staged(at + n);
+          // Step i takes the slot of step i - kSlots, which must have been read out.
+          if (dst_bridged && i >= HostBridge::kSlots) release_through(i + 1 - HostBridge::kSlots);
+          const std::byte* from = s + at;
+          if (src_bridged) {
+            src_bridged(i);
+            from = lease->steps[i].host;
+          } else if (src_staged) {
+            src_staged(at + n);
+          }
           const auto start = std::chrono::steady_clock::now();
-          if (n > 0 && !dst_read) std::memcpy(d + at, s + at, n);
+          if (lease && !src_bridged) {  // the host fills the slot the destination's queue reads
+            lease->steps[i].free.wait();
+            std::memcpy(lease->steps[i].host, from, n);
+          }
+          if (!dst_bridged) {
+            std::memcpy(d + at, from, n);
+            if (lease) lease->release(i + 1);
+          }
           stat.ns += ns_since(start);
           if (filled) (*filled)[i].set_value();
           *copied = i + 1;
         }
-        if (dst_read) {
-          dst_read();
-          stat.ns = ns_since(t0);
+        read->set_value();  // the host or the source's queue has read it all
+        if (dst_bridged) {
+          release_through(chunks);
+          if (src_bridged) stat.ns = ns_since(t0);
         }
         return stat;
       });
   std::shared_future<RunStat> result = task->get_future().share();
-  copy_worker().post([task, done, filled, copied, dst_read = std::move(dst_read), src_wrote,
-                      exported_pages = std::move(exported.memory),
+  copy_worker().post([task, done, filled, copied, lease, read, drains = std::move(drains), bridge,
                       src_memory = std::move(src_memory), dst_memory = std::move(dst_memory),
-                      staged_out = std::move(out.memory), staged_in = std::move(in.memory),
-                      imported_pages = std::move(imported.memory)]() mutable {
+                      staged_out = std::move(out.memory),
+                      staged_in = std::move(in.memory)]() mutable {
     (*task)();  // keeps its exception in `result`
-    // A copy that failed (a lost device) still ends the destination queue's waits; its result
-    // throws what it met.
-    if (filled)
-      for (size_t i = *copied; i < filled->size(); ++i) (*filled)[i].set_value();
-    // In place, the source's memory is the destination queue's to read until it has: what
-    // overwrites or frees it waits for `done` (imported_pages keeps it), also after a failure.
-    if (dst_read) try {
-        dst_read();
-      } catch (...) {
-      }
-    if (src_wrote) try {  // the destination's memory is the source queue's until it is done
-        src_wrote();
-      } catch (...) {
-      }
+    // A copy that failed (a lost device) still ends the destination queue's waits and lets its
+    // slots go once the queues are done with them; its result throws what it met.
+    try {
+      read->set_value();
+    } catch (const std::future_error&) {  // set by the task, which got that far
+    }
+    abandon(lease, filled, *copied, std::move(drains), copy_worker());
     done->set_value();
-    imported_pages.reset();  // before the memory under them
-    exported_pages.reset();
     src_memory.reset();  // (Allocator::release locks; GlobalCounters::mem_used is atomic)
     dst_memory.reset();
     staged_out.reset();
@@ -242,10 +325,9 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   // task is posted, so it runs and writes `dst` even if a wait_for below throws. A staged side
   // is not touched by the host: its queue's copy orders it.
   if (!dst_queued) to_dev.host_uses(dst, arrived);
-  const bool src_queued = out.bytes || out_place;  // what overwrites it follows it on its queue
-  if (!src_queued) from_dev.host_uses(src, arrived);
-  if (!dst_queued) to_dev.wait_for(arrived);    // what reads it (queued copies in wait already)
-  if (!src_queued) from_dev.wait_for(arrived);  // what overwrites the source's memory next
+  if (!src_queued) from_dev.host_uses(src, src_read);
+  if (!dst_queued) to_dev.wait_for(arrived);     // what reads it (queued copies in wait already)
+  if (!src_queued) from_dev.wait_for(src_read);  // what overwrites the source's memory next
   return result;
 }
 

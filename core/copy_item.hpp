@@ -31,11 +31,13 @@ inline bool is_copy(const ScheduleItem& item) { return item.ast->op == Ops::COPY
 //    destination's staging memory, which its queue copies in once the thread is done), chunk by
 //    chunk so that the three copies overlap. No side waits on the realizing thread, except the
 //    CPU device's;
-//  - where the destination's memory is not mapped but it can import host memory
-//    (Device::import_in: VK_EXT_external_memory_host), its queue copies straight out of the
-//    source's mapped memory or staging memory, chunk by chunk as the copy thread hands them on:
-//    no host memcpy, no staging memory on the destination's side. The source's memory is kept,
-//    and what overwrites it waits, until the destination has read it;
+//  - where a side's memory is not mapped but its device can import host memory
+//    (VK_EXT_external_memory_host), through the host bridge instead of staging memory on that
+//    side (core/host_bridge.hpp: page-aligned host memory each device imports once): its queue
+//    copies the source into the bridge's slots, or the slots into the destination, slot by slot
+//    as the copy thread passes on that the other side has filled or emptied one (Device::
+//    bridge_out, bridge_in). Between two such devices there is no host memcpy at all; beside
+//    mapped or CPU memory the copy thread copies between that and the slots;
 //  - where a device can stage nothing, through host memory with the host waiting: `settle(device)`
 //    waits for the two devices first (the realize engine's, which also prints what they ran), then
 //    copy_out and copy_in.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <vkgrad/core/host_bridge.hpp>
 #include <vkgrad/core/run_options.hpp>
 #include <vkgrad/core/schedule.hpp>
 
@@ -86,9 +87,11 @@ class Device {
     // one it reads) wait, and only while that copy has not completed.
     bool copy_queue = false;
     uint64_t copy_waits = 0;
-    // Copies between this device and another that this device's queue made in place in the
-    // other's host memory (import_in, import_out), without a host memcpy.
+    // Copies between this device and another that this device's queue made through the host
+    // bridge (bridge_out, bridge_in), and imports of host memory it made for them: one per
+    // bridge, however many copies pass (core/host_bridge.hpp).
     uint64_t imported_copies = 0;
+    uint64_t host_imports = 0;
   };
   virtual QueueCounts queue_counts() { return {}; }
 
@@ -175,49 +178,42 @@ class Device {
     (void)memory, (void)bytes, (void)chunk, (void)filled;
     return {};
   }
-  // Instead of stage_in, where the device can: copies of `bytes` bytes at `src`, host memory that
-  // another device's copy gives (its host_pointer, or its stage_out's staging memory), straight
-  // into `memory` by this device's queue, chunk i's (as stage_in's) queued behind a wait for
-  // filled[i], once the host knows src's chunk i holds the bytes. No host memcpy, and no staging
-  // memory on this side. The device imports src's pages (Vulkan's VK_EXT_external_memory_host):
-  // `done` is empty where it cannot (the default), and the copy then stages. Else `done` blocks
-  // (any thread) until the device has read every byte; until then `src` must stay unchanged. The
-  // device itself holds the imported pages and `keep` (what keeps src allocated) until the
-  // chunks it submitted are done, also where the caller throws before it waits for `done` (its
-  // queued chunks still run); `memory` of the result is then empty.
-  struct Imported {
-    std::function<void()> done;
-    std::shared_ptr<void> memory;
-  };
-  // Instead of stage_out, where the device can: a copy of `memory`'s first `bytes` bytes straight
-  // into `dst`, host memory of another device that nothing queued uses (a runs_on_host device's),
-  // by this device's queue after the work queued so far that writes `memory`; work queued later
-  // that overwrites `memory` follows it. `done` and `memory` of the result as for import_in
-  // (`keep` keeps `dst` allocated); `done` is empty where the device cannot import `dst`.
-  virtual Imported import_out(Allocation& memory, std::byte* dst, size_t bytes,
-                              std::shared_ptr<void> keep) {
-    (void)memory, (void)dst, (void)bytes, (void)keep;
+  // Instead of stage_out and stage_in, where the device can import host memory (Vulkan's
+  // VK_EXT_external_memory_host): copies through the host bridge (core/host_bridge.hpp), whose
+  // memory the device imports once. bridge_out queues a copy of each step's bytes of `memory`
+  // into the step's slot, after the work queued so far that writes `memory` and after the
+  // step's `free`; work queued later that overwrites `memory` follows those copies. It returns
+  // a function that blocks (any thread) until step i's bytes are in its slot. bridge_in queues a
+  // copy of each step's slot into `memory`, behind a wait for filled[i] (as wait_for) and the
+  // work queued so far that uses `memory`; work queued later sees the bytes. It returns a
+  // function that blocks until step i's slot has been read. Both give an empty function where
+  // the device cannot import the bridge (the copy then stages), and throw vkg::OutOfMemory where
+  // a submission fails; copies submitted before it still run (when_copies_done).
+  virtual std::function<void(size_t)> bridge_out(Allocation& memory, HostBridge::Lease& lease) {
+    (void)memory, (void)lease;
     return {};
   }
-  // Whether the device runs each item on the host before run() returns (the CPU device): its
-  // memory is then never in use by queued work when a copy between devices is queued, so
-  // another device may write it in place at once (import_out).
+  virtual std::function<void(size_t)> bridge_in(const std::shared_ptr<Allocation>& memory,
+                                                HostBridge::Lease& lease,
+                                                std::span<const std::shared_future<void>> filled) {
+    (void)memory, (void)lease, (void)filled;
+    return {};
+  }
+  // Blocks until the copies queued so far on this device (bridge_out, bridge_in, stage_out,
+  // stage_in) are done: a copy that failed midway lets go of its bridge slots after it.
+  virtual std::function<void()> when_copies_done() {
+    return [] {};
+  }
+  // Whether the device runs each item on the host before run() returns (the CPU device).
   virtual bool runs_on_host() const { return false; }
   // Whether the device's copies run on a queue of their own (a copy engine's), beside its
-  // kernels rather than behind them: a copy from a runs_on_host device, whose wait_for blocks
-  // until the destination has read the bytes, goes in place (import_in) only where this is true
-  // (core/copy_item.cpp).
+  // kernels rather than behind them: a copy from a runs_on_host device longer than the bridge,
+  // whose wait_for then blocks until the destination has emptied slots, goes through the
+  // bridge only where this is true (core/copy_item.cpp).
   virtual bool copies_on_own_queue() const { return false; }
-  // Whether import_in and import_out can import host memory at all (Vulkan's
+  // Whether bridge_out and bridge_in can import host memory at all (Vulkan's
   // VK_EXT_external_memory_host, present and not turned off by VKG_NO_HOST_IMPORT).
   virtual bool imports_host_memory() const { return false; }
-  virtual Imported import_in(const std::shared_ptr<Allocation>& memory, const std::byte* src,
-                             size_t bytes, size_t chunk,
-                             std::span<const std::shared_future<void>> filled,
-                             std::shared_ptr<void> keep) {
-    (void)memory, (void)src, (void)bytes, (void)chunk, (void)filled, (void)keep;
-    return {};
-  }
 
   // Kernels compiled so far, and how many of them run() had to compile itself (0 when prepare
   // saw every kernel first): tests pin that recording never waits on a compiler.

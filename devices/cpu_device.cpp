@@ -60,6 +60,15 @@ class HostPool {
 
 // Uninitialized, as Device::allocate promises: zeroing a buffer that a kernel, an upload or MPI
 // (vkg::dist) overwrites next cost a pass over it (a tenth of a 64 MiB all_reduce).
+// Plain host memory, not page-aligned memory that Vulkan devices import and keep imported for
+// the allocation's life: copies between it and a device whose memory the host does not map go
+// through the host bridge (core/host_bridge.hpp), the host copying between this memory and the
+// bridge's slots while the device's queue fills or empties the others. An import per
+// allocation would pin every CPU tensor that ever met a GPU for as long as it lives, with no
+// bound, one vkAllocateMemory per tensor per device (a count drivers limit); and it would save
+// nothing on the common paths, where each copy meets a fresh tensor (a batch going up, a result
+// coming down) and so imports anyway. A free would also have to reach every device that
+// imported the memory and wait for its queued copies. The bridge pins 32 MiB, once.
 struct HostAllocation final : Allocation {
   HostPool* pool = nullptr;  // the device's, which outlives every allocation (devices are immortal)
   std::unique_ptr<std::byte[]> data;

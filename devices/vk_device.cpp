@@ -244,6 +244,7 @@ Device::QueueCounts VkDevice::queue_counts() {
   QueueCounts c{t.submitted(), t.completed(), t.host_waits() + bridge_.host_waits(),
                 rt_.transfer.own_timeline(), copy_waits_};
   c.imported_copies = imported_copies_;
+  c.host_imports = host_imports_;
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -26,6 +27,7 @@
 #include <vkgrad/core/host_worker.hpp>
 #include <vkgrad/devices/kernel_cache.hpp>
 #include <vkgrad/devices/vk_target.hpp>
+#include <vkgrad/vk/host_import.hpp>
 #include <vkgrad/vk/program.hpp>
 #include <vkgrad/vk/queue.hpp>
 #include <vkgrad/vk/runtime.hpp>
@@ -112,15 +114,15 @@ class VkDevice final : public Device {
   Staged stage_out(Allocation& memory, size_t bytes, size_t chunk) override;
   Staged stage_in(const std::shared_ptr<Allocation>& memory, size_t bytes, size_t chunk,
                   std::span<const std::shared_future<void>> filled) override;
-  bool copies_on_own_queue() const override;
   bool imports_host_memory() const override {
     return rt_.device.caps().features.external_memory_host;
   }
-  Imported import_out(Allocation& memory, std::byte* dst, size_t bytes,
-                      std::shared_ptr<void> keep) override;
-  Imported import_in(const std::shared_ptr<Allocation>& memory, const std::byte* src, size_t bytes,
-                     size_t chunk, std::span<const std::shared_future<void>> filled,
-                     std::shared_ptr<void> keep) override;
+  std::function<void(size_t)> bridge_out(Allocation& memory, HostBridge::Lease& lease) override;
+  std::function<void(size_t)> bridge_in(const std::shared_ptr<Allocation>& memory,
+                                        HostBridge::Lease& lease,
+                                        std::span<const std::shared_future<void>> filled) override;
+  std::function<void()> when_copies_done() override;
+  bool copies_on_own_queue() const override;
   void wait_for(std::shared_future<void> event) override;
 
  private:
@@ -193,12 +195,12 @@ class VkDevice final : public Device {
   void wait_for_copies(const VkAllocation& a, bool writing);
   // The bridge value that bridge_worker_ signals once `event` is ready.
   uint64_t bridge_after(std::shared_future<void> event);
-  // Keeps `hold` (imported pages and what keeps the memory under them) until the copy
-  // timeline's point `last`, the last chunk that reads or writes them, is done: the bridge
-  // worker waits for it, after signalling the values those chunks wait for.
-  void hold_until_copied(std::shared_ptr<void> hold, uint64_t last);
-  // stage_in's and import_in's copies of `from` into `a`, chunk by chunk, each behind its
-  // `filled` event (bridge_after) and a's last user; returns their points on the copy timeline.
+  // The host bridge imported into this device, imported at its first use and kept for the
+  // device's life (nullptr where the driver refuses it: copies then stage).
+  const vk::HostImport* bridge_import();
+  // stage_in's and bridge_in's copies of `from` into `a`, chunk by chunk (chunk i of `chunk`
+  // bytes, read from `from` at from_at(i, at)), each behind its `filled` event (bridge_after)
+  // and a's last user; returns their points on the copy timeline.
   // A submission that fails after others were submitted throws PartialSubmit (the submitted
   // chunks still read `from` once their events are set); one before any throws what it met.
   struct PartialSubmit {
@@ -207,7 +209,8 @@ class VkDevice final : public Device {
   };
   std::vector<uint64_t> queue_copies_in(VkAllocation& a, vk::Transfer::Range from, size_t bytes,
                                         size_t chunk,
-                                        std::span<const std::shared_future<void>> filled);
+                                        std::span<const std::shared_future<void>> filled,
+                                        const std::function<size_t(size_t, size_t)>& from_at);
 
   std::string name_;
   vk::Runtime rt_;
@@ -221,6 +224,13 @@ class VkDevice final : public Device {
   uint64_t copies_waited_ = 0;
   uint64_t copy_waits_ = 0;                   // QueueCounts::copy_waits
   std::atomic<uint64_t> imported_copies_{0};  // QueueCounts::imported_copies
+  std::atomic<uint64_t> host_imports_{0};     // QueueCounts::host_imports
+  // The host bridge and its import (bridge_import): declared after rt_, so destroyed before the
+  // device, and after finish() (the destructor's) has waited for every copy that uses it.
+  std::mutex bridge_mu_;
+  bool bridge_tried_ = false;
+  std::shared_ptr<HostBridge> bridge_memory_;
+  std::unique_ptr<vk::HostImport> bridge_import_;
   GlslTarget target_;
   DeviceTraits traits_;
   // At most how many workgroups the members of one dispatch group have together (0: any).

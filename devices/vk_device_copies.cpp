@@ -2,9 +2,9 @@
 // (vk::Transfer), copies within the device (the compute queue), and this device's halves of
 // copies between devices (core/copy_item.hpp): a memcpy where the host maps both memories, else
 // staging buffers that the copy engine's queue copies out of and into (vk/queue_families.hpp),
-// or, into this device where it has VK_EXT_external_memory_host, the source's host-visible bytes
-// imported as a buffer (vk/host_import.hpp) that the copy engine's queue reads in place
-// (import_in): no staging buffer on this side and no host memcpy.
+// or, where the device has VK_EXT_external_memory_host, the host bridge (core/host_bridge.hpp):
+// host memory imported once as a buffer (vk/host_import.hpp) that the copy engine's queue
+// writes (bridge_out) or reads (bridge_in) chunk by chunk, no staging buffer on this side.
 //
 // Where the device has a copy engine, every staged copy (uploads, downloads, stage_out,
 // stage_in) runs on its queue while kernels run on the compute queue. The two queues are ordered
@@ -45,12 +45,6 @@ VkSemaphoreSubmitInfo semaphore_wait(VkSemaphore semaphore, uint64_t value) {
   w.stageMask = VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT;
   return w;
 }
-
-// The imported pages and what keeps the memory under them allocated, let go of in that order.
-struct ImportHold {
-  std::shared_ptr<void> keep;
-  std::unique_ptr<vk::HostImport> import;  // destroyed first
-};
 
 }  // namespace
 
@@ -174,7 +168,7 @@ Device::Staged VkDevice::stage_in(const std::shared_ptr<Allocation>& memory, siz
   // after its memcpy, before the copies have run: the allocator hands them out again only once
   // the copy queue's work submitted before their release has completed.
   try {
-    queue_copies_in(a, *staging, bytes, chunk, filled);
+    queue_copies_in(a, *staging, bytes, chunk, filled, [](size_t, size_t at) { return at; });
   } catch (const PartialSubmit& e) {
     std::rethrow_exception(e.error);
   }
@@ -182,76 +176,88 @@ Device::Staged VkDevice::stage_in(const std::shared_ptr<Allocation>& memory, siz
   return {host, {}, std::move(staging)};
 }
 
-Device::Imported VkDevice::import_in(const std::shared_ptr<Allocation>& memory,
-                                     const std::byte* src, size_t bytes, size_t chunk,
-                                     std::span<const std::shared_future<void>> filled,
-                                     std::shared_ptr<void> keep) {
-  auto hold = std::make_shared<ImportHold>();
-  hold->keep = std::move(keep);
-  hold->import = vk::HostImport::make(rt_.device, src, bytes);
-  if (!hold->import) return {};
+const vk::HostImport* VkDevice::bridge_import() {
+  std::lock_guard lock(bridge_mu_);
+  if (!bridge_tried_) {
+    bridge_tried_ = true;
+    if (!imports_host_memory()) return nullptr;
+    // Kept even where the import fails: copies then stage, and the bridge is not made again.
+    bridge_memory_ = HostBridge::shared();
+    // Imported whole and only here: the bridge's block is page-aligned memory of its own, so
+    // the import covers nothing else of the heap (HostImport::make widens unaligned ranges).
+    if (rt_.device.caps().limits.min_imported_host_pointer_alignment > HostBridge::kAlign)
+      return nullptr;
+    bridge_import_ = vk::HostImport::make(rt_.device, bridge_memory_->bytes(), HostBridge::size());
+    if (bridge_import_) ++host_imports_;
+  }
+  return bridge_import_.get();
+}
+
+std::function<void(size_t)> VkDevice::bridge_out(Allocation& memory, HostBridge::Lease& lease) {
+  const vk::HostImport* bridge = bridge_import();
+  if (!bridge) return {};
+  auto& a = static_cast<VkAllocation&>(memory);
+  a.fresh = false;
+  // As stage_out's: every chunk waits for the buffer's writer on the compute queue, and for its
+  // slot to be free (the host relays that from whichever device read the slot last).
+  const uint64_t written = point_of(a.last_write);
+  std::vector<vk::Transfer::Copy> chunks;
+  for (const HostBridge::Step& s : lease.steps)
+    chunks.push_back({a.buffer, s.at, *bridge, s.slot * HostBridge::kSlotBytes, s.bytes});
+  auto waits = [&](size_t i) {
+    std::vector<VkSemaphoreSubmitInfo> w{
+        semaphore_wait(bridge_.semaphore(), bridge_after(lease.steps[i].free))};
+    if (rt_.transfer.own_timeline() && written > 0)
+      w.push_back(semaphore_wait(rt_.device.timeline().semaphore(), written));
+    return w;
+  };
+  std::vector<uint64_t> points;
+  points.reserve(chunks.size());
+  try {
+    rt_.transfer.queue_copies(chunks, waits, /*host_wrote=*/true, points);
+  } catch (...) {
+    if (!points.empty()) a.copy_read = points.back();
+    throw;
+  }
+  a.copy_read = points.back();
+  ++imported_copies_;
+  vk::Timeline* copies = &rt_.transfer.timeline();
+  return [copies, points = std::move(points)](size_t i) { copies->wait(points.at(i)); };
+}
+
+std::function<void(size_t)> VkDevice::bridge_in(const std::shared_ptr<Allocation>& memory,
+                                                HostBridge::Lease& lease,
+                                                std::span<const std::shared_future<void>> filled) {
+  const vk::HostImport* bridge = bridge_import();
+  if (!bridge) return {};
   auto& a = static_cast<VkAllocation&>(*memory);
   std::vector<uint64_t> points;
   try {
-    points = queue_copies_in(a, *hold->import, bytes, chunk, filled);
+    points = queue_copies_in(
+        a, *bridge, lease.steps.back().at + lease.steps.back().bytes, HostBridge::kSlotBytes,
+        filled, [&](size_t i, size_t) { return lease.steps[i].slot * HostBridge::kSlotBytes; });
   } catch (const PartialSubmit& e) {
-    // Chunks on the queue read the imported pages once their `filled` is set (the caller's
-    // fallback sets them all): the pages, and the memory under them, stay until they are done.
-    hold_until_copied(std::move(hold), e.last);
-    std::rethrow_exception(e.error);
+    std::rethrow_exception(e.error);  // the chunks submitted run once their `filled` are set
   }
   ++imported_copies_;
-  const uint64_t last = points.empty() ? 0 : points.back();
-  // Likewise once all are queued: the caller may throw before it waits for them (its `filled`
-  // are then set as they are destroyed), and they still read the pages.
-  hold_until_copied(std::move(hold), last);
   vk::Timeline* copies = &rt_.transfer.timeline();
-  return {[copies, last] { copies->wait(last); }, nullptr};
+  return [copies, points = std::move(points)](size_t i) { copies->wait(points.at(i)); };
 }
 
 bool VkDevice::copies_on_own_queue() const {
   return rt_.transfer.own_timeline() && rt_.device.transfer_family() != rt_.device.queue_family();
 }
 
-void VkDevice::hold_until_copied(std::shared_ptr<void> hold, uint64_t last) {
+std::function<void()> VkDevice::when_copies_done() {
   vk::Timeline* copies = &rt_.transfer.timeline();
-  bridge_worker_.post([copies, last, hold = std::move(hold)] {
-    try {
-      copies->wait(last);
-    } catch (...) {  // a lost device runs nothing more
-    }
-  });
+  const uint64_t last = copies->submitted();
+  return [copies, last] { copies->wait(last); };
 }
 
-Device::Imported VkDevice::import_out(Allocation& memory, std::byte* dst, size_t bytes,
-                                      std::shared_ptr<void> keep) {
-  auto hold = std::make_shared<ImportHold>();
-  hold->keep = std::move(keep);
-  hold->import = vk::HostImport::make(rt_.device, dst, bytes);
-  if (!hold->import) return {};
-  auto& a = static_cast<VkAllocation&>(memory);
-  a.fresh = false;
-  // As stage_out's chunks, in one copy: nothing on the host waits between.
-  const uint64_t written = point_of(a.last_write);
-  std::vector<VkSemaphoreSubmitInfo> waits;
-  if (rt_.transfer.own_timeline() && written > 0)
-    waits.push_back(semaphore_wait(rt_.device.timeline().semaphore(), written));
-  const vk::Transfer::Copy copy{a.buffer, 0, *hold->import, 0, bytes};
-  std::vector<uint64_t> points;
-  // One copy: submitted, or (throwing) not at all. The host may have written the pages before.
-  rt_.transfer.queue_copies(
-      {&copy, 1}, [&](size_t) { return waits; }, /*host_wrote=*/true, points);
-  a.copy_read = points.back();
-  ++imported_copies_;
-  const uint64_t last = points.back();
-  hold_until_copied(std::move(hold), last);  // as import_in's: the caller may throw first
-  vk::Timeline* copies = &rt_.transfer.timeline();
-  return {[copies, last] { copies->wait(last); }, nullptr};
-}
-
-std::vector<uint64_t> VkDevice::queue_copies_in(VkAllocation& a, vk::Transfer::Range from,
-                                                size_t bytes, size_t chunk,
-                                                std::span<const std::shared_future<void>> filled) {
+std::vector<uint64_t> VkDevice::queue_copies_in(
+    VkAllocation& a, vk::Transfer::Range from, size_t bytes, size_t chunk,
+    std::span<const std::shared_future<void>> filled,
+    const std::function<size_t(size_t, size_t)>& from_at) {
   const bool fresh = std::exchange(a.fresh, false);
   chunk = std::max<size_t>(chunk, 1);
   // Kernels still reading its old bytes go first (submitted now if being recorded); earlier
@@ -265,7 +271,7 @@ std::vector<uint64_t> VkDevice::queue_copies_in(VkAllocation& a, vk::Transfer::R
   for (size_t i = 0, at = 0; i < filled.size(); ++i, at += chunk) {
     const size_t n = std::min(chunk, bytes - std::min(at, bytes));
     if (n == 0) continue;
-    chunks.push_back({from, at, a.buffer, at, n});
+    chunks.push_back({from, from_at(i, at), a.buffer, at, n});
     chunk_of.push_back(i);
   }
   auto waits = [&](size_t j) {

@@ -1,13 +1,13 @@
-// Copies between devices that the destination's queue reads in place (Device::import_in): where
-// the destination's memory is device-local (a discrete GPU's; Lavapipe's under VKG_FORCE_STAGING,
-// CTest tensor_device_local and tensor_copy_timeline), it imports the source's host-visible bytes
-// (the source's staging memory, or the CPU device's memory) with VK_EXT_external_memory_host and
-// copies out of them: no host memcpy, no staging memory of its own. Into the CPU device's memory
-// the source's queue writes in place the same way (Device::import_out). CTest tensor_copy_staged
-// runs these once more with VKG_NO_HOST_IMPORT=1, the staged path every device without the
-// extension takes. Both paths: values arrive bit for bit whatever their size and place in a block,
-// a source overwritten at once keeps the copy its old values, and gradients flow back through the
-// copies.
+// Copies between devices through the host bridge (core/host_bridge.hpp, Device::bridge_out and
+// bridge_in): where a side's memory is device-local (a discrete GPU's; Lavapipe's under
+// VKG_FORCE_STAGING, CTest tensor_device_local and tensor_copy_timeline) and its device imports
+// host memory (VK_EXT_external_memory_host), its queue writes or reads slots of page-aligned host
+// memory that vkgrad allocated and each device imported once: VK:0 -> VK:1 is the source's queue
+// filling slots and the destination's queue emptying them, no host memcpy, no staging memory and
+// no import per copy. CTest tensor_copy_staged runs these once more with VKG_NO_HOST_IMPORT=1,
+// the staged path every device without the extension takes. Both paths: values arrive bit for
+// bit whatever their size and place in a block, a source overwritten at once keeps the copy its
+// old values, and gradients flow back through the copies.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -30,15 +30,11 @@
 namespace vkg {
 namespace {
 
-// Whether copies into the Vulkan device `vk` from `from`, and out of it into the CPU device,
-// should go in place: its memory is not mapped, so its queue makes them, and it can import host
-// memory (VK_EXT_external_memory_host, offered and not turned off by VKG_NO_HOST_IMPORT). From
-// the CPU device, only where `vk`'s copies run on a queue of their own (not on Lavapipe's one
-// queue): the CPU device waits until the destination has read its bytes, which must not wait
-// behind the destination's kernels.
-bool in_place(const std::string& vk, const std::string& from = "VK") {
-  const Device& d = device(vk);
-  return !maps_memory(vk) && d.imports_host_memory() && (from != "CPU" || d.copies_on_own_queue());
+// Whether copies into and out of the Vulkan device `vk` go through the bridge on its queue: its
+// memory is not mapped, so its queue makes them, and it can import host memory
+// (VK_EXT_external_memory_host, offered and not turned off by VKG_NO_HOST_IMPORT).
+bool in_place(const std::string& vk) {
+  return !maps_memory(vk) && device(vk).imports_host_memory();
 }
 
 uint64_t imported(const std::string& dev) { return device(dev).queue_counts().imported_copies; }
@@ -69,11 +65,11 @@ TEST(CopyInPlace, TheDestinationReadsTheSourceInPlaceWhereItsMemoryIsDeviceLocal
     const uint64_t before = imported(to);
     Tensor y = src.to(to).realize();
     EXPECT_EQ(bits(y.to_vector<float>()), bits(values)) << from << " -> " << to;
-    EXPECT_EQ(imported(to), before + (in_place(to, from) ? 1 : 0))
-        << from << " -> " << to << (in_place(to, from) ? ": staged" : ": read in place");
+    EXPECT_EQ(imported(to), before + (in_place(to) ? 1 : 0))
+        << from << " -> " << to << (in_place(to) ? ": staged" : ": through the bridge");
   }
-  // Out of VK into the CPU device's memory, which nothing queued uses: VK's queue copies into it
-  // in place (import_out) where VK's memory is device-local.
+  // Out of VK into the CPU device's memory: VK's queue copies into the bridge (bridge_out), the
+  // host out of it, where VK's memory is device-local.
   const uint64_t vk_before = imported("VK");
   EXPECT_EQ(bits(x.to("CPU").to_vector<float>()), bits(values));
   EXPECT_EQ(imported("VK"), vk_before + (in_place("VK") ? 1 : 0));
@@ -137,12 +133,9 @@ TEST(CopyInPlace, ASourceOverwrittenAtOnceLeavesTheCopyItsOldValues) {
 }
 
 // A copy from the CPU device into VK:1 while VK:1's queue still runs earlier kernels (chained
-// matmuls), its source overwritten at once: the copy keeps the old values (in place, what
-// overwrites the source waits for the destination's read) and the kernels' result is whole.
-// Where VK:1's copies share its one queue (Lavapipe) the copy stages rather than going in place
-// (the count in TheDestinationReadsTheSourceInPlaceWhereItsMemoryIsDeviceLocal pins that): in
-// place, the CPU device waits for the destination's read, which queues behind those kernels
-// (the realize took 9-21 ms against 0.4-0.5 ms staged, 2026-11-28, Lavapipe).
+// matmuls), its source overwritten at once: the copy keeps the old values (the host copies the
+// source into the bridge before the CPU device goes on, the destination's queue reads the bridge
+// later) and the kernels' result is whole.
 TEST(CopyInPlace, ACpuSourceCopiedWhileTheDestinationQueueIsBusy) {
   const size_t n = (size_t(3) << 20) / 4 + 5;
   std::vector<float> values(n);
@@ -161,12 +154,13 @@ TEST(CopyInPlace, ACpuSourceCopiedWhileTheDestinationQueueIsBusy) {
   }
 }
 
-// A copy in place whose realize throws after the destination's queue (or the source's, out of
-// VK into the CPU device) has queued its chunks (the test-only VKG_TEST_FAIL_AFTER_IMPORT): the
-// queued chunks still read or write the imported pages, so the device keeps them, and the
-// memory under them, until they are done. Unwinding freed them under the queue: Lavapipe
-// crashed (SIGSEGV) in the child. Device memory unmapped (VKG_FORCE_STAGING), so that copies go
-// in place on Lavapipe. The child must finish, and within 120 s.
+// A copy through the bridge whose realize throws after the queues have queued its chunks (the
+// test-only VKG_TEST_FAIL_AFTER_IMPORT): the queued chunks still write and read the bridge's
+// slots, which later copies take only once those are done (an earlier design freed imported
+// pages under the queue here: Lavapipe crashed, SIGSEGV, in the child). Afterwards copies
+// through the same slots, more than a lease's worth, still arrive whole. Device memory unmapped
+// (VKG_FORCE_STAGING), so that copies take the bridge on Lavapipe. The child must finish, and
+// within 120 s (slots never let go would hang it).
 TEST(CopyInPlace, ACopyThatThrowsAfterImportingLeavesThePagesToTheQueue) {
   if (!device("VK").imports_host_memory() || !device("VK:1").imports_host_memory())
     GTEST_SKIP() << "VK cannot import host memory: nothing goes in place";
@@ -195,12 +189,11 @@ TEST(CopyInPlaceChild, ThrowsAfterImporting) {
     Tensor busy_a = a.dot(a).dot(a).realize(), busy_b = b.dot(b).dot(b).realize();
     {
       Tensor x = Tensor(values, {int64_t(n)}, "VK").realize();
-      EXPECT_THROW(x.to("VK:1").realize(), Error);  // VK's staging memory, read by VK:1
+      EXPECT_THROW(x.to("VK:1").realize(), Error);  // VK fills the bridge, VK:1 reads it
       Tensor c = Tensor(values, {int64_t(n)}, "CPU").realize();
-      if (device("VK:1").copies_on_own_queue())
-        EXPECT_THROW(c.to("VK:1").realize(), Error);  // the CPU device's memory, read by VK:1
+      EXPECT_THROW(c.to("VK:1").realize(), Error);  // the host fills the bridge, VK:1 reads it
       Tensor big = Tensor::full({int64_t(n)}, 2.0f, dtypes::float32, "VK") + busy_b.sum() * 0;
-      EXPECT_THROW(big.to("CPU").realize(), Error);  // the CPU device's memory, written by VK
+      EXPECT_THROW(big.to("CPU").realize(), Error);  // VK fills the bridge, the host reads it
     }
     std::vector<std::vector<float>> junk;  // takes the freed host memory again
     for (int i = 0; i < 8; ++i) junk.emplace_back(n, -7.0f);
@@ -208,6 +201,78 @@ TEST(CopyInPlaceChild, ThrowsAfterImporting) {
     device("VK").synchronize();
     EXPECT_EQ(busy_a.sum().item<float>(), 384.0f * 384 * 384 * 384);
   }
+  // Usable afterwards: the slots the failed copies took go round again, in every direction.
+  setenv("VKG_TEST_FAIL_AFTER_IMPORT", "0", 1);
+  const size_t m = (size_t(37) << 20) + 3;  // ten slots
+  std::vector<uint8_t> want(m);
+  for (size_t i = 0; i < m; ++i) want[i] = uint8_t(i * 131 + 7);
+  Tensor c = Tensor(want, {int64_t(m)}, "CPU");
+  EXPECT_EQ(c.to("VK").to("VK:1").to("CPU").to_vector<uint8_t>(), want);
+}
+
+std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = uint8_t((i * 2654435761u) >> 13) ^ seed;
+  return v;
+}
+
+// Byte counts of every kind through every pair of devices: none, odd, inside one slot, not a
+// multiple of the page, more than one slot (4 MiB) and more than the whole bridge (8 slots), so
+// that a copy's own chunks take the slots round again and wait for their earlier reads.
+TEST(CopyInPlace, EveryByteCountArrivesWholeBetweenEveryPair) {
+  const std::pair<const char*, const char*> pairs[] = {
+      {"VK", "VK:1"}, {"VK:1", "VK"}, {"VK", "CPU"}, {"CPU", "VK"}, {"CPU", "VK:1"}};
+  for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(4097), size_t(65535),
+                   (size_t(4) << 20) + 1, (size_t(9) << 20) - 5, (size_t(33) << 20) + 4093}) {
+    const std::vector<uint8_t> want = pattern(n, uint8_t(n));
+    for (const auto& [from, to] : pairs) {
+      Tensor x = Tensor(want, {int64_t(n)}, from).realize();
+      Tensor y = x.to(to).realize();
+      EXPECT_EQ(y.to_vector<uint8_t>(), want) << n << " bytes, " << from << " -> " << to;
+    }
+  }
+}
+
+// Copies longer than the whole bridge in flight at once, in every direction (each realize
+// returns with its copy queued): their leases take the same slots in turn, each chunk waiting
+// for the slot's previous chunk, of its own copy or another's, to have been read out. All arrive
+// whole, and nothing waits for a slot that nobody lets go (the test would hang).
+TEST(CopyInPlace, CopiesLongerThanTheBridgeInFlightTogether) {
+  const size_t n = (size_t(41) << 20) + 9;  // eleven slots
+  const std::vector<uint8_t> a = pattern(n, 1), b = pattern(n, 2), c = pattern(n, 3);
+  Tensor x = Tensor(a, {int64_t(n)}, "VK").realize();
+  Tensor y = Tensor(b, {int64_t(n)}, "VK:1").realize();
+  Tensor z = Tensor(c, {int64_t(n)}, "CPU").realize();
+  device("VK").synchronize();
+  device("VK:1").synchronize();
+  Tensor x1 = x.to("VK:1").realize(), y0 = y.to("VK").realize(), z1 = z.to("VK:1").realize();
+  Tensor xc = x.to("CPU").realize(), z0 = z.to("VK").realize();
+  EXPECT_EQ(x1.to_vector<uint8_t>(), a);
+  EXPECT_EQ(y0.to_vector<uint8_t>(), b);
+  EXPECT_EQ(z1.to_vector<uint8_t>(), c);
+  EXPECT_EQ(xc.to_vector<uint8_t>(), a);
+  EXPECT_EQ(z0.to_vector<uint8_t>(), c);
+}
+
+// The bridge is imported once into each device that takes part, however many copies pass
+// through it: QueueCounts::host_imports stays at one while the copies go on counting.
+TEST(CopyInPlace, RepeatedCopiesDoNotImportAgain) {
+  if (!in_place("VK") || !in_place("VK:1"))
+    GTEST_SKIP() << "VK's memory is mapped or it cannot import: no bridge";
+  const std::vector<uint8_t> want = pattern((size_t(5) << 20) + 11, 3);
+  Tensor x = Tensor(want, {int64_t(want.size())}, "VK").realize();
+  ASSERT_EQ(x.to("VK:1").to("CPU").to_vector<uint8_t>(), want);  // both import, if not yet
+  EXPECT_EQ(device("VK").queue_counts().host_imports, 1u);
+  EXPECT_EQ(device("VK:1").queue_counts().host_imports, 1u);
+  const uint64_t vk = imported("VK"), vk1 = imported("VK:1");
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(x.to("VK:1").to("VK").to("CPU").to("VK:1").to_vector<uint8_t>(), want) << r;
+  }
+  // Each round, on each device three: VK -> VK:1, VK:1 -> VK, VK -> CPU, CPU -> VK:1.
+  EXPECT_EQ(imported("VK"), vk + 6 * 3);
+  EXPECT_EQ(imported("VK:1"), vk1 + 6 * 3);
+  EXPECT_EQ(device("VK").queue_counts().host_imports, 1u);
+  EXPECT_EQ(device("VK:1").queue_counts().host_imports, 1u);
 }
 
 // Gradients through `to` are copies too (VK:1 -> VK), read in place like the forward ones.

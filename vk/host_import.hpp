@@ -1,8 +1,8 @@
 // Host memory that this device's queues copy out of and into directly: a range of the host's
-// address space (another device's mapped memory, a staging buffer of another VkDevice, the CPU
-// device's memory) imported with VK_EXT_external_memory_host as a VkBuffer of its own. A copy
-// between two devices then needs no host memcpy: the destination's queue copies out of the
-// source's host-visible bytes in place (devices/vk_device_copies.cpp).
+// address space imported with VK_EXT_external_memory_host as a VkBuffer of its own. The devices
+// import the host bridge this way, once each (core/host_bridge.hpp): page-aligned memory vkgrad
+// allocated itself, the kind the extension promises to take (not another driver's mapped
+// memory), through which copies between devices pass (devices/vk_device_copies.cpp).
 #pragma once
 #include <vulkan/vulkan.h>
 
