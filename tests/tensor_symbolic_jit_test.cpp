@@ -329,6 +329,33 @@ TEST_P(SymbolicJit, AReduceOfNoElementsFollowsTheBinding) {
   }
 }
 
+// A value that depends on the binding but not on the inputs' data, realized by an eager call whose
+// graph is still held: the capture computes it again rather than take the eager buffer, which
+// holds the captured binding's value only. The replays threw where n grew ((n, 0) @ (0, 3):
+// binding fuzzer seed 5401231) and gave the captured n (5) at n = 3 and 7 for the sum over n.
+TEST_P(SymbolicJit, AValueAnEagerCallRealizedIsComputedAgainForEachBinding) {
+  // (n, 0) @ (0, 3) is zeros of (n, 3) whatever x holds: plus 1, summed over n, it is n.
+  auto ones = [&](const Tensor& x) {
+    const SymInt n = x.sym_shape()[0];
+    return x.shrink({{0, n}, {0, 0}}).matmul(Tensor::ones({0, 3}, dtypes::float32, dev())) + 1;
+  };
+  Jit f([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{ones(in[0]), ones(in[0]).sum(0)};
+  });
+  auto x = [&](int64_t n) { return input({n, 2}, 0).reshape({vi.bind(n), 2}); };
+  for (int64_t n : {5, 5, 3, 7, 10}) {
+    const std::string at = "n = " + std::to_string(n);
+    Tensor eager = ones(x(n)), eager_sum = eager.sum(0);
+    const Tensor graph = eager + eager_sum;  // holds the nodes the eager call realizes
+    std::vector<Tensor*> both{&eager, &eager_sum};
+    realize(both);
+    const std::vector<Tensor> out = f({x(n)});
+    ASSERT_EQ(out[0].shape(), (Shape{n, 3})) << at;
+    EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(size_t(3 * n), 1.0f)) << at;
+    EXPECT_EQ(out[1].to_vector<float>(), std::vector<float>(3, float(n))) << at;
+  }
+}
+
 // A reduce over a size that is an expression equal to 0 at the capture (i - 1 at i = 1) is a
 // kernel for every binding, not the captured constant: it replayed as the identity at every i.
 // The mean of no elements is nan at i = 1 on both sides.
