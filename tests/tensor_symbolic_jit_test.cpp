@@ -356,6 +356,30 @@ TEST_P(SymbolicJit, AValueAnEagerCallRealizedIsComputedAgainForEachBinding) {
   }
 }
 
+// ones_like, zeros_like, full_like and empty_like of a symbolic tensor keep its symbolic sizes: a
+// Jit's replays of a function that reads only x's shape gave the captured (3, 5) at i = 3 (their
+// plain sizes froze the binding, with no guard).
+TEST_P(SymbolicJit, LikeTensorsOfASymbolicTensorFollowTheBinding) {
+  Jit f([](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    return std::vector<Tensor>{Tensor::ones_like(x).sum(0), Tensor::full_like(x, 3.5f),
+                               Tensor::zeros_like(x) - 2,
+                               Tensor::empty_like(x).shrink({{0, 1}, {0, 0}})};
+  });
+  for (int64_t i : {5, 5, 3, 10, 1}) {
+    const std::string at = "i = " + std::to_string(i);
+    const std::vector<Tensor> out = f({input({3, i}, 0).reshape({3, vi.bind(i)})});
+    ASSERT_EQ(out[0].shape(), (Shape{i})) << at;
+    EXPECT_EQ(out[0].sym_shape()[0].str(), "i") << at;
+    EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(size_t(i), 3.0f)) << at;
+    ASSERT_EQ(out[1].shape(), (Shape{3, i})) << at;
+    EXPECT_EQ(out[1].to_vector<float>(), std::vector<float>(size_t(3 * i), 3.5f)) << at;
+    ASSERT_EQ(out[2].shape(), (Shape{3, i})) << at;
+    EXPECT_EQ(out[2].to_vector<float>(), std::vector<float>(size_t(3 * i), -2.0f)) << at;
+    EXPECT_EQ(out[3].shape(), (Shape{1, 0})) << at;
+  }
+}
+
 // A reduce over a size that is an expression equal to 0 at the capture (i - 1 at i = 1) is a
 // kernel for every binding, not the captured constant: it replayed as the identity at every i.
 // The mean of no elements is nan at i = 1 on both sides.
