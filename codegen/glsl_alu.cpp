@@ -241,6 +241,13 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
           d.count == 1 ? number(d, 1) : fmt::format("{}({})", type_name(d), number(d, 1));
       return fmt::format("{}({}, {})", helpers.use("fdiv_exact", d), one, x[0]);
     }
+    // SPIRV-Tools before 2024.4 (Debian's is 2023.1) folds -(a / c) into a / -c for a constant c
+    // (MergeNegateMulDivArithmetic, KhronosGroup/SPIRV-Tools#5822): wrong for an unsigned
+    // division (-(x / 1u) gave x / 0xff..ff, 0 or 1: Jit fuzzer seed 93000284) and for a signed
+    // one by INT_MIN. 0 - q is left alone.
+    if (op == Ops::NEG && d.is_int() && src[0]->op == Ops::IDIV)
+      return fmt::format("({}-{})", vec ? fmt::format("{}(0)", type_name(d)) : int_literal(d, 0),
+                         x[0]);
     switch (spelling.kind) {
       case Spelling::Prefix:
         return fmt::format("({}{})", spelling.text, x[0]);

@@ -12,6 +12,7 @@
 
 #include <vkgrad/core/copy_item.hpp>
 #include <vkgrad/core/error.hpp>
+#include <vkgrad/core/jit_capture.hpp>
 #include <vkgrad/core/schedule_horizontal.hpp>
 #include <vkgrad/core/schedule_multi_output.hpp>
 #include <vkgrad/core/shape_tracker.hpp>
@@ -688,6 +689,27 @@ const UOp* viewed_realized(const UOp* n, Chain& chain, const Schedule& sched,
   }
 }
 
+// Whether a Jit capture may take node n's value from an earlier schedule (the buffer view
+// `view`). One whose graph depends on a variable's binding (a symbolic size or argument, a BIND:
+// `bound` collects them, in a walk that visits sources first) and that no captured kernel wrote
+// is an eager call's, of the captured binding only: a replay at another binding would keep its
+// values, and its memory has no room for more elements. The capture computes it again (binding
+// fuzzer seed 5401231: an (n, 0) @ (0, 3) an eager call had realized).
+bool capture_may_reuse(const UOp* n, const UOp* view, const Capture& capture,
+                       std::unordered_set<const UOp*>& bound) {
+  bool depends = n->op == Ops::BIND || n->sym_shape() || symbolic_arg(*n);
+  for (const UOpPtr& s : n->src) depends = depends || bound.count(s.get());
+  if (!depends) return true;
+  bound.insert(n);
+  if (!view) return true;
+  while (view->op != Ops::BUFFER) view = view->src[0].get();  // a realized value views a buffer
+  const int64_t storage = buffer_of(*view).storage_id();
+  for (const ScheduleItem& item : capture.items)
+    for (size_t o = 0; o < item.outputs; ++o)
+      if (item.buffers[o]->storage_id() == storage) return true;
+  return false;
+}
+
 }  // namespace
 
 Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
@@ -696,10 +718,14 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
   std::vector<const UOp*> order;
   {
     const UOpPtr sink = UOp::make(Ops::SINK, dtypes::void_, outputs);
+    const Capture* capture = active_capture();
+    std::unordered_set<const UOp*> bound;  // capture_may_reuse's
     for (const UOp* n : toposort(sink.get()))
       if (n != sink.get()) {
         order.push_back(n);
-        if (UOpPtr v = RealizedValues::lookup(n)) analysis.prior.emplace(n, v);
+        UOpPtr v = RealizedValues::lookup(n);
+        if (capture && !capture_may_reuse(n, v.get(), *capture, bound)) v = nullptr;
+        if (v) analysis.prior.emplace(n, v);
       }
   }
   analysis.run(outputs);

@@ -36,11 +36,22 @@ Tensor Tensor::eye(int64_t n, int64_t m, DType dtype, std::string device) {
   return square.pad({{0, n - k}, {0, m - k}});
 }
 
-Tensor Tensor::zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
-Tensor Tensor::ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
-Tensor Tensor::full_like(const Tensor& t, Scalarish value) {
-  return full(t.shape(), value, t.dtype(), t.device());
+// A tensor of symbolic size gives one of its symbolic sizes (as tinygrad's x.shape is symbolic):
+// its plain values would freeze the binding, and a Jit's replays kept the captured shape
+// (ones_like of a (3, n) captured at n = 5 was (3, 5) at n = 3).
+Tensor Tensor::zeros_like(const Tensor& t) {
+  return t.has_symbolic_shape() ? full_like(t, 0) : zeros(t.shape(), t.dtype(), t.device());
 }
-Tensor Tensor::empty_like(const Tensor& t) { return empty(t.shape(), t.dtype(), t.device()); }
+Tensor Tensor::ones_like(const Tensor& t) {
+  return t.has_symbolic_shape() ? full_like(t, 1) : ones(t.shape(), t.dtype(), t.device());
+}
+Tensor Tensor::full_like(const Tensor& t, Scalarish value) {
+  if (!t.has_symbolic_shape()) return full(t.shape(), value, t.dtype(), t.device());
+  return full(Shape(t.shape().size(), 1), value, t.dtype(), t.device()).expand(t.sym_shape());
+}
+// Symbolic: zeros (an empty tensor is a buffer made now, of one binding's size).
+Tensor Tensor::empty_like(const Tensor& t) {
+  return t.has_symbolic_shape() ? zeros_like(t) : empty(t.shape(), t.dtype(), t.device());
+}
 
 }  // namespace vkg

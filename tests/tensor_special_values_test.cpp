@@ -585,3 +585,30 @@ TEST(SpecialValues, Float32MathInAKernelThatAlsoUsesFloat64KeepsSignedZero) {
     return ((x * -0.0f).reciprocal() + (x * 1e30f) * 1e10f).cast(dtypes::float64) + 0.5;
   }));
 }
+
+// -(x / c) of integers by a constant c: the shader optimizer of SPIRV-Tools 2023.1 folds it into
+// x / -c (KhronosGroup/SPIRV-Tools#5822), which for unsigned types divides by 2^w - c: 0 or 1 on
+// VK. Found by the Jit fuzzer (seed 93000284): the argmax of -(a uint64 scatter_reduce's mean, a
+// division by a count of 1) was 39 on VK, 45 on CPU. Signed, c = INT_MIN is its own negation.
+TEST(SpecialValues, ANegatedIntegerQuotientByAConstantIsNotFoldedIntoTheDivisor) {
+  const uint64_t big = std::numeric_limits<uint64_t>::max();
+  const std::vector<uint64_t> x64{37, 1, big, 5};
+  const std::vector<uint32_t> x32{37, 1, 0xffffffffu, 5};
+  const int32_t lowest = std::numeric_limits<int32_t>::min();
+  for (const char* dev : {"CPU", "VK"}) {
+    const Tensor u64(x64, {4}, dev), u32(x32, {4}, dev);
+    EXPECT_EQ((-u64.idiv(Tensor::full({4}, 3, dtypes::uint64, dev))).to_vector<uint64_t>(),
+              (std::vector<uint64_t>{0 - uint64_t(12), 0, 0 - big / 3, big}))
+        << dev;
+    EXPECT_EQ((-u32.idiv(Tensor::full({4}, 1, dtypes::uint32, dev))).to_vector<uint32_t>(),
+              (std::vector<uint32_t>{0u - 37u, 0xffffffffu, 1u, 0u - 5u}))
+        << dev;
+    // In a reduce, as the fuzzer found it: the largest of the negations is -1's, 2^64 - 1.
+    EXPECT_EQ((-u64.idiv(Tensor::full({4}, 1, dtypes::uint64, dev))).max().item<uint64_t>(), big)
+        << dev;
+    const Tensor s(std::vector<int32_t>{lowest, 2, -7, 1}, {4}, dev);
+    EXPECT_EQ((-s.idiv(Tensor::full({4}, lowest, dtypes::int32, dev))).to_vector<int32_t>(),
+              (std::vector<int32_t>{-1, 0, 0, 0}))
+        << dev;
+  }
+}

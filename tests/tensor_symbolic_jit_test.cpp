@@ -329,6 +329,57 @@ TEST_P(SymbolicJit, AReduceOfNoElementsFollowsTheBinding) {
   }
 }
 
+// A value that depends on the binding but not on the inputs' data, realized by an eager call whose
+// graph is still held: the capture computes it again rather than take the eager buffer, which
+// holds the captured binding's value only. The replays threw where n grew ((n, 0) @ (0, 3):
+// binding fuzzer seed 5401231) and gave the captured n (5) at n = 3 and 7 for the sum over n.
+TEST_P(SymbolicJit, AValueAnEagerCallRealizedIsComputedAgainForEachBinding) {
+  // (n, 0) @ (0, 3) is zeros of (n, 3) whatever x holds: plus 1, summed over n, it is n.
+  auto ones = [&](const Tensor& x) {
+    const SymInt n = x.sym_shape()[0];
+    return x.shrink({{0, n}, {0, 0}}).matmul(Tensor::ones({0, 3}, dtypes::float32, dev())) + 1;
+  };
+  Jit f([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{ones(in[0]), ones(in[0]).sum(0)};
+  });
+  auto x = [&](int64_t n) { return input({n, 2}, 0).reshape({vi.bind(n), 2}); };
+  for (int64_t n : {5, 5, 3, 7, 10}) {
+    const std::string at = "n = " + std::to_string(n);
+    Tensor eager = ones(x(n)), eager_sum = eager.sum(0);
+    const Tensor graph = eager + eager_sum;  // holds the nodes the eager call realizes
+    std::vector<Tensor*> both{&eager, &eager_sum};
+    realize(both);
+    const std::vector<Tensor> out = f({x(n)});
+    ASSERT_EQ(out[0].shape(), (Shape{n, 3})) << at;
+    EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(size_t(3 * n), 1.0f)) << at;
+    EXPECT_EQ(out[1].to_vector<float>(), std::vector<float>(3, float(n))) << at;
+  }
+}
+
+// ones_like, zeros_like, full_like and empty_like of a symbolic tensor keep its symbolic sizes: a
+// Jit's replays of a function that reads only x's shape gave the captured (3, 5) at i = 3 (their
+// plain sizes froze the binding, with no guard).
+TEST_P(SymbolicJit, LikeTensorsOfASymbolicTensorFollowTheBinding) {
+  Jit f([](const std::vector<Tensor>& in) {
+    const Tensor& x = in[0];
+    return std::vector<Tensor>{Tensor::ones_like(x).sum(0), Tensor::full_like(x, 3.5f),
+                               Tensor::zeros_like(x) - 2,
+                               Tensor::empty_like(x).shrink({{0, 1}, {0, 0}})};
+  });
+  for (int64_t i : {5, 5, 3, 10, 1}) {
+    const std::string at = "i = " + std::to_string(i);
+    const std::vector<Tensor> out = f({input({3, i}, 0).reshape({3, vi.bind(i)})});
+    ASSERT_EQ(out[0].shape(), (Shape{i})) << at;
+    EXPECT_EQ(out[0].sym_shape()[0].str(), "i") << at;
+    EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(size_t(i), 3.0f)) << at;
+    ASSERT_EQ(out[1].shape(), (Shape{3, i})) << at;
+    EXPECT_EQ(out[1].to_vector<float>(), std::vector<float>(size_t(3 * i), 3.5f)) << at;
+    ASSERT_EQ(out[2].shape(), (Shape{3, i})) << at;
+    EXPECT_EQ(out[2].to_vector<float>(), std::vector<float>(size_t(3 * i), -2.0f)) << at;
+    EXPECT_EQ(out[3].shape(), (Shape{1, 0})) << at;
+  }
+}
+
 // A reduce over a size that is an expression equal to 0 at the capture (i - 1 at i = 1) is a
 // kernel for every binding, not the captured constant: it replayed as the identity at every i.
 // The mean of no elements is nan at i = 1 on both sides.
