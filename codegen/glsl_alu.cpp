@@ -244,8 +244,9 @@ std::string alu_expr(Ops op, DType out, std::span<const UOpPtr> src, std::span<c
     // SPIRV-Tools before 2024.4 (Debian's is 2023.1) folds -(a / c) into a / -c for a constant c
     // (MergeNegateMulDivArithmetic, KhronosGroup/SPIRV-Tools#5822): wrong for an unsigned
     // division (-(x / 1u) gave x / 0xff..ff, 0 or 1: Jit fuzzer seed 93000284) and for a signed
-    // one by INT_MIN. 0 - q is left alone.
-    if (op == Ops::NEG && d.is_int() && src[0]->op == Ops::IDIV)
+    // one by INT_MIN. It also sees through what it first removes (-((x / 3u) + 0u) gave 0 or 1),
+    // so every integer negation is 0 - x, which it leaves alone.
+    if (op == Ops::NEG && d.is_int())
       return fmt::format("({}-{})", vec ? fmt::format("{}(0)", type_name(d)) : int_literal(d, 0),
                          x[0]);
     switch (spelling.kind) {

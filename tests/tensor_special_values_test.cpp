@@ -610,5 +610,15 @@ TEST(SpecialValues, ANegatedIntegerQuotientByAConstantIsNotFoldedIntoTheDivisor)
     EXPECT_EQ((-s.idiv(Tensor::full({4}, lowest, dtypes::int32, dev))).to_vector<int32_t>(),
               (std::vector<int32_t>{-1, 0, 0, 0}))
         << dev;
+    // ... nor through an addition of 0 that the shader optimizer removes first (review of the
+    // fix: -((x / 3u) + 0u) gave 0 or 1).
+    EXPECT_EQ((-(u32.idiv(Tensor::full({4}, 3, dtypes::uint32, dev)) + Tensor::zeros_like(u32)))
+                  .to_vector<uint32_t>(),
+              (std::vector<uint32_t>{0u - 12u, 0u, 0u - 0x55555555u, 0u - 1u}))
+        << dev;
+    EXPECT_EQ((-(s.idiv(Tensor::full({4}, lowest, dtypes::int32, dev)) + Tensor::zeros_like(s)))
+                  .to_vector<int32_t>(),
+              (std::vector<int32_t>{-1, 0, 0, 0}))
+        << dev;
   }
 }
