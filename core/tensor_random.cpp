@@ -8,6 +8,7 @@
 #include <mutex>
 #include <numbers>
 
+#include <vkgrad/core/binding_guard.hpp>
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/device.hpp>
 #include <vkgrad/core/error.hpp>
@@ -175,8 +176,35 @@ Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype, std::st
   return randn(std::move(shape), dtype, std::move(device)) * std + mean;
 }
 
-Tensor Tensor::rand_like(const Tensor& t) { return rand(t.shape(), t.dtype(), t.device()); }
-Tensor Tensor::randn_like(const Tensor& t) { return randn(t.shape(), t.dtype(), t.device()); }
+namespace {
+
+// Random numbers of a symbolic tensor's shape are drawn at its bound sizes (a generator of
+// symbolic size is not built): a Jit replay would give the capture's shape at any binding, so a
+// capture records that the sizes must stay as bound, and a replay at another binding is an error.
+void guard_drawn_shape(const Tensor& t, std::string_view op) {
+  if (!t.has_symbolic_shape() || !recording_guards()) return;
+  const SymShape s = t.sym_shape();
+  for (const SymInt& d : s)
+    if (d.is_symbolic())
+      guard_binding(d.expr(), d.value(), d.value(), [&] {
+        std::string shape = "(";
+        for (size_t i = 0; i < s.size(); ++i) shape += (i ? ", " : "") + s[i].str();
+        return std::string(op) + " of a tensor of symbolic shape " + shape +
+               ") draws at the captured sizes: a Jit replays it at the captured binding only (call "
+               "it eagerly, or reset() the Jit)";
+      });
+}
+
+}  // namespace
+
+Tensor Tensor::rand_like(const Tensor& t) {
+  guard_drawn_shape(t, "rand_like");
+  return rand(t.shape(), t.dtype(), t.device());
+}
+Tensor Tensor::randn_like(const Tensor& t) {
+  guard_drawn_shape(t, "randn_like");
+  return randn(t.shape(), t.dtype(), t.device());
+}
 
 // gain = sqrt(2 / (1 + a^2)); uniform in +-gain * sqrt(3 / fan_in), or normal with std
 // gain / sqrt(fan_in).
