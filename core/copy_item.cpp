@@ -80,13 +80,15 @@ std::mutex& bridge_order() {
 // filled[i] (the destination queue's chunks wait for them) are set first, then every step, the
 // last in each slot only once both devices' queued copies are done (`drains`): they may still
 // write or read the slots, which later copies take next.
+// `pool` runs the waits; nullptr: this thread does (a copy task of the pool itself, which must
+// not wait for pool work posted after it: later copies posted there may wait for these slots).
 void abandon(const std::shared_ptr<HostBridge::Lease>& lease,
              const std::shared_ptr<std::vector<std::promise<void>>>& filled, size_t filled_set,
-             std::vector<std::function<void()>> drains, HostPool& pool) {
+             std::vector<std::function<void()>> drains, HostPool* pool) {
   if (filled)
     for (size_t i = filled_set; i < filled->size(); ++i) (*filled)[i].set_value();
   if (!lease || lease->released == lease->steps.size()) return;
-  pool.post([lease, drains = std::move(drains)] {
+  auto let_go = [lease, drains = std::move(drains)] {
     const size_t n = lease->steps.size();
     const size_t tail = n > HostBridge::kSlots ? n - HostBridge::kSlots : 0;
     // A step that another of this lease's reuses: its own chunks run after it on every queue.
@@ -100,7 +102,11 @@ void abandon(const std::shared_ptr<HostBridge::Lease>& lease,
       } catch (...) {  // a lost device runs nothing more
       }
     lease->release(n);
-  });
+  };
+  if (pool)
+    pool->post(std::move(let_go));
+  else
+    let_go();
 }
 
 }  // namespace
@@ -181,13 +187,19 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
       // Chunks submitted before the failure run once their `filled` are set; the slots go
       // once they are done. The copy then stages, or goes the synchronous way below.
       abandon(lease, filled, 0, {from_dev.when_copies_done(), to_dev.when_copies_done()},
-              copy_worker());
+              &copy_worker());
       lease.reset();
       filled.reset();
       src_bridged = dst_bridged = {};
+    } catch (...) {
+      // Any other failure (a lost device): the chunks already queued may still write the slots,
+      // which the next lease must not take before they are done. Then the copy fails.
+      abandon(lease, filled, 0, {from_dev.when_copies_done(), to_dev.when_copies_done()},
+              &copy_worker());
+      throw;
     }
   if (lease && !src_bridged && !dst_bridged) {  // neither side took it: nothing uses the slots
-    abandon(lease, nullptr, 0, {}, copy_worker());
+    abandon(lease, nullptr, 0, {}, &copy_worker());
     lease.reset();
   }
   if (order.owns_lock()) order.unlock();
@@ -201,6 +213,10 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
   try {
     if (!s && !src_bridged) s = (out = from_dev.stage_out(src, bytes, chunk)).bytes;
   } catch (const OutOfMemory&) {
+  } catch (...) {  // as above
+    abandon(lease, filled, 0, {from_dev.when_copies_done(), to_dev.when_copies_done()},
+            &copy_worker());
+    throw;
   }
   try {
     if (!d && !dst_bridged && (s || src_bridged))
@@ -213,11 +229,15 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
     if (filled)
       for (auto& p : *filled) p.set_value();
     filled.reset();
+  } catch (...) {  // as above
+    abandon(lease, filled, 0, {from_dev.when_copies_done(), to_dev.when_copies_done()},
+            &copy_worker());
+    throw;
   }
   const bool src_ok = s || src_bridged, dst_ok = d || dst_bridged;
   if (lease && (!src_ok || !dst_ok)) {
     abandon(lease, filled, 0, {from_dev.when_copies_done(), to_dev.when_copies_done()},
-            copy_worker());
+            &copy_worker());
     lease.reset();
     filled.reset();
     src_bridged = dst_bridged = {};
@@ -226,7 +246,7 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
       test_fail_after_import();
     } catch (...) {
       abandon(lease, filled, 0, {from_dev.when_copies_done(), to_dev.when_copies_done()},
-              copy_worker());
+              &copy_worker());
       throw;
     }
   if (!src_ok || !dst_ok) {
@@ -275,7 +295,7 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
           const size_t n = std::min(chunk, bytes - std::min(at, bytes));
           // Step i takes the slot of step i - kSlots, which must have been read out.
           if (dst_bridged && i >= HostBridge::kSlots) release_through(i + 1 - HostBridge::kSlots);
-          const std::byte* from = s + at;
+          const std::byte* from = s ? s + at : nullptr;
           if (src_bridged) {
             src_bridged(i);
             from = lease->steps[i].host;
@@ -314,7 +334,7 @@ std::shared_future<RunStat> run_copy(const ScheduleItem& item,
       read->set_value();
     } catch (const std::future_error&) {  // set by the task, which got that far
     }
-    abandon(lease, filled, *copied, std::move(drains), copy_worker());
+    abandon(lease, filled, *copied, std::move(drains), nullptr);
     done->set_value();
     src_memory.reset();  // (Allocator::release locks; GlobalCounters::mem_used is atomic)
     dst_memory.reset();
