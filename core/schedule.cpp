@@ -243,6 +243,13 @@ class Analysis {
       const ShapeTracker same = whole.reshape(*reduce->shape()).expand(*reduce->src[0]->shape());
       return apply_chain(whole, chain).simplify() != same.simplify();
     }
+    // An assign realized in this schedule or before writes its target's buffer in place, so
+    // reading it is reading `storage` when that is the target: the walk goes on into the target,
+    // in the same shape. Stopping there (a leaf) let p.assign(f(p @ p)) after another p.assign in
+    // the same realize run the matmul in the kernel overwriting p, whose workgroups then read
+    // elements others had overwritten (results changed from run to run on VK).
+    if (n->op == Ops::ASSIGN && (realized.count(n) || previously_realized(n)))
+      return reads_elsewhere(n->src[0].get(), chain, reduce, storage, checked);
     if (n->op == Ops::CONST || n->op == Ops::BIND || is_leaf(n) ||
         !checked.insert({n, chain}).second)
       return false;
