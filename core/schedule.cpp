@@ -250,9 +250,24 @@ class Analysis {
     // elements others had overwritten (results changed from run to run on VK).
     if (n->op == Ops::ASSIGN && (realized.count(n) || previously_realized(n)))
       return reads_elsewhere(n->src[0].get(), chain, reduce, storage, checked);
-    if (n->op == Ops::CONST || n->op == Ops::BIND || is_leaf(n) ||
+    // A value realized before as a view of a buffer (no kernel of its own) is read in place: the
+    // walk goes on into that view. One realized here that only views (a movement, a contiguous()
+    // that is not a clone) may become the viewed buffer itself, as the target's contiguous()
+    // does, so the walk goes on through it: p.assign(p.contiguous().flip(1) * 2) overwrote p
+    // while reading it flipped (review of the merge of branch race). Where such a value gets a
+    // kernel after all (a transpose made contiguous), the assign's value gets a buffer it did not
+    // need, never a wrong answer.
+    if (previously_realized(n)) {
+      const UOp* view = prior.at(n).get();
+      return view != n && reads_elsewhere(view, chain, reduce, storage, checked);
+    }
+    const bool only_views = is_movement(n->op) ||
+                            (n->op == Ops::CONTIGUOUS && !std::holds_alternative<int64_t>(n->arg));
+    if (n->op == Ops::CONST || n->op == Ops::BIND || (is_leaf(n) && !only_views) ||
         !checked.insert({n, chain}).second)
       return false;
+    if (n->op == Ops::CONTIGUOUS)
+      return reads_elsewhere(n->src[0].get(), chain, reduce, storage, checked);
     if (is_movement(n->op)) {
       Chain inner{n};
       inner.insert(inner.end(), chain.begin(), chain.end());

@@ -264,4 +264,30 @@ TEST_P(Assign, ALazyValueOverAnAssignRealizedEarlierReadingItElsewhereGetsItsOwn
   }
 }
 
+// A value that only views the target (its contiguous(), a reshape realized with the assign)
+// becomes the target's buffer itself, so reading it flipped reads the target elsewhere: it gets
+// its own buffer too (half the elements were wrong on both devices; review of the race fix).
+TEST_P(Assign, AValueViewingTheTargetAndReadingItElsewhereGetsItsOwnBuffer) {
+  const int64_t n = 65536;
+  std::vector<float> wide(size_t(2 * n));
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = float(i % 37) * 0.25f - 4;
+  const std::vector<float> want =
+      (Tensor(wide, {2, n}, GetParam()).flip({1}) * 2).to_vector<float>();
+  for (int variant = 0; variant < 4; ++variant) {
+    Tensor p = Tensor(wide, {2, n}, GetParam()).realize();
+    Tensor r = variant == 0   ? p.contiguous()
+               : variant == 3 ? p.reshape({2 * n}).contiguous()
+                              : p.reshape({2 * n});
+    const Tensor value = r.reshape({2, n}).flip({1}) * 2;
+    p.assign(value);
+    if (variant < 2) {
+      p.realize();
+    } else {  // the view realized with the assign
+      Tensor* both[] = {&r, &p};
+      realize(std::span<Tensor* const>(both, 2));
+    }
+    EXPECT_EQ(p.to_vector<float>(), want) << "variant " << variant;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Assign, testing::Values("CPU", "VK"));
