@@ -380,6 +380,15 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
         break;
       }
   }
+  // A node of the captured binding whose buffer the plan writes holds each replay's binding's
+  // value after a replay: a later eager schedule of the same (hash-consed) graph, at the captured
+  // binding, must compute it rather than read another binding's value. Replays do not use the
+  // records; the function's outputs hold their buffers themselves.
+  for (const auto& [n, view] : captured.bound_records) {
+    const UOp* b = view.get();
+    while (b->op != Ops::BUFFER) b = b->src[0].get();  // a realized value views a whole buffer
+    if (plan->written.count(buffer_of(*b).storage_id())) forget_realized(n.get(), view.get());
+  }
   if (!plan->steps.empty()) {
     // The memory is what the capture's run used: intermediates already share it within each of
     // its schedules (core/memory_planner.hpp). Planning again over the whole capture would need

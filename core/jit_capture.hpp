@@ -27,6 +27,10 @@ struct Capture {
   bool skipped_symbolic = false;
   // What the function's ops checked with the captured binding's values (core/binding_guard.hpp).
   BindingGuards guards;
+  // The records (node, buffer view) commit_realized made of nodes whose value depends on a
+  // variable's binding: Jit::capture drops those whose buffer its plan writes, since each replay
+  // writes its own binding's value there while the node stands for the captured binding's.
+  std::vector<std::pair<UOpPtr, UOpPtr>> bound_records;
 };
 
 // The capture this thread records into, or nullptr.

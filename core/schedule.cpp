@@ -55,6 +55,11 @@ struct RealizedValues {
     std::lock_guard lock(mu());
     std::swap(n->realized_, record);
   }  // a replaced record dies here, after the lock: its view may take other nodes with it
+  static void forget(const UOp* n, const UOp* view) {
+    std::shared_ptr<const RealizedRecord> record;
+    std::lock_guard lock(mu());
+    if (n->realized_ && n->realized_->view.get() == view) std::swap(n->realized_, record);
+  }  // as in remember, the record dies after the lock
 };
 
 RealizedRecord::RealizedRecord(UOpPtr v) : view(std::move(v)) { ++RealizedValues::count(); }
@@ -880,7 +885,36 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
 
 size_t realized_node_count() { return RealizedValues::count().load(); }
 
+namespace {
+
+// Whether node n's value depends on a variable's binding: a BIND, a symbolic size or argument
+// under it (capture_may_reuse's test). `memo` keeps the answers across one commit's nodes.
+bool depends_on_binding(const UOp* n, std::unordered_map<const UOp*, bool>& memo) {
+  std::vector<std::pair<const UOp*, size_t>> stack{{n, 0}};
+  while (!stack.empty()) {
+    auto& [u, next] = stack.back();
+    if (memo.count(u)) {
+      stack.pop_back();
+      continue;
+    }
+    if (next < u->src.size()) {
+      const UOp* s = u->src[next++].get();
+      if (!memo.count(s)) stack.push_back({s, 0});
+      continue;
+    }
+    bool depends = u->op == Ops::BIND || u->sym_shape() || symbolic_arg(*u);
+    for (const UOpPtr& s : u->src) depends = depends || memo.at(s.get());
+    memo.emplace(u, depends);
+    stack.pop_back();
+  }
+  return memo.at(n);
+}
+
+}  // namespace
+
 void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& lent) {
+  Capture* capture = active_capture();
+  std::unordered_map<const UOp*, bool> bound;  // depends_on_binding's
   for (const auto& [n, view] : sched.realized) {
     if (!lent.empty() && view.get() != n) {
       const UOp* b = view.get();
@@ -888,7 +922,12 @@ void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& l
       if (lent.count(buffer_of(*b).storage_id())) continue;  // its memory holds something else
     }
     RealizedValues::remember(n, view);
+    // Jit::capture drops it at the end if its plan writes the buffer (core/jit_capture.hpp).
+    if (capture && view.get() != n && depends_on_binding(n, bound))
+      capture->bound_records.emplace_back(n->ptr(), view);
   }
 }
+
+void forget_realized(const UOp* n, const UOp* view) { RealizedValues::forget(n, view); }
 
 }  // namespace vkg

@@ -72,6 +72,9 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs);
 // `lent` (buffers whose memory the memory planner passed on to others) are left out.
 void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& lent = {});
 
+// Drops node n's realized value if it is still `view` (vkg::Jit: one a replay overwrites).
+void forget_realized(const UOp* n, const UOp* view);
+
 // How many nodes have a realized value recorded for later schedules (for tests of freeing).
 size_t realized_node_count();
 

@@ -356,6 +356,30 @@ TEST_P(SymbolicJit, AValueAnEagerCallRealizedIsComputedAgainForEachBinding) {
   }
 }
 
+// The capture's records of values that depend on the binding (its ones(x).sum(0) at n = 5) outlive
+// it and each replay writes its own binding's value into their buffers: a lazy tensor of the same
+// (hash-consed) graph at the captured binding, built before the calls, read 3 after a replay at
+// n = 3 where eager gives 5. The capture drops those records when it ends.
+TEST_P(SymbolicJit, AValueTheCaptureRealizedIsNotReadByAnEagerCallAfterAReplay) {
+  auto ones = [&](const Tensor& x) {
+    const SymInt n = x.sym_shape()[0];
+    return x.shrink({{0, n}, {0, 0}}).matmul(Tensor::ones({0, 3}, dtypes::float32, dev())) + 1;
+  };
+  Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{ones(in[0]).sum(0)}; });
+  auto x = [&](int64_t n) { return input({n, 2}, 0).reshape({vi.bind(n), 2}); };
+  const Tensor keep = ones(x(5)).sum(0);  // lazy, held across the calls
+  const GlobalCounters before = global_counters();
+  for (int64_t n : {5, 5, 3, 7}) {
+    const std::vector<Tensor> out = f({x(n)});
+    EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(3, float(n))) << "n = " << n;
+  }
+  EXPECT_EQ(global_counters().replays, before.replays + 2);  // the calls at 3 and 7
+  EXPECT_EQ(keep.to_vector<float>(), std::vector<float>(3, 5.0f));
+  EXPECT_EQ(ones(x(5)).sum(0).to_vector<float>(), std::vector<float>(3, 5.0f));
+  EXPECT_EQ(ones(x(7)).sum(0).to_vector<float>(), std::vector<float>(3, 7.0f));
+  EXPECT_EQ(f({x(3)})[0].to_vector<float>(), std::vector<float>(3, 3.0f));  // replays still run
+}
+
 // ones_like, zeros_like, full_like and empty_like of a symbolic tensor keep its symbolic sizes: a
 // Jit's replays of a function that reads only x's shape gave the captured (3, 5) at i = 3 (their
 // plain sizes froze the binding, with no guard).
