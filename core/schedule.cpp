@@ -716,19 +716,38 @@ const UOp* viewed_realized(const UOp* n, Chain& chain, const Schedule& sched,
   }
 }
 
+// Whether node n's value depends on a variable's binding: a BIND, a symbolic size or argument
+// under it. `memo` keeps the answers across one schedule's (or one commit's) nodes.
+bool depends_on_binding(const UOp* n, std::unordered_map<const UOp*, bool>& memo) {
+  std::vector<std::pair<const UOp*, size_t>> stack{{n, 0}};
+  while (!stack.empty()) {
+    auto& [u, next] = stack.back();
+    if (memo.count(u)) {
+      stack.pop_back();
+      continue;
+    }
+    if (next < u->src.size()) {
+      const UOp* s = u->src[next++].get();
+      if (!memo.count(s)) stack.push_back({s, 0});
+      continue;
+    }
+    bool depends = u->op == Ops::BIND || u->sym_shape() || symbolic_arg(*u);
+    for (const UOpPtr& s : u->src) depends = depends || memo.at(s.get());
+    memo.emplace(u, depends);
+    stack.pop_back();
+  }
+  return memo.at(n);
+}
+
 // Whether a Jit capture may take node n's value from an earlier schedule (the buffer view
-// `view`). One whose graph depends on a variable's binding (a symbolic size or argument, a BIND:
-// `bound` collects them, in a walk that visits sources first) and that no captured kernel wrote
+// `view`). One whose graph depends on a variable's binding (depends_on_binding) and that no
+// captured kernel wrote
 // is an eager call's, of the captured binding only: a replay at another binding would keep its
 // values, and its memory has no room for more elements. The capture computes it again (binding
 // fuzzer seed 5401231: an (n, 0) @ (0, 3) an eager call had realized).
 bool capture_may_reuse(const UOp* n, const UOp* view, const Capture& capture,
-                       std::unordered_set<const UOp*>& bound) {
-  bool depends = n->op == Ops::BIND || n->sym_shape() || symbolic_arg(*n);
-  for (const UOpPtr& s : n->src) depends = depends || bound.count(s.get());
-  if (!depends) return true;
-  bound.insert(n);
-  if (!view) return true;
+                       std::unordered_map<const UOp*, bool>& bound) {
+  if (!view || !depends_on_binding(n, bound)) return true;
   while (view->op != Ops::BUFFER) view = view->src[0].get();  // a realized value views a buffer
   const int64_t storage = buffer_of(*view).storage_id();
   for (const ScheduleItem& item : capture.items)
@@ -746,7 +765,7 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
   {
     const UOpPtr sink = UOp::make(Ops::SINK, dtypes::void_, outputs);
     const Capture* capture = active_capture();
-    std::unordered_set<const UOp*> bound;  // capture_may_reuse's
+    std::unordered_map<const UOp*, bool> bound;  // depends_on_binding's
     for (const UOp* n : toposort(sink.get()))
       if (n != sink.get()) {
         order.push_back(n);
@@ -884,33 +903,6 @@ Schedule create_schedule(const std::vector<UOpPtr>& outputs) {
 }
 
 size_t realized_node_count() { return RealizedValues::count().load(); }
-
-namespace {
-
-// Whether node n's value depends on a variable's binding: a BIND, a symbolic size or argument
-// under it (capture_may_reuse's test). `memo` keeps the answers across one commit's nodes.
-bool depends_on_binding(const UOp* n, std::unordered_map<const UOp*, bool>& memo) {
-  std::vector<std::pair<const UOp*, size_t>> stack{{n, 0}};
-  while (!stack.empty()) {
-    auto& [u, next] = stack.back();
-    if (memo.count(u)) {
-      stack.pop_back();
-      continue;
-    }
-    if (next < u->src.size()) {
-      const UOp* s = u->src[next++].get();
-      if (!memo.count(s)) stack.push_back({s, 0});
-      continue;
-    }
-    bool depends = u->op == Ops::BIND || u->sym_shape() || symbolic_arg(*u);
-    for (const UOpPtr& s : u->src) depends = depends || memo.at(s.get());
-    memo.emplace(u, depends);
-    stack.pop_back();
-  }
-  return memo.at(n);
-}
-
-}  // namespace
 
 void commit_realized(const Schedule& sched, const std::unordered_set<int64_t>& lent) {
   Capture* capture = active_capture();
