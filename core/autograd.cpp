@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <unordered_set>
 
 #include <vkgrad/core/buffer.hpp>
 #include <vkgrad/core/error.hpp>
@@ -177,6 +178,28 @@ void Tensor::set_grad(std::optional<Tensor> grad) {
 
 Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {node()})); }
 
+namespace {
+
+// Notes an in-place assign for the next vkg::Jit call (pending_assigns). The list is pruned of
+// entries realized, gone or listed before each time it doubles, so a loop that never calls a
+// Jit keeps it within twice the number of tensors it leaves with lazy assigns (or 64).
+void note_pending_assign(const std::shared_ptr<TensorState>& state) {
+  thread_local size_t prune_at = 64;
+  std::vector<std::weak_ptr<TensorState>>& pending = pending_assigns();
+  pending.push_back(state);
+  if (pending.size() < prune_at) return;
+  std::unordered_set<const TensorState*> seen;  // a tensor assigned again is listed once
+  std::erase_if(pending, [&](const std::weak_ptr<TensorState>& weak) {
+    const std::shared_ptr<TensorState> s = weak.lock();
+    if (!s || !seen.insert(s.get()).second) return true;
+    std::lock_guard lock(state_mu);  // released before s, whose end may take it
+    return s->node->op != Ops::ASSIGN;
+  });
+  prune_at = std::max<size_t>(64, 2 * pending.size());
+}
+
+}  // namespace
+
 Tensor& Tensor::assign(const Tensor& value) {
   if (value.shape() != shape() || value.device() != device())
     throw Error("assign: the value has shape " + shape_str(value.shape()) + " (" +
@@ -189,12 +212,14 @@ Tensor& Tensor::assign(const Tensor& value) {
   UOpPtr fresh = writable_in_place(*node()) ? UOp::make(Ops::ASSIGN, dtype(), {node(), v},
                                                         int64_t(next_identity.fetch_add(1)))
                                             : numbered_detach(v);
+  const bool in_place = fresh->op == Ops::ASSIGN;
   {
     std::lock_guard lock(state_mu);
     state_->node = std::move(fresh);
     state_->unrealized = nullptr;
     state_->leaf_before_realize.reset();
   }
+  if (in_place) note_pending_assign(state_);
   if (auto* log = active_assign_log()) log->push_back(state_);
   return *this;
 }

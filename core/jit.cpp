@@ -277,6 +277,10 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     throw Error(
         "Jit: called inside another Jit's function while that one captures; call the "
         "inner function directly");
+  // The caller's lazy assigns run now, as an eager call's graph would run them before reading
+  // their tensors: left lazy, one to a tensor the function uses would run inside the capture
+  // (again on every replay) or after a replay that read the old value.
+  realize_left_assigns(std::exchange(pending_assigns(), {}));
   if (plan_) {
     std::vector<Tensor> out = replay(inputs);
     ++calls_;

@@ -43,10 +43,11 @@
 //    written in place by each replay; a lazy graph over one, built before a replay and realized
 //    after it, reads the new contents. An assign the function leaves lazy (nothing it returns
 //    reads the tensor) is realized at the end of the call, the first and the captured one, so
-//    every call and replay assigns once, as an eager call does. An assign the CALLER makes to a
-//    tensor the function uses must be realized before the call: left lazy, it runs where the
-//    tensor is next read, which is inside the capture (each replay would run it again) or after
-//    a replay (which ran before it). Not detected.
+//    every call and replay assigns once, as an eager call does. The assigns the CALLER left
+//    lazy on the calling thread are realized at the start of each call: left lazy, one to a
+//    tensor the function uses would run where the tensor is next read, inside the capture (each
+//    replay would run it again) or after a replay that read the old value. One made on another
+//    thread must be realized before the call.
 //  - Several devices: a function that copies between devices (Tensor::to) or runs on sharded
 //    tensors (core/multi.hpp) replays its kernels as one recording per run of kernels of one
 //    device, and its copies between them in between, in the captured order. No step waits for

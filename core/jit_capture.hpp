@@ -41,6 +41,12 @@ Capture*& active_capture();
 // function leaves lazy (core/jit.cpp says why).
 std::vector<std::weak_ptr<TensorState>>*& active_assign_log();
 
+// The tensors Tensor::assign wrote in place on this thread that may still be lazy: a vkg::Jit
+// call realizes them first (core/jit.hpp: a caller's lazy assign to a tensor the function uses
+// would otherwise run inside the capture, on every replay, or after a replay that read the old
+// value). Tensor::assign drops the entries already realized or gone as the list grows.
+std::vector<std::weak_ptr<TensorState>>& pending_assigns();
+
 // While true on a thread, the buffers of symbolic size its realizes make get memory for their
 // variables' maxima (Buffer::reserve_max), so that a replay may bind the variables to other
 // values: set by vkg::Jit while it copies its inputs and captures.

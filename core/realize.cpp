@@ -464,6 +464,11 @@ std::vector<std::weak_ptr<TensorState>>*& active_assign_log() {
   return log;
 }
 
+std::vector<std::weak_ptr<TensorState>>& pending_assigns() {
+  thread_local std::vector<std::weak_ptr<TensorState>> pending;
+  return pending;
+}
+
 bool& reserve_symbolic_max() {
   thread_local bool reserve = false;
   return reserve;

@@ -6,6 +6,7 @@
 
 #include <vkgrad/core/counters.hpp>
 #include <vkgrad/core/device.hpp>
+#include <vkgrad/core/jit_capture.hpp>
 #include <vkgrad/vkgrad.hpp>
 
 #include "support/error_of.hpp"
@@ -104,6 +105,36 @@ TEST_P(Jitted, AnAssignTheFunctionLeavesUnrealizedRunsOnEveryReplay) {
     EXPECT_EQ(steps.item<float>(), float(call + 1)) << "call " << call;
   }
   EXPECT_EQ(f.kernels(), 2u);  // the sum, and the two assigns as one kernel of two outputs
+}
+
+// An assign the CALLER leaves lazy, to a tensor the function reads, happens once and before the
+// call reads it, as an eager call's graph would order it. Before, one made before the capture
+// ran inside it (each replay doubled w again: 2, 4, 8, ...), and one made before a replay ran
+// after it (the replay read the old w), both silently.
+TEST_P(Jitted, ACallersLazyAssignToATensorTheFunctionReadsRunsOnceBeforeTheCall) {
+  Tensor w = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+  Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * w).sum()}; });
+  const std::vector<float> ones(3, 1.0f);
+  float scale = 1;
+  for (int call = 0; call < 6; ++call) {
+    if (call == 1 || call == 3) {  // before the capture, and before a replay
+      w.assign(w * 2.0f);
+      scale *= 2;
+    }
+    EXPECT_EQ(f({Tensor(ones, {3}, dev())})[0].item<float>(), 6 * scale) << "call " << call;
+    EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{scale, 2 * scale, 3 * scale}))
+        << "call " << call;
+  }
+  EXPECT_EQ(f.kernels(), 1u);  // the capture holds the function's sum, not the caller's assign
+}
+
+// The list of lazy assigns a Jit call realizes (core/jit_capture.hpp) does not grow without
+// bound in a loop that never calls a Jit: Tensor::assign prunes the realized entries.
+TEST(JitPendingAssigns, AnEagerLoopOfAssignsKeepsTheListBounded) {
+  Tensor p = Tensor::zeros({4}, dtypes::float32, "CPU").contiguous().realize();
+  for (int i = 0; i < 1000; ++i) p.assign(p + 1.0f).realize();
+  EXPECT_LE(pending_assigns().size(), 128u);
+  EXPECT_EQ(p.to_vector<float>(), std::vector<float>(4, 1000.0f));
 }
 
 // A tensor the function makes from host data and assigns to starts every call from that data, as
