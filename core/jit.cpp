@@ -167,6 +167,19 @@ class AssignLogScope {
   std::vector<std::weak_ptr<TensorState>>* outer_;
 };
 
+// Points this thread's realizes' storage notes (active_storage_log) at `storage` while alive.
+class StorageLogScope {
+ public:
+  explicit StorageLogScope(std::unordered_set<int64_t>& storage)
+      : outer_(std::exchange(active_storage_log(), &storage)) {}
+  ~StorageLogScope() { active_storage_log() = outer_; }
+  StorageLogScope(const StorageLogScope&) = delete;
+  StorageLogScope& operator=(const StorageLogScope&) = delete;
+
+ private:
+  std::unordered_set<int64_t>* outer_;
+};
+
 // Points this thread's realizes at `capture` while alive.
 class CaptureScope {
  public:
@@ -242,8 +255,11 @@ struct Jit::Plan {
   // Tensors the function makes from host data and its kernels then write (an assign to one): a
   // replay uploads their data again first, so that each starts from it as in an eager call.
   std::vector<std::pair<std::shared_ptr<const Buffer>, HostBytes>> reuploaded;
-  std::vector<UOpPtr> outputs;                        // buffer views
-  std::unordered_set<int64_t> written;                // storages the kernels write
+  std::vector<UOpPtr> outputs;          // buffer views
+  std::unordered_set<int64_t> written;  // storages the kernels write
+  // Storages the kernels use and the outputs hold: where a caller's lazy assign is realized
+  // before a replay (realize_callers_assigns).
+  std::unordered_set<int64_t> storage;
   std::vector<std::weak_ptr<TensorState>> rewritten;  // tensors holding one of them
   // The variables' values at the capture (those of its kernels and its inputs' sizes), and why
   // a replay may not change them ("" when it may).
@@ -277,11 +293,10 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     throw Error(
         "Jit: called inside another Jit's function while that one captures; call the "
         "inner function directly");
-  // The caller's lazy assigns run now, as an eager call's graph would run them before reading
-  // their tensors: left lazy, one to a tensor the function uses would run inside the capture
-  // (again on every replay) or after a replay that read the old value.
-  realize_left_assigns(std::exchange(pending_assigns(), {}));
   if (plan_) {
+    // The caller's lazy assigns to what the capture uses, as the first call's reads ran them:
+    // left lazy, they would run after this replay, which read the old values.
+    realize_callers_assigns(plan_->storage);
     std::vector<Tensor> out = replay(inputs);
     ++calls_;
     return out;
@@ -292,12 +307,17 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     realize_each(in);
     std::vector<std::weak_ptr<TensorState>> assigned;
     AssignLogScope log(assigned);
+    first_call_storage_.clear();  // a reset() Jit's first call again
+    StorageLogScope storage(first_call_storage_);
     out = function_(in);
     realize_each(out);
     realize_left_assigns(assigned);
   } else {
     // The capture reads copies of the inputs, in buffers of the Jit's own that replays fill:
     // the caller's tensors keep their values.
+    // The caller's lazy assigns to what the first call used: left lazy, the function's reads
+    // would run them inside the capture, and every replay again.
+    realize_callers_assigns(first_call_storage_);
     ReserveMaxScope reserve;
     for (Tensor& t : in) t = t.clone();
     realize_each(in);
@@ -305,6 +325,34 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
   }
   ++calls_;
   return out;
+}
+
+void Jit::realize_callers_assigns(const std::unordered_set<int64_t>& storage) {
+  std::vector<std::weak_ptr<TensorState>>& pending = pending_assigns();
+  if (pending.empty()) return;
+  std::vector<std::weak_ptr<TensorState>> listed = std::exchange(pending, {});
+  std::vector<std::weak_ptr<TensorState>> left;
+  size_t i = 0;
+  try {
+    // One realize each, in the order made: as the caller's reads would run them (one realize
+    // of several could refuse two that each read the other's old value).
+    for (; i < listed.size(); ++i) {
+      const std::shared_ptr<TensorState> s = listed[i].lock();
+      if (!s || s->node->op != Ops::ASSIGN) continue;
+      const UOp& target = base_buffer(*s->node->src.at(0));
+      if (target.op != Ops::BUFFER || !storage.count(buffer_of(target).storage_id())) {
+        left.push_back(listed[i]);
+        continue;
+      }
+      realize_left_assigns({listed[i]});
+    }
+  } catch (...) {
+    // The one that failed and those after it stay listed (still lazy), for the next call.
+    left.insert(left.end(), listed.begin() + std::ptrdiff_t(i), listed.end());
+    pending.insert(pending.begin(), left.begin(), left.end());
+    throw;
+  }
+  pending.insert(pending.begin(), left.begin(), left.end());  // before any the realizes made
 }
 
 void Jit::realize_left_assigns(const std::vector<std::weak_ptr<TensorState>>& assigned) {
@@ -346,6 +394,7 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
       if (!plan->device) plan->device = &dev;
     }
     for (size_t o = 0; o < item.outputs; ++o) plan->written.insert(item.buffers[o]->storage_id());
+    for (const auto& b : item.buffers) plan->storage.insert(b->storage_id());
   }
   for (const Tensor& t : inputs) {
     plan->inputs.emplace_back();
@@ -373,7 +422,12 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   for (const auto& [b, data] : captured.uploaded)
     if (b->id() >= first_buffer && plan->written.count(b->storage_id()))
       plan->reuploaded.emplace_back(b, data);
-  for (const Tensor& t : out) plan->outputs.push_back(t.node());
+  for (const Tensor& t : out) {
+    plan->outputs.push_back(t.node());
+    for (const UOpPtr& v : views_of(t.node()))
+      if (const UOp& b = base_buffer(*v); b.op == Ops::BUFFER)
+        plan->storage.insert(buffer_of(b).storage_id());
+  }
   std::unordered_set<const TensorState*> listed;
   for (const auto& weak : captured.realized) {
     const std::shared_ptr<TensorState> s = weak.lock();

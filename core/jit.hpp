@@ -43,11 +43,13 @@
 //    written in place by each replay; a lazy graph over one, built before a replay and realized
 //    after it, reads the new contents. An assign the function leaves lazy (nothing it returns
 //    reads the tensor) is realized at the end of the call, the first and the captured one, so
-//    every call and replay assigns once, as an eager call does. The assigns the CALLER left
-//    lazy on the calling thread are realized at the start of each call: left lazy, one to a
-//    tensor the function uses would run where the tensor is next read, inside the capture (each
-//    replay would run it again) or after a replay that read the old value. One made on another
-//    thread must be realized before the call.
+//    every call and replay assigns once, as an eager call does. An assign the CALLER left lazy
+//    (on the calling thread) to a tensor the function uses is realized before the capture and
+//    before each replay, as the first call's own reads realize it: left lazy, it would run inside
+//    the capture (each replay would run it again) or after a replay that read the old value.
+//    "Uses" is by buffer: those the first call's kernels read or wrote, or its realizes
+//    returned, for the capture; those the capture's kernels use, for a replay. Assigns to other
+//    tensors stay lazy. One made on another thread must be realized before the call.
 //  - Several devices: a function that copies between devices (Tensor::to) or runs on sharded
 //    tensors (core/multi.hpp) replays its kernels as one recording per run of kernels of one
 //    device, and its copies between them in between, in the captured order. No step waits for
@@ -58,6 +60,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include <vkgrad/core/tensor.hpp>
@@ -107,11 +110,18 @@ class Jit {
   // would run it once more. Realized at the end of both calls (after the outputs, where an eager
   // caller's later read would realize them), each call assigns once, as an eager one.
   static void realize_left_assigns(const std::vector<std::weak_ptr<TensorState>>& assigned);
+  // Realizes, one by one in the order made, the lazy assigns this thread's caller left to
+  // tensors whose buffers' storage is in `storage` (those the function uses); the others stay
+  // lazy and listed (core/jit_capture.hpp's pending_assigns).
+  static void realize_callers_assigns(const std::unordered_set<int64_t>& storage);
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
 
   Function function_;
   int64_t calls_ = 0;
   std::unique_ptr<Plan> plan_;
+  // The storage of every buffer the first call's realizes used or returned: what the capture's
+  // function is taken to use (it runs the same code).
+  std::unordered_set<int64_t> first_call_storage_;
 };
 
 }  // namespace vkg

@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -42,10 +43,14 @@ Capture*& active_capture();
 std::vector<std::weak_ptr<TensorState>>*& active_assign_log();
 
 // The tensors Tensor::assign wrote in place on this thread that may still be lazy: a vkg::Jit
-// call realizes them first (core/jit.hpp: a caller's lazy assign to a tensor the function uses
-// would otherwise run inside the capture, on every replay, or after a replay that read the old
+// call realizes those the function uses first (core/jit.hpp: a caller's lazy assign would
+// otherwise run inside the capture, on every replay, or after a replay that read the old
 // value). Tensor::assign drops the entries already realized or gone as the list grows.
 std::vector<std::weak_ptr<TensorState>>& pending_assigns();
+
+// Where realize() notes the storage ids of the buffers its schedules use and of the realized
+// views it returns, on this thread, while vkg::Jit runs the function's first call; or nullptr.
+std::unordered_set<int64_t>*& active_storage_log();
 
 // While true on a thread, the buffers of symbolic size its realizes make get memory for their
 // variables' maxima (Buffer::reserve_max), so that a replay may bind the variables to other

@@ -464,6 +464,11 @@ std::vector<std::weak_ptr<TensorState>>*& active_assign_log() {
   return log;
 }
 
+std::unordered_set<int64_t>*& active_storage_log() {
+  thread_local std::unordered_set<int64_t>* log = nullptr;
+  return log;
+}
+
 std::vector<std::weak_ptr<TensorState>>& pending_assigns() {
   thread_local std::vector<std::weak_ptr<TensorState>> pending;
   return pending;
@@ -639,6 +644,15 @@ void realize(std::span<Tensor* const> tensors) {
   }
   copies_in_flight.insert(copies_in_flight.end(), copies.begin(), copies.end());
   commit_realized(sched, lent);
+  if (std::unordered_set<int64_t>* storage = active_storage_log()) {
+    for (const ScheduleItem& item : sched.items)
+      for (const auto& b : item.buffers) storage->insert(b->storage_id());
+    for (const auto& [node, view] : sched.realized) {
+      const UOp* n = view.get();
+      while (n->op != Ops::BUFFER && !n->src.empty()) n = n->src[0].get();
+      if (n->op == Ops::BUFFER) storage->insert(buffer_of(*n).storage_id());
+    }
+  }
   if (Capture* capture = active_capture()) {
     for (const ScheduleItem& item : sched.items) {
       if (item.buffers[0]->count() > 0)

@@ -128,6 +128,38 @@ TEST_P(Jitted, ACallersLazyAssignToATensorTheFunctionReadsRunsOnceBeforeTheCall)
   EXPECT_EQ(f.kernels(), 1u);  // the capture holds the function's sum, not the caller's assign
 }
 
+// ... and only those: a lazy assign to a tensor the function does not use stays lazy, so a lazy
+// graph over that tensor's old value reads what it reads without the Jit (the review's repro:
+// realizing every pending assign at a Jit call gave {0.5, 0.5, 0.5}).
+TEST_P(Jitted, ACallersLazyAssignToATensorTheFunctionDoesNotUseStaysLazy) {
+  Tensor a = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+  const Tensor lazy = a + 0.5f;
+  a.assign(a * 0.0f);
+  Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0f}; });
+  for (int call = 0; call < 4; ++call)
+    EXPECT_EQ(f({Tensor(std::vector<float>(3, 1.0f), {3}, dev())})[0].to_vector<float>(),
+              std::vector<float>(3, 2.0f));
+  EXPECT_EQ(lazy.to_vector<float>(), (std::vector<float>{1.5f, 2.5f, 3.5f}));
+  EXPECT_EQ(a.to_vector<float>(), std::vector<float>(3, 0.0f));
+}
+
+// The caller's lazy assign to a tensor the function uses is realized without another pending one
+// that reads its old value (b's, here): realizing both in one realize is refused (the review's
+// repro threw there, and the list it had emptied left a's assign to the capture: replays gave
+// 24, 48, 96).
+TEST_P(Jitted, ACallersLazyAssignIsRealizedWithoutAnotherThatReadsItsOldValue) {
+  Tensor a = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+  Tensor b = Tensor(std::vector<float>{0, 0, 0}, {3}, dev()).contiguous().realize();
+  Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * a).sum()}; });
+  const Tensor ones(std::vector<float>(3, 1.0f), {3}, dev());
+  EXPECT_EQ(f({ones})[0].item<float>(), 6.0f);
+  const Tensor t = a + 1.0f;
+  a.assign(a * 2.0f + b);
+  b.assign(t);
+  for (int call = 1; call < 5; ++call) EXPECT_EQ(f({ones})[0].item<float>(), 12.0f) << call;
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+}
+
 // The list of lazy assigns a Jit call realizes (core/jit_capture.hpp) does not grow without
 // bound in a loop that never calls a Jit: Tensor::assign prunes the realized entries.
 TEST(JitPendingAssigns, AnEagerLoopOfAssignsKeepsTheListBounded) {
