@@ -14,12 +14,14 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <vkgrad/core/symbolic.hpp>
 #include <vkgrad/core/uop.hpp>
+#include <vkgrad/core/variable.hpp>
 
 namespace vkg {
 
@@ -84,5 +86,11 @@ template <class Message>
 void guard_same_value(const UOpPtr& expr, int64_t value, Message&& what) {
   guard_binding(expr, value, value, std::forward<Message>(what));
 }
+
+// Random numbers of a symbolic shape are drawn at its bound sizes (a generator of symbolic size
+// is not built), so a replay at another binding would give the captured draw: this records that
+// the sizes must stay as bound, and a replay at another binding is the error naming `op` (the
+// random op: rand_like, dropout, attention's dropout).
+void guard_drawn_shape(const SymShape& shape, std::string_view op);
 
 }  // namespace vkg

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numbers>
 
+#include <vkgrad/core/binding_guard.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/tensor.hpp>
 
@@ -111,6 +112,7 @@ Tensor Tensor::scaled_dot_product_attention(const Tensor& key, const Tensor& val
   Tensor weights = e;
   // As torch, dropout_p applies whether or not Tensor::training is set (a module passes 0 in eval).
   if (dropout_p > 0) {
+    if (e.has_symbolic_shape()) guard_drawn_shape(e.sym_shape(), std::string(op) + "'s dropout");
     const Tensor keep = Tensor::rand(e.shape(), dtypes::default_float, query.device()).ge(dropout_p);
     weights = dropout_p == 1 ? keep.where(e * 0, 0) : keep.where(e * (1 / (1 - dropout_p)), 0);
   }

@@ -176,14 +176,8 @@ Tensor Tensor::normal(Shape shape, double mean, double std, DType dtype, std::st
   return randn(std::move(shape), dtype, std::move(device)) * std + mean;
 }
 
-namespace {
-
-// Random numbers of a symbolic tensor's shape are drawn at its bound sizes (a generator of
-// symbolic size is not built): a Jit replay would give the capture's shape at any binding, so a
-// capture records that the sizes must stay as bound, and a replay at another binding is an error.
-void guard_drawn_shape(const Tensor& t, std::string_view op) {
-  if (!t.has_symbolic_shape() || !recording_guards()) return;
-  const SymShape s = t.sym_shape();
+void guard_drawn_shape(const SymShape& s, std::string_view op) {
+  if (!recording_guards()) return;
   for (const SymInt& d : s)
     if (d.is_symbolic())
       guard_binding(d.expr(), d.value(), d.value(), [&] {
@@ -195,14 +189,12 @@ void guard_drawn_shape(const Tensor& t, std::string_view op) {
       });
 }
 
-}  // namespace
-
 Tensor Tensor::rand_like(const Tensor& t) {
-  guard_drawn_shape(t, "rand_like");
+  if (t.has_symbolic_shape()) guard_drawn_shape(t.sym_shape(), "rand_like");
   return rand(t.shape(), t.dtype(), t.device());
 }
 Tensor Tensor::randn_like(const Tensor& t) {
-  guard_drawn_shape(t, "randn_like");
+  if (t.has_symbolic_shape()) guard_drawn_shape(t.sym_shape(), "randn_like");
   return randn(t.shape(), t.dtype(), t.device());
 }
 
@@ -233,6 +225,7 @@ Tensor Tensor::dropout(double p) const {
     throw Error("dropout: p must be in [0, 1], got " + std::to_string(p) + " for " +
                 dtype().name() + " " + shape_str(shape()));
   if (!training || p == 0.0) return *this;
+  if (has_symbolic_shape()) guard_drawn_shape(sym_shape(), "dropout");
   const Tensor keep = rand(shape(), dtypes::default_float, device()).ge(p);
   if (p == 1.0) return keep.where(*this * 0, 0);
   return keep.where(*this * (1.0 / (1.0 - p)), 0);

@@ -423,6 +423,31 @@ TEST_P(SymbolicJit, RandomLikeTensorsOfASymbolicTensorReplayOnlyTheirBinding) {
   }
 }
 
+// Dropout and attention's dropout draw their keep masks at the bound sizes, as rand_like does:
+// a replay at another binding is the same clear error, not the captured mask over other sizes.
+TEST_P(SymbolicJit, DropoutOfASymbolicTensorReplaysOnlyItsBinding) {
+  const bool was_training = Tensor::training;
+  Tensor::training = true;
+  for (const bool attention : {false, true}) {
+    Jit f([&](const std::vector<Tensor>& in) {
+      const Tensor& x = in[0];  // (3, i): attention over i keys of size 1
+      if (!attention) return std::vector<Tensor>{(x.dropout(0.5) * 0 + 1).sum(1)};
+      const Tensor q = x.shrink({{0, 3}, {0, 1}}).reshape({3, 1, 1});
+      const Tensor kv = x.reshape({3, x.sym_shape()[1], 1});
+      return std::vector<Tensor>{q.scaled_dot_product_attention(kv, kv, std::nullopt, 0.5)};
+    });
+    auto x = [&](int64_t i) { return input({3, i}, 0).reshape({3, vi.bind(i)}); };
+    for (int call = 0; call < 3; ++call) EXPECT_EQ(f({x(5)})[0].numel(), 3) << attention;
+    const std::string e = error_of([&] { f({x(3)}); });
+    EXPECT_NE(e.find(attention ? "scaled_dot_product_attention's dropout of a tensor of symbolic"
+                               : "dropout of a tensor of symbolic shape (3, i)"),
+              std::string::npos)
+        << e;
+    EXPECT_EQ(f({x(5)})[0].numel(), 3);
+  }
+  Tensor::training = was_training;
+}
+
 // A reduce over a size that is an expression equal to 0 at the capture (i - 1 at i = 1) is a
 // kernel for every binding, not the captured constant: it replayed as the identity at every i.
 // The mean of no elements is nan at i = 1 on both sides.
