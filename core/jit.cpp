@@ -167,19 +167,6 @@ class AssignLogScope {
   std::vector<std::weak_ptr<TensorState>>* outer_;
 };
 
-// Points this thread's realizes' storage notes (active_storage_log) at `storage` while alive.
-class StorageLogScope {
- public:
-  explicit StorageLogScope(std::unordered_set<int64_t>& storage)
-      : outer_(std::exchange(active_storage_log(), &storage)) {}
-  ~StorageLogScope() { active_storage_log() = outer_; }
-  StorageLogScope(const StorageLogScope&) = delete;
-  StorageLogScope& operator=(const StorageLogScope&) = delete;
-
- private:
-  std::unordered_set<int64_t>* outer_;
-};
-
 // Points this thread's realizes at `capture` while alive.
 class CaptureScope {
  public:
@@ -307,17 +294,12 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     realize_each(in);
     std::vector<std::weak_ptr<TensorState>> assigned;
     AssignLogScope log(assigned);
-    first_call_storage_.clear();  // a reset() Jit's first call again
-    StorageLogScope storage(first_call_storage_);
     out = function_(in);
     realize_each(out);
     realize_left_assigns(assigned);
   } else {
     // The capture reads copies of the inputs, in buffers of the Jit's own that replays fill:
     // the caller's tensors keep their values.
-    // The caller's lazy assigns to what the first call used: left lazy, the function's reads
-    // would run them inside the capture, and every replay again.
-    realize_callers_assigns(first_call_storage_);
     ReserveMaxScope reserve;
     for (Tensor& t : in) t = t.clone();
     realize_each(in);
@@ -369,6 +351,15 @@ void Jit::realize_left_assigns(const std::vector<std::weak_ptr<TensorState>>& as
 
 std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   Capture captured;
+  // The caller's lazy assigns: those the function reads run before the capture's kernels that
+  // read them (realize), not inside the capture.
+  {
+    const std::vector<std::weak_ptr<TensorState>>& pending = pending_assigns();
+    for (size_t i = 0; i < pending.size(); ++i)
+      if (const std::shared_ptr<TensorState> s = pending[i].lock(); s && s->node->op == Ops::ASSIGN)
+        captured.callers_assigns.emplace(s->node.get(),
+                                         std::pair{s->node, std::pair{i, pending[i]}});
+  }
   // Buffer ids are issued in order: those the function makes are from this probe's on.
   const int64_t first_buffer = Buffer("CPU", dtypes::uint8, 0).id();
   std::vector<Tensor> out;

@@ -43,13 +43,16 @@
 //    written in place by each replay; a lazy graph over one, built before a replay and realized
 //    after it, reads the new contents. An assign the function leaves lazy (nothing it returns
 //    reads the tensor) is realized at the end of the call, the first and the captured one, so
-//    every call and replay assigns once, as an eager call does. An assign the CALLER left lazy
-//    (on the calling thread) to a tensor the function uses is realized before the capture and
-//    before each replay, as the first call's own reads realize it: left lazy, it would run inside
-//    the capture (each replay would run it again) or after a replay that read the old value.
-//    "Uses" is by buffer: those the first call's kernels read or wrote, or its realizes
-//    returned, for the capture; those the capture's kernels use, for a replay. Assigns to other
-//    tensors stay lazy. One made on another thread must be realized before the call.
+//    every call and replay assigns once, as an eager call does. An in-place assign the CALLER
+//    left lazy (on the calling thread) to a tensor the function reads runs once, before the
+//    function reads it, as in an eager call: the capture runs those its function's graphs read
+//    outside the capture (captured, each replay would run them again), and a replay first runs
+//    those to tensors whose buffers its kernels use (left lazy, they would run after the replay
+//    read the old values). Assigns to other tensors stay lazy. Limits: a replay goes by buffer,
+//    so an old view of the tensor (taken before the assign) reads the new value where an eager
+//    call would read the old; an assign to a sharded tensor is not in place, so replays keep
+//    reading its old buffers (reset() the Jit); one made on another thread must be realized
+//    before the call.
 //  - Several devices: a function that copies between devices (Tensor::to) or runs on sharded
 //    tensors (core/multi.hpp) replays its kernels as one recording per run of kernels of one
 //    device, and its copies between them in between, in the captured order. No step waits for
@@ -110,18 +113,15 @@ class Jit {
   // would run it once more. Realized at the end of both calls (after the outputs, where an eager
   // caller's later read would realize them), each call assigns once, as an eager one.
   static void realize_left_assigns(const std::vector<std::weak_ptr<TensorState>>& assigned);
-  // Realizes, one by one in the order made, the lazy assigns this thread's caller left to
-  // tensors whose buffers' storage is in `storage` (those the function uses); the others stay
-  // lazy and listed (core/jit_capture.hpp's pending_assigns).
+  // Before a replay: realizes, one by one in the order made, the lazy assigns this thread's
+  // caller left to tensors whose buffers' storage is in `storage` (those the capture's kernels
+  // use); the others stay lazy and listed (core/jit_capture.hpp's pending_assigns).
   static void realize_callers_assigns(const std::unordered_set<int64_t>& storage);
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
 
   Function function_;
   int64_t calls_ = 0;
   std::unique_ptr<Plan> plan_;
-  // The storage of every buffer the first call's realizes used or returned: what the capture's
-  // function is taken to use (it runs the same code).
-  std::unordered_set<int64_t> first_call_storage_;
 };
 
 }  // namespace vkg

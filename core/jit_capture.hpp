@@ -4,7 +4,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,6 +32,12 @@ struct Capture {
   // variable's binding: Jit::capture drops those whose buffer its plan writes, since each replay
   // writes its own binding's value there while the node stands for the captured binding's.
   std::vector<std::pair<UOpPtr, UOpPtr>> bound_records;
+  // The in-place assigns the caller left lazy before the capture (pending_assigns), by ASSIGN
+  // node (held), with their place in that list: a realize of the capture whose graph reads one
+  // runs it first, outside the capture, as an eager call of the function would run it once
+  // (captured, every replay would run it again).
+  std::unordered_map<const UOp*, std::pair<UOpPtr, std::pair<size_t, std::weak_ptr<TensorState>>>>
+      callers_assigns;
 };
 
 // The capture this thread records into, or nullptr.
@@ -47,10 +53,6 @@ std::vector<std::weak_ptr<TensorState>>*& active_assign_log();
 // otherwise run inside the capture, on every replay, or after a replay that read the old
 // value). Tensor::assign drops the entries already realized or gone as the list grows.
 std::vector<std::weak_ptr<TensorState>>& pending_assigns();
-
-// Where realize() notes the storage ids of the buffers its schedules use and of the realized
-// views it returns, on this thread, while vkg::Jit runs the function's first call; or nullptr.
-std::unordered_set<int64_t>*& active_storage_log();
 
 // While true on a thread, the buffers of symbolic size its realizes make get memory for their
 // variables' maxima (Buffer::reserve_max), so that a replay may bind the variables to other

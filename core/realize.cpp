@@ -464,11 +464,6 @@ std::vector<std::weak_ptr<TensorState>>*& active_assign_log() {
   return log;
 }
 
-std::unordered_set<int64_t>*& active_storage_log() {
-  thread_local std::unordered_set<int64_t>* log = nullptr;
-  return log;
-}
-
 std::vector<std::weak_ptr<TensorState>>& pending_assigns() {
   thread_local std::vector<std::weak_ptr<TensorState>> pending;
   return pending;
@@ -521,6 +516,37 @@ void report_replay(const Device& device, std::vector<RunStat> stats, bool first_
 
 void count_replay() { ++counters.replays; }
 
+namespace {
+
+// The caller's lazy assigns (Capture::callers_assigns) that the graphs of `tensors` read, taken off
+// the capture's list, in the order the caller made them.
+std::vector<std::shared_ptr<TensorState>> callers_assigns_read(Capture& capture,
+                                                               std::span<Tensor* const> tensors) {
+  std::vector<std::pair<size_t, std::shared_ptr<TensorState>>> found;
+  std::unordered_set<const UOp*> seen;
+  std::vector<const UOp*> stack;
+  for (Tensor* t : tensors) stack.push_back(t->node().get());
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u).second) continue;
+    if (u->op == Ops::ASSIGN)
+      if (auto it = capture.callers_assigns.find(u); it != capture.callers_assigns.end()) {
+        if (std::shared_ptr<TensorState> s = it->second.second.second.lock())
+          found.emplace_back(it->second.second.first, std::move(s));
+        capture.callers_assigns.erase(it);
+      }
+    for (const UOpPtr& src : u->src) stack.push_back(src.get());
+  }
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::shared_ptr<TensorState>> out;
+  for (auto& [place, s] : found) out.push_back(std::move(s));
+  return out;
+}
+
+}  // namespace
+
 void realize(std::span<Tensor* const> tensors) {
   // Sharded tensors (core/multi.hpp) realize as their shards, each on its device, in one schedule
   // with the others; the tensor then views the realized shards.
@@ -549,6 +575,27 @@ void realize(std::span<Tensor* const> tensors) {
       tensors[i]->set_realized(make_multi(*lowered[i]));
     }
     return;
+  }
+  // A lazy assign the Jit's caller made, read by the function under capture, runs now, outside
+  // the capture, as the function's eager call would have run it once where it read the tensor;
+  // captured, every replay would run it again (core/jit.hpp). The capture's schedule then finds
+  // it realized (its node's recorded value).
+  if (Capture* capture = active_capture(); capture && !capture->callers_assigns.empty()) {
+    const std::vector<std::shared_ptr<TensorState>> found = callers_assigns_read(*capture, tensors);
+    Capture* const paused = std::exchange(active_capture(), nullptr);
+    try {
+      for (const std::shared_ptr<TensorState>& s : found) {
+        if (s->node->op != Ops::ASSIGN) continue;  // realized by an earlier one's graph
+        Tensor handle(s->node);
+        handle.state_ = s;  // the caller's tensor itself, so the realize points it at its buffer
+        Tensor* one = &handle;
+        realize(std::span<Tensor* const>(&one, 1));
+      }
+    } catch (...) {
+      active_capture() = paused;
+      throw;
+    }
+    active_capture() = paused;
   }
   const auto lock = lock_engine();
   ++realizes_begun;
@@ -644,15 +691,6 @@ void realize(std::span<Tensor* const> tensors) {
   }
   copies_in_flight.insert(copies_in_flight.end(), copies.begin(), copies.end());
   commit_realized(sched, lent);
-  if (std::unordered_set<int64_t>* storage = active_storage_log()) {
-    for (const ScheduleItem& item : sched.items)
-      for (const auto& b : item.buffers) storage->insert(b->storage_id());
-    for (const auto& [node, view] : sched.realized) {
-      const UOp* n = view.get();
-      while (n->op != Ops::BUFFER && !n->src.empty()) n = n->src[0].get();
-      if (n->op == Ops::BUFFER) storage->insert(buffer_of(*n).storage_id());
-    }
-  }
   if (Capture* capture = active_capture()) {
     for (const ScheduleItem& item : sched.items) {
       if (item.buffers[0]->count() > 0)

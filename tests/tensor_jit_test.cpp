@@ -160,6 +160,53 @@ TEST_P(Jitted, ACallersLazyAssignIsRealizedWithoutAnotherThatReadsItsOldValue) {
   EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{2, 4, 6}));
 }
 
+// The capture runs the caller's lazy assigns its function's graphs read, found in the graphs, not
+// guessed from what the first call used (the second review's repros, all silent before):
+//  - a first call served from the realized-node cache ran no kernel over a (replays gave 24, 48,
+//    96: the capture held a's assign);
+//  - a function reading another tensor at the capture than at the first call (b's assign was
+//    captured: 240, 480);
+//  - assigns to the first call's output and input, which the capture does not read, ran before it
+//    and changed lazy graphs over their old values ({0.5, 0.5, 0.5}).
+TEST_P(Jitted, TheCaptureRunsTheCallersLazyAssignsItsFunctionReadsOnceAndNoOthers) {
+  const Tensor ones = Tensor(std::vector<float>(3, 1.0f), {3}, dev()).contiguous().realize();
+  {
+    Tensor a = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+    auto fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * a).sum()}; };
+    Tensor warm = fn({ones})[0];
+    const UOpPtr held = warm.node();  // keeps the node's recorded value: call 1 runs no kernel
+    warm.realize();
+    Jit f(fn);
+    EXPECT_EQ(f({ones})[0].item<float>(), 6.0f);
+    a.assign(a * 2.0f);
+    for (int call = 1; call < 5; ++call) EXPECT_EQ(f({ones})[0].item<float>(), 12.0f) << call;
+    EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  }
+  {
+    Tensor a = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+    Tensor b = Tensor(std::vector<float>{10, 20, 30}, {3}, dev()).contiguous().realize();
+    Tensor* read = &a;
+    Jit f(
+        [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * *read).sum()}; });
+    EXPECT_EQ(f({ones})[0].item<float>(), 6.0f);
+    read = &b;
+    b.assign(b * 2.0f);
+    for (int call = 1; call < 4; ++call) EXPECT_EQ(f({ones})[0].item<float>(), 120.0f) << call;
+    EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{20, 40, 60}));
+  }
+  {
+    Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0f}; });
+    Tensor x = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+    Tensor y = f({x})[0];
+    const Tensor lazy_x = x + 0.5f, lazy_y = y + 0.5f;
+    x.assign(x * 0.0f);
+    y.assign(y * 0.0f);
+    f({ones});
+    EXPECT_EQ(lazy_x.to_vector<float>(), (std::vector<float>{1.5f, 2.5f, 3.5f}));
+    EXPECT_EQ(lazy_y.to_vector<float>(), (std::vector<float>{2.5f, 4.5f, 6.5f}));
+  }
+}
+
 // The list of lazy assigns a Jit call realizes (core/jit_capture.hpp) does not grow without
 // bound in a loop that never calls a Jit: Tensor::assign prunes the realized entries.
 TEST(JitPendingAssigns, AnEagerLoopOfAssignsKeepsTheListBounded) {
