@@ -113,7 +113,7 @@ TEST(SymbolicFuzzRegressions, AVarianceWithACorrectionPastTheCountIsNan) {
 // the symbolic size (Tensor::symbolic_broadcast), so a cumsum along that axis, plain for the
 // program at n = 1 (the capture), is refused at n = 2 ("cannot scan along a symbolic axis")
 // where the plain program computes it. Not a wrong value: a clear vkg::Error. Open.
-TEST(SymbolicFuzzRegressions, DISABLED_ACumsumAlongASymbolicSizeBroadcastWithAnEqualPlainOne) {
+TEST(SymbolicFuzzRegressions, ACumsumAlongASymbolicSizeBroadcastWithAnEqualPlainOne) {
   check(
       [](bool sym, int64_t value, const std::string& dev) {
         const SymInt n = size(sym, value);
