@@ -3,6 +3,7 @@
 // they fuse and differentiate like the rest.
 #include <limits>
 
+#include <vkgrad/core/binding_guard.hpp>
 #include <vkgrad/core/error.hpp>
 #include <vkgrad/core/gradient.hpp>
 #include <vkgrad/core/tensor.hpp>
@@ -153,15 +154,31 @@ Tensor scan_last(const Tensor& x, ScanOp op) {
 }
 
 // The scan along any axis: moved last and back. A 0-d tensor scans as one element. Along a
-// symbolic axis the triangular mask would need a symbolic arange: refused, not answered wrong.
+// symbolic axis the triangular mask would need a symbolic arange: the axis is taken at its bound
+// value (a plain size, as the plain program has it) and a Jit's capture replays only that value
+// (core/binding_guard.hpp). Such an axis arises where a size n broadcasts with an equal plain one
+// (binding fuzzer seeds 8400048, 8401202: n = 2 plus a plain 2 is n), so refusing it threw where
+// the plain program computes.
 Tensor scan(const Tensor& x, int64_t axis, ScanOp op, std::string_view name) {
   if (x.ndim() == 0) return scan(x.reshape({1}), 0, op, name).reshape({});
   const int ax = normalize_axis(axis, x.shape(), name);
   if (x.has_symbolic_shape() && x.sym_shape()[size_t(ax)].is_symbolic()) {
-    std::string dims;
-    for (const SymInt& d : x.sym_shape()) dims += (dims.empty() ? "" : ", ") + d.str();
-    throw Error(std::string(name) + ": cannot scan along a symbolic axis (axis " +
-                std::to_string(axis) + " of shape (" + dims + ")); scan a plain axis");
+    const SymShape s = x.sym_shape();
+    const SymInt& d = s[size_t(ax)];
+    guard_same_value(d.expr(), d.value(), [&] {
+      return std::string(name) + " scans axis " + std::to_string(axis) + " of size " + d.str() +
+             " at the capture's value " + std::to_string(d.value());
+    });
+    // A pad and a shrink to the plain size: the shrink's end names the size as a number.
+    std::vector<std::pair<SymInt, SymInt>> pads(s.size(), {SymInt(0), SymInt(0)}), keep;
+    pads[size_t(ax)] = {SymInt(0), SymInt(1)};
+    for (size_t i = 0; i < s.size(); ++i)
+      keep.emplace_back(SymInt(0), i == size_t(ax) ? SymInt(d.value()) : s[i]);
+    const Tensor plain = x.pad(pads).shrink(keep);
+    if (plain.has_symbolic_shape() && plain.sym_shape()[size_t(ax)].is_symbolic())
+      throw Error(std::string(name) + ": internal: axis " + std::to_string(axis) +
+                  " stayed symbolic");
+    return scan(plain, ax, op, name);
   }
   if (x.shape()[size_t(ax)] == 0) return x;
   return scan_last(x.transpose(ax, -1), op).transpose(ax, -1);

@@ -3,7 +3,9 @@
 // value torch gives.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -195,4 +197,70 @@ TEST(FuzzRegressions, IntMinAndMaxOfAValueThatIsZeroInEveryStep) {
     const Tensor b = Tensor(std::vector<int8_t>{-128, 5, 127}, {3}, dev);
     EXPECT_EQ((b * Tensor::full_like(b, int64_t(0))).max({0}).item<int8_t>(), 0);
   }
+}
+
+// Jit fuzzer seed 8310560: x.assign(f(x.clone().sort().second)) of 16 or more elements. Whether
+// the assign's value reads x elsewhere walked every path through the sort's network of views, one
+// per path: 23 GB and minutes for 36 elements (2.3 GB in 14 s, std::bad_alloc under a 3 GB limit,
+// for the 16 and 64 here before the fix). Now a bounded walk, and the values are the closed form:
+// the descending sort of 0..n-1 puts index n-1-i at place i.
+TEST(FuzzRegressions, AnAssignOfASortOfItsOwnCloneSchedulesInBoundedTime) {
+  for (const std::string& dev : kDevices)
+    for (int64_t n : {16, 64}) {
+      SCOPED_TRACE(dev + ", n = " + std::to_string(n));
+      Tensor t = Tensor::arange(0, n, 1, dev).cast(dtypes::float32).realize();
+      const Tensor idx = t.clone().sort(0, true).second;
+      t.assign(t * 0.5f + idx.cast(t.dtype()));
+      const auto start = std::chrono::steady_clock::now();
+      const std::vector<float> got = t.to_vector<float>();
+      EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                10.0);
+      std::vector<float> want;
+      for (int64_t i = 0; i < n; ++i) want.push_back(float(i) * 0.5f + float(n - 1 - i));
+      EXPECT_EQ(got, want);
+    }
+}
+
+namespace {
+// program(dev) on VK against the CPU device, as float32: nan where the CPU has nan, else the same
+// value with the same sign of zero.
+void expect_same_on_vk(const std::function<Tensor(const std::string&)>& program) {
+  const std::vector<float> want = program("CPU").cast(dtypes::float32).to_vector<float>(),
+                           got = program("VK").cast(dtypes::float32).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "[" << i << "] " << got[i] << ", want nan";
+      continue;
+    }
+    EXPECT_EQ(got[i], want[i]) << "[" << i << "]";
+    EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << "[" << i << "] " << got[i];
+  }
+}
+}  // namespace
+
+// Open (found at the deadline): elementwise fuzzer seed 7112871. cumsum of a constant +0 (sqrt
+// and copysign of a comparison folded to false) gave -0 on VK, +0 on the CPU device: the scan's
+// masked places hold -0 (7834c12) and -0 + (+0) is +0, so a +0 the driver folds (x + 0 -> x) is
+// not guarded somewhere on this path (cf. a1bc13b's guards in codegen/glsl_alu.cpp).
+TEST(FuzzRegressions, DISABLED_ACumsumOfAFoldedPositiveZeroIsPositiveZero) {
+  expect_same_on_vk([](const std::string& dev) {
+    const Tensor v2 = random_tensor(dtypes::int32, {1}, dev, 804326842u);
+    const Tensor v5 = v2.gt(v2).lt(v2.gt(v2)).sqrt();
+    return v5.copysign(v5.isnan().where(1, v5)).cumsum(0);
+  });
+}
+
+// Open (found at the deadline): elementwise fuzzer seed 7113075. A bfloat16 matmul of zeros cast
+// from a folded comparison (int64 x != x) with a matrix holding inf/nan gave -0 on VK where the
+// CPU device gives +0 and nan (0 * inf): the driver folds the emulated bfloat16's constant 0 * x
+// (cf. 703e674, the opaque +0 of an emulated 16-bit float).
+TEST(FuzzRegressions, DISABLED_ABfloat16MatmulOfFoldedZerosKeepsNanAndTheSignOfZero) {
+  expect_same_on_vk([](const std::string& dev) {
+    const Tensor v0 = random_tensor(dtypes::int64, {7}, dev, 4208809736u);
+    const Tensor v1 = v0.sum({}, true);
+    const Tensor v3 = v1.ne(v1).cast(dtypes::bfloat16);
+    const Tensor v4 = Tensor::cat(std::vector<Tensor>{v3, v3}, 0);
+    return v4.matmul(random_tensor(dtypes::bfloat16, {2, 3}, dev, 2796185363u));
+  });
 }

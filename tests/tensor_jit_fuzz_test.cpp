@@ -7,7 +7,8 @@
 // mismatch. Every other program also carries a state the function assigns in place (an
 // optimizer's parameters), and every fourth Jit runs on the CPU device instead of Vulkan.
 //
-// Reproducible: VKG_FUZZ_SEED picks the first seed, VKG_FUZZ_PROGRAMS how many programs.
+// Reproducible: VKG_FUZZ_SEED picks the first seed, VKG_FUZZ_PROGRAMS how many programs;
+// VKG_FUZZ_SHOW=1 prints each program before it runs (for one that never returns).
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -146,6 +147,11 @@ std::string check_jit(const Program& p, uint32_t seed, const std::string& dev, b
 
 std::string check_seed(Program (*make)(uint32_t), uint32_t seed) {
   const std::string dev = seed % 4 == 3 ? "CPU" : "VK";
+  if (std::getenv("VKG_FUZZ_SHOW")) {
+    const Program p = make(seed);
+    std::printf("%s\n%s\n", dev.c_str(), jit_plan_cpp(p, plan_jit(p, seed % 2 == 0, seed)).c_str());
+    std::fflush(stdout);
+  }
   return check_jit(make(seed), seed, dev, seed % 2 == 0);
 }
 

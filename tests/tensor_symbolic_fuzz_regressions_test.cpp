@@ -109,4 +109,19 @@ TEST(SymbolicFuzzRegressions, AVarianceWithACorrectionPastTheCountIsNan) {
       {10, 1, 2, 3}, 4);
 }
 
+// Binding fuzzer seeds 8400048 and 8401202: a size n bound to 2 broadcast with a plain 2 takes
+// the symbolic size (Tensor::symbolic_broadcast), so a cumsum along that axis, plain for the
+// program at n = 1 (the capture), is refused at n = 2 ("cannot scan along a symbolic axis")
+// where the plain program computes it. Not a wrong value: a clear vkg::Error. Open.
+TEST(SymbolicFuzzRegressions, ACumsumAlongASymbolicSizeBroadcastWithAnEqualPlainOne) {
+  check(
+      [](bool sym, int64_t value, const std::string& dev) {
+        const SymInt n = size(sym, value);
+        const Tensor v0 = random_tensor(dtypes::float32, {value}, dev, 2151667821u).reshape({n});
+        const Tensor v1 = random_tensor(dtypes::float32, {2}, dev, 1696322739u);
+        return v0.add(v1).cumsum(0);
+      },
+      {2}, 4);
+}
+
 }  // namespace

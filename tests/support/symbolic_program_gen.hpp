@@ -482,7 +482,8 @@ class SymProgramGen {
   void cumsum(size_t a) {
     const int64_t nd = int64_t(at(a).shape().size());
     if (nd == 0 || at(a).dtype().is_bool()) return;
-    // Along a plain axis only: a scan along a symbolic one is refused (core/tensor_scan.cpp).
+    // Along a plain axis only: a scan along a symbolic one takes its bound value, so a Jit
+    // replays it only at its capture's binding (core/tensor_scan.cpp).
     std::vector<int64_t> plain;
     const Dims d = dims(a);
     for (int64_t i = 0; i < nd; ++i)
