@@ -355,10 +355,10 @@ std::vector<Tensor> Jit::capture(std::vector<Tensor> inputs) {
   // read them (realize), not inside the capture.
   {
     const std::vector<std::weak_ptr<TensorState>>& pending = pending_assigns();
-    for (size_t i = 0; i < pending.size(); ++i)
-      if (const std::shared_ptr<TensorState> s = pending[i].lock(); s && s->node->op == Ops::ASSIGN)
-        captured.callers_assigns.emplace(s->node.get(),
-                                         std::pair{s->node, std::pair{i, pending[i]}});
+    for (const std::weak_ptr<TensorState>& weak : pending)
+      if (const std::shared_ptr<TensorState> s = weak.lock())
+        for (const UOp* n = s->node.get(); n->op == Ops::ASSIGN; n = n->src[0].get())
+          captured.callers_assigns.emplace(n, Capture::CallerAssign{n->ptr(), weak});
   }
   // Buffer ids are issued in order: those the function makes are from this probe's on.
   const int64_t first_buffer = Buffer("CPU", dtypes::uint8, 0).id();

@@ -33,11 +33,18 @@ struct Capture {
   // writes its own binding's value there while the node stands for the captured binding's.
   std::vector<std::pair<UOpPtr, UOpPtr>> bound_records;
   // The in-place assigns the caller left lazy before the capture (pending_assigns), by ASSIGN
-  // node (held), with their place in that list: a realize of the capture whose graph reads one
-  // runs it first, outside the capture, as an eager call of the function would run it once
-  // (captured, every replay would run it again).
-  std::unordered_map<const UOp*, std::pair<UOpPtr, std::pair<size_t, std::weak_ptr<TensorState>>>>
-      callers_assigns;
+  // node: each tensor's current one and the older ones under it (a graph built between two
+  // assigns reads the first). A realize of the capture whose graph reads one runs it first,
+  // outside the capture, as an eager call of the function would run it once (captured, every
+  // replay would run it again), and notes it in `realized_outside`, whose recorded values the
+  // capture's schedules then take (create_schedule), binding-dependent or not.
+  struct CallerAssign {
+    UOpPtr node;                        // held, so that its address keys it
+    std::weak_ptr<TensorState> tensor;  // the caller's tensor, pointed at the buffer where its
+                                        // node is still this one
+  };
+  std::unordered_map<const UOp*, CallerAssign> callers_assigns;
+  std::unordered_map<const UOp*, UOpPtr> realized_outside;
 };
 
 // The capture this thread records into, or nullptr.

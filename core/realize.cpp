@@ -519,10 +519,10 @@ void count_replay() { ++counters.replays; }
 namespace {
 
 // The caller's lazy assigns (Capture::callers_assigns) that the graphs of `tensors` read, taken off
-// the capture's list, in the order the caller made them.
-std::vector<std::shared_ptr<TensorState>> callers_assigns_read(Capture& capture,
-                                                               std::span<Tensor* const> tensors) {
-  std::vector<std::pair<size_t, std::shared_ptr<TensorState>>> found;
+// the capture's list, in the order the caller made them (an ASSIGN's argument numbers it).
+std::vector<Capture::CallerAssign> callers_assigns_read(Capture& capture,
+                                                        std::span<Tensor* const> tensors) {
+  std::vector<Capture::CallerAssign> found;
   std::unordered_set<const UOp*> seen;
   std::vector<const UOp*> stack;
   for (Tensor* t : tensors) stack.push_back(t->node().get());
@@ -532,17 +532,15 @@ std::vector<std::shared_ptr<TensorState>> callers_assigns_read(Capture& capture,
     if (!seen.insert(u).second) continue;
     if (u->op == Ops::ASSIGN)
       if (auto it = capture.callers_assigns.find(u); it != capture.callers_assigns.end()) {
-        if (std::shared_ptr<TensorState> s = it->second.second.second.lock())
-          found.emplace_back(it->second.second.first, std::move(s));
+        found.push_back(std::move(it->second));
         capture.callers_assigns.erase(it);
       }
     for (const UOpPtr& src : u->src) stack.push_back(src.get());
   }
-  std::sort(found.begin(), found.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::shared_ptr<TensorState>> out;
-  for (auto& [place, s] : found) out.push_back(std::move(s));
-  return out;
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return a.node->template arg_as<int64_t>() < b.node->template arg_as<int64_t>();
+  });
+  return found;
 }
 
 }  // namespace
@@ -581,15 +579,19 @@ void realize(std::span<Tensor* const> tensors) {
   // captured, every replay would run it again (core/jit.hpp). The capture's schedule then finds
   // it realized (its node's recorded value).
   if (Capture* capture = active_capture(); capture && !capture->callers_assigns.empty()) {
-    const std::vector<std::shared_ptr<TensorState>> found = callers_assigns_read(*capture, tensors);
+    const std::vector<Capture::CallerAssign> found = callers_assigns_read(*capture, tensors);
     Capture* const paused = std::exchange(active_capture(), nullptr);
     try {
-      for (const std::shared_ptr<TensorState>& s : found) {
-        if (s->node->op != Ops::ASSIGN) continue;  // realized by an earlier one's graph
-        Tensor handle(s->node);
-        handle.state_ = s;  // the caller's tensor itself, so the realize points it at its buffer
+      for (const Capture::CallerAssign& a : found) {
+        Tensor handle(a.node);
+        // The caller's tensor itself where this is still its node, so the realize points it at
+        // its buffer; else the function assigned it again, or this is an older assign under
+        // the current one: the node alone.
+        if (const std::shared_ptr<TensorState> s = a.tensor.lock(); s && s->node == a.node)
+          handle.state_ = s;
         Tensor* one = &handle;
         realize(std::span<Tensor* const>(&one, 1));
+        paused->realized_outside.emplace(a.node.get(), a.node);
       }
     } catch (...) {
       active_capture() = paused;

@@ -207,6 +207,56 @@ TEST_P(Jitted, TheCaptureRunsTheCallersLazyAssignsItsFunctionReadsOnceAndNoOther
   }
 }
 
+// The third review's repros, each silent: a caller's assign whose value depends on a Variable's
+// binding was scheduled again inside the capture (its recorded value is dropped there for such
+// nodes), so each replay added s.sum() once more (30, 42, 54 for 18); the function's own assign
+// over a caller's pending one was run outside the capture with it (21, 21, 21 for 21, 24, 27);
+// an older assign under a tensor's current one, read through a graph built between the two, was
+// captured (replays doubled a again).
+TEST_P(Jitted, TheCaptureRunsTheCallersAssignsOnceAndCapturesTheFunctionsOwn) {
+  const Tensor ones = Tensor(std::vector<float>(3, 1.0f), {3}, dev()).contiguous().realize();
+  {
+    const Variable v("rn", 1, 10);
+    Tensor a = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+    const Tensor s =
+        Tensor(std::vector<float>(4, 1.0f), {4}, dev()).contiguous().realize().reshape({v.bind(4)});
+    Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * a).sum()}; });
+    EXPECT_EQ(f({ones})[0].item<float>(), 6.0f);
+    a.assign(a + s.sum());
+    for (int call = 1; call < 4; ++call) EXPECT_EQ(f({ones})[0].item<float>(), 18.0f) << call;
+    EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{5, 6, 7}));
+  }
+  {
+    Tensor a = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+    Jit f([&](const std::vector<Tensor>& in) {
+      a.assign(a + 1.0f);
+      return std::vector<Tensor>{(in[0] * a).sum()};
+    });
+    EXPECT_EQ(f({ones})[0].item<float>(), 9.0f);
+    a.assign(a * 2.0f);  // {4, 6, 8}
+    for (int call = 1; call < 4; ++call)
+      EXPECT_EQ(f({ones})[0].item<float>(), 18.0f + 3.0f * float(call)) << call;
+    EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{7, 9, 11}));
+  }
+  {
+    Tensor a = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+    Tensor z = Tensor(std::vector<float>{0, 0, 0}, {3}, dev()).contiguous().realize();
+    Tensor* read = &z;
+    Jit f(
+        [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * *read).sum()}; });
+    EXPECT_EQ(f({ones})[0].item<float>(), 0.0f);
+    a.assign(a * 2.0f);
+    Tensor b = a + 0.0f;
+    a.assign(a + 1.0f);
+    read = &b;
+    EXPECT_EQ(f({ones})[0].item<float>(), 12.0f);  // the capture: a * 2 ran once, outside it
+    // The replays run a + 1 first (a replay goes by buffer, core/jit.hpp's limits) and read b's
+    // buffer, a's: 3 + 5 + 7 each time, never a doubled again.
+    for (int call = 2; call < 4; ++call) EXPECT_EQ(f({ones})[0].item<float>(), 15.0f) << call;
+    EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{3, 5, 7}));
+  }
+}
+
 // The list of lazy assigns a Jit call realizes (core/jit_capture.hpp) does not grow without
 // bound in a loop that never calls a Jit: Tensor::assign prunes the realized entries.
 TEST(JitPendingAssigns, AnEagerLoopOfAssignsKeepsTheListBounded) {
