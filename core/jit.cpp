@@ -313,24 +313,19 @@ void Jit::realize_callers_assigns(const std::unordered_set<int64_t>& storage) {
   std::vector<std::weak_ptr<TensorState>>& pending = pending_assigns();
   if (pending.empty()) return;
   std::vector<std::weak_ptr<TensorState>> listed = std::exchange(pending, {});
-  std::vector<std::weak_ptr<TensorState>> left;
-  size_t i = 0;
+  std::vector<std::weak_ptr<TensorState>> used, left;
+  for (const std::weak_ptr<TensorState>& weak : listed) {
+    const std::shared_ptr<TensorState> s = weak.lock();
+    if (!s || s->node->op != Ops::ASSIGN) continue;
+    const UOp& target = base_buffer(*s->node->src.at(0));
+    const bool uses = target.op == Ops::BUFFER && storage.count(buffer_of(target).storage_id());
+    (uses ? used : left).push_back(weak);
+  }
   try {
-    // One realize each, in the order made: as the caller's reads would run them (one realize
-    // of several could refuse two that each read the other's old value).
-    for (; i < listed.size(); ++i) {
-      const std::shared_ptr<TensorState> s = listed[i].lock();
-      if (!s || s->node->op != Ops::ASSIGN) continue;
-      const UOp& target = base_buffer(*s->node->src.at(0));
-      if (target.op != Ops::BUFFER || !storage.count(buffer_of(target).storage_id())) {
-        left.push_back(listed[i]);
-        continue;
-      }
-      realize_left_assigns({listed[i]});
-    }
+    // In one realize, as the function's eager call would run them: reads of old values first.
+    realize_left_assigns(used);
   } catch (...) {
-    // The one that failed and those after it stay listed (still lazy), for the next call.
-    left.insert(left.end(), listed.begin() + std::ptrdiff_t(i), listed.end());
+    left.insert(left.end(), used.begin(), used.end());  // still lazy, for the next call
     pending.insert(pending.begin(), left.begin(), left.end());
     throw;
   }

@@ -51,8 +51,10 @@
 //    read the old values). Assigns to other tensors stay lazy. Limits: a replay goes by buffer,
 //    so an old view of the tensor (taken before the assign) reads the new value where an eager
 //    call would read the old; an assign to a sharded tensor is not in place, so replays keep
-//    reading its old buffers (reset() the Jit); one made on another thread must be realized
-//    before the call.
+//    reading its old buffers (reset() the Jit); a function reading both an old view and the
+//    new value of a tensor assigned lazily gets the new value in both where an eager call
+//    refuses ("read at its old value by a computation that also needs its new value"); one made
+//    on another thread must be realized before the call.
 //  - Several devices: a function that copies between devices (Tensor::to) or runs on sharded
 //    tensors (core/multi.hpp) replays its kernels as one recording per run of kernels of one
 //    device, and its copies between them in between, in the captured order. No step waits for
@@ -113,9 +115,9 @@ class Jit {
   // would run it once more. Realized at the end of both calls (after the outputs, where an eager
   // caller's later read would realize them), each call assigns once, as an eager one.
   static void realize_left_assigns(const std::vector<std::weak_ptr<TensorState>>& assigned);
-  // Before a replay: realizes, one by one in the order made, the lazy assigns this thread's
-  // caller left to tensors whose buffers' storage is in `storage` (those the capture's kernels
-  // use); the others stay lazy and listed (core/jit_capture.hpp's pending_assigns).
+  // Before a replay: realizes, in one realize, the lazy assigns this thread's caller left to
+  // tensors whose buffers' storage is in `storage` (those the capture's kernels use); the others
+  // stay lazy and listed (core/jit_capture.hpp's pending_assigns).
   static void realize_callers_assigns(const std::unordered_set<int64_t>& storage);
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
 

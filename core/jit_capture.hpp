@@ -34,17 +34,16 @@ struct Capture {
   std::vector<std::pair<UOpPtr, UOpPtr>> bound_records;
   // The in-place assigns the caller left lazy before the capture (pending_assigns), by ASSIGN
   // node: each tensor's current one and the older ones under it (a graph built between two
-  // assigns reads the first). A realize of the capture whose graph reads one runs it first,
-  // outside the capture, as an eager call of the function would run it once (captured, every
-  // replay would run it again), and notes it in `realized_outside`, whose recorded values the
-  // capture's schedules then take (create_schedule), binding-dependent or not.
+  // assigns reads the first). A realize of the capture whose graph reads some runs them first,
+  // together and outside the capture, as an eager call of the function would run them once
+  // (captured, every replay would run them again); the capture's schedule then takes their
+  // recorded values (create_schedule never computes an assign's again).
   struct CallerAssign {
     UOpPtr node;                        // held, so that its address keys it
     std::weak_ptr<TensorState> tensor;  // the caller's tensor, pointed at the buffer where its
                                         // node is still this one
   };
   std::unordered_map<const UOp*, CallerAssign> callers_assigns;
-  std::unordered_map<const UOp*, UOpPtr> realized_outside;
 };
 
 // The capture this thread records into, or nullptr.

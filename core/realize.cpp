@@ -519,7 +519,7 @@ void count_replay() { ++counters.replays; }
 namespace {
 
 // The caller's lazy assigns (Capture::callers_assigns) that the graphs of `tensors` read, taken off
-// the capture's list, in the order the caller made them (an ASSIGN's argument numbers it).
+// the capture's list.
 std::vector<Capture::CallerAssign> callers_assigns_read(Capture& capture,
                                                         std::span<Tensor* const> tensors) {
   std::vector<Capture::CallerAssign> found;
@@ -537,9 +537,6 @@ std::vector<Capture::CallerAssign> callers_assigns_read(Capture& capture,
       }
     for (const UOpPtr& src : u->src) stack.push_back(src.get());
   }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
-    return a.node->template arg_as<int64_t>() < b.node->template arg_as<int64_t>();
-  });
   return found;
 }
 
@@ -574,30 +571,32 @@ void realize(std::span<Tensor* const> tensors) {
     }
     return;
   }
-  // A lazy assign the Jit's caller made, read by the function under capture, runs now, outside
-  // the capture, as the function's eager call would have run it once where it read the tensor;
-  // captured, every replay would run it again (core/jit.hpp). The capture's schedule then finds
-  // it realized (its node's recorded value).
+  // Lazy assigns the Jit's caller made, read by the function under capture, run now, outside
+  // the capture and in one realize (as the function's eager call would have run them, reads of
+  // old values first), once; captured, every replay would run them again (core/jit.hpp). The
+  // capture's schedule then finds them realized (their nodes' recorded values).
   if (Capture* capture = active_capture(); capture && !capture->callers_assigns.empty()) {
-    const std::vector<Capture::CallerAssign> found = callers_assigns_read(*capture, tensors);
-    Capture* const paused = std::exchange(active_capture(), nullptr);
-    try {
-      for (const Capture::CallerAssign& a : found) {
-        Tensor handle(a.node);
-        // The caller's tensor itself where this is still its node, so the realize points it at
-        // its buffer; else the function assigned it again, or this is an older assign under
-        // the current one: the node alone.
-        if (const std::shared_ptr<TensorState> s = a.tensor.lock(); s && s->node == a.node)
-          handle.state_ = s;
-        Tensor* one = &handle;
-        realize(std::span<Tensor* const>(&one, 1));
-        paused->realized_outside.emplace(a.node.get(), a.node);
-      }
-    } catch (...) {
-      active_capture() = paused;
-      throw;
+    std::vector<Tensor> handles;
+    for (const Capture::CallerAssign& a : callers_assigns_read(*capture, tensors)) {
+      handles.emplace_back(a.node);
+      // The caller's tensor itself where this is still its node, so the realize points it at
+      // its buffer; else the function assigned it again, or this is an older assign under the
+      // current one: the node alone.
+      if (const std::shared_ptr<TensorState> s = a.tensor.lock(); s && s->node == a.node)
+        handles.back().state_ = s;
     }
-    active_capture() = paused;
+    if (!handles.empty()) {
+      std::vector<Tensor*> all;
+      for (Tensor& h : handles) all.push_back(&h);
+      Capture* const paused = std::exchange(active_capture(), nullptr);
+      try {
+        realize(all);
+      } catch (...) {
+        active_capture() = paused;
+        throw;
+      }
+      active_capture() = paused;
+    }
   }
   const auto lock = lock_engine();
   ++realizes_begun;

@@ -754,8 +754,10 @@ bool depends_on_binding(const UOp* n, std::unordered_map<const UOp*, bool>& memo
 bool capture_may_reuse(const UOp* n, const UOp* view, const Capture& capture,
                        std::unordered_map<const UOp*, bool>& bound) {
   if (!view || !depends_on_binding(n, bound)) return true;
-  // A caller's assign run outside the capture, once, at the binding it was made for (core/jit.cpp).
-  if (capture.realized_outside.count(n)) return true;
+  // An assign ran once, where it was realized: a record of one is never computed again (a
+  // caller's assign the capture ran outside it, or realized before, would be captured and every
+  // replay would run it once more).
+  if (n->op == Ops::ASSIGN) return true;
   while (view->op != Ops::BUFFER) view = view->src[0].get();  // a realized value views a buffer
   const int64_t storage = buffer_of(*view).storage_id();
   for (const ScheduleItem& item : capture.items)

@@ -257,6 +257,39 @@ TEST_P(Jitted, TheCaptureRunsTheCallersAssignsOnceAndCapturesTheFunctionsOwn) {
   }
 }
 
+// The fourth review's repros, each silent before: the caller's assigns the function reads run in
+// one realize, as the eager call's one schedule runs them (reads of old values first): one by one,
+// c.assign(c + y) read a's new value through y, a graph over a's old one ({4, 8, 12} for
+// {3, 6, 9}), before the capture and before a replay alike; and an assign realized before the
+// capture whose value depends on a binding, read through a graph built on it, was computed again
+// inside the capture, so every replay added s.sum() once more (30, 42, 54 for 18).
+TEST_P(Jitted, CallersAssignsRunAsOneEagerRealizeAndNeverAgain) {
+  const Tensor ones = Tensor(std::vector<float>(3, 1.0f), {3}, dev()).contiguous().realize();
+  for (const int before : {1, 2}) {  // before the capture, before a replay
+    Tensor a = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+    Tensor c = Tensor(std::vector<float>{0, 0, 0}, {3}, dev()).contiguous().realize();
+    Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(a + c) * in[0]}; });
+    for (int call = 0; call < before; ++call)
+      EXPECT_EQ(f({ones})[0].to_vector<float>(), (std::vector<float>{1, 2, 3}));
+    const Tensor y = a + 0.0f;
+    a.assign(a * 2.0f);
+    c.assign(c + y);
+    for (int call = before; call < 4; ++call)
+      EXPECT_EQ(f({ones})[0].to_vector<float>(), (std::vector<float>{3, 6, 9}))
+          << "call " << call << ", assigns before call " << before;
+  }
+  const Variable v("kv", 1, 10);
+  Tensor a = Tensor(std::vector<float>{1, 2, 3}, {3}, dev()).contiguous().realize();
+  const Tensor s =
+      Tensor(std::vector<float>(4, 1.0f), {4}, dev()).contiguous().realize().reshape({v.bind(4)});
+  a.assign(a + s.sum());
+  const Tensor w = a * 1.0f;
+  a.realize();  // {5, 6, 7}
+  Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * w).sum()}; });
+  for (int call = 0; call < 4; ++call) EXPECT_EQ(f({ones})[0].item<float>(), 18.0f) << call;
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{5, 6, 7}));
+}
+
 // The list of lazy assigns a Jit call realizes (core/jit_capture.hpp) does not grow without
 // bound in a loop that never calls a Jit: Tensor::assign prunes the realized entries.
 TEST(JitPendingAssigns, AnEagerLoopOfAssignsKeepsTheListBounded) {
